@@ -1,0 +1,55 @@
+"""Shared fixtures: one Ray instance for the whole session, and a CLI runner that captures output."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SEARCH_SPACES = ROOT / "search_spaces"
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray for every test that runs trials (ray.init costs seconds)."""
+    import ray
+
+    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run `tune_app` in-process: `cli("validate", path)` -> CliResult(code, out, err)."""
+    from tune_app.cli import main
+
+    def invoke(*args: str) -> CliResult:
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return invoke
+
+
+@pytest.fixture
+def write_spec(tmp_path):
+    """Write YAML text to a spec file in a fresh folder and return its path."""
+
+    def write(text: str, name: str = "spec.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return write

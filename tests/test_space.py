@@ -1,0 +1,99 @@
+"""Search-space mappings: parsed without Ray, translated to the very domains Tune builds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ray import tune
+
+from tune_app.errors import SpecError
+from tune_app.space import Domain, grid_size, parse_space, searched_paths, to_plain, to_tune
+
+# (spec mapping, the Tune domain a user would write by hand)
+MAPPINGS = [
+    pytest.param({"choice": [16, 32, 64]}, tune.choice([16, 32, 64]), id="choice"),
+    pytest.param({"uniform": [-1.0, 2.0]}, tune.uniform(-1.0, 2.0), id="uniform"),
+    pytest.param({"quniform": [0, 10, 0.5]}, tune.quniform(0, 10, 0.5), id="quniform"),
+    pytest.param({"loguniform": [1e-4, 1e-1]}, tune.loguniform(1e-4, 1e-1), id="loguniform"),
+    pytest.param({"qloguniform": [1e-3, 1, 1e-3]}, tune.qloguniform(1e-3, 1, 1e-3), id="qloguniform"),
+    pytest.param({"randint": [0, 10]}, tune.randint(0, 10), id="randint"),
+    pytest.param({"qrandint": [0, 100, 5]}, tune.qrandint(0, 100, 5), id="qrandint"),
+    pytest.param({"lograndint": [1, 1000]}, tune.lograndint(1, 1000), id="lograndint"),
+    pytest.param({"qlograndint": [1, 1000, 10]}, tune.qlograndint(1, 1000, 10), id="qlograndint"),
+    pytest.param({"randn": [0.0, 2.0]}, tune.randn(0.0, 2.0), id="randn"),
+    pytest.param({"qrandn": [1.0, 3.0, 0.25]}, tune.qrandn(1.0, 3.0, 0.25), id="qrandn"),
+]
+
+
+@pytest.mark.parametrize("mapping, expected", MAPPINGS)
+def test_mapping_samples_like_the_tune_domain(mapping, expected):
+    ours = to_tune(parse_space({"x": mapping}, "config"))["x"]
+    assert type(ours) is type(expected)
+    assert type(ours.sampler) is type(expected.sampler)
+    a = ours.sample(size=200, random_state=np.random.default_rng(7))
+    b = expected.sample(size=200, random_state=np.random.default_rng(7))
+    assert np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_grid_search_becomes_tune_grid():
+    space = to_tune(parse_space({"a": {"grid_search": [1, 2, 3]}}, "config"))
+    assert space == {"a": tune.grid_search([1, 2, 3])}
+
+
+def test_randint_excludes_upper_and_qrandint_includes_it_for_q_over_1():
+    rng = np.random.default_rng(0)
+    excl = to_tune(parse_space({"randint": [0, 3]}, "c")).sample(size=2000, random_state=rng)
+    incl = to_tune(parse_space({"qrandint": [0, 4, 2]}, "c")).sample(size=2000, random_state=rng)
+    assert set(np.asarray(excl).tolist()) == {0, 1, 2}
+    assert set(np.asarray(incl).tolist()) == {0, 2, 4}
+
+
+def test_nested_mappings_and_lists_are_walked():
+    raw = {
+        "model": {"layers": [{"width": {"choice": [8, 16]}}, 4], "act": "relu"},
+        "lr": {"loguniform": [1e-4, 1e-2]},
+        "pair": {"grid_search": [[1, 2], [3, 4]]},
+        "const": {"name": "x", "values": [1, 2]},
+    }
+    space = parse_space(raw, "config")
+    assert isinstance(space["model"]["layers"][0]["width"], Domain)
+    assert space["model"]["act"] == "relu"
+    assert space["const"] == {"name": "x", "values": [1, 2]}
+    assert searched_paths(space) == ["model.layers[0].width", "lr", "pair"]
+    assert grid_size(space) == 2
+    assert to_plain(space) == raw
+
+
+@pytest.mark.parametrize(
+    "raw, count",
+    [
+        pytest.param({"a": {"grid_search": [1, 2, 3]}, "b": {"grid_search": [1, 2]}}, 6, id="cross"),
+        pytest.param({"a": {"uniform": [0, 1]}}, 1, id="no-grid"),
+        pytest.param({"a": {"grid_search": [{"b": {"grid_search": [1, 2]}}, 5]}}, 3, id="nested"),
+    ],
+)
+def test_grid_size(raw, count):
+    assert grid_size(parse_space(raw, "config")) == count
+
+
+BAD = [
+    pytest.param({"uniform": [2, 1]}, "config.x.uniform", "lower < upper", id="uniform-order"),
+    pytest.param({"uniform": [1]}, "config.x.uniform", "takes 2 arguments", id="uniform-arity"),
+    pytest.param({"uniform": "0..1"}, "config.x.uniform", "takes 2 arguments", id="uniform-str"),
+    pytest.param({"loguniform": [0, 1]}, "config.x.loguniform", "lower > 0", id="log-zero"),
+    pytest.param({"randint": [0.5, 3]}, "config.x.randint", "must be integers", id="randint-float"),
+    pytest.param({"randint": [True, 3]}, "config.x.randint", "must be integers", id="randint-bool"),
+    pytest.param({"quniform": [0, 1, 0]}, "config.x.quniform", "q > 0", id="q-zero"),
+    pytest.param({"randn": [0, -1]}, "config.x.randn", "sd > 0", id="sd-negative"),
+    pytest.param({"choice": []}, "config.x.choice", "non-empty list", id="choice-empty"),
+    pytest.param({"grid_search": 3}, "config.x.grid_search", "non-empty list", id="grid-scalar"),
+    pytest.param({"gridsearch": [1, 2]}, "config.x", "did you mean 'grid_search'", id="near-miss"),
+]
+
+
+@pytest.mark.parametrize("mapping, path, words", BAD)
+def test_bad_mapping_names_its_path(mapping, path, words):
+    with pytest.raises(SpecError) as info:
+        parse_space({"x": mapping}, "config")
+    assert info.value.path == path
+    assert words in str(info.value)

@@ -1,0 +1,1 @@
+"""The registered trainables: every module here declares an `INFO` (see tune_app.registry)."""

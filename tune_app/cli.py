@@ -1,0 +1,125 @@
+"""The command line: parse, call one function, map errors to exit codes.
+
+Exit codes: 0 done, 1 a trial failed, 2 bad spec or usage, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from tune_app.errors import TuneAppError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from tune_app import spec
+    from tune_app.plan import make_plan
+    from tune_app.report import plan_text
+
+    loaded = spec.load(args.spec)
+    plan = make_plan(loaded, storage_path=args.storage_path)
+    _print_warnings(loaded.warnings)
+    print(plan_text(plan))
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from tune_app import spec
+    from tune_app.plan import make_plan
+
+    loaded = spec.load(args.spec)
+    plan = make_plan(loaded, storage_path=args.storage_path)
+    _print_warnings(loaded.warnings)
+
+    from tune_app import runner
+    from tune_app.report import print_summaries
+
+    verbosity = 0 if args.quiet else 2 if args.verbose else 1
+    summaries = runner.run(plan, runner.RunOptions(address=args.address, verbosity=verbosity))
+    print_summaries(plan, summaries)
+    for ep, summary in zip(plan.experiments, summaries, strict=True):
+        if summary.missing:
+            raise runner.missing_keys_error(ep, summary).with_file(str(loaded.file))
+    return EXIT_FAILED if any(s.errored for s in summaries) else EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from tune_app.spec import json_schema
+
+    print(json.dumps(json_schema(), indent=2))
+    return EXIT_OK
+
+
+def _print_warnings(warnings: Sequence[str]) -> None:
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tune_app",
+        description="Hyperparameter searches on Ray Tune and RLlib from a YAML spec.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler: Callable[[argparse.Namespace], int], help: str):
+        p = sub.add_parser(name, help=help, description=help)
+        p.set_defaults(handler=handler)
+        p.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show tracebacks of errors",
+        )
+        return p
+
+    p = command("run", cmd_run, "run the searches of a spec file")
+    p.add_argument("spec", help="the YAML spec file")
+    p.add_argument(
+        "--address",
+        help="join the Ray cluster at ADDR (default: RAY_ADDRESS, or start a local Ray)",
+    )
+    p.add_argument("--storage-path", help="write results here instead of the spec's storage_path")
+    loud = p.add_mutually_exclusive_group()
+    loud.add_argument("-v", "--verbose", action="store_true", help="Tune's full progress tables")
+    loud.add_argument("-q", "--quiet", action="store_true", help="print only the final summary")
+
+    p = command("validate", cmd_validate, "check a spec file and print its plan, without Ray")
+    p.add_argument("spec", help="the YAML spec file")
+    p.add_argument("--storage-path", help="as for run")
+
+    command("schema", cmd_schema, "print the JSON Schema of spec files")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except TuneAppError as err:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:  # a bug or an environment failure, not the user's input
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"error: {type(err).__name__}: {err} (rerun with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The app's exceptions: one base class, and the messages users read when something is wrong."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class TuneAppError(Exception):
+    """Base class of every error the CLI turns into a message and an exit code (2 by default)."""
+
+    exit_code = 2
+
+
+class SpecError(TuneAppError):
+    """A spec file (or a command-line argument standing in for one) is wrong.
+
+    Carries where (file and dotted key path), what (rule and actual value), what is allowed and a
+    suggestion, so the one-line message tells the user how to fix it.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        file: str | None = None,
+        path: str | None = None,
+        allowed: Iterable[str] | str | None = None,
+        suggestion: str | None = None,
+    ) -> None:
+        self.what = what
+        self.file = file
+        self.path = path
+        self.allowed = _as_text(allowed)
+        self.suggestion = suggestion
+        super().__init__(self.message())
+
+    def with_file(self, file: str) -> SpecError:
+        """Return the same error located in `file` (the loader knows the file, validators don't)."""
+        if self.file is None:
+            self.file = file
+            self.args = (self.message(),)
+        return self
+
+    def under(self, prefix: str) -> SpecError:
+        """Return the same error with its key path placed under `prefix` (an experiment's path)."""
+        self.path = f"{prefix}.{self.path}" if self.path else prefix
+        self.args = (self.message(),)
+        return self
+
+    def message(self) -> str:
+        where = ": ".join(part for part in (self.file, self.path) if part)
+        text = f"{where}: {self.what}" if where else self.what
+        if self.allowed:
+            text += f"; allowed: {self.allowed}"
+        if self.suggestion:
+            text += f"; {self.suggestion}"
+        return text
+
+    def __str__(self) -> str:
+        return self.message()
+
+
+class RunError(TuneAppError):
+    """The search started but cannot go on: a stop key never reported, a cluster too small."""
+
+
+class TrialsFailed(TuneAppError):
+    """The search finished but some trials errored or an `expect` was not met (exit 1)."""
+
+    exit_code = 1
+
+
+def _as_text(allowed: Iterable[str] | str | None) -> str | None:
+    if allowed is None or isinstance(allowed, str):
+        return allowed
+    return ", ".join(str(a) for a in allowed)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """A 'did you mean X?' hint for a near-miss of `word` among `choices`, or None."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=3, cutoff=0.6)
+    if not close:
+        return None
+    return "did you mean " + " or ".join(repr(c) for c in close) + "?"

@@ -1,0 +1,179 @@
+"""Trainable registry: names in a spec's `run:` to trainable functions and what they declare.
+
+`run:` resolves, in order, to a trainable registered in `trainables/`, or to a
+`package.module:function` found in the spec's folder, the working directory or an installed
+package. Resolution never executes user code; `TrainableRef.load` does, on the driver only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import pkgutil
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from tune_app.errors import SpecError, did_you_mean
+
+# Keys Tune adds to every result of a function trainable; a stop or metric may use them.
+AUTO_METRICS = (
+    "training_iteration",
+    "time_total_s",
+    "time_this_iter_s",
+    "time_since_restore",
+    "iterations_since_restore",
+    "timestamp",
+)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One config key a trainable reads: its type, default and a one-line doc."""
+
+    name: str
+    type: type
+    default: Any
+    doc: str
+
+
+@dataclass(frozen=True)
+class TrainableInfo:
+    """What a trainable module declares, so the runner never guesses."""
+
+    name: str
+    fn: Callable[..., Any]
+    doc: str
+    metric: str
+    mode: Literal["min", "max"]
+    metrics: tuple[str, ...]  # every key it reports, beyond Tune's AUTO_METRICS
+    knobs: tuple[Knob, ...] = ()
+    smoke: dict[str, Any] = field(default_factory=dict)  # config overrides for --smoke
+
+    @property
+    def reported(self) -> tuple[str, ...]:
+        return self.metrics + AUTO_METRICS
+
+
+@dataclass(frozen=True)
+class TrainableRef:
+    """A resolved `run:` value: a registered trainable or a user's module:function."""
+
+    run: str
+    kind: Literal["registered", "function"]
+    info: TrainableInfo | None = None
+    search_path: tuple[str, ...] = ()  # folders user modules are imported from
+
+    def load(self) -> Callable[..., Any]:
+        """The function Tune runs: the user's function, wrapped if it takes a legacy reporter."""
+        if self.info is not None:
+            return as_tune_function(self.info.fn)
+        module_name, func_name = self.run.split(":")
+        with _on_path(self.search_path):
+            try:
+                module = importlib.import_module(module_name)
+            except Exception as err:  # any import failure is the user's module
+                raise SpecError(
+                    f"importing module '{module_name}' failed: {type(err).__name__}: {err}",
+                    path="run",
+                ) from None
+        fn = getattr(module, func_name, None)
+        if not callable(fn):
+            names = [n for n, v in vars(module).items() if inspect.isfunction(v)]
+            raise SpecError(
+                f"module '{module_name}' has no function '{func_name}'",
+                path="run",
+                allowed=names,
+                suggestion=did_you_mean(func_name, names),
+            )
+        return as_tune_function(fn)
+
+
+def as_tune_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` as a Tune function trainable; `def f(config, reporter)` gets a reporter that reports.
+
+    The original Tune function API passed `reporter(**metrics)`; Ray 2.x calls `f(config)` only.
+    """
+    params = [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    if len(params) < 2:
+        return fn
+
+    def with_reporter(config: dict[str, Any]) -> None:
+        from ray import tune
+
+        def reporter(_metrics: dict[str, Any] | None = None, **metrics: Any) -> None:
+            tune.report({**(_metrics or {}), **metrics})
+
+        fn(config, reporter)
+
+    # Not functools.wraps: Tune reads the signature, which must stay `(config)`.
+    with_reporter.__name__ = with_reporter.__qualname__ = fn.__name__
+    with_reporter.__doc__ = fn.__doc__
+    return with_reporter
+
+
+@cache
+def registered() -> dict[str, TrainableInfo]:
+    """Every trainable declared by a module of the `trainables` package, by name."""
+    import trainables
+
+    found: dict[str, TrainableInfo] = {}
+    for mod in pkgutil.iter_modules(trainables.__path__):
+        if mod.name.startswith("_"):
+            continue
+        info = getattr(importlib.import_module(f"trainables.{mod.name}"), "INFO", None)
+        if isinstance(info, TrainableInfo):
+            found[info.name] = info
+    return dict(sorted(found.items()))
+
+
+def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
+    """Resolve a spec's `run:` value without executing user code; SpecError if it names nothing."""
+    table = registered()
+    if run in table:
+        return TrainableRef(run=run, kind="registered", info=table[run])
+    if ":" not in run:
+        raise SpecError(
+            f"'{run}' is not a registered trainable",
+            path="run",
+            allowed=table,
+            suggestion=(did_you_mean(run, table) or "or write package.module:function"),
+        )
+    module_name, _ = run.split(":")
+    search_path = tuple(
+        str(p) for p in dict.fromkeys([(spec_dir or Path.cwd()).resolve(), Path.cwd().resolve()])
+    )
+    with _on_path(search_path):
+        try:
+            found = importlib.util.find_spec(module_name)
+        except (ImportError, ValueError) as err:
+            found, why = None, str(err)
+        else:
+            why = "no such module"
+    if found is None:
+        raise SpecError(
+            f"module '{module_name}' cannot be found ({why})",
+            path="run",
+            suggestion="looked in " + ", ".join(search_path) + " and installed packages",
+        )
+    return TrainableRef(run=run, kind="function", search_path=search_path)
+
+
+@contextmanager
+def _on_path(folders: tuple[str, ...]) -> Iterator[None]:
+    added = [f for f in folders if f not in sys.path]
+    sys.path[:0] = added
+    try:
+        yield
+    finally:
+        for f in added:
+            sys.path.remove(f)

@@ -1,0 +1,86 @@
+"""Terminal reports: the plan `validate` prints, and the summary a run ends with."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tune_app.plan import Plan, describe_scheduler, describe_search
+
+if TYPE_CHECKING:
+    from tune_app.runner import Summary
+
+
+def plan_text(plan: Plan) -> str:
+    """The plan as plain text: per experiment what runs, how many trials, on what resources."""
+    n = len(plan.experiments)
+    lines = [
+        f"{plan.spec.file}: {n} experiment{'s' * (n != 1)} ({plan.spec.form} form), "
+        f"checked against {plan.cpus:g} CPUs"
+    ]
+    for ep in plan.experiments:
+        exp = ep.experiment
+        ref = ep.trainable
+        what = f"registered: {ref.info.doc}" if ref.info else "module:function"
+        trials = f"{ep.trials}" if ep.trials_exact else f"up to {ep.trials}"
+        at_once = int(plan.cpus // ep.trial_cpus) if ep.trial_cpus else ep.trials
+        if exp.max_concurrent_trials:
+            at_once = min(at_once, exp.max_concurrent_trials)
+        stop = ", ".join(f"{k} >= {v:g}" for k, v in exp.stop.items()) or "none (trainable ends)"
+        rows = [
+            ("trainable", f"{exp.run} ({what})"),
+            ("trials", f"{trials} (num_samples {exp.num_samples})"),
+            ("searched", ", ".join(ep.searched) or "nothing (constants only)"),
+            ("search", describe_search(exp)),
+            ("scheduler", describe_scheduler(exp)),
+            ("metric", f"{ep.metric} ({ep.mode})" if ep.metric else "none"),
+            ("stop", stop),
+            (
+                "bundles",
+                f"{list(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; "
+                f"{at_once} trial{'s' * (at_once != 1)} at once",
+            ),
+            ("iterations", f"at most {ep.iterations} in all" if ep.iterations else "not bounded"),
+            ("results", str(ep.storage_dir)),
+        ]
+        lines.append(f"\n{exp.name}")
+        lines += [f"  {k:<11}{v}" for k, v in rows]
+    return "\n".join(lines)
+
+
+def print_summaries(plan: Plan, summaries: list[Summary]) -> None:
+    """A table per experiment: status counts, the best trial, its config and metric."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title="tune_app results")
+    for col in ("experiment", "trials", "best trial", "metric", "config", "wall time"):
+        table.add_column(col)
+    for ep, s in zip(plan.experiments, summaries, strict=True):
+        counts = ", ".join(f"{v} {k.lower()}" for k, v in sorted(s.counts.items()))
+        best = s.best
+        table.add_row(
+            s.experiment,
+            counts or "none",
+            best.trial_id if best else "-",
+            f"{s.metric} = {best.metric:.6g}" if best and best.metric is not None else "-",
+            _short(best.config, ep.searched) if best else "-",
+            f"{s.wall_time_s:.1f} s",
+        )
+    console.print(table)
+    for ep, s in zip(plan.experiments, summaries, strict=True):
+        console.print(f"results: {ep.storage_dir}", highlight=False)
+        for t in s.trials:
+            if t.error:
+                console.print(f"  [red]trial {t.trial_id} failed:[/red] {t.error}", highlight=False)
+
+
+def _short(config: dict[str, Any], searched: tuple[str, ...]) -> str:
+    """The searched values of a config, as `a=1, b.c=2`."""
+    out = []
+    for path in searched or tuple(config):
+        value: Any = config
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        out.append(f"{path}={value:.4g}" if isinstance(value, float) else f"{path}={value}")
+    return ", ".join(out)

@@ -1,0 +1,313 @@
+"""The runner: a checked `Plan` to Ray Tune Tuners, searchers, schedulers and callbacks.
+
+One Tuner per experiment. Ray is started here (or joined, with an address) only after the plan
+is valid, and the results' folders are created only once the cluster is known to fit the plan.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray import tune
+from ray.tune import schedulers
+from ray.tune.search import BasicVariantGenerator
+from ray.tune.utils import flatten_dict
+
+from tune_app.errors import SpecError, did_you_mean
+from tune_app.logs import RESULTS_FILE, SUMMARY_FILE, JsonlResults, write_json, write_run_files
+from tune_app.plan import ExperimentPlan, Plan
+from tune_app.space import to_tune
+from tune_app.spec import AshaScheduler, HyperBandScheduler, HyperOptSearch, MedianScheduler
+
+# Our stopper names a missing metric clearly; Tune's own check would raise from deep inside fit().
+os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a plan: where Ray is, and how much to print (0 quiet, 1 normal, 2 verbose)."""
+
+    address: str | None = None
+    verbosity: int = 1
+
+
+@dataclass
+class TrialSummary:
+    trial_id: str
+    status: str
+    config: dict[str, Any]
+    metric: float | None
+    iterations: int
+    path: str  # the trial's folder, relative to the experiment's
+    error: str | None = None
+
+
+@dataclass
+class Summary:
+    """What one experiment ended with; written as summary.json."""
+
+    experiment: str
+    metric: str | None
+    mode: str | None
+    wall_time_s: float
+    counts: dict[str, int]
+    best: TrialSummary | None
+    trials: list[TrialSummary] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)  # spec key path -> key never reported
+    reported: list[str] = field(default_factory=list)  # every result key any trial reported
+
+    @property
+    def errored(self) -> int:
+        return self.counts.get("ERROR", 0)
+
+
+def run(plan: Plan, opts: RunOptions) -> list[Summary]:
+    """Run every experiment of `plan`; raises SpecError / RunError before writing anything."""
+    _refuse_existing(plan)
+    started_here = not ray.is_initialized()
+    if started_here:
+        _init_ray(plan, opts)
+    try:
+        _check_cluster(plan)
+        return [run_experiment(ep, plan, opts) for ep in plan.experiments]
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def run_experiment(ep: ExperimentPlan, plan: Plan, opts: RunOptions) -> Summary:
+    """Build and fit one experiment's Tuner, then write its summary."""
+    exp = ep.experiment
+    function = ep.trainable.load()
+    ep.storage_dir.mkdir(parents=True, exist_ok=False)
+    write_run_files(ep.storage_dir, plan.spec.text, plan.spec.file, ep.name)
+    trainable = tune.with_resources(function, tune.PlacementGroupFactory(list(ep.bundles)))
+    stopper = SpecStopper(exp.stop, [ep.metric] if ep.metric else [])
+    tuner = tune.Tuner(
+        trainable,
+        param_space=to_tune(exp.config),
+        tune_config=tune.TuneConfig(
+            metric=ep.metric,
+            mode=ep.mode,
+            search_alg=_searcher(ep),
+            scheduler=_scheduler(ep),
+            num_samples=exp.num_samples,
+            max_concurrent_trials=exp.max_concurrent_trials,
+            # A fresh trial process costs 1.5-2 s; function trainables reset cleanly instead.
+            reuse_actors=True,
+        ),
+        run_config=tune.RunConfig(
+            name=exp.name,
+            storage_path=str(ep.storage_dir.parent),
+            stop=stopper,
+            callbacks=[JsonlResults(ep.storage_dir / RESULTS_FILE)],
+            failure_config=tune.FailureConfig(max_failures=exp.max_failures),
+            checkpoint_config=tune.CheckpointConfig(
+                num_to_keep=exp.checkpoint.num_to_keep,
+                checkpoint_score_attribute=exp.checkpoint.checkpoint_score_attribute,
+                checkpoint_score_order=exp.checkpoint.checkpoint_score_order,
+            ),
+            verbose=opts.verbosity,
+        ),
+    )
+    began = time.monotonic()
+    grid = tuner.fit()
+    summary = summarize(ep, grid, time.monotonic() - began)
+    write_json(ep.storage_dir / SUMMARY_FILE, summary_dict(summary))
+    return summary
+
+
+class SpecStopper(tune.Stopper):
+    """The spec's `stop` thresholds: a key reaching its value ends the trial.
+
+    Also a guard: a stop key or the metric missing from a trial's first result ends the search at
+    once, where Tune would warn once and run the trial to its natural end (or forever).
+    """
+
+    def __init__(self, criteria: dict[str, float], required: list[str]) -> None:
+        self.criteria = dict(criteria)
+        self.required = list(dict.fromkeys([*criteria, *required]))
+        self.seen: set[str] = set()
+        self.missing = False
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        flat = flatten_dict(result)
+        if trial_id not in self.seen:
+            self.seen.add(trial_id)
+            if any(k not in flat for k in self.required):
+                self.missing = True
+                return True
+        return any(k in flat and _reached(flat[k], v) for k, v in self.criteria.items())
+
+    def stop_all(self) -> bool:
+        return self.missing
+
+
+def _reached(value: Any, threshold: float) -> bool:
+    try:
+        return bool(value >= threshold)
+    except TypeError:
+        return False
+
+
+def _searcher(ep: ExperimentPlan) -> Any:
+    exp = ep.experiment
+    if isinstance(exp.search, HyperOptSearch):
+        from ray.tune.search.hyperopt import HyperOptSearch as TuneHyperOpt
+
+        return TuneHyperOpt(
+            n_initial_points=exp.search.n_initial_points,
+            gamma=exp.search.gamma,
+            random_state_seed=exp.seed,
+        )
+    return BasicVariantGenerator(random_state=exp.seed)
+
+
+def _scheduler(ep: ExperimentPlan) -> Any:
+
+    sched = ep.experiment.scheduler
+    opts = sched.model_dump(exclude={"type"})
+    if isinstance(sched, HyperBandScheduler):
+        return schedulers.HyperBandScheduler(**opts)
+    if isinstance(sched, AshaScheduler):
+        return schedulers.ASHAScheduler(**opts)
+    if isinstance(sched, MedianScheduler):
+        return schedulers.MedianStoppingRule(**opts)
+    return schedulers.FIFOScheduler()
+
+
+def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
+    """Summary of a finished ResultGrid: status counts, every trial's last metric, the best."""
+    trials: list[TrialSummary] = []
+    seen_keys: set[str] = set()
+    for result in grid:
+        flat = flatten_dict(dict(result.metrics or {}))
+        seen_keys.update(flat)
+        value = flat.get(ep.metric) if ep.metric else None
+        error = None
+        if result.error is not None:
+            error = _first_line(result.error)
+        trials.append(
+            TrialSummary(
+                trial_id=str(flat.get("trial_id", Path(result.path).name)),
+                status="ERROR" if error else "TERMINATED",
+                config=dict(result.config or {}),
+                metric=_finite(value),
+                iterations=int(flat.get("training_iteration", 0) or 0),
+                path=Path(result.path).name,
+                error=error,
+            )
+        )
+    counts: dict[str, int] = {}
+    for t in trials:
+        counts[t.status] = counts.get(t.status, 0) + 1
+    missing = _never_reported(ep, seen_keys) if trials else {}
+    return Summary(
+        experiment=ep.name,
+        metric=ep.metric,
+        mode=ep.mode,
+        wall_time_s=round(wall_time_s, 3),
+        counts=counts,
+        best=_best(ep, trials),
+        trials=trials,
+        missing=missing,
+        reported=sorted(seen_keys),
+    )
+
+
+def _best(ep: ExperimentPlan, trials: list[TrialSummary]) -> TrialSummary | None:
+    ranked = [t for t in trials if t.metric is not None]
+    if not ranked or ep.mode is None:
+        return None
+    pick = max if ep.mode == "max" else min
+    return pick(ranked, key=lambda t: t.metric)
+
+
+def _never_reported(ep: ExperimentPlan, seen: set[str]) -> dict[str, str]:
+    wanted = {f"stop.{k}": k for k in ep.experiment.stop}
+    if ep.metric:
+        wanted["metric"] = ep.metric
+    return {where: key for where, key in wanted.items() if key not in seen}
+
+
+def missing_keys_error(ep: ExperimentPlan, summary: Summary) -> SpecError:
+    """The message for a stop or metric key the trainable never reported."""
+    where, key = next(iter(summary.missing.items()))
+    reported = [
+        k for k in summary.reported if k not in ("trial_id", "config") and "config/" not in k
+    ]
+    return SpecError(
+        f"'{key}' is never reported by trainable '{ep.experiment.run}', so it can never stop or "
+        "rank a trial; the search was ended early",
+        path=f"{ep.experiment.key_path}.{where}",
+        allowed=reported,
+        suggestion=did_you_mean(key, reported),
+    )
+
+
+def summary_dict(summary: Summary) -> dict[str, Any]:
+    """summary.json's content."""
+    return asdict(summary)
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number == number and abs(number) != float("inf") else None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return f"{type(error).__name__}: {lines[-1] if lines else text}"
+
+
+def _refuse_existing(plan: Plan) -> None:
+    for ep in plan.experiments:
+        if ep.storage_dir.exists() and any(ep.storage_dir.iterdir()):
+            raise SpecError(
+                f"results of an earlier run are in {ep.storage_dir}",
+                path=f"{ep.experiment.key_path}.storage_path",
+                suggestion="pass --storage-path to write elsewhere, or remove that folder",
+            )
+
+
+def _init_ray(plan: Plan, opts: RunOptions) -> None:
+    folders = {p for ep in plan.experiments for p in ep.trainable.search_path}
+    env = {}
+    if folders:
+        existing = os.environ.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.pathsep.join([*sorted(folders), *filter(None, [existing])])
+    address = opts.address or os.environ.get("RAY_ADDRESS")
+    kwargs: dict[str, Any] = dict(
+        include_dashboard=False,
+        logging_level=logging.WARNING,
+        log_to_driver=opts.verbosity > 0,
+        runtime_env={"env_vars": env} if env else None,
+    )
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=int(plan.cpus), **kwargs)
+
+
+def _check_cluster(plan: Plan) -> None:
+    have = ray.cluster_resources()
+    for ep in plan.experiments:
+        for key in ("CPU", "GPU"):
+            need = sum(b.get(key, 0.0) for b in ep.bundles)
+            if need > have.get(key, 0.0):
+                raise SpecError(
+                    f"one trial needs {need:g} {key}s (bundles {list(ep.bundles)}) but the "
+                    f"cluster has {have.get(key, 0.0):g}",
+                    path=f"{ep.experiment.key_path}.resources_per_trial",
+                    suggestion="ask for fewer resources per trial",
+                )

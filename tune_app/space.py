@@ -1,0 +1,262 @@
+"""Search-space translation: the spec's one-key mappings to typed domains, and those to Tune's.
+
+Pure: parsing and checking need no Ray; only `to_tune` imports `ray.tune`, when called.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tune_app.errors import SpecError, did_you_mean
+
+
+@dataclass(frozen=True)
+class Domain:
+    """One searched value: Tune's sampler name (`uniform`, `grid_search`, ...) and its arguments."""
+
+    kind: str
+    args: tuple[Any, ...]
+
+    @property
+    def is_grid(self) -> bool:
+        return self.kind == "grid_search"
+
+    def to_tune(self) -> Any:
+        from ray import tune
+
+        if self.is_grid:
+            return tune.grid_search(list(self.args))
+        if self.kind == "choice":
+            return tune.choice(list(self.args))
+        return getattr(tune, self.kind)(*self.args)
+
+    def describe(self) -> str:
+        return f"{self.kind}{list(self.args)}"
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _integer(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """How one mapping is written: argument names, which must be integers, and its range check."""
+
+    params: tuple[str, ...]
+    integer: bool
+    check: Callable[..., str | None]
+    optional: tuple[str, ...] = ()
+    doc: str = ""
+
+
+def _bounds(lo: Any, hi: Any, *_: Any) -> str | None:
+    return None if lo < hi else f"lower < upper must hold, but got lower={lo}, upper={hi}"
+
+
+def _log_bounds(lo: Any, hi: Any, *rest: Any) -> str | None:
+    if lo <= 0:
+        return f"lower > 0 must hold for a log scale, but got lower={lo}"
+    if rest and rest[-1] <= 0:
+        return f"the last argument must be > 0, but got {rest[-1]}"
+    return _bounds(lo, hi)
+
+
+def _quantized(lo: Any, hi: Any, q: Any) -> str | None:
+    return f"q > 0 must hold, but got q={q}" if q <= 0 else _bounds(lo, hi)
+
+
+def _log_quantized(lo: Any, hi: Any, q: Any) -> str | None:
+    return f"q > 0 must hold, but got q={q}" if q <= 0 else _log_bounds(lo, hi)
+
+
+def _normal(mean: Any, sd: Any, *rest: Any) -> str | None:
+    if sd <= 0:
+        return f"sd > 0 must hold, but got sd={sd}"
+    if rest and rest[0] <= 0:
+        return f"q > 0 must hold, but got q={rest[0]}"
+    return None
+
+
+# Bounds follow Tune: float samplers draw from [lower, upper); `randint` and `lograndint` exclude
+# `upper`, while the quantized integer samplers `qrandint` and `qlograndint` include it, except
+# for q = 1, where Tune excludes it too.
+RULES: dict[str, _Rule] = {
+    "uniform": _Rule(("lower", "upper"), False, _bounds, doc="float in [lower, upper)"),
+    "quniform": _Rule(
+        ("lower", "upper", "q"),
+        False,
+        _quantized,
+        doc="float in [lower, upper], rounded to a multiple of q",
+    ),
+    "loguniform": _Rule(
+        ("lower", "upper"), False, _log_bounds, doc="float in [lower, upper), uniform in log space"
+    ),
+    "qloguniform": _Rule(
+        ("lower", "upper", "q"), False, _log_quantized, doc="loguniform, rounded to a multiple of q"
+    ),
+    "randint": _Rule(
+        ("lower", "upper"), True, _bounds, doc="integer in [lower, upper): upper excluded"
+    ),
+    "qrandint": _Rule(
+        ("lower", "upper", "q"),
+        True,
+        _quantized,
+        doc="integer multiple of q in [lower, upper]: upper included unless q = 1",
+    ),
+    "lograndint": _Rule(
+        ("lower", "upper"),
+        True,
+        _log_bounds,
+        doc="integer in [lower, upper), uniform in log space: upper excluded",
+    ),
+    "qlograndint": _Rule(
+        ("lower", "upper", "q"),
+        True,
+        _log_quantized,
+        doc="lograndint rounded to a multiple of q: upper included unless q = 1",
+    ),
+    "randn": _Rule(("mean", "sd"), False, _normal, doc="float from a normal distribution"),
+    "qrandn": _Rule(("mean", "sd", "q"), False, _normal, doc="normal, rounded to a multiple of q"),
+}
+LIST_KINDS = {
+    "grid_search": "every value, crossed with the other grid axes",
+    "choice": "one of the values, uniformly",
+}
+KINDS = tuple(LIST_KINDS) + tuple(RULES)
+
+
+def parse_space(value: Any, path: str) -> Any:
+    """Walk a spec `config`, turning search-space mappings into `Domain`s; other values stay.
+
+    Mappings and lists are walked (Tune resolves domains nested in both); `path` is the key path
+    of `value`, used in error messages.
+    """
+    if isinstance(value, dict):
+        if len(value) == 1:
+            ((key, args),) = value.items()
+            if key in LIST_KINDS or key in RULES:
+                return _parse_domain(str(key), args, f"{path}.{key}")
+            hint = did_you_mean(str(key), KINDS)
+            if hint and isinstance(args, list):
+                raise SpecError(
+                    f"'{key}' is not a search-space mapping",
+                    path=path,
+                    allowed=KINDS,
+                    suggestion=hint + " (a constant one-key mapping must not hold a list)",
+                )
+        return {k: parse_space(v, f"{path}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [parse_space(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _parse_domain(kind: str, args: Any, path: str) -> Domain:
+    if kind in LIST_KINDS:
+        if not isinstance(args, list) or not args:
+            raise SpecError(
+                f"{kind} needs a non-empty list of values, but got {args!r}",
+                path=path,
+                suggestion=f"write {kind}: [a, b, c]",
+            )
+        if kind == "choice" and any(_contains_domain(a) for a in args):
+            raise SpecError(
+                "choice values must be constants, but one holds a search-space mapping", path=path
+            )
+        return Domain(kind, tuple(parse_space(a, f"{path}[{i}]") for i, a in enumerate(args)))
+    rule = RULES[kind]
+    names = rule.params + rule.optional
+    form = f"{kind}: [{', '.join(rule.params)}]"
+    if not isinstance(args, list) or not len(rule.params) <= len(args) <= len(names):
+        raise SpecError(
+            f"{kind} takes {len(rule.params)} arguments [{', '.join(rule.params)}], "
+            f"but got {args!r}",
+            path=path,
+            suggestion=f"write {form}",
+        )
+    wanted, test = ("integers", _integer) if rule.integer else ("numbers", _number)
+    if not all(test(a) for a in args):
+        raise SpecError(
+            f"{kind} arguments must be {wanted}, but got {args!r}",
+            path=path,
+            suggestion=f"write {form}",
+        )
+    problem = rule.check(*args)
+    if problem:
+        raise SpecError(f"{kind}: {problem}", path=path, suggestion=f"write {form}")
+    return Domain(kind, tuple(args))
+
+
+def _contains_domain(value: Any) -> bool:
+    return any(True for _ in iter_domains(parse_space(value, "")))
+
+
+def iter_domains(space: Any, path: str = "") -> Iterator[tuple[str, Domain]]:
+    """Every `Domain` in a parsed space, with its dotted path relative to the config."""
+    if isinstance(space, Domain):
+        yield path, space
+        if space.is_grid:
+            for i, v in enumerate(space.args):
+                yield from iter_domains(v, f"{path}[{i}]")
+    elif isinstance(space, dict):
+        for k, v in space.items():
+            yield from iter_domains(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(space, list):
+        for i, v in enumerate(space):
+            yield from iter_domains(v, f"{path}[{i}]")
+
+
+def grid_size(space: Any) -> int:
+    """Number of configurations the grid axes of a parsed space cross to (1 without grid axes)."""
+    if isinstance(space, Domain):
+        if space.is_grid:
+            return sum(grid_size(v) for v in space.args)
+        return 1
+    if isinstance(space, dict):
+        return math.prod(grid_size(v) for v in space.values())
+    if isinstance(space, list):
+        return math.prod(grid_size(v) for v in space)
+    return 1
+
+
+def searched_paths(space: Any, path: str = "") -> list[str]:
+    """Dotted paths of the searched parameters: the outermost domains, not values nested in them."""
+    if isinstance(space, Domain):
+        return [path]
+    if isinstance(space, dict):
+        items = ((f"{path}.{k}" if path else str(k), v) for k, v in space.items())
+    elif isinstance(space, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(space))
+    else:
+        return []
+    return [p for sub, v in items for p in searched_paths(v, sub)]
+
+
+def to_tune(space: Any) -> Any:
+    """The parsed space as Tune's `param_space`: every `Domain` becomes Tune's domain object."""
+    if isinstance(space, Domain):
+        if space.is_grid:
+            return Domain("grid_search", tuple(to_tune(v) for v in space.args)).to_tune()
+        return space.to_tune()
+    if isinstance(space, dict):
+        return {k: to_tune(v) for k, v in space.items()}
+    if isinstance(space, list):
+        return [to_tune(v) for v in space]
+    return space
+
+
+def to_plain(space: Any) -> Any:
+    """The parsed space back in the spec's own YAML form (for the spec as run and for docs)."""
+    if isinstance(space, Domain):
+        return {space.kind: [to_plain(a) for a in space.args]}
+    if isinstance(space, dict):
+        return {k: to_plain(v) for k, v in space.items()}
+    if isinstance(space, list):
+        return [to_plain(v) for v in space]
+    return space

@@ -1,0 +1,585 @@
+"""Spec loading and validation: a YAML file, in either form, to typed experiments.
+
+The classic form (every top-level key an experiment, as in Tune's `run_experiments` and RLlib's
+tuned examples) and the app form (file-level settings plus `experiments:`) both end as a `Spec`
+of fully resolved `Experiment`s. No Ray import here, so `validate` and `--help` stay instant.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+
+from tune_app.errors import SpecError, did_you_mean
+from tune_app.space import parse_space
+
+Mode = Literal["min", "max"]
+
+# A trainable reference: a registered or RLlib name, or `package.module:function`. Checked by
+# pattern before anything is imported, so a spec can never smuggle in code to run.
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+RUN_PATTERN = rf"^([A-Za-z_][A-Za-z0-9_-]*|{_IDENT}(\.{_IDENT})*:{_IDENT})$"
+NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+# ---- searchers -------------------------------------------------------------------------------
+
+
+class GridSearch(_Strict):
+    """Tune's variant generator: grid axes crossed, sampled values drawn, all times num_samples."""
+
+    type: Literal["grid"] = "grid"
+
+
+class RandomSearch(_Strict):
+    """Tune's variant generator seeded by `seed`: `num_samples` draws (times any grid axes)."""
+
+    type: Literal["random"] = "random"
+
+
+class HyperOptSearch(_Strict):
+    """Tree-structured Parzen estimators through Tune's HyperOptSearch; no grid_search axes."""
+
+    type: Literal["hyperopt"] = "hyperopt"
+    n_initial_points: int = Field(20, ge=1, description="random draws before TPE takes over")
+    gamma: float = Field(0.25, gt=0, lt=1, description="TPE's quantile separating good from bad")
+
+
+# ---- schedulers ------------------------------------------------------------------------------
+
+
+class FifoScheduler(_Strict):
+    """Every trial runs until its `stop` criteria."""
+
+    type: Literal["fifo"] = "fifo"
+
+
+class HyperBandScheduler(_Strict):
+    """Tune's synchronous HyperBand: brackets of successive halving, paused trials resumed."""
+
+    type: Literal["hyperband"] = "hyperband"
+    time_attr: str = Field("training_iteration", description="the result key that measures time")
+    max_t: int = Field(81, gt=0, description="most time units one trial may run")
+    reduction_factor: float = Field(3, gt=1, description="keep 1/reduction_factor at each rung")
+    stop_last_trials: bool = Field(True, description="stop trials that reach max_t")
+
+
+class AshaScheduler(_Strict):
+    """Asynchronous successive halving: stops laggards at each rung without pausing anyone."""
+
+    type: Literal["asha"] = "asha"
+    time_attr: str = Field("training_iteration", description="the result key that measures time")
+    max_t: int = Field(100, gt=0, description="most time units one trial may run")
+    grace_period: int = Field(1, gt=0, description="time units before a trial can be stopped")
+    reduction_factor: float = Field(4, gt=1, description="keep 1/reduction_factor at each rung")
+    brackets: int = Field(1, ge=1, description="number of brackets")
+    stop_last_trials: bool = Field(True, description="stop trials that reach max_t")
+
+
+class MedianScheduler(_Strict):
+    """Median stopping: stop a trial whose best result is below the median of others' so far."""
+
+    type: Literal["median"] = "median"
+    time_attr: str = Field("time_total_s", description="the result key that measures time")
+    grace_period: float = Field(60.0, ge=0, description="time units before a trial can be stopped")
+    min_samples_required: int = Field(3, ge=1, description="trials needed to compute a median")
+    min_time_slice: int = Field(0, ge=0, description="time units a trial runs before it can pause")
+    hard_stop: bool = Field(True, description="stop (not pause) trials below the median")
+
+
+def _shorthand(value: Any) -> Any:
+    """`search: grid` is short for `search: {type: grid}`."""
+    return {"type": value} if isinstance(value, str) else value
+
+
+SEARCHES = ("grid", "random", "hyperopt")
+SCHEDULERS = ("fifo", "hyperband", "asha", "median")
+SearchSpec = Annotated[
+    GridSearch | RandomSearch | HyperOptSearch,
+    Field(discriminator="type"),
+    BeforeValidator(_shorthand, json_schema_input_type=Literal[SEARCHES]),  # type: ignore[valid-type]
+]
+SchedulerSpec = Annotated[
+    FifoScheduler | HyperBandScheduler | AshaScheduler | MedianScheduler,
+    Field(discriminator="type"),
+    BeforeValidator(_shorthand, json_schema_input_type=Literal[SCHEDULERS]),  # type: ignore[valid-type]
+]
+
+
+# ---- experiments -----------------------------------------------------------------------------
+
+
+class ResourcesSpec(_Strict):
+    """What one trial reserves (its head bundle when the trial runs simulations)."""
+
+    cpu: float = Field(1, ge=0, description="CPUs per trial")
+    gpu: float = Field(0, ge=0, description="GPUs per trial")
+
+
+class CheckpointSpec(_Strict):
+    """Tune's CheckpointConfig: how many checkpoints to keep and when to take them."""
+
+    num_to_keep: int | None = Field(None, ge=1, description="checkpoints kept per trial (all)")
+    checkpoint_frequency: int = Field(0, ge=0, description="iterations between checkpoints")
+    checkpoint_at_end: bool | None = Field(None, description="checkpoint when a trial ends")
+    checkpoint_score_attribute: str | None = Field(None, description="metric ranking checkpoints")
+    checkpoint_score_order: Mode = Field("max", description="keep the highest or lowest")
+
+
+class Settings(_Strict):
+    """Settings an app-form file sets for all experiments and each experiment may override."""
+
+    metric: str | None = Field(
+        None, description="the metric to optimise (default: the trainable's)"
+    )
+    mode: Mode | None = Field(None, description="min or max (default: the trainable's)")
+    search: SearchSpec | None = Field(None, description="grid | random | hyperopt (default grid)")
+    scheduler: SchedulerSpec | None = Field(
+        None, description="fifo | hyperband | asha | median (default fifo)"
+    )
+    max_concurrent_trials: int | None = Field(
+        None, ge=1, description="trials at once (all that fit)"
+    )
+    seed: int | None = Field(None, description="seeds the searcher, so runs draw the same configs")
+    storage_path: str | None = Field(None, description="results folder (default ./results)")
+
+
+class ExperimentSpec(Settings):
+    """One experiment as written: what to run, what to search, when to stop."""
+
+    run: str = Field(
+        pattern=RUN_PATTERN, description="trainable name, RLlib algorithm or module:function"
+    )
+    env: str | None = Field(None, description="gymnasium env id or module:Class")
+    config: dict[str, Any] = Field(default_factory=dict, description="constants and search spaces")
+    stop: dict[str, Annotated[float, Field(strict=False)]] = Field(
+        default_factory=dict, description="stop a trial when any result key reaches its value"
+    )
+    num_samples: int = Field(1, ge=1, description="repeats of the grid, or draws of a sampler")
+    resources_per_trial: ResourcesSpec = Field(
+        default_factory=ResourcesSpec, description="alias: resources"
+    )
+    max_failures: int = Field(0, ge=-1, description="retries of a failed trial (-1: forever)")
+    simulations: int = Field(0, ge=0, description="parallel simulations inside each trial")
+    cpu_per_simulation: float = Field(1, gt=0, description="CPUs of each simulation bundle")
+    checkpoint_config: CheckpointSpec = Field(default_factory=CheckpointSpec)
+
+
+class AppSpec(Settings):
+    """The app form: file-level settings and the experiments that inherit them."""
+
+    experiments: dict[str, ExperimentSpec] = Field(min_length=1)
+
+
+# Tune's old experiment keys, translated with a warning: key -> (new key path, value mapper).
+LEGACY_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
+    "local_dir": (("storage_path",), "storage_path"),
+    "checkpoint_freq": (
+        ("checkpoint_config", "checkpoint_frequency"),
+        "checkpoint_config.checkpoint_frequency",
+    ),
+    "checkpoint_at_end": (
+        ("checkpoint_config", "checkpoint_at_end"),
+        "checkpoint_config.checkpoint_at_end",
+    ),
+    "keep_checkpoints_num": (("checkpoint_config", "num_to_keep"), "checkpoint_config.num_to_keep"),
+    "checkpoint_score_attr": (
+        ("checkpoint_config", "checkpoint_score_attribute"),
+        "checkpoint_config.checkpoint_score_attribute",
+    ),
+}
+ALIASES = {"resources": "resources_per_trial"}
+
+
+# ---- the resolved spec -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment with the file-level settings applied and its config parsed."""
+
+    name: str
+    run: str
+    env: str | None
+    config: Any  # the parsed space: constants and `space.Domain`s
+    stop: dict[str, float]
+    num_samples: int
+    resources: ResourcesSpec
+    max_failures: int
+    metric: str | None
+    mode: Mode | None
+    search: GridSearch | RandomSearch | HyperOptSearch
+    scheduler: FifoScheduler | HyperBandScheduler | AshaScheduler | MedianScheduler
+    max_concurrent_trials: int | None
+    seed: int | None
+    storage_path: str
+    simulations: int
+    cpu_per_simulation: float
+    checkpoint: CheckpointSpec
+    key_path: str  # where the experiment sits in its file, for messages
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A loaded spec file: its experiments, the form it was written in, and legacy warnings."""
+
+    file: Path
+    text: str
+    form: Literal["classic", "app"]
+    experiments: tuple[Experiment, ...]
+    warnings: tuple[str, ...] = ()
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a spec file, either form, for editors."""
+    schema = TypeAdapter(AppSpec | dict[str, ExperimentSpec]).json_schema()
+    schema["title"] = "tune_app spec"
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader that also refuses duplicate keys (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, typing.Hashable) and key in seen:
+                mark = key_node.start_mark
+                raise SpecError(
+                    f"duplicate key '{key}' at line {mark.line + 1}",
+                    suggestion="each key may appear once in a mapping",
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(path: Path) -> tuple[str, Any]:
+    """Read and safely parse a YAML file, with every failure as a SpecError naming the file."""
+    file = str(path)
+    if not path.exists():
+        raise SpecError("no such file", file=file, suggestion="check the path")
+    if path.is_dir():
+        raise SpecError(
+            "is a directory, not a spec file",
+            file=file,
+            suggestion="pass a .yaml file, such as search_spaces/grid.yaml",
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except PermissionError:
+        raise SpecError("cannot be read (permission denied)", file=file) from None
+    except UnicodeDecodeError:
+        raise SpecError(
+            "is not a text file (not UTF-8)", file=file, suggestion="a spec is a YAML text file"
+        ) from None
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except SpecError as err:
+        raise err.with_file(file) from None
+    except yaml.constructor.ConstructorError as err:
+        raise SpecError(
+            f"unsupported YAML tag ({_first_line(err.problem)}){_at(err.problem_mark)}",
+            file=file,
+            suggestion="specs are plain YAML; python tags are never evaluated",
+        ) from None
+    except yaml.YAMLError as err:
+        problem = getattr(err, "problem", None) or str(err)
+        raise SpecError(
+            f"is not valid YAML: {_first_line(problem)}{_at(getattr(err, 'problem_mark', None))}",
+            file=file,
+        ) from None
+    return text, data
+
+
+def load(path: str | Path) -> Spec:
+    """Load, validate and resolve a spec file; raises SpecError with file and key path."""
+    path = Path(path)
+    text, data = read_yaml(path)
+    try:
+        return parse(data, path, text)
+    except SpecError as err:
+        raise err.with_file(str(path)) from None
+
+
+def parse(data: Any, file: Path, text: str = "") -> Spec:
+    """Validate already-parsed YAML `data` as a spec of either form."""
+    if data is None:
+        raise SpecError(
+            "the file is empty", suggestion="see search_spaces/grid.yaml for an example"
+        )
+    if not isinstance(data, dict):
+        raise SpecError(
+            f"the top level must be a mapping of experiments, but got {type(data).__name__}",
+            suggestion="see search_spaces/grid.yaml for an example",
+        )
+    warnings: list[str] = []
+    if "experiments" in data:
+        form: Literal["classic", "app"] = "app"
+        exps = data.get("experiments")
+        if not isinstance(exps, dict) or not exps:
+            raise SpecError(
+                "must be a non-empty mapping of experiment names to experiments", path="experiments"
+            )
+        fixed = {k: _translate_legacy(v, f"experiments.{k}", warnings) for k, v in exps.items()}
+        top = _validate(AppSpec, {**data, "experiments": fixed})
+        assert isinstance(top, AppSpec)
+        settings: Settings = top
+        written = top.experiments
+        prefix = "experiments."
+    else:
+        form = "classic"
+        for key, value in data.items():
+            _check_classic_entry(key, value)
+        fixed = {k: _translate_legacy(v, str(k), warnings) for k, v in data.items()}
+        written = _validate(dict[str, ExperimentSpec], fixed)
+        settings = Settings()
+        prefix = ""
+    experiments = tuple(
+        _resolve(str(name), exp, settings, f"{prefix}{name}") for name, exp in written.items()
+    )
+    return Spec(file=file, text=text, form=form, experiments=experiments, warnings=tuple(warnings))
+
+
+def _check_classic_entry(key: Any, value: Any) -> None:
+    if isinstance(value, dict):
+        return
+    hint = None
+    if key in Settings.model_fields:
+        hint = (
+            f"'{key}' is a file-level setting of the app form: put experiments under `experiments:`"
+        )
+    raise SpecError(
+        f"an experiment must be a mapping with a `run` key, but got {value!r}",
+        path=str(key),
+        suggestion=hint or "each top-level key of a classic spec names an experiment",
+    )
+
+
+def _translate_legacy(raw: Any, path: str, warnings: list[str]) -> Any:
+    """Rename aliases and Tune's old experiment keys, warning once for each legacy key."""
+    if not isinstance(raw, dict):
+        return raw
+    out = dict(raw)
+    for alias, key in ALIASES.items():
+        if alias in out:
+            if key in out:
+                raise SpecError(
+                    f"both '{alias}' and '{key}' are given",
+                    path=f"{path}.{alias}",
+                    suggestion=f"'{alias}' is an alias of '{key}': keep one",
+                )
+            out[key] = out.pop(alias)
+    for old, (new, shown) in LEGACY_KEYS.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        target = out
+        for part in new[:-1]:
+            inner = target.get(part, {})
+            if not isinstance(inner, dict):
+                raise SpecError("must be a mapping", path=f"{path}.{part}")
+            target[part] = inner = dict(inner)
+            target = inner
+        if new[-1] in target:
+            raise SpecError(
+                f"both the legacy '{old}' and '{shown}' are given",
+                path=f"{path}.{old}",
+                suggestion=f"keep only '{shown}'",
+            )
+        if old == "checkpoint_score_attr" and isinstance(value, str) and value.startswith("min-"):
+            value = value[len("min-") :]
+            target["checkpoint_score_order"] = "min"
+        target[new[-1]] = value
+        warnings.append(f"{path}.{old}: legacy Tune key, read as {shown}")
+    return out
+
+
+def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experiment:
+    if not re.match(NAME_PATTERN, name):
+        raise SpecError(
+            f"experiment name '{name}' is not a plain folder name",
+            path=path,
+            allowed="letters, digits, '_', '-', '.' (not first)",
+        )
+
+    def pick(key: str, default: Any = None) -> Any:
+        own = getattr(exp, key)
+        if own is not None:
+            return own
+        inherited = getattr(top, key)
+        return default if inherited is None else inherited
+
+    if not isinstance(exp.config, dict):
+        raise SpecError("must be a mapping", path=f"{path}.config")
+    return Experiment(
+        name=name,
+        run=exp.run,
+        env=exp.env,
+        config=parse_space(exp.config, f"{path}.config"),
+        stop=dict(exp.stop),
+        num_samples=exp.num_samples,
+        resources=exp.resources_per_trial,
+        max_failures=exp.max_failures,
+        metric=pick("metric"),
+        mode=pick("mode"),
+        search=pick("search", GridSearch()),
+        scheduler=pick("scheduler", FifoScheduler()),
+        max_concurrent_trials=pick("max_concurrent_trials"),
+        seed=pick("seed"),
+        storage_path=pick("storage_path", "results"),
+        simulations=exp.simulations,
+        cpu_per_simulation=exp.cpu_per_simulation,
+        checkpoint=exp.checkpoint_config,
+        key_path=path,
+    )
+
+
+# ---- pydantic errors to SpecError ------------------------------------------------------------
+
+
+def _validate(target: Any, data: Any) -> Any:
+    try:
+        return TypeAdapter(target).validate_python(data)
+    except ValidationError as exc:
+        raise _to_spec_error(target, exc.errors()[0]) from None
+
+
+def _to_spec_error(target: Any, err: Any) -> SpecError:
+    """One pydantic error as a SpecError: dotted path without union tags, allowed keys, hints."""
+    loc = tuple(str(p) for p in err["loc"])
+    kind = err["type"]
+    value = err.get("input")
+    ctx = err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        shown, parent = _walk(target, loc[:-1])
+        keys = _keys_of(parent)
+        known = keys + (list(ALIASES) + list(LEGACY_KEYS) if parent is ExperimentSpec else [])
+        return SpecError(
+            f"unknown key '{loc[-1]}'",
+            path=_join(shown + [loc[-1]]),
+            allowed=keys,
+            suggestion=did_you_mean(loc[-1], known),
+        )
+    shown, _ = _walk(target, loc)
+    path = _join(shown)
+    if kind == "missing":
+        return SpecError(
+            f"the required key '{loc[-1]}' is missing",
+            path=_join(shown[:-1]) or None,
+            suggestion=f"add '{loc[-1]}:'",
+        )
+    if kind in ("union_tag_invalid", "literal_error"):
+        allowed = _expected(ctx)
+        bad = ctx.get("tag", value)
+        return SpecError(
+            f"'{bad}' is not allowed",
+            path=path,
+            allowed=allowed,
+            suggestion=did_you_mean(str(bad), allowed),
+        )
+    if kind == "union_tag_not_found":
+        return SpecError("needs a 'type' key", path=path, suggestion="write type: <name>")
+    if shown and shown[-1] in ("search", "scheduler") and kind.endswith("_type"):
+        choices = SEARCHES if shown[-1] == "search" else SCHEDULERS
+        return SpecError(
+            f"must be a name or a mapping with a 'type' key, but got {value!r}",
+            path=path,
+            allowed=choices,
+        )
+    if kind == "string_pattern_mismatch" and loc[-1] == "run":
+        return SpecError(
+            f"'{value}' is not a trainable name or a module:function reference",
+            path=path,
+            suggestion="write a registered name (tune_app list), an RLlib "
+            "algorithm such as PPO, or package.module:function",
+        )
+    msg = err["msg"][0].lower() + err["msg"][1:]
+    return SpecError(f"{msg}, but got {value!r}", path=path)
+
+
+def _expected(ctx: dict[str, Any]) -> list[str]:
+    raw = ctx.get("expected_tags") or ctx.get("expected") or ""
+    return [t.strip().strip("'\"") for t in re.split(r",| or ", raw) if t.strip()]
+
+
+def _join(parts: list[str]) -> str:
+    return ".".join(parts)
+
+
+def _walk(target: Any, loc: tuple[str, ...]) -> tuple[list[str], Any]:
+    """Follow a pydantic `loc` through the model types; return the path to show and the type."""
+    shown: list[str] = []
+    t = target
+    for part in loc:
+        t = _unwrap(t)
+        options = _union_members(t)
+        if options is not None:
+            tagged = [m for m in options if _tag_of(m) == part]
+            if tagged:  # a discriminated union's tag: part of pydantic's loc, not of the YAML
+                t = tagged[0]
+                continue
+            t = next((m for m in options if isinstance(m, type) and issubclass(m, BaseModel)), t)
+            t = _unwrap(t)
+        if isinstance(t, type) and issubclass(t, BaseModel):
+            f = t.model_fields.get(part)
+            t = f.annotation if f is not None else None
+        elif typing.get_origin(t) is dict:
+            t = typing.get_args(t)[1]
+        else:
+            t = None
+        shown.append(part)
+    t = _unwrap(t)
+    return shown, t
+
+
+def _unwrap(t: Any) -> Any:
+    while typing.get_origin(t) is Annotated:
+        t = typing.get_args(t)[0]
+    members = _union_members(t)
+    if members is not None:
+        real = [m for m in members if m is not type(None)]
+        if len(real) == 1:
+            return _unwrap(real[0])
+    return t
+
+
+def _union_members(t: Any) -> tuple[Any, ...] | None:
+    if typing.get_origin(t) in (Union, types.UnionType):
+        return tuple(_unwrap(m) for m in typing.get_args(t))
+    return None
+
+
+def _tag_of(t: Any) -> str | None:
+    if isinstance(t, type) and issubclass(t, BaseModel) and "type" in t.model_fields:
+        default = t.model_fields["type"].default
+        return default if isinstance(default, str) else None
+    return None
+
+
+def _keys_of(t: Any) -> list[str]:
+    t = _unwrap(t)
+    return list(t.model_fields) if isinstance(t, type) and issubclass(t, BaseModel) else []
+
+
+def _at(mark: Any) -> str:
+    return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+
+
+def _first_line(text: Any) -> str:
+    return str(text).strip().splitlines()[0] if str(text).strip() else ""
