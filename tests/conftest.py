@@ -1,4 +1,4 @@
-"""Shared fixtures: one Ray instance for the whole session, and a CLI runner that captures output."""
+"""Shared fixtures: one Ray instance for the session, and an in-process CLI runner."""
 
 from __future__ import annotations
 

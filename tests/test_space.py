@@ -15,7 +15,9 @@ MAPPINGS = [
     pytest.param({"uniform": [-1.0, 2.0]}, tune.uniform(-1.0, 2.0), id="uniform"),
     pytest.param({"quniform": [0, 10, 0.5]}, tune.quniform(0, 10, 0.5), id="quniform"),
     pytest.param({"loguniform": [1e-4, 1e-1]}, tune.loguniform(1e-4, 1e-1), id="loguniform"),
-    pytest.param({"qloguniform": [1e-3, 1, 1e-3]}, tune.qloguniform(1e-3, 1, 1e-3), id="qloguniform"),
+    pytest.param(
+        {"qloguniform": [1e-3, 1, 1e-3]}, tune.qloguniform(1e-3, 1, 1e-3), id="qloguniform"
+    ),
     pytest.param({"randint": [0, 10]}, tune.randint(0, 10), id="randint"),
     pytest.param({"qrandint": [0, 100, 5]}, tune.qrandint(0, 100, 5), id="qrandint"),
     pytest.param({"lograndint": [1, 1000]}, tune.lograndint(1, 1000), id="lograndint"),
@@ -67,7 +69,9 @@ def test_nested_mappings_and_lists_are_walked():
 @pytest.mark.parametrize(
     "raw, count",
     [
-        pytest.param({"a": {"grid_search": [1, 2, 3]}, "b": {"grid_search": [1, 2]}}, 6, id="cross"),
+        pytest.param(
+            {"a": {"grid_search": [1, 2, 3]}, "b": {"grid_search": [1, 2]}}, 6, id="cross"
+        ),
         pytest.param({"a": {"uniform": [0, 1]}}, 1, id="no-grid"),
         pytest.param({"a": {"grid_search": [{"b": {"grid_search": [1, 2]}}, 5]}}, 3, id="nested"),
     ],

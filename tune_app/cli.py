@@ -40,7 +40,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tune_app.report import print_summaries
 
     verbosity = 0 if args.quiet else 2 if args.verbose else 1
-    summaries = runner.run(plan, runner.RunOptions(address=args.address, verbosity=verbosity))
+    opts = runner.RunOptions(address=args.address, verbosity=verbosity, command=tuple(args.argv))
+    summaries = runner.run(plan, opts)
     print_summaries(plan, summaries)
     for ep, summary in zip(plan.experiments, summaries, strict=True):
         if summary.missing:
@@ -99,8 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    args.argv = argv
     try:
         return args.handler(args)
     except TuneAppError as err:

@@ -78,8 +78,15 @@ def _as_text(allowed: Iterable[str] | str | None) -> str | None:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
-    """A 'did you mean X?' hint for a near-miss of `word` among `choices`, or None."""
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=3, cutoff=0.6)
-    if not close:
+    """A 'did you mean X?' hint for a near-miss of `word` among `choices`, or None.
+
+    Prefixes count first (`grace` -> `grace_period`), then difflib's similarity.
+    """
+    word, options = str(word), [str(c) for c in choices]
+    low = word.lower()
+    prefixed = [c for c in options if len(low) >= 3 and c.lower().startswith(low)]
+    close = difflib.get_close_matches(word, options, n=3, cutoff=0.6)
+    picks = list(dict.fromkeys(prefixed + close))[:3]
+    if not picks:
         return None
-    return "did you mean " + " or ".join(repr(c) for c in close) + "?"
+    return "did you mean " + " or ".join(repr(c) for c in picks) + "?"

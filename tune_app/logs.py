@@ -87,13 +87,15 @@ def package_versions() -> dict[str, str]:
     return found
 
 
-def write_run_files(folder: Path, spec_text: str, spec_file: Path, experiment: str) -> None:
+def write_run_files(
+    folder: Path, spec_text: str, spec_file: Path, experiment: str, command: list[str]
+) -> None:
     """Leave the spec as run, the command line and package versions beside the results."""
     (folder / SPEC_FILE).write_text(spec_text, encoding="utf-8")
     info = {
         "experiment": experiment,
         "spec_file": str(spec_file.resolve()),
-        "command": [_program(), *sys.argv[1:]],
+        "command": [_program(), *command],
         "cwd": os.getcwd(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": package_versions(),

@@ -82,6 +82,12 @@ class TrainableRef:
                     f"importing module '{module_name}' failed: {type(err).__name__}: {err}",
                     path="run",
                 ) from None
+        if _is_local(module, self.search_path):
+            # Ship the user's module inside the pickled trainable, so Ray workers that cannot
+            # import it (not installed, not on their path) still run it.
+            from ray import cloudpickle
+
+            cloudpickle.register_pickle_by_value(module)
         fn = getattr(module, func_name, None)
         if not callable(fn):
             names = [n for n, v in vars(module).items() if inspect.isfunction(v)]
@@ -166,6 +172,13 @@ def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
             suggestion="looked in " + ", ".join(search_path) + " and installed packages",
         )
     return TrainableRef(run=run, kind="function", search_path=search_path)
+
+
+def _is_local(module: Any, folders: tuple[str, ...]) -> bool:
+    origin = getattr(module, "__file__", None) or ""
+    return any(Path(origin).resolve().is_relative_to(f) for f in folders) and (
+        "site-packages" not in origin
+    )
 
 
 @contextmanager

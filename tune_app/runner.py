@@ -35,6 +35,7 @@ class RunOptions:
 
     address: str | None = None
     verbosity: int = 1
+    command: tuple[str, ...] = ()  # the command line's arguments, kept in run.json
 
 
 @dataclass
@@ -86,7 +87,7 @@ def run_experiment(ep: ExperimentPlan, plan: Plan, opts: RunOptions) -> Summary:
     exp = ep.experiment
     function = ep.trainable.load()
     ep.storage_dir.mkdir(parents=True, exist_ok=False)
-    write_run_files(ep.storage_dir, plan.spec.text, plan.spec.file, ep.name)
+    write_run_files(ep.storage_dir, plan.spec.text, plan.spec.file, ep.name, list(opts.command))
     trainable = tune.with_resources(function, tune.PlacementGroupFactory(list(ep.bundles)))
     stopper = SpecStopper(exp.stop, [ep.metric] if ep.metric else [])
     tuner = tune.Tuner(

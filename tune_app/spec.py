@@ -105,15 +105,17 @@ def _shorthand(value: Any) -> Any:
 
 SEARCHES = ("grid", "random", "hyperopt")
 SCHEDULERS = ("fifo", "hyperband", "asha", "median")
+_SearchModel = GridSearch | RandomSearch | HyperOptSearch
+_SchedulerModel = FifoScheduler | HyperBandScheduler | AshaScheduler | MedianScheduler
 SearchSpec = Annotated[
-    GridSearch | RandomSearch | HyperOptSearch,
+    _SearchModel,
     Field(discriminator="type"),
-    BeforeValidator(_shorthand, json_schema_input_type=Literal[SEARCHES]),  # type: ignore[valid-type]
+    BeforeValidator(_shorthand, json_schema_input_type=Literal[SEARCHES] | _SearchModel),
 ]
 SchedulerSpec = Annotated[
-    FifoScheduler | HyperBandScheduler | AshaScheduler | MedianScheduler,
+    _SchedulerModel,
     Field(discriminator="type"),
-    BeforeValidator(_shorthand, json_schema_input_type=Literal[SCHEDULERS]),  # type: ignore[valid-type]
+    BeforeValidator(_shorthand, json_schema_input_type=Literal[SCHEDULERS] | _SchedulerModel),
 ]
 
 

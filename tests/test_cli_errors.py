@@ -1,0 +1,195 @@
+"""Bad input: one message with file, key path, what is wrong and what is allowed; exit 2;
+no traceback, nothing written, Ray never imported."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+GOOD = "e:\n  run: my_func\n  stop: {training_iteration: 2}\n  config: {alpha: 0.5, beta: 1}\n"
+
+# (spec text, key path in the message, words that must appear: allowed values, hints)
+BAD_SPECS = [
+    pytest.param("", None, ["the file is empty"], id="empty"),
+    pytest.param("- a\n- b\n", None, ["top level must be a mapping"], id="list"),
+    pytest.param("e: [unclosed\n", None, ["not valid YAML", "line 2"], id="yaml-syntax"),
+    pytest.param(
+        "e:\n  run: my_fnc\n",
+        "e.run",
+        ["not a registered trainable", "did you mean 'my_func'", "my_func"],
+        id="unknown-trainable",
+    ),
+    pytest.param(
+        "e:\n  run: __import__('os').system('x')\n",
+        "e.run",
+        ["not a trainable name or a module:function"],
+        id="run-code",
+    ),
+    pytest.param(
+        "e:\n  run: no_such_module_xyz:f\n",
+        "e.run",
+        ["module 'no_such_module_xyz' cannot be found"],
+        id="module-missing",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  num_sample: 2\n",
+        "e.num_sample",
+        ["unknown key 'num_sample'", "did you mean 'num_samples'", "resources_per_trial"],
+        id="misspelt-key",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  num_samples: 0\n",
+        "e.num_samples",
+        ["greater than or equal to 1", "got 0"],
+        id="num-samples-zero",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  resources_per_trial: {cpus: 1}\n",
+        "e.resources_per_trial.cpus",
+        ["did you mean 'cpu'", "cpu, gpu"],
+        id="resources-key",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  resources_per_trial: {cpu: 64}\n",
+        "e.resources_per_trial.cpu",
+        ["needs 64 CPUs", "the machine has"],
+        id="trial-too-big",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  config: {alpha: {uniform: [1, 0]}}\n",
+        "e.config.alpha.uniform",
+        ["lower < upper", "lower=1, upper=0"],
+        id="bad-bounds",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  config: {alpha: {loguniorm: [1, 2]}}\n",
+        "e.config.alpha",
+        ["did you mean 'loguniform'", "grid_search, choice"],
+        id="domain-near-miss",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  stop: {mean_acuracy: 5}\n",
+        "e.stop.mean_acuracy",
+        ["never reported by trainable 'my_func'", "did you mean 'mean_accuracy'"],
+        id="stop-never-reported",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  metric: acc\n  mode: max\n",
+        "e.metric",
+        ["'acc' is never reported", "mean_accuracy"],
+        id="metric-never-reported",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  mode: maximum\n",
+        "e.mode",
+        ["'maximum' is not allowed", "min, max", "did you mean 'max'"],
+        id="mode",
+    ),
+    pytest.param(
+        "scheduler: hyperbnd\nexperiments:\n  e: {run: my_func}\n",
+        "scheduler",
+        ["'hyperbnd' is not allowed", "fifo, hyperband, asha, median", "did you mean 'hyperband'"],
+        id="scheduler-name",
+    ),
+    pytest.param(
+        "scheduler: {type: asha, grace: 2}\nexperiments:\n  e: {run: my_func}\n",
+        "scheduler.grace",
+        ["unknown key 'grace'", "did you mean 'grace_period'", "max_t"],
+        id="scheduler-option",
+    ),
+    pytest.param(
+        "search: {type: hyperopt, n_initial: 3}\nexperiments:\n  e: {run: my_func}\n",
+        "search.n_initial",
+        ["did you mean 'n_initial_points'", "gamma"],
+        id="search-option",
+    ),
+    pytest.param(
+        "search: bayes\nexperiments:\n  e: {run: my_func}\n",
+        "search",
+        ["'bayes' is not allowed", "grid, random, hyperopt"],
+        id="search-name",
+    ),
+    pytest.param(
+        "search: hyperopt\nexperiments:\n  e:\n    run: my_func\n"
+        "    config: {alpha: {grid_search: [1, 2]}}\n",
+        "experiments.e.config.alpha",
+        ["hyperopt cannot search a grid_search axis", "choice"],
+        id="hyperopt-grid",
+    ),
+    pytest.param(
+        "experiments:\n  e:\n    run: json:dumps\n    scheduler: asha\n",
+        "experiments.e.metric",
+        ["the asha scheduler need a metric"],
+        id="scheduler-without-metric",
+    ),
+    pytest.param(
+        "search: grid\ne: {run: my_func}\n",
+        "search",
+        ["file-level setting of the app form", "experiments:"],
+        id="classic-with-setting",
+    ),
+    pytest.param(
+        "experiments:\n  e:\n    run: my_func\n    checkpoint_config: {checkpoint_frequency: 2}\n",
+        "experiments.e.checkpoint_config.checkpoint_frequency",
+        ["class trainables"],
+        id="ckpt-freq-function",
+    ),
+    pytest.param(
+        "'bad name/x': {run: my_func}\n",
+        "bad name/x",
+        ["not a plain folder name"],
+        id="experiment-name",
+    ),
+]
+
+
+@pytest.mark.parametrize("text, path, words", BAD_SPECS)
+def test_bad_spec_gives_one_clear_message(cli, write_spec, tmp_path, text, path, words):
+    spec_file = write_spec(text)
+    out_dir = tmp_path / "out"
+    result = cli("run", spec_file, "--storage-path", out_dir)
+    assert result.code == 2
+    assert "Traceback" not in result.err
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith(f"error: {spec_file}: {path + ': ' if path else ''}"), lines[0]
+    for word in words:
+        assert word in lines[0]
+    assert not out_dir.exists()
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        pytest.param(lambda d: d / "missing.yaml", "no such file", id="missing"),
+        pytest.param(lambda d: d, "is a directory", id="directory"),
+    ],
+)
+def test_bad_paths(cli, tmp_path, make, words):
+    result = cli("validate", make(tmp_path))
+    assert result.code == 2 and words in result.err and "Traceback" not in result.err
+
+
+def test_usage_error_exits_2(cli):
+    with pytest.raises(SystemExit) as info:
+        cli("frobnicate")
+    assert info.value.code == 2
+
+
+def test_debug_shows_the_traceback(cli, write_spec):
+    result = cli("--debug", "validate", write_spec("e: {run: my_fnc}\n"))
+    assert result.code == 2 and "Traceback" in result.err
+
+
+def test_validate_and_bad_run_never_import_ray(write_spec, tmp_path):
+    good, bad = write_spec(GOOD, "good.yaml"), write_spec("e: {run: my_fnc}\n", "bad.yaml")
+    probe = (
+        "import sys; from tune_app.cli import main;"
+        f"a = main(['validate', {str(good)!r}]);"
+        f"b = main(['run', {str(bad)!r}, '--storage-path', {str(tmp_path / 'o')!r}]);"
+        "print(a, b, 'ray' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-3:] == ["0", "2", "False"]

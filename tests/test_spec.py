@@ -1,0 +1,181 @@
+"""Spec loading: both forms, inheritance, legacy keys, every search_spaces/ file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tune_app import spec
+from tune_app.errors import SpecError
+from tune_app.space import Domain
+
+from .conftest import SEARCH_SPACES
+
+CLASSIC = """
+my_experiment:
+  run: my_func
+  env: CartPole-v1
+  resources_per_trial: {cpu: 1, gpu: 0}
+  num_samples: 2
+  stop: {mean_accuracy: 100, training_iteration: 50}
+  config:
+    alpha: {grid_search: [0.2, 0.4, 0.6]}
+    beta: {grid_search: [1, 2]}
+other:
+  run: my_func
+  config: {alpha: 1, beta: 1}
+"""
+
+APP = """
+metric: mean_accuracy
+mode: max
+search: {type: hyperopt, n_initial_points: 5}
+scheduler: {type: asha, max_t: 20, grace_period: 2}
+max_concurrent_trials: 4
+seed: 3
+storage_path: out
+experiments:
+  inherits:
+    run: my_func
+    num_samples: 8
+    config:
+      alpha: {uniform: [0.1, 1.0]}
+  overrides:
+    run: my_func
+    mode: min
+    search: random
+    scheduler: fifo
+    seed: 9
+    storage_path: elsewhere
+    config:
+      alpha: {choice: [0.2, 0.4]}
+"""
+
+
+def load_text(text: str) -> spec.Spec:
+    return spec.parse(yaml.safe_load(text), Path("spec.yaml"), text)
+
+
+def test_classic_form_reads_every_experiment_key():
+    s = load_text(CLASSIC)
+    assert s.form == "classic"
+    first, second = s.experiments
+    assert (first.name, first.run, first.env, first.num_samples) == (
+        "my_experiment",
+        "my_func",
+        "CartPole-v1",
+        2,
+    )
+    assert first.stop == {"mean_accuracy": 100, "training_iteration": 50}
+    assert first.resources == spec.ResourcesSpec(cpu=1, gpu=0)
+    assert first.config["alpha"] == Domain("grid_search", (0.2, 0.4, 0.6))
+    assert first.key_path == "my_experiment"
+    # defaults where the classic form says nothing
+    assert isinstance(first.search, spec.GridSearch)
+    assert isinstance(first.scheduler, spec.FifoScheduler)
+    assert first.storage_path == "results" and first.metric is None
+    assert second.config == {"alpha": 1, "beta": 1}
+
+
+def test_app_form_inherits_file_settings_and_experiments_override_them():
+    inherits, overrides = load_text(APP).experiments
+    assert inherits.metric == "mean_accuracy" and inherits.mode == "max"
+    assert inherits.search == spec.HyperOptSearch(n_initial_points=5)
+    assert inherits.scheduler == spec.AshaScheduler(max_t=20, grace_period=2)
+    assert (inherits.max_concurrent_trials, inherits.seed, inherits.storage_path) == (4, 3, "out")
+    assert inherits.key_path == "experiments.inherits"
+    assert overrides.mode == "min" and overrides.metric == "mean_accuracy"
+    assert overrides.search == spec.RandomSearch()
+    assert overrides.scheduler == spec.FifoScheduler()
+    assert (overrides.seed, overrides.storage_path) == (9, "elsewhere")
+
+
+@pytest.mark.parametrize(
+    "written, expected",
+    [
+        pytest.param("hyperband", spec.HyperBandScheduler(), id="hyperband"),
+        pytest.param(
+            "{type: hyperband, max_t: 27, reduction_factor: 3}",
+            spec.HyperBandScheduler(max_t=27),
+            id="hyperband-options",
+        ),
+        pytest.param("asha", spec.AshaScheduler(), id="asha"),
+        pytest.param(
+            "{type: median, grace_period: 2, time_attr: training_iteration}",
+            spec.MedianScheduler(grace_period=2, time_attr="training_iteration"),
+            id="median-options",
+        ),
+        pytest.param("fifo", spec.FifoScheduler(), id="fifo"),
+    ],
+)
+def test_scheduler_shorthand_and_options(written, expected):
+    s = load_text(
+        f"scheduler: {written}\nmetric: m\nmode: max\nexperiments:\n  e: {{run: my_func}}"
+    )
+    assert s.experiments[0].scheduler == expected
+
+
+def test_legacy_tune_keys_are_translated_with_one_warning_each():
+    s = load_text("""
+e:
+  run: my_func
+  local_dir: /tmp/old
+  checkpoint_freq: 5
+  checkpoint_at_end: true
+  keep_checkpoints_num: 2
+  checkpoint_score_attr: min-loss
+  resources: {cpu: 2}
+""")
+    (e,) = s.experiments
+    assert e.storage_path == "/tmp/old"
+    assert e.checkpoint == spec.CheckpointSpec(
+        checkpoint_frequency=5,
+        checkpoint_at_end=True,
+        num_to_keep=2,
+        checkpoint_score_attribute="loss",
+        checkpoint_score_order="min",
+    )
+    assert e.resources.cpu == 2
+    assert len(s.warnings) == 5
+    assert all(w.startswith("e.") and "legacy Tune key" in w for w in s.warnings)
+
+
+def test_alias_and_its_key_together_is_an_error():
+    with pytest.raises(SpecError, match="both 'resources' and 'resources_per_trial'"):
+        load_text("e: {run: my_func, resources: {cpu: 1}, resources_per_trial: {cpu: 1}}")
+
+
+def test_schema_covers_both_forms_and_the_shorthands():
+    schema = spec.json_schema()
+    text = str(schema)
+    for word in (
+        "experiments",
+        "resources_per_trial",
+        "hyperband",
+        "n_initial_points",
+        "grace_period",
+    ):
+        assert word in text
+    assert {"anyOf"} <= set(schema) or "oneOf" in schema
+
+
+def test_yaml_python_tags_are_refused(tmp_path):
+    path = tmp_path / "evil.yaml"
+    path.write_text("e:\n  run: !!python/object/apply:os.system ['echo hacked']\n")
+    with pytest.raises(SpecError, match="unsupported YAML tag"):
+        spec.load(path)
+
+
+def test_duplicate_keys_are_refused(tmp_path):
+    path = tmp_path / "dup.yaml"
+    path.write_text("e:\n  run: my_func\n  run: other\n")
+    with pytest.raises(SpecError, match="duplicate key 'run' at line 3"):
+        spec.load(path)
+
+
+@pytest.mark.parametrize("path", sorted(SEARCH_SPACES.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_example_spec_validates(path):
+    loaded = spec.load(path)
+    assert loaded.experiments
