@@ -1,0 +1,150 @@
+"""The runner on the session's Ray: searchers, schedulers, user modules, never-reported keys."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from tune_app import spec
+from tune_app.plan import make_plan
+from tune_app.runner import _scheduler
+
+USER_MODULE = '''
+from ray import tune
+
+def train(config):
+    """Reports score = x * step for a few steps."""
+    for step in range(1, config.get("steps", 3) + 1):
+        tune.report({"score": config["x"] * step, "step": step})
+
+
+def legacy(config, reporter):
+    """The original function API: loops until the spec's stop criteria end it."""
+    step = 0
+    while True:
+        step += 1
+        reporter(score=config["x"] * step)
+'''
+
+
+@pytest.fixture
+def user_spec(write_spec, tmp_path):
+    (tmp_path / "my_trainables.py").write_text(USER_MODULE)
+    return write_spec
+
+
+def summary_of(folder):
+    return json.loads((folder / "summary.json").read_text())
+
+
+def configs_of(folder):
+    return sorted(json.dumps(t["config"], sort_keys=True) for t in summary_of(folder)["trials"])
+
+
+RANDOM = """
+search: random
+seed: {seed}
+metric: score
+mode: max
+experiments:
+  r:
+    run: my_trainables:train
+    num_samples: 4
+    config:
+      x: {{uniform: [0, 10]}}
+      steps: {{choice: [1, 2]}}
+"""
+
+
+def test_random_search_with_a_seed_draws_the_same_configs(ray_session, cli, user_spec, tmp_path):
+    spec_file = user_spec(RANDOM.format(seed=7))
+    runs = []
+    for name in ("a", "b", "c"):
+        seed_file = spec_file if name != "c" else user_spec(RANDOM.format(seed=8), "other.yaml")
+        assert cli("run", seed_file, "--storage-path", tmp_path / name, "-q").code == 0
+        runs.append(configs_of(tmp_path / name / "r"))
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+    assert len(runs[0]) == 4
+    for config in map(json.loads, runs[0]):
+        assert 0 <= config["x"] < 10 and config["steps"] in (1, 2)
+
+
+def test_hyperopt_search_with_asha_runs_inside_the_space(ray_session, cli, user_spec, tmp_path):
+    spec_file = user_spec("""
+metric: score
+mode: max
+search: {type: hyperopt, n_initial_points: 2}
+scheduler: {type: asha, max_t: 3, grace_period: 1}
+seed: 1
+experiments:
+  h:
+    run: my_trainables:train
+    num_samples: 5
+    stop: {training_iteration: 3}
+    config:
+      x: {loguniform: [0.1, 10]}
+""")
+    assert cli("run", spec_file, "--storage-path", tmp_path / "o", "-q").code == 0
+    summary = summary_of(tmp_path / "o" / "h")
+    assert summary["counts"] == {"TERMINATED": 5}
+    xs = [t["config"]["x"] for t in summary["trials"]]
+    assert all(0.1 <= x <= 10 for x in xs) and len(set(xs)) == 5
+    best = summary["best"]
+    assert best["metric"] == max(t["metric"] for t in summary["trials"])
+
+
+def test_legacy_reporter_loop_from_a_module_beside_the_spec(ray_session, cli, user_spec, tmp_path):
+    spec_file = user_spec("""
+legacy_exp:
+  run: my_trainables:legacy
+  stop: {score: 10, training_iteration: 100}
+  config: {x: {grid_search: [1, 5]}}
+""")
+    assert cli("run", spec_file, "--storage-path", tmp_path / "o", "-q").code == 0
+    trials = {t["config"]["x"]: t for t in summary_of(tmp_path / "o" / "legacy_exp")["trials"]}
+    assert trials[1]["iterations"] == 10 and trials[5]["iterations"] == 2
+
+
+def test_a_stop_key_never_reported_ends_the_search_with_a_clear_error(
+    ray_session, cli, user_spec, tmp_path
+):
+    spec_file = user_spec("""
+e:
+  run: my_trainables:legacy
+  num_samples: 3
+  stop: {scor: 10}
+  config: {x: 1}
+""")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    assert result.code == 2
+    assert f"{spec_file}: e.stop.scor: 'scor' is never reported" in result.err
+    assert "did you mean 'score'" in result.err
+    # the loop would never end on its own: the guard stopped every trial at its first result
+    lines = (tmp_path / "o" / "e" / "results.jsonl").read_text().splitlines()
+    assert 1 <= len(lines) <= 3
+
+
+@pytest.mark.parametrize(
+    "written, cls, attrs",
+    [
+        ("{type: hyperband, max_t: 9, reduction_factor: 3}", "HyperBandScheduler",
+         {"_max_t_attr": 9, "_eta": 3}),
+        ("{type: asha, max_t: 20, grace_period: 2, reduction_factor: 2}", "AsyncHyperBandScheduler",
+         {"_max_t": 20, "_reduction_factor": 2}),
+        ("{type: median, grace_period: 5, min_samples_required: 2}", "MedianStoppingRule",
+         {"_grace_period": 5, "_min_samples_required": 2}),
+        ("fifo", "FIFOScheduler", {}),
+    ],
+)
+def test_scheduler_options_reach_tune(written, cls, attrs, tmp_path):
+    text = f"metric: mean_accuracy\nmode: max\nscheduler: {written}\nexperiments:\n  e: {{run: my_func}}\n"
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    (ep,) = make_plan(spec.load(path)).experiments
+    built = _scheduler(ep)
+    assert type(built).__name__ == cls
+    for attr, value in attrs.items():
+        assert math.isclose(getattr(built, attr), value)
