@@ -140,7 +140,8 @@ e:
     ],
 )
 def test_scheduler_options_reach_tune(written, cls, attrs, tmp_path):
-    text = f"metric: mean_accuracy\nmode: max\nscheduler: {written}\nexperiments:\n  e: {{run: my_func}}\n"
+    text = f"metric: mean_accuracy\nmode: max\nscheduler: {written}\n"
+    text += "experiments:\n  e: {run: my_func}\n"
     path = tmp_path / "s.yaml"
     path.write_text(text)
     (ep,) = make_plan(spec.load(path)).experiments
