@@ -130,12 +130,21 @@ e:
 @pytest.mark.parametrize(
     "written, cls, attrs",
     [
-        ("{type: hyperband, max_t: 9, reduction_factor: 3}", "HyperBandScheduler",
-         {"_max_t_attr": 9, "_eta": 3}),
-        ("{type: asha, max_t: 20, grace_period: 2, reduction_factor: 2}", "AsyncHyperBandScheduler",
-         {"_max_t": 20, "_reduction_factor": 2}),
-        ("{type: median, grace_period: 5, min_samples_required: 2}", "MedianStoppingRule",
-         {"_grace_period": 5, "_min_samples_required": 2}),
+        (
+            "{type: hyperband, max_t: 9, reduction_factor: 3}",
+            "HyperBandScheduler",
+            {"_max_t_attr": 9, "_eta": 3},
+        ),
+        (
+            "{type: asha, max_t: 20, grace_period: 2, reduction_factor: 2}",
+            "AsyncHyperBandScheduler",
+            {"_max_t": 20, "_reduction_factor": 2},
+        ),
+        (
+            "{type: median, grace_period: 5, min_samples_required: 2}",
+            "MedianStoppingRule",
+            {"_grace_period": 5, "_min_samples_required": 2},
+        ),
         ("fifo", "FIFOScheduler", {}),
     ],
 )

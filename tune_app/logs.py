@@ -56,7 +56,7 @@ class JsonlResults(Callback):
     def on_trial_result(
         self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
     ) -> None:
-        row = {"trial_id": trial.trial_id}
+        row = {"trial_id": trial.trial_id, "logged_at": time.time()}
         row.update((k, v) for k, v in result.items() if k not in _DROPPED)
         if trial.trial_id not in self._seen:
             self._seen.add(trial.trial_id)

@@ -78,10 +78,10 @@ def _plan_experiment(
     _check_reported(exp, ref, metric)
     _check_search(exp, metric)
     _check_checkpoints(exp)
-    bundles = _bundles(exp)
+    bundles = _bundles(exp, ref)
     need = sum(b.get("CPU", 0.0) for b in bundles)
     if need > cpus:
-        where = "simulations" if exp.simulations else "resources_per_trial.cpu"
+        where = "simulations" if len(bundles) > 1 else "resources_per_trial.cpu"
         raise SpecError(
             f"one trial needs {need:g} CPUs (bundles {list(bundles)}) but the machine has {cpus:g}",
             path=f"{exp.key_path}.{where}",
@@ -181,12 +181,29 @@ def _check_checkpoints(exp: Experiment) -> None:
             )
 
 
-def _bundles(exp: Experiment) -> tuple[dict[str, float], ...]:
-    head = {"CPU": float(exp.resources.cpu)}
-    if exp.resources.gpu:
-        head["GPU"] = float(exp.resources.gpu)
-    sims = [{"CPU": float(exp.cpu_per_simulation)} for _ in range(exp.simulations)]
-    return (head, *sims)
+def _bundles(exp: Experiment, ref: TrainableRef) -> tuple[dict[str, float], ...]:
+    """One head bundle for the trial's own process, then one bundle per simulation."""
+    declared = ref.info
+    sims = (
+        exp.simulations
+        if exp.simulations is not None
+        else (declared.simulations if declared else 0)
+    )
+    if declared is not None and declared.simulations and sims < 1:
+        raise SpecError(
+            f"trainable '{ref.run}' runs its rollouts as simulations; it needs at least one",
+            path=f"{exp.key_path}.simulations",
+            suggestion=f"its default is {declared.simulations}",
+        )
+    if exp.resources is not None:
+        cpu, gpu = exp.resources.cpu, exp.resources.gpu
+    else:
+        cpu, gpu = (declared.head_cpu if declared else 1.0), 0.0
+    head = {"CPU": float(cpu)}
+    if gpu:
+        head["GPU"] = float(gpu)
+    # An all-zero head bundle is fine: Tune then runs the trial's process outside the bundles.
+    return (head, *({"CPU": float(exp.cpu_per_simulation)} for _ in range(sims)))
 
 
 def _iteration_bound(exp: Experiment, trials: int) -> int | None:

@@ -53,6 +53,8 @@ class TrainableInfo:
     mode: Literal["min", "max"]
     metrics: tuple[str, ...]  # every key it reports, beyond Tune's AUTO_METRICS
     knobs: tuple[Knob, ...] = ()
+    simulations: int = 0  # default parallel simulations per trial; > 0: it needs at least one
+    head_cpu: float = 1.0  # CPUs of the trial's own process (its head bundle)
     smoke: dict[str, Any] = field(default_factory=dict)  # config overrides for --smoke
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ class RunOptions:
     address: str | None = None
     verbosity: int = 1
     command: tuple[str, ...] = ()  # the command line's arguments, kept in run.json
+    trial_lines: bool = False  # print one line per finished trial (concurrent experiments)
 
 
 @dataclass
@@ -76,10 +77,36 @@ def run(plan: Plan, opts: RunOptions) -> list[Summary]:
         _init_ray(plan, opts)
     try:
         _check_cluster(plan)
-        return [run_experiment(ep, plan, opts) for ep in plan.experiments]
+        if len(plan.experiments) == 1:
+            return [run_experiment(plan.experiments[0], plan, opts)]
+        return _run_concurrently(plan, opts)
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _run_concurrently(plan: Plan, opts: RunOptions) -> list[Summary]:
+    """Fit every experiment's Tuner at once, each in a zero-CPU task on this node.
+
+    Tune's `run_experiments` cannot give experiments their own searchers and schedulers, so each
+    experiment drives its own Tuner; the trials of all of them share the cluster.
+    """
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = ray.get_runtime_context().get_node_id()
+    driver = ray.remote(
+        num_cpus=0,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
+    )(run_experiment)
+    # Tune's per-experiment tables would interleave; one line per finished trial instead.
+    inner = replace(opts, verbosity=0, trial_lines=opts.verbosity > 0)
+    refs = [driver.remote(ep, plan, inner) for ep in plan.experiments]
+    try:
+        return ray.get(refs)
+    except BaseException:
+        for ref in refs:
+            ray.cancel(ref)
+        raise
 
 
 def run_experiment(ep: ExperimentPlan, plan: Plan, opts: RunOptions) -> Summary:
@@ -92,14 +119,16 @@ def run_experiment(ep: ExperimentPlan, plan: Plan, opts: RunOptions) -> Summary:
     stopper = SpecStopper(exp.stop, [ep.metric] if ep.metric else [])
     tuner = tune.Tuner(
         trainable,
-        param_space=to_tune(exp.config),
+        param_space=param_space(ep),
         tune_config=tune.TuneConfig(
             metric=ep.metric,
             mode=ep.mode,
             search_alg=_searcher(ep),
             scheduler=_scheduler(ep),
             num_samples=exp.num_samples,
-            max_concurrent_trials=exp.max_concurrent_trials,
+            max_concurrent_trials=(
+                exp.max_concurrent_trials if isinstance(exp.search, HyperOptSearch) else None
+            ),
             # A fresh trial process costs 1.5-2 s; function trainables reset cleanly instead.
             reuse_actors=True,
         ),
@@ -107,7 +136,7 @@ def run_experiment(ep: ExperimentPlan, plan: Plan, opts: RunOptions) -> Summary:
             name=exp.name,
             storage_path=str(ep.storage_dir.parent),
             stop=stopper,
-            callbacks=[JsonlResults(ep.storage_dir / RESULTS_FILE)],
+            callbacks=_callbacks(ep, opts),
             failure_config=tune.FailureConfig(max_failures=exp.max_failures),
             checkpoint_config=tune.CheckpointConfig(
                 num_to_keep=exp.checkpoint.num_to_keep,
@@ -122,6 +151,41 @@ def run_experiment(ep: ExperimentPlan, plan: Plan, opts: RunOptions) -> Summary:
     summary = summarize(ep, grid, time.monotonic() - began)
     write_json(ep.storage_dir / SUMMARY_FILE, summary_dict(summary))
     return summary
+
+
+def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
+    callbacks: list[tune.Callback] = [JsonlResults(ep.storage_dir / RESULTS_FILE)]
+    if opts.trial_lines:
+        callbacks.append(TrialLines(ep.name, ep.metric))
+    return callbacks
+
+
+class TrialLines(tune.Callback):
+    """One plain line per finished or failed trial, prefixed by its experiment."""
+
+    def __init__(self, experiment: str, metric: str | None) -> None:
+        self.experiment, self.metric = experiment, metric
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        last = flatten_dict(trial.last_result or {})
+        value = last.get(self.metric) if self.metric else None
+        shown = f", {self.metric}={value:.6g}" if isinstance(value, int | float) else ""
+        print(
+            f"[{self.experiment}] trial {trial.trial_id} done after "
+            f"{last.get('training_iteration', 0)} iterations{shown}",
+            flush=True,
+        )
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        print(f"[{self.experiment}] trial {trial.trial_id} failed", flush=True)
+
+
+def param_space(ep: ExperimentPlan) -> dict[str, Any]:
+    """The experiment's config as Tune's param_space; the spec's `env` rides in it, as in RLlib."""
+    space = to_tune(ep.experiment.config)
+    if ep.experiment.env is not None:
+        space.setdefault("env", ep.experiment.env)
+    return space
 
 
 class SpecStopper(tune.Stopper):
@@ -167,7 +231,11 @@ def _searcher(ep: ExperimentPlan) -> Any:
             gamma=exp.search.gamma,
             random_state_seed=exp.seed,
         )
-    return BasicVariantGenerator(random_state=exp.seed)
+    # Tune ignores TuneConfig.max_concurrent_trials for a search algorithm passed in (with only
+    # a warning); the variant generator takes the limit itself.
+    return BasicVariantGenerator(
+        max_concurrent=exp.max_concurrent_trials or 0, random_state=exp.seed
+    )
 
 
 def _scheduler(ep: ExperimentPlan) -> Any:

@@ -169,11 +169,13 @@ class ExperimentSpec(Settings):
         default_factory=dict, description="stop a trial when any result key reaches its value"
     )
     num_samples: int = Field(1, ge=1, description="repeats of the grid, or draws of a sampler")
-    resources_per_trial: ResourcesSpec = Field(
-        default_factory=ResourcesSpec, description="alias: resources"
+    resources_per_trial: ResourcesSpec | None = Field(
+        None, description="alias: resources (default: the trainable's, or 1 CPU)"
     )
     max_failures: int = Field(0, ge=-1, description="retries of a failed trial (-1: forever)")
-    simulations: int = Field(0, ge=0, description="parallel simulations inside each trial")
+    simulations: int | None = Field(
+        None, ge=0, description="parallel simulations inside each trial (the trainable's)"
+    )
     cpu_per_simulation: float = Field(1, gt=0, description="CPUs of each simulation bundle")
     checkpoint_config: CheckpointSpec = Field(default_factory=CheckpointSpec)
 
@@ -217,7 +219,7 @@ class Experiment:
     config: Any  # the parsed space: constants and `space.Domain`s
     stop: dict[str, float]
     num_samples: int
-    resources: ResourcesSpec
+    resources: ResourcesSpec | None  # None: the trainable's default
     max_failures: int
     metric: str | None
     mode: Mode | None
@@ -226,7 +228,7 @@ class Experiment:
     max_concurrent_trials: int | None
     seed: int | None
     storage_path: str
-    simulations: int
+    simulations: int | None  # None: the trainable's default
     cpu_per_simulation: float
     checkpoint: CheckpointSpec
     key_path: str  # where the experiment sits in its file, for messages
