@@ -193,3 +193,18 @@ def test_validate_and_bad_run_never_import_ray(write_spec, tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split()[-3:] == ["0", "2", "False"]
+
+
+def test_unknown_config_key_of_a_registered_trainable(cli, write_spec):
+    result = cli("validate", write_spec("e:\n  run: es_cartpole\n  config: {lrr: 0.1}\n"))
+    assert result.code == 2
+    assert "e.config.lrr: trainable 'es_cartpole' has no config key 'lrr'" in result.err
+    assert "did you mean 'lr'" in result.err and "sigma" in result.err
+
+
+def test_list_shows_every_trainable_with_metric_and_knobs(cli):
+    result = cli("list")
+    assert result.code == 0
+    assert "my_func: classic Tune example" in result.out
+    assert "es_cartpole:" in result.out and "episode_return_mean (max)" in result.out
+    assert "population  int, default 32" in result.out

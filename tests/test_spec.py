@@ -176,6 +176,18 @@ def test_duplicate_keys_are_refused(tmp_path):
 
 
 @pytest.mark.parametrize("path", sorted(SEARCH_SPACES.glob("*.yaml")), ids=lambda p: p.name)
-def test_every_example_spec_validates(path):
-    loaded = spec.load(path)
-    assert loaded.experiments
+def test_every_example_spec_validates_and_plans(path):
+    import jsonschema
+
+    from tune_app.plan import make_plan
+
+    jsonschema.validate(yaml.safe_load(path.read_text()), spec.json_schema())
+    plan = make_plan(spec.load(path), cpus=2)
+    assert plan.experiments and all(ep.trials >= 1 for ep in plan.experiments)
+
+
+def test_schema_rejects_what_the_loader_rejects():
+    import jsonschema
+
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"e": {"run": "my_func", "num_sample": 2}}, spec.json_schema())

@@ -31,8 +31,8 @@ INFO = TrainableInfo(
     mode="max",
     metrics=("mean_accuracy", "timesteps_total"),
     knobs=(
-        Knob("alpha", float, None, "exponent of the accuracy curve (required)"),
-        Knob("beta", float, None, "growth of i per step (required)"),
+        Knob("alpha", float, None, "exponent of the accuracy curve"),
+        Knob("beta", float, None, "growth of i per step"),
         Knob("sleep", float, 0.0, "seconds to sleep per step, to mimic work"),
     ),
 )

@@ -49,6 +49,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_FAILED if any(s.errored for s in summaries) else EXIT_OK
 
 
+def cmd_list(args: argparse.Namespace) -> int:
+    from tune_app.registry import registered
+    from tune_app.report import trainables_text
+
+    print(trainables_text(registered().values()))
+    return EXIT_OK
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from tune_app.spec import json_schema
 
@@ -95,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", help="the YAML spec file")
     p.add_argument("--storage-path", help="as for run")
 
+    command("list", cmd_list, "list the registered trainables with their knobs and metrics")
     command("schema", cmd_schema, "print the JSON Schema of spec files")
     return parser
 

@@ -76,6 +76,7 @@ def _plan_experiment(
         raise err.under(exp.key_path) from None
     metric, mode = _metric_and_mode(exp, ref)
     _check_reported(exp, ref, metric)
+    _check_knobs(exp, ref)
     _check_search(exp, metric)
     _check_checkpoints(exp)
     bundles = _bundles(exp, ref)
@@ -148,6 +149,27 @@ def _check_reported(exp: Experiment, ref: TrainableRef, metric: str | None) -> N
                 allowed=reported,
                 suggestion=did_you_mean(key, reported),
             )
+
+
+def _check_knobs(exp: Experiment, ref: TrainableRef) -> None:
+    """A config key a registered trainable does not read would be silently ignored."""
+    if ref.info is None:
+        return
+    knobs = [k.name for k in ref.info.knobs]
+    for key in exp.config:
+        if key not in knobs:
+            raise SpecError(
+                f"trainable '{ref.run}' has no config key '{key}'",
+                path=f"{exp.key_path}.config.{key}",
+                allowed=knobs,
+                suggestion=did_you_mean(key, knobs) or "see `tune_app list`",
+            )
+    if exp.env is not None and "env" not in knobs:
+        raise SpecError(
+            f"trainable '{ref.run}' takes no env",
+            path=f"{exp.key_path}.env",
+            suggestion="remove env:",
+        )
 
 
 def _check_search(exp: Experiment, metric: str | None) -> None:

@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tune_app.plan import Plan, describe_scheduler, describe_search
 
 if TYPE_CHECKING:
+    from tune_app.registry import TrainableInfo
     from tune_app.runner import Summary
+
+
+def trainables_text(infos: Iterable[TrainableInfo]) -> str:
+    """Each registered trainable: what it is, its metric, what it reports, its knobs."""
+    blocks = []
+    for info in infos:
+        lines = [
+            f"{info.name}: {info.doc}",
+            f"  metric      {info.metric} ({info.mode})",
+            f"  reports     {', '.join(info.metrics)}",
+        ]
+        if info.simulations:
+            lines.append(
+                f"  simulations {info.simulations} by default (head bundle {info.head_cpu:g} CPU)"
+            )
+        for knob in info.knobs:
+            default = "required" if knob.default is None else f"default {knob.default!r}"
+            lines.append(f"  {knob.name:<11} {knob.type.__name__}, {default}: {knob.doc}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
 
 
 def plan_text(plan: Plan) -> str:
