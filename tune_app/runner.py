@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -72,20 +73,31 @@ class Summary:
 def run(plan: Plan, opts: RunOptions) -> list[Summary]:
     """Run every experiment of `plan`; raises SpecError / RunError before writing anything."""
     _refuse_existing(plan)
+    functions = [_load(ep) for ep in plan.experiments]
     started_here = not ray.is_initialized()
     if started_here:
         _init_ray(plan, opts)
     try:
         _check_cluster(plan)
         if len(plan.experiments) == 1:
-            return [run_experiment(plan.experiments[0], plan, opts)]
-        return _run_concurrently(plan, opts)
+            return [run_experiment(plan.experiments[0], functions[0], plan, opts)]
+        return _run_concurrently(plan, functions, opts)
     finally:
         if started_here:
             ray.shutdown()
 
 
-def _run_concurrently(plan: Plan, opts: RunOptions) -> list[Summary]:
+def _load(ep: ExperimentPlan) -> Callable[..., Any]:
+    """Import the experiment's trainable on the driver, before Ray starts or anything is written."""
+    try:
+        return ep.trainable.load()
+    except SpecError as err:
+        raise err.under(ep.experiment.key_path) from None
+
+
+def _run_concurrently(
+    plan: Plan, functions: list[Callable[..., Any]], opts: RunOptions
+) -> list[Summary]:
     """Fit every experiment's Tuner at once, each in a zero-CPU task on this node.
 
     Tune's `run_experiments` cannot give experiments their own searchers and schedulers, so each
@@ -100,7 +112,10 @@ def _run_concurrently(plan: Plan, opts: RunOptions) -> list[Summary]:
     )(run_experiment)
     # Tune's per-experiment tables would interleave; one line per finished trial instead.
     inner = replace(opts, verbosity=0, trial_lines=opts.verbosity > 0)
-    refs = [driver.remote(ep, plan, inner) for ep in plan.experiments]
+    refs = [
+        driver.remote(ep, fn, plan, inner)
+        for ep, fn in zip(plan.experiments, functions, strict=True)
+    ]
     try:
         return ray.get(refs)
     except BaseException:
@@ -109,10 +124,11 @@ def _run_concurrently(plan: Plan, opts: RunOptions) -> list[Summary]:
         raise
 
 
-def run_experiment(ep: ExperimentPlan, plan: Plan, opts: RunOptions) -> Summary:
+def run_experiment(
+    ep: ExperimentPlan, function: Callable[..., Any], plan: Plan, opts: RunOptions
+) -> Summary:
     """Build and fit one experiment's Tuner, then write its summary."""
     exp = ep.experiment
-    function = ep.trainable.load()
     ep.storage_dir.mkdir(parents=True, exist_ok=False)
     write_run_files(ep.storage_dir, plan.spec.text, plan.spec.file, ep.name, list(opts.command))
     trainable = tune.with_resources(function, tune.PlacementGroupFactory(list(ep.bundles)))
