@@ -61,16 +61,6 @@ class SpecError(TuneAppError):
         return self.message()
 
 
-class RunError(TuneAppError):
-    """The search started but cannot go on: a stop key never reported, a cluster too small."""
-
-
-class TrialsFailed(TuneAppError):
-    """The search finished but some trials errored or an `expect` was not met (exit 1)."""
-
-    exit_code = 1
-
-
 def _as_text(allowed: Iterable[str] | str | None) -> str | None:
     if allowed is None or isinstance(allowed, str):
         return allowed

@@ -71,7 +71,7 @@ class Summary:
 
 
 def run(plan: Plan, opts: RunOptions) -> list[Summary]:
-    """Run every experiment of `plan`; raises SpecError / RunError before writing anything."""
+    """Run every experiment of `plan`; raises SpecError before writing anything."""
     _refuse_existing(plan)
     functions = [_load(ep) for ep in plan.experiments]
     started_here = not ray.is_initialized()
