@@ -208,3 +208,15 @@ def test_list_shows_every_trainable_with_metric_and_knobs(cli):
     assert "my_func: classic Tune example" in result.out
     assert "es_cartpole:" in result.out and "episode_return_mean (max)" in result.out
     assert "population  int, default 32" in result.out
+
+
+def test_list_shows_rllib_algorithms_and_every_key_of_one(cli):
+    result = cli("list")
+    for name in ("PPO", "APPO", "IMPALA", "DQN", "SAC"):
+        assert f"{name}: RLlib algorithm" in result.out
+    keys = cli("list", "PPO")
+    assert keys.code == 0
+    assert "num_epochs = 30" in keys.out and "minibatch_size = 128" in keys.out
+    assert "num_sgd_iter" in keys.out.splitlines()[-1]  # only among the legacy names
+    wrong = cli("list", "PP0")
+    assert wrong.code == 2 and "did you mean 'PPO'" in wrong.err

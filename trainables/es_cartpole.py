@@ -36,12 +36,17 @@ def rollout(env, params: np.ndarray, episodes: int, seed: int) -> tuple[float, i
     return total / episodes, steps
 
 
-def evaluate(env_id: str, population: np.ndarray, episodes: int, seed: int):
-    """One simulation: returns of a slice of the population; `(result, start, end)` for timing."""
+def make_env(env):
+    """A gymnasium env from an id, or from an env class (`env: module:Class` in a spec)."""
     import gymnasium as gym
 
+    return env() if isinstance(env, type) else gym.make(env)
+
+
+def evaluate(env_id, population: np.ndarray, episodes: int, seed: int):
+    """One simulation: returns of a slice of the population; `(result, start, end)` for timing."""
     start = time.time()
-    env = gym.make(env_id)
+    env = make_env(env_id)
     results = [rollout(env, params, episodes, seed) for params in population]
     env.close()
     returns = np.array([r for r, _ in results])
@@ -63,7 +68,6 @@ def es_update(params: np.ndarray, noise: np.ndarray, returns: np.ndarray, lr: fl
 
 def es_cartpole(config):
     """The Tune function trainable: one ES generation per reported iteration."""
-    import gymnasium as gym
     import ray
     from ray import tune
 
@@ -73,7 +77,7 @@ def es_cartpole(config):
     lr, sigma = config.get("lr", 0.1), config.get("sigma", 0.1)
     half = max(1, config.get("population", 32) // 2)
     episodes = config.get("episodes", 1)
-    probe = gym.make(env_id)
+    probe = make_env(env_id)
     dim = probe.action_space.n * (probe.observation_space.shape[0] + 1)
     probe.close()
 
@@ -139,7 +143,7 @@ INFO = TrainableInfo(
         Knob("population", int, 32, "perturbed policies per generation (antithetic pairs)"),
         Knob("episodes", int, 1, "episodes per policy evaluation"),
         Knob("seed", int, 0, "seed of the noise and the environments"),
-        Knob("env", str, "CartPole-v1", "gymnasium env id with discrete actions"),
+        Knob("env", str, "CartPole-v1", "gymnasium id or module:Class, discrete actions"),
     ),
     simulations=2,
     head_cpu=0.0,

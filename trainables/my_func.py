@@ -35,4 +35,5 @@ INFO = TrainableInfo(
         Knob("beta", float, None, "growth of i per step"),
         Knob("sleep", float, 0.0, "seconds to sleep per step, to mimic work"),
     ),
+    smoke={"alpha": 0.5, "beta": 1.0},
 )

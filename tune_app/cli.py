@@ -23,7 +23,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     loaded = spec.load(args.spec)
     plan = make_plan(loaded, storage_path=args.storage_path)
-    _print_warnings(loaded.warnings)
+    _print_warnings(plan.warnings)
     print(plan_text(plan))
     return EXIT_OK
 
@@ -34,7 +34,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     loaded = spec.load(args.spec)
     plan = make_plan(loaded, storage_path=args.storage_path)
-    _print_warnings(loaded.warnings)
+    _print_warnings(plan.warnings)
 
     from tune_app import runner
     from tune_app.report import print_summaries
@@ -50,10 +50,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from tune_app import report
     from tune_app.registry import registered
-    from tune_app.report import trainables_text
+    from tune_app.rllib import ALGORITHMS
 
-    print(trainables_text(registered().values()))
+    table = registered()
+    if args.name is None:
+        print(report.trainables_text(table.values()))
+        print()
+        print(report.algorithms_text(ALGORITHMS))
+    elif args.name in table:
+        print(report.trainables_text([table[args.name]]))
+    elif args.name in ALGORITHMS:
+        print(report.algorithm_keys_text(args.name))
+    else:
+        from tune_app.errors import TuneAppError, did_you_mean
+
+        names = [*table, *ALGORITHMS]
+        hint = did_you_mean(args.name, names)
+        raise TuneAppError(
+            f"no trainable or RLlib algorithm named '{args.name}'; allowed: {', '.join(names)}"
+            + (f"; {hint}" if hint else "")
+        )
     return EXIT_OK
 
 
@@ -103,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", help="the YAML spec file")
     p.add_argument("--storage-path", help="as for run")
 
-    command("list", cmd_list, "list the registered trainables with their knobs and metrics")
+    p = command("list", cmd_list, "list the trainables and RLlib algorithms with their knobs")
+    p.add_argument("name", nargs="?", help="one trainable, or every config key of an algorithm")
     command("schema", cmd_schema, "print the JSON Schema of spec files")
     return parser
 

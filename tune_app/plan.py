@@ -7,9 +7,11 @@ importing Ray, so a spec that cannot run fails here with nothing written.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tune_app import rllib
+from tune_app.envs import EnvRef, resolve_env
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.registry import TrainableRef, resolve
 from tune_app.space import grid_size, iter_domains, searched_paths
@@ -26,10 +28,14 @@ from tune_app.spec import (
 
 @dataclass(frozen=True)
 class ExperimentPlan:
-    """One experiment ready to run: its trainable, metric, size and resource bundles."""
+    """One experiment ready to run: its trainable, metric, size and resource bundles.
+
+    `experiment` is the spec's, with legacy RLlib keys and metric names already translated.
+    """
 
     experiment: Experiment
     trainable: TrainableRef
+    env: EnvRef | None  # checked for registered trainables and RLlib; user functions get the text
     metric: str | None
     mode: Mode | None
     trials: int
@@ -55,44 +61,55 @@ class Plan:
     spec: Spec
     experiments: tuple[ExperimentPlan, ...]
     cpus: float
+    warnings: tuple[str, ...] = ()  # the spec's legacy-key warnings, then the plan's
 
 
 def make_plan(spec: Spec, *, cpus: float | None = None, storage_path: str | None = None) -> Plan:
     """Check and size every experiment of `spec` against a machine of `cpus` CPUs."""
     cpus = float(cpus if cpus is not None else os.cpu_count() or 1)
+    warnings: list[str] = list(spec.warnings)
     try:
-        plans = tuple(_plan_experiment(exp, spec, cpus, storage_path) for exp in spec.experiments)
+        plans = tuple(
+            _plan_experiment(exp, spec, cpus, storage_path, warnings) for exp in spec.experiments
+        )
     except SpecError as err:
         raise err.with_file(str(spec.file)) from None
-    return Plan(spec=spec, experiments=plans, cpus=cpus)
+    return Plan(spec=spec, experiments=plans, cpus=cpus, warnings=tuple(warnings))
 
 
 def _plan_experiment(
-    exp: Experiment, spec: Spec, cpus: float, storage: str | None
+    exp: Experiment, spec: Spec, cpus: float, storage: str | None, warnings: list[str]
 ) -> ExperimentPlan:
     try:
         ref = resolve(exp.run, spec.file.parent)
     except SpecError as err:
         raise err.under(exp.key_path) from None
+    env = _env(exp, ref, spec.file.parent)
+    if ref.kind == "rllib":
+        exp = _translate_rllib(exp, warnings)
     metric, mode = _metric_and_mode(exp, ref)
     _check_reported(exp, ref, metric)
     _check_knobs(exp, ref)
     _check_search(exp, metric)
-    _check_checkpoints(exp)
-    bundles = _bundles(exp, ref)
+    _check_checkpoints(exp, ref)
+    bundles = _rllib_bundles(exp, env) if ref.kind == "rllib" else _bundles(exp, ref)
     need = sum(b.get("CPU", 0.0) for b in bundles)
     if need > cpus:
         where = "simulations" if len(bundles) > 1 else "resources_per_trial.cpu"
+        hint = "lower resources_per_trial.cpu, simulations or cpu_per_simulation"
+        if ref.kind == "rllib":
+            hint = "set simulations: (RLlib's num_env_runners) lower, or num_cpus_per_env_runner"
         raise SpecError(
             f"one trial needs {need:g} CPUs (bundles {list(bundles)}) but the machine has {cpus:g}",
             path=f"{exp.key_path}.{where}",
-            suggestion="lower resources_per_trial.cpu, simulations or cpu_per_simulation",
+            suggestion=hint,
         )
     trials = grid_size(exp.config) * exp.num_samples
     root = Path(storage or exp.storage_path).expanduser()
     return ExperimentPlan(
         experiment=exp,
         trainable=ref,
+        env=env,
         metric=metric,
         mode=mode,
         trials=trials,
@@ -110,6 +127,9 @@ def _metric_and_mode(exp: Experiment, ref: TrainableRef) -> tuple[str | None, Mo
     mode = exp.mode
     if mode is None and declared is not None and metric == declared.metric:
         mode = declared.mode
+    if ref.kind == "rllib":
+        metric = metric or rllib.METRIC
+        mode = mode or (rllib.MODE if metric == rllib.METRIC else None)
     if metric is not None and mode is None:
         raise SpecError(
             f"'mode' is needed with metric '{metric}'",
@@ -132,15 +152,18 @@ def _metric_and_mode(exp: Experiment, ref: TrainableRef) -> tuple[str | None, Mo
 
 def _check_reported(exp: Experiment, ref: TrainableRef, metric: str | None) -> None:
     """Keys a registered trainable never reports would silently never stop or rank anything."""
-    if ref.info is None:
-        return  # a user's function declares nothing; the runner checks its first results
-    reported = ref.info.reported
     keys = [(f"stop.{k}", k) for k in exp.stop]
     if metric is not None:
         keys.append(("metric", metric))
     time_attr = getattr(exp.scheduler, "time_attr", None)
     if time_attr is not None:
         keys.append(("scheduler.time_attr", time_attr))
+    if ref.kind == "rllib":
+        for where, key in keys:
+            rllib.check_metric(key, f"{exp.key_path}.{where}", ref.run)
+    if ref.info is None:
+        return  # a user's function declares nothing; the runner checks its first results
+    reported = ref.info.reported
     for where, key in keys:
         if key not in reported:
             raise SpecError(
@@ -191,7 +214,9 @@ def _check_search(exp: Experiment, metric: str | None) -> None:
         )
 
 
-def _check_checkpoints(exp: Experiment) -> None:
+def _check_checkpoints(exp: Experiment, ref: TrainableRef) -> None:
+    if ref.kind == "rllib":
+        return
     ckpt = exp.checkpoint
     # Function trainables checkpoint when they choose to; Tune refuses these two for them.
     for key in ("checkpoint_frequency", "checkpoint_at_end"):
@@ -201,6 +226,105 @@ def _check_checkpoints(exp: Experiment) -> None:
                 "trainable saves checkpoints itself",
                 path=f"{exp.key_path}.checkpoint_config.{key}",
             )
+
+
+def _env(exp: Experiment, ref: TrainableRef, spec_dir: Path) -> EnvRef | None:
+    """Check `env:` for trainables that make the env themselves; a user function gets the text."""
+    env = exp.env
+    if ref.kind == "rllib" and env is None and isinstance(exp.config, dict):
+        env = exp.config.get("env")  # the classic RLlib YAMLs put env in config
+        if env is not None and not isinstance(env, str):
+            raise SpecError(
+                "config.env must be one environment name", path=f"{exp.key_path}.config.env"
+            )
+    if env is None:
+        if ref.kind == "rllib":
+            raise SpecError(
+                f"RLlib algorithm '{ref.run}' needs an env",
+                path=f"{exp.key_path}.env",
+                suggestion="add env: CartPole-v1 (a gymnasium id) or env: my_module:MyEnv",
+            )
+        return None
+    if ref.kind == "function":
+        return None
+    try:
+        return resolve_env(env, spec_dir)
+    except SpecError as err:
+        raise err.under(exp.key_path) from None
+
+
+def _translate_rllib(exp: Experiment, warnings: list[str]) -> Experiment:
+    """The experiment with RLlib's legacy config keys and metric names in new-stack spelling."""
+    try:
+        translated = rllib.translate_config(exp.run, exp.config)
+    except SpecError as err:
+        raise err.under(exp.key_path) from None
+    config = dict(translated.config)
+    config.pop("env", None)  # the EnvRef carries it
+    where = exp.key_path
+    warnings.extend(f"{where}.{w}" for w in translated.warnings)
+    # The spec's simulations and resources are the algorithm's env runners and main process.
+    for spec_key, value, key in (
+        ("simulations", exp.simulations, "num_env_runners"),
+        (
+            "simulations",
+            exp.simulations is not None and exp.cpu_per_simulation,
+            "num_cpus_per_env_runner",
+        ),
+        ("resources_per_trial", exp.resources and exp.resources.cpu, "num_cpus_for_main_process"),
+        ("resources_per_trial", exp.resources and exp.resources.gpu, "num_gpus_per_learner"),
+    ):
+        if value is None or value is False:
+            continue
+        if key in config and config[key] != value:
+            raise SpecError(
+                f"{spec_key} sets {key} to {value:g}, but config.{key} is {config[key]}",
+                path=f"{where}.{spec_key}",
+                suggestion="set only one of them",
+            )
+        config[key] = value
+
+    def metric(key: str, at: str) -> str:
+        new, warning = rllib.translate_metric(key, f"{where}.{at}")
+        if warning:
+            warnings.append(warning)
+        return new
+
+    stop = {metric(k, f"stop.{k}"): v for k, v in exp.stop.items()}
+    scheduler = exp.scheduler
+    time_attr = getattr(scheduler, "time_attr", None)
+    if time_attr:
+        scheduler = scheduler.model_copy(
+            update={"time_attr": metric(time_attr, "scheduler.time_attr")}
+        )
+    checkpoint = exp.checkpoint
+    if checkpoint.checkpoint_score_attribute:
+        checkpoint = checkpoint.model_copy(
+            update={
+                "checkpoint_score_attribute": metric(
+                    checkpoint.checkpoint_score_attribute,
+                    "checkpoint_config.checkpoint_score_attribute",
+                )
+            }
+        )
+    return replace(
+        exp,
+        config=config,
+        stop=stop,
+        metric=metric(exp.metric, "metric") if exp.metric else None,
+        scheduler=scheduler,
+        checkpoint=checkpoint,
+    )
+
+
+def _rllib_bundles(exp: Experiment, env: EnvRef | None) -> tuple[dict[str, float], ...]:
+    config = dict(exp.config)
+    if env is not None and env.kind == "gym":
+        config["env"] = env.env
+    try:
+        return rllib.bundles(exp.run, config)
+    except SpecError as err:
+        raise err.under(exp.key_path) from None
 
 
 def _bundles(exp: Experiment, ref: TrainableRef) -> tuple[dict[str, float], ...]:

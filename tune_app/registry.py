@@ -1,8 +1,9 @@
 """Trainable registry: names in a spec's `run:` to trainable functions and what they declare.
 
-`run:` resolves, in order, to a trainable registered in `trainables/`, or to a
-`package.module:function` found in the spec's folder, the working directory or an installed
-package. Resolution never executes user code; `TrainableRef.load` does, on the driver only.
+`run:` resolves, in order, to a trainable registered in `trainables/`, an RLlib algorithm
+(`PPO`, `DQN`, ...), or a `package.module:function` found in the spec's folder, the working
+directory or an installed package. Resolution never executes user code; `TrainableRef.load`
+does, on the driver only.
 """
 
 from __future__ import annotations
@@ -64,32 +65,23 @@ class TrainableInfo:
 
 @dataclass(frozen=True)
 class TrainableRef:
-    """A resolved `run:` value: a registered trainable or a user's module:function."""
+    """A resolved `run:` value: a registered trainable, an RLlib algorithm or module:function."""
 
     run: str
-    kind: Literal["registered", "function"]
+    kind: Literal["registered", "rllib", "function"]
     info: TrainableInfo | None = None
     search_path: tuple[str, ...] = ()  # folders user modules are imported from
 
-    def load(self) -> Callable[..., Any]:
-        """The function Tune runs: the user's function, wrapped if it takes a legacy reporter."""
+    def load(self) -> Any:
+        """What Tune runs: a function (wrapped if it takes a legacy reporter) or an Algorithm."""
+        if self.kind == "rllib":
+            from tune_app.rllib import algorithm_class
+
+            return algorithm_class(self.run)
         if self.info is not None:
             return as_tune_function(self.info.fn)
         module_name, func_name = self.run.split(":")
-        with _on_path(self.search_path):
-            try:
-                module = importlib.import_module(module_name)
-            except Exception as err:  # any import failure is the user's module
-                raise SpecError(
-                    f"importing module '{module_name}' failed: {type(err).__name__}: {err}",
-                    path="run",
-                ) from None
-        if _is_local(module, self.search_path):
-            # Ship the user's module inside the pickled trainable, so Ray workers that cannot
-            # import it (not installed, not on their path) still run it.
-            from ray import cloudpickle
-
-            cloudpickle.register_pickle_by_value(module)
+        module = import_user_module(module_name, self.search_path, "run")
         fn = getattr(module, func_name, None)
         if not callable(fn):
             names = [n for n, v in vars(module).items() if inspect.isfunction(v)]
@@ -100,6 +92,27 @@ class TrainableRef:
                 suggestion=did_you_mean(func_name, names),
             )
         return as_tune_function(fn)
+
+
+def import_user_module(module_name: str, search_path: tuple[str, ...], where: str) -> Any:
+    """Import a user's module from `search_path` or the installed packages (driver only).
+
+    A module found in the spec's folder or the working directory is pickled by value, so Ray
+    workers that cannot import it (not installed, not on their path) still run it.
+    """
+    with _on_path(search_path):
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as err:  # any import failure is the user's module
+            raise SpecError(
+                f"importing module '{module_name}' failed: {type(err).__name__}: {err}",
+                path=where,
+            ) from None
+    if _is_local(module, search_path):
+        from ray import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
+    return module
 
 
 def as_tune_function(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -146,20 +159,37 @@ def registered() -> dict[str, TrainableInfo]:
 
 def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
     """Resolve a spec's `run:` value without executing user code; SpecError if it names nothing."""
+    from tune_app.rllib import ALGORITHMS
+
     table = registered()
     if run in table:
         return TrainableRef(run=run, kind="registered", info=table[run])
+    if run in ALGORITHMS:
+        return TrainableRef(run=run, kind="rllib")
     if ":" not in run:
+        names = [*table, *ALGORITHMS]
         raise SpecError(
-            f"'{run}' is not a registered trainable",
+            f"'{run}' is not a registered trainable or an RLlib algorithm",
             path="run",
-            allowed=table,
-            suggestion=(did_you_mean(run, table) or "or write package.module:function"),
+            allowed=names,
+            suggestion=(did_you_mean(run, names) or "or write package.module:function"),
         )
     module_name, _ = run.split(":")
-    search_path = tuple(
+    search_path = user_path(spec_dir)
+    find_module(module_name, search_path, "run")
+    return TrainableRef(run=run, kind="function", search_path=search_path)
+
+
+def user_path(spec_dir: Path | None) -> tuple[str, ...]:
+    """Folders user modules are imported from: the spec's folder, then the working directory."""
+    return tuple(
         str(p) for p in dict.fromkeys([(spec_dir or Path.cwd()).resolve(), Path.cwd().resolve()])
     )
+
+
+def find_module(module_name: str, search_path: tuple[str, ...], where: str) -> None:
+    """SpecError unless `module_name` can be imported from `search_path` (nothing is executed
+    beyond its parent packages' `__init__`)."""
     with _on_path(search_path):
         try:
             found = importlib.util.find_spec(module_name)
@@ -170,10 +200,9 @@ def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
     if found is None:
         raise SpecError(
             f"module '{module_name}' cannot be found ({why})",
-            path="run",
+            path=where,
             suggestion="looked in " + ", ".join(search_path) + " and installed packages",
         )
-    return TrainableRef(run=run, kind="function", search_path=search_path)
 
 
 def _is_local(module: Any, folders: tuple[str, ...]) -> bool:

@@ -32,6 +32,42 @@ def trainables_text(infos: Iterable[TrainableInfo]) -> str:
     return "\n\n".join(blocks)
 
 
+def algorithms_text(names: Iterable[str]) -> str:
+    """Each RLlib algorithm: its default metric, its bundles by default, its main knobs."""
+    from tune_app import rllib
+
+    blocks = []
+    for name in names:
+        keys = rllib.algorithm_keys(name)
+        runners = keys.defaults.get("num_env_runners", 0)
+        lines = [
+            f"{name}: RLlib algorithm (new API stack, torch); needs env:",
+            f"  metric      {rllib.METRIC} ({rllib.MODE})",
+            f"  simulations {runners} env runners by default (simulations: sets num_env_runners)",
+        ]
+        for knob, default in rllib.shown_knobs(name):
+            lines.append(f"  {knob:<26} default {default!r}")
+        lines.append(f"  ({len(keys.defaults)} keys in all: tune_app list {name})")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def algorithm_keys_text(name: str) -> str:
+    """Every config key an RLlib algorithm accepts, with its default."""
+    from tune_app import rllib
+
+    keys = rllib.algorithm_keys(name)
+    lines = [f"{name}: {len(keys.defaults)} config keys (default value)"]
+    lines += [f"  {k} = {_brief(v)}" for k, v in sorted(keys.defaults.items())]
+    lines.append("legacy keys read under their new names: " + ", ".join(sorted(rllib.RENAMED)))
+    return "\n".join(lines)
+
+
+def _brief(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def plan_text(plan: Plan) -> str:
     """The plan as plain text: per experiment what runs, how many trials, on what resources."""
     n = len(plan.experiments)
@@ -42,7 +78,15 @@ def plan_text(plan: Plan) -> str:
     for ep in plan.experiments:
         exp = ep.experiment
         ref = ep.trainable
-        what = f"registered: {ref.info.doc}" if ref.info else "module:function"
+        what = (
+            f"registered: {ref.info.doc}"
+            if ref.info
+            else "RLlib algorithm"
+            if ref.kind == "rllib"
+            else "module:function"
+        )
+        if ep.env is not None:
+            what += f", env {ep.env.env}"
         trials = f"{ep.trials}" if ep.trials_exact else f"up to {ep.trials}"
         at_once = int(plan.cpus // ep.trial_cpus) if ep.trial_cpus else ep.trials
         if exp.max_concurrent_trials:

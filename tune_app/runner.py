@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from ray.tune.utils import flatten_dict
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.logs import RESULTS_FILE, SUMMARY_FILE, JsonlResults, write_json, write_run_files
 from tune_app.plan import ExperimentPlan, Plan
+from tune_app.rllib import RESULT_GROUPS, to_rllib
 from tune_app.space import to_tune
 from tune_app.spec import AshaScheduler, HyperBandScheduler, HyperOptSearch, MedianScheduler
 
@@ -73,31 +73,38 @@ class Summary:
 def run(plan: Plan, opts: RunOptions) -> list[Summary]:
     """Run every experiment of `plan`; raises SpecError before writing anything."""
     _refuse_existing(plan)
-    functions = [_load(ep) for ep in plan.experiments]
+    loaded = [_load(ep) for ep in plan.experiments]
     started_here = not ray.is_initialized()
     if started_here:
         _init_ray(plan, opts)
     try:
         _check_cluster(plan)
         if len(plan.experiments) == 1:
-            return [run_experiment(plan.experiments[0], functions[0], plan, opts)]
-        return _run_concurrently(plan, functions, opts)
+            return [run_experiment(plan.experiments[0], loaded[0], plan, opts)]
+        return _run_concurrently(plan, loaded, opts)
     finally:
         if started_here:
             ray.shutdown()
 
 
-def _load(ep: ExperimentPlan) -> Callable[..., Any]:
-    """Import the experiment's trainable on the driver, before Ray starts or anything is written."""
+@dataclass(frozen=True)
+class Loaded:
+    """An experiment's trainable (function or Algorithm class) and env value, imported."""
+
+    trainable: Any
+    env: Any
+
+
+def _load(ep: ExperimentPlan) -> Loaded:
+    """Import the experiment's trainable and env on the driver, before anything is written."""
     try:
-        return ep.trainable.load()
+        env = ep.env.load() if ep.env is not None else ep.experiment.env
+        return Loaded(trainable=ep.trainable.load(), env=env)
     except SpecError as err:
         raise err.under(ep.experiment.key_path) from None
 
 
-def _run_concurrently(
-    plan: Plan, functions: list[Callable[..., Any]], opts: RunOptions
-) -> list[Summary]:
+def _run_concurrently(plan: Plan, loaded: list[Loaded], opts: RunOptions) -> list[Summary]:
     """Fit every experiment's Tuner at once, each in a zero-CPU task on this node.
 
     Tune's `run_experiments` cannot give experiments their own searchers and schedulers, so each
@@ -113,8 +120,8 @@ def _run_concurrently(
     # Tune's per-experiment tables would interleave; one line per finished trial instead.
     inner = replace(opts, verbosity=0, trial_lines=opts.verbosity > 0)
     refs = [
-        driver.remote(ep, fn, plan, inner)
-        for ep, fn in zip(plan.experiments, functions, strict=True)
+        driver.remote(ep, what, plan, inner)
+        for ep, what in zip(plan.experiments, loaded, strict=True)
     ]
     try:
         return ray.get(refs)
@@ -124,18 +131,22 @@ def _run_concurrently(
         raise
 
 
-def run_experiment(
-    ep: ExperimentPlan, function: Callable[..., Any], plan: Plan, opts: RunOptions
-) -> Summary:
+def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOptions) -> Summary:
     """Build and fit one experiment's Tuner, then write its summary."""
     exp = ep.experiment
     ep.storage_dir.mkdir(parents=True, exist_ok=False)
     write_run_files(ep.storage_dir, plan.spec.text, plan.spec.file, ep.name, list(opts.command))
-    trainable = tune.with_resources(function, tune.PlacementGroupFactory(list(ep.bundles)))
-    stopper = SpecStopper(exp.stop, [ep.metric] if ep.metric else [])
+    is_rllib = ep.trainable.kind == "rllib"
+    if is_rllib:
+        # RLlib sizes each trial's placement group from its config (default_resource_request).
+        trainable = loaded.trainable
+    else:
+        pgf = tune.PlacementGroupFactory(list(ep.bundles))
+        trainable = tune.with_resources(loaded.trainable, pgf)
+    stopper = SpecStopper(exp.stop, [ep.metric] if ep.metric else [], late=is_rllib)
     tuner = tune.Tuner(
         trainable,
-        param_space=param_space(ep),
+        param_space=param_space(ep, loaded.env),
         tune_config=tune.TuneConfig(
             metric=ep.metric,
             mode=ep.mode,
@@ -146,7 +157,8 @@ def run_experiment(
                 exp.max_concurrent_trials if isinstance(exp.search, HyperOptSearch) else None
             ),
             # A fresh trial process costs 1.5-2 s; function trainables reset cleanly instead.
-            reuse_actors=True,
+            # RLlib algorithms cannot reset their env runners to a new config.
+            reuse_actors=not is_rllib,
         ),
         run_config=tune.RunConfig(
             name=exp.name,
@@ -158,6 +170,9 @@ def run_experiment(
                 num_to_keep=exp.checkpoint.num_to_keep,
                 checkpoint_score_attribute=exp.checkpoint.checkpoint_score_attribute,
                 checkpoint_score_order=exp.checkpoint.checkpoint_score_order,
+                # Function trainables checkpoint themselves (the plan refuses these for them).
+                checkpoint_frequency=exp.checkpoint.checkpoint_frequency,
+                checkpoint_at_end=exp.checkpoint.checkpoint_at_end,
             ),
             verbose=opts.verbosity,
         ),
@@ -196,11 +211,13 @@ class TrialLines(tune.Callback):
         print(f"[{self.experiment}] trial {trial.trial_id} failed", flush=True)
 
 
-def param_space(ep: ExperimentPlan) -> dict[str, Any]:
-    """The experiment's config as Tune's param_space; the spec's `env` rides in it, as in RLlib."""
+def param_space(ep: ExperimentPlan, env: Any) -> dict[str, Any]:
+    """The experiment's config as Tune's param_space; the env rides in it, as in RLlib."""
     space = to_tune(ep.experiment.config)
-    if ep.experiment.env is not None:
-        space.setdefault("env", ep.experiment.env)
+    if ep.trainable.kind == "rllib":
+        space = to_rllib(space)
+    if env is not None:
+        space.setdefault("env", env)
     return space
 
 
@@ -208,12 +225,15 @@ class SpecStopper(tune.Stopper):
     """The spec's `stop` thresholds: a key reaching its value ends the trial.
 
     Also a guard: a stop key or the metric missing from a trial's first result ends the search at
-    once, where Tune would warn once and run the trial to its natural end (or forever).
+    once, where Tune would warn once and run the trial to its natural end (or forever). With
+    `late`, keys in RLlib's result groups are exempt: episode returns appear only once an episode
+    has ended, evaluation results every `evaluation_interval` iterations.
     """
 
-    def __init__(self, criteria: dict[str, float], required: list[str]) -> None:
+    def __init__(self, criteria: dict[str, float], required: list[str], late: bool = False) -> None:
         self.criteria = dict(criteria)
-        self.required = list(dict.fromkeys([*criteria, *required]))
+        wanted = dict.fromkeys([*criteria, *required])
+        self.required = [k for k in wanted if not (late and k.startswith(RESULT_GROUPS))]
         self.seen: set[str] = set()
         self.missing = False
 
@@ -282,7 +302,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
             TrialSummary(
                 trial_id=str(flat.get("trial_id", Path(result.path).name)),
                 status="ERROR" if error else "TERMINATED",
-                config=dict(result.config or {}),
+                config=_spec_keys(ep, dict(result.config or {})),
                 metric=_finite(value),
                 iterations=int(flat.get("training_iteration", 0) or 0),
                 path=Path(result.path).name,
@@ -304,6 +324,19 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
         missing=missing,
         reported=sorted(seen_keys),
     )
+
+
+def _spec_keys(ep: ExperimentPlan, config: dict[str, Any]) -> dict[str, Any]:
+    """A trial's config cut to the keys the spec wrote (an RLlib config has hundreds)."""
+    if "_model_config" in config:
+        config["model_config"] = config.pop("_model_config")
+    keys = set(ep.experiment.config) | {"env"}
+    plain = (str, int, float, bool, list, dict, type(None))
+    return {
+        k: v if isinstance(v, plain) else getattr(v, "__name__", repr(v))
+        for k, v in config.items()
+        if k in keys
+    }
 
 
 def _best(ep: ExperimentPlan, trials: list[TrialSummary]) -> TrialSummary | None:

@@ -260,3 +260,18 @@ def to_plain(space: Any) -> Any:
     if isinstance(space, list):
         return [to_plain(v) for v in space]
     return space
+
+
+def representative(space: Any) -> Any:
+    """One concrete config of a parsed space, for checks that need values (never for a trial).
+
+    Grid and choice axes give their first value, every other domain its first argument (a lower
+    bound or a mean).
+    """
+    if isinstance(space, Domain):
+        return representative(space.args[0])
+    if isinstance(space, dict):
+        return {k: representative(v) for k, v in space.items()}
+    if isinstance(space, list):
+        return [representative(v) for v in space]
+    return space

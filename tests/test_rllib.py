@@ -1,0 +1,277 @@
+"""RLlib algorithms by name: legacy keys and metrics translated, unknown or ignored keys refused,
+bundles from the algorithm config, envs by gymnasium id or module:Class, one PPO run via the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tune_app import rllib, spec
+from tune_app.errors import SpecError
+from tune_app.plan import make_plan
+from tune_app.space import Domain
+
+
+def plan_of(write_spec, text):
+    return make_plan(spec.load(write_spec(text)), cpus=2)
+
+
+# Legacy key -> (value given, key and value RLlib gets). The right-hand names are checked
+# against the algorithm's own config below, so a rename RLlib drops would fail here.
+LEGACY_KEYS = [
+    ("num_workers", 1, "num_env_runners", 1),
+    ("num_rollout_workers", 1, "num_env_runners", 1),
+    ("num_envs_per_worker", 2, "num_envs_per_env_runner", 2),
+    ("num_cpus_per_worker", 1, "num_cpus_per_env_runner", 1),
+    ("num_cpus_for_driver", 1, "num_cpus_for_main_process", 1),
+    ("num_sgd_iter", 6, "num_epochs", 6),
+    ("sgd_minibatch_size", 64, "minibatch_size", 64),
+    ("lr_schedule", [[0, 0.001], [1000, 0.0001]], "lr", [[0, 0.001], [1000, 0.0001]]),
+    ("timesteps_per_iteration", 500, "min_sample_timesteps_per_iteration", 500),
+    ("min_iter_time_s", 1, "min_time_s_per_iteration", 1),
+    ("metrics_smoothing_episodes", 5, "metrics_num_episodes_for_smoothing", 5),
+    ("evaluation_num_workers", 1, "evaluation_num_env_runners", 1),
+    ("ignore_worker_failures", True, "ignore_env_runner_failures", True),
+    ("recreate_failed_workers", True, "restart_failed_env_runners", True),
+    ("num_gpus", 0, "num_gpus_per_learner", 0),
+    ("vf_share_layers", True, "model_config", {"vf_share_layers": True}),
+    (
+        "model",
+        {"fcnet_hiddens": [32], "post_fcnet_hiddens": [16]},
+        "model_config",
+        {"fcnet_hiddens": [32], "head_fcnet_hiddens": [16]},
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "value", "new", "expected"), LEGACY_KEYS)
+def test_legacy_key_is_translated_with_one_warning(old, value, new, expected):
+    out = rllib.translate_config("PPO", {old: value})
+    assert out.config == {new: expected}
+    assert len(out.warnings) == 1 + (old == "model")  # the model's renamed sub-key warns too
+    assert old in out.warnings[0] and new in out.warnings[0]
+    # What we hand RLlib really lands on the setting it names (not silently ignored).
+    built = rllib.algorithm_config("PPO", out.config)
+    if new == "model_config":
+        for k, v in expected.items():
+            assert built.model_config[k] == v
+    else:
+        assert getattr(built, new) == expected
+
+
+def test_rllib_alone_drops_num_sgd_iter_which_is_why_we_translate():
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    assert PPOConfig().update_from_dict({"num_sgd_iter": 6}).num_epochs != 6
+
+
+def test_evaluation_num_episodes_sets_the_unit():
+    out = rllib.translate_config("PPO", {"evaluation_num_episodes": 3})
+    assert out.config == {"evaluation_duration": 3, "evaluation_duration_unit": "episodes"}
+
+
+@pytest.mark.parametrize("framework", ["tf", "tf2"])
+def test_tensorflow_framework_runs_as_torch_with_a_warning(framework):
+    out = rllib.translate_config("PPO", {"framework": framework})
+    assert out.config == {"framework": "torch"} and "torch" in out.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("config", "where", "words"),
+    [
+        ({"lr": 0.1, "num_sgd_itr": 3}, "config.num_sgd_itr", "did you mean 'num_sgd_iter'"),
+        ({"minibatch_sise": 64}, "config.minibatch_sise", "did you mean 'minibatch_size'"),
+        ({"exploration_config": {}}, "config.exploration_config", "silently ignored"),
+        ({"buffer_size": 100}, "config.buffer_size", "replay_buffer_config"),
+        ({"prioritized_replay": True}, "config.prioritized_replay", "silently ignored"),
+        ({"horizon": 200}, "config.horizon", "max_episode_steps"),
+        ({"model": {"custom_model": "m"}}, "config.model.custom_model", "default model config"),
+        (
+            {"model_config": {"fcnet_hidens": [8]}},
+            "config.model_config.fcnet_hidens",
+            "did you mean 'fcnet_hiddens'",
+        ),
+        ({"num_workers": 1, "num_env_runners": 1}, "config.num_workers", "both set"),
+        ({"framework": "jax"}, "config.framework", "not supported"),
+    ],
+)
+def test_bad_rllib_keys_are_errors(config, where, words):
+    with pytest.raises(SpecError) as err:
+        rllib.translate_config("PPO", config)
+    assert err.value.path == where
+    assert words in str(err.value)
+
+
+def test_algorithm_specific_keys_follow_the_algorithm():
+    assert rllib.translate_config("DQN", {"epsilon": [[0, 1.0], [100, 0.1]]}).config
+    with pytest.raises(SpecError, match="PPO has no config key 'epsilon'"):
+        rllib.translate_config("PPO", {"epsilon": 0.1})
+
+
+LEGACY_SPEC = """
+cartpole-ppo:
+  run: PPO
+  env: CartPole-v1
+  stop: {episode_reward_mean: 150, timesteps_total: 100000}
+  checkpoint_freq: 2
+  config:
+    framework: tf
+    num_workers: 1
+    num_sgd_iter: {grid_search: [3, 6]}
+    train_batch_size: 400
+    sgd_minibatch_size: 64
+"""
+
+
+def test_classic_rllib_yaml_plans_with_translated_keys_metrics_and_bundles(write_spec):
+    plan = plan_of(write_spec, LEGACY_SPEC)
+    (ep,) = plan.experiments
+    exp = ep.experiment
+    assert exp.stop == {
+        "env_runners/episode_return_mean": 150,
+        "num_env_steps_sampled_lifetime": 100000,
+    }
+    assert ep.metric == "env_runners/episode_return_mean" and ep.mode == "max"
+    assert exp.config["num_epochs"] == Domain("grid_search", (3, 6))
+    assert exp.config["num_env_runners"] == 1 and "num_workers" not in exp.config
+    assert ep.trials == 2
+    assert ep.bundles == ({"CPU": 1.0}, {"CPU": 1.0})  # main process + one env runner
+    assert exp.checkpoint.checkpoint_frequency == 2
+    joined = "\n".join(plan.warnings)
+    for old in (
+        "checkpoint_freq",
+        "framework",
+        "num_workers",
+        "num_sgd_iter",
+        "sgd_minibatch_size",
+        "episode_reward_mean",
+        "timesteps_total",
+    ):
+        assert joined.count(f".{old}:") == 1, old
+
+
+def test_simulations_are_env_runners(write_spec):
+    plan = plan_of(
+        write_spec,
+        "e:\n  run: PPO\n  env: CartPole-v1\n  simulations: 1\n  cpu_per_simulation: 0.5\n",
+    )
+    (ep,) = plan.experiments
+    assert ep.experiment.config["num_env_runners"] == 1
+    assert ep.bundles == ({"CPU": 1.0}, {"CPU": 0.5})
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "words"),
+    [
+        ("e:\n  run: PPO\n", "e.env", "needs an env"),
+        ("e:\n  run: PPO\n  env: CartPol-v1\n", "e.env", "did you mean 'CartPole-v1'"),
+        ("e:\n  run: PPO\n  env: CartPole-v1\n", "e.simulations", "needs 3 CPUs"),
+        (
+            "e:\n  run: PPO\n  env: CartPole-v1\n  simulations: 1\n"
+            "  stop: {episode_return_mean: 1}\n",
+            "e.stop.episode_return_mean",
+            "env_runners/episode_return_mean",
+        ),
+        (
+            "e:\n  run: PPO\n  env: CartPole-v1\n"
+            "  config: {num_env_runners: {grid_search: [1, 2]}}\n",
+            "e.config.num_env_runners",
+            "cannot be searched",
+        ),
+        (
+            "e:\n  run: PPO\n  env: CartPole-v1\n  simulations: 2\n"
+            "  config: {num_env_runners: 1}\n",
+            "e.simulations",
+            "set only one",
+        ),
+        (
+            "e:\n  run: PPO\n  env: CartPole-v1\n  simulations: 1\n"
+            "  config: {train_batch_size: 100, minibatch_size: 500}\n",
+            "e.config",
+            "PPO refuses this config",
+        ),
+        ("e:\n  run: PP0\n", "e.run", "did you mean 'PPO'"),
+        ("e:\n  run: PPO\n  env: no_such_module:Env\n", "e.env", "cannot be found"),
+    ],
+)
+def test_bad_rllib_experiments_name_the_key(write_spec, text, where, words):
+    with pytest.raises(SpecError) as err:
+        plan_of(write_spec, text)
+    assert err.value.path == where
+    assert words in str(err.value)
+
+
+ENV_MODULE = '''
+import gymnasium as gym
+import numpy as np
+
+
+class Corridor(gym.Env):
+    """Walk right to the end of a corridor; reward 1 at the end."""
+
+    def __init__(self, config=None):
+        self.length = 5
+        self.observation_space = gym.spaces.Box(0.0, 5.0, (1,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        self.pos = 0
+        return np.array([self.pos], np.float32), {}
+
+    def step(self, action):
+        self.pos = max(0, self.pos + (1 if action == 1 else -1))
+        done = self.pos >= self.length
+        return np.array([self.pos], np.float32), float(done), done, False, {}
+'''
+
+
+def test_custom_env_class_beside_the_spec_is_loaded(write_spec, tmp_path):
+    (tmp_path / "corridor_env.py").write_text(ENV_MODULE)
+    plan = plan_of(write_spec, "e:\n  run: PPO\n  env: corridor_env:Corridor\n  simulations: 1\n")
+    (ep,) = plan.experiments
+    assert ep.env.kind == "class"
+    cls = ep.env.load()
+    assert cls.__name__ == "Corridor" and cls().action_space.n == 2
+    bad = plan_of(write_spec, "e:\n  run: PPO\n  env: corridor_env:Coridor\n  simulations: 1\n")
+    with pytest.raises(SpecError, match="did you mean 'Corridor'"):
+        bad.experiments[0].env.load()
+
+
+PPO_SPEC = """
+# A classic RLlib tuned-example, legacy spellings included.
+cartpole-ppo:
+  run: PPO
+  env: CartPole-v1
+  stop: {training_iteration: 2, episode_reward_mean: 500}
+  config:
+    framework: tf
+    num_workers: 1
+    train_batch_size: 200
+    sgd_minibatch_size: 50
+    num_sgd_iter: 1
+    lr: {grid_search: [0.001, 0.0001]}
+    model: {fcnet_hiddens: [16]}
+"""
+
+
+def test_ppo_runs_through_the_cli(ray_session, cli, write_spec, tmp_path):
+    result = cli("run", write_spec(PPO_SPEC), "-q", "--storage-path", tmp_path / "out")
+    assert result.code == 0, result.err
+    for old in ("num_workers", "num_sgd_iter", "sgd_minibatch_size", "episode_reward_mean"):
+        assert f"cartpole-ppo.{'stop' if 'episode' in old else 'config'}.{old}" in result.err
+    folder = tmp_path / "out" / "cartpole-ppo"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["counts"] == {"TERMINATED": 2}
+    assert {t["iterations"] for t in summary["trials"]} == {2}
+    assert sorted(t["config"]["lr"] for t in summary["trials"]) == [0.0001, 0.001]
+    assert summary["best"]["metric"] > 0
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 4
+    for row in rows:
+        # The translated keys reached RLlib: 200 steps per iteration from one env runner.
+        assert row["num_env_steps_sampled_lifetime"] == 200 * row["training_iteration"]
+        assert row["env_runners"]["episode_return_mean"] > 0
+    first = [r for r in rows if "config" in r]
+    assert {r["config"]["num_epochs"] for r in first} == {1}
+    assert {r["config"]["_model_config"]["fcnet_hiddens"][0] for r in first} == {16}

@@ -1,0 +1,61 @@
+"""Environments named by a spec's `env:`: a registered gymnasium id, or `module:Class`.
+
+Checked before Ray starts without running user code; `EnvRef.load` imports a user's env class on
+the driver, and the class then travels to the trials inside their config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tune_app.errors import SpecError, did_you_mean
+from tune_app.registry import find_module, import_user_module, user_path
+
+
+@dataclass(frozen=True)
+class EnvRef:
+    """A checked `env:` value: a gymnasium id, or a user's env class to import."""
+
+    env: str
+    kind: str  # "gym" or "class"
+    search_path: tuple[str, ...] = ()
+
+    def load(self) -> Any:
+        """The value trials get as `env`: the id, or the imported env class."""
+        if self.kind == "gym":
+            return self.env
+        module_name, class_name = self.env.split(":")
+        module = import_user_module(module_name, self.search_path, "env")
+        cls = getattr(module, class_name, None)
+        if not isinstance(cls, type):
+            classes = [n for n, v in vars(module).items() if isinstance(v, type)]
+            raise SpecError(
+                f"module '{module_name}' has no class '{class_name}'",
+                path="env",
+                allowed=classes,
+                suggestion=did_you_mean(class_name, classes),
+            )
+        return cls
+
+
+def resolve_env(env: str, spec_dir: Path | None = None) -> EnvRef:
+    """Check `env` names a registered gymnasium environment or an importable module:Class."""
+    if ":" in env:
+        module_name, _, class_name = env.partition(":")
+        if not module_name or not class_name.isidentifier():
+            raise SpecError(f"'{env}' is neither a gymnasium id nor module:Class", path="env")
+        search_path = user_path(spec_dir)
+        find_module(module_name, search_path, "env")
+        return EnvRef(env=env, kind="class", search_path=search_path)
+    import gymnasium
+
+    ids = list(gymnasium.envs.registry)
+    if env not in ids:
+        raise SpecError(
+            f"'{env}' is not a registered gymnasium environment",
+            path="env",
+            suggestion=did_you_mean(env, ids) or "or write package.module:EnvClass",
+        )
+    return EnvRef(env=env, kind="gym")
