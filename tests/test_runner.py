@@ -167,3 +167,39 @@ def test_a_user_module_that_fails_to_import_is_named_with_its_error(cli, write_s
     assert "e.run: importing module 'broken' failed: ModuleNotFoundError" in result.err
     assert "no_such_dependency_xyz" in result.err and "Traceback" not in result.err
     assert not (tmp_path / "o").exists()
+
+
+def test_hyperband_pauses_and_resumes_trials_from_their_checkpoints(
+    ray_session, cli, write_spec, tmp_path
+):
+    spec_file = write_spec("""
+metric: episode_return_mean
+mode: max
+search: random
+seed: 3
+scheduler: {type: hyperband, max_t: 9, reduction_factor: 3}
+experiments:
+  hb:
+    run: es_cartpole
+    simulations: 1
+    num_samples: 9
+    stop: {training_iteration: 9}
+    config: {population: 8, lr: {uniform: [0.05, 0.3]}}
+""")
+    assert cli("run", spec_file, "--storage-path", tmp_path / "o", "-q").code == 0
+    rows = [json.loads(line) for line in (tmp_path / "o" / "hb" / "results.jsonl").open()]
+    by_trial: dict[str, list[dict]] = {}
+    for row in rows:
+        by_trial.setdefault(row["trial_id"], []).append(row)
+    assert len(by_trial) == 9
+    resumed = 0
+    for trial_rows in by_trial.values():
+        iterations = [r["training_iteration"] for r in trial_rows]
+        assert iterations == list(range(1, len(iterations) + 1))  # none lost, none repeated
+        # A resumed trial starts counting again since its restore, but carries on its iterations.
+        resumed += sum(
+            1
+            for r in trial_rows
+            if r["iterations_since_restore"] == 1 and r["training_iteration"] > 1
+        )
+    assert resumed >= 1
