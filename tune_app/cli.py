@@ -10,6 +10,7 @@ import json
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from tune_app.errors import TuneAppError
 
@@ -22,7 +23,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from tune_app.report import plan_text
 
     loaded = spec.load(args.spec)
-    plan = make_plan(loaded, storage_path=args.storage_path)
+    plan = make_plan(loaded, storage_path=args.storage_path, smoke=args.smoke)
     _print_warnings(plan.warnings)
     print(plan_text(plan))
     return EXIT_OK
@@ -33,20 +34,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tune_app.plan import make_plan
 
     loaded = spec.load(args.spec)
-    plan = make_plan(loaded, storage_path=args.storage_path)
+    plan = make_plan(loaded, storage_path=args.storage_path, smoke=args.smoke)
     _print_warnings(plan.warnings)
 
-    from tune_app import runner
-    from tune_app.report import print_summaries
+    from tune_app import expect, runner
+    from tune_app.report import print_outcomes, print_summaries
 
     verbosity = 0 if args.quiet else 2 if args.verbose else 1
     opts = runner.RunOptions(address=args.address, verbosity=verbosity, command=tuple(args.argv))
     summaries = runner.run(plan, opts)
+    outcomes = [
+        o
+        for ep, summary in zip(plan.experiments, summaries, strict=True)
+        for o in expect.check(ep, summary, smoke=plan.smoke)
+    ]
+    if args.junit:
+        expect.write_junit(Path(args.junit), plan, summaries, outcomes)
     print_summaries(plan, summaries)
+    print_outcomes(outcomes)
     for ep, summary in zip(plan.experiments, summaries, strict=True):
         if summary.missing:
             raise runner.missing_keys_error(ep, summary).with_file(str(loaded.file))
-    return EXIT_FAILED if any(s.errored for s in summaries) else EXIT_OK
+    return EXIT_OK if all(o.passed for o in outcomes) else EXIT_FAILED
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -113,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="join the Ray cluster at ADDR (default: RAY_ADDRESS, or start a local Ray)",
     )
     p.add_argument("--storage-path", help="write results here instead of the spec's storage_path")
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a tiny run of every experiment: 2 samples, 2 grid values, 2 iterations",
+    )
+    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report of trials and expect")
     loud = p.add_mutually_exclusive_group()
     loud.add_argument("-v", "--verbose", action="store_true", help="Tune's full progress tables")
     loud.add_argument("-q", "--quiet", action="store_true", help="print only the final summary")
@@ -120,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("validate", cmd_validate, "check a spec file and print its plan, without Ray")
     p.add_argument("spec", help="the YAML spec file")
     p.add_argument("--storage-path", help="as for run")
+    p.add_argument("--smoke", action="store_true", help="the plan of the --smoke run")
 
     p = command("list", cmd_list, "list the trainables and RLlib algorithms with their knobs")
     p.add_argument("name", nargs="?", help="one trainable, or every config key of an algorithm")

@@ -110,6 +110,11 @@ def _program() -> str:
 
 def write_json(path: Path, data: Any) -> None:
     """Write JSON atomically: a reader never sees half a file, even if the run dies mid-write."""
+    write_text(path, json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a file atomically, through a temporary file beside it and a rename."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)

@@ -14,6 +14,7 @@ from tune_app import rllib
 from tune_app.envs import EnvRef, resolve_env
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.registry import TrainableRef, resolve
+from tune_app.smoke import shrink
 from tune_app.space import grid_size, iter_domains, searched_paths
 from tune_app.spec import (
     AshaScheduler,
@@ -62,23 +63,40 @@ class Plan:
     experiments: tuple[ExperimentPlan, ...]
     cpus: float
     warnings: tuple[str, ...] = ()  # the spec's legacy-key warnings, then the plan's
+    smoke: bool = False  # shrunk by --smoke: metric expectations are not checked
 
 
-def make_plan(spec: Spec, *, cpus: float | None = None, storage_path: str | None = None) -> Plan:
-    """Check and size every experiment of `spec` against a machine of `cpus` CPUs."""
+def make_plan(
+    spec: Spec,
+    *,
+    cpus: float | None = None,
+    storage_path: str | None = None,
+    smoke: bool = False,
+) -> Plan:
+    """Check and size every experiment of `spec` against a machine of `cpus` CPUs.
+
+    With `smoke`, every experiment is shrunk to a tiny run (see `tune_app.smoke`) whose results
+    go to a `smoke/` folder under the storage path.
+    """
     cpus = float(cpus if cpus is not None else os.cpu_count() or 1)
     warnings: list[str] = list(spec.warnings)
     try:
         plans = tuple(
-            _plan_experiment(exp, spec, cpus, storage_path, warnings) for exp in spec.experiments
+            _plan_experiment(exp, spec, cpus, storage_path, warnings, smoke)
+            for exp in spec.experiments
         )
     except SpecError as err:
         raise err.with_file(str(spec.file)) from None
-    return Plan(spec=spec, experiments=plans, cpus=cpus, warnings=tuple(warnings))
+    return Plan(spec=spec, experiments=plans, cpus=cpus, warnings=tuple(warnings), smoke=smoke)
 
 
 def _plan_experiment(
-    exp: Experiment, spec: Spec, cpus: float, storage: str | None, warnings: list[str]
+    exp: Experiment,
+    spec: Spec,
+    cpus: float,
+    storage: str | None,
+    warnings: list[str],
+    smoke: bool,
 ) -> ExperimentPlan:
     try:
         ref = resolve(exp.run, spec.file.parent)
@@ -87,6 +105,8 @@ def _plan_experiment(
     env = _env(exp, ref, spec.file.parent)
     if ref.kind == "rllib":
         exp = _translate_rllib(exp, warnings)
+    if smoke:
+        exp = shrink(exp, ref)
     metric, mode = _metric_and_mode(exp, ref)
     _check_reported(exp, ref, metric)
     _check_knobs(exp, ref)
@@ -105,7 +125,7 @@ def _plan_experiment(
             suggestion=hint,
         )
     trials = grid_size(exp.config) * exp.num_samples
-    root = Path(storage or exp.storage_path).expanduser()
+    root = Path(storage or exp.storage_path).expanduser() / ("smoke" if smoke else "")
     return ExperimentPlan(
         experiment=exp,
         trainable=ref,
@@ -137,6 +157,8 @@ def _metric_and_mode(exp: Experiment, ref: TrainableRef) -> tuple[str | None, Mo
             allowed=("min", "max"),
         )
     needs = []
+    if exp.expect.metrics:
+        needs.append("expect's metric bounds (checked on the best trial)")
     if not isinstance(exp.scheduler, FifoScheduler):
         needs.append(f"the {exp.scheduler.type} scheduler")
     if isinstance(exp.search, HyperOptSearch):
@@ -153,6 +175,7 @@ def _metric_and_mode(exp: Experiment, ref: TrainableRef) -> tuple[str | None, Mo
 def _check_reported(exp: Experiment, ref: TrainableRef, metric: str | None) -> None:
     """Keys a registered trainable never reports would silently never stop or rank anything."""
     keys = [(f"stop.{k}", k) for k in exp.stop]
+    keys += [(f"expect.{k}", k) for k in exp.expect.metrics]
     if metric is not None:
         keys.append(("metric", metric))
     time_attr = getattr(exp.scheduler, "time_attr", None)
@@ -291,6 +314,9 @@ def _translate_rllib(exp: Experiment, warnings: list[str]) -> Experiment:
         return new
 
     stop = {metric(k, f"stop.{k}"): v for k, v in exp.stop.items()}
+    expect = exp.expect.model_copy(
+        update={"metrics": {metric(k, f"expect.{k}"): v for k, v in exp.expect.metrics.items()}}
+    )
     scheduler = exp.scheduler
     time_attr = getattr(scheduler, "time_attr", None)
     if time_attr:
@@ -311,6 +337,7 @@ def _translate_rllib(exp: Experiment, warnings: list[str]) -> Experiment:
         exp,
         config=config,
         stop=stop,
+        expect=expect,
         metric=metric(exp.metric, "metric") if exp.metric else None,
         scheduler=scheduler,
         checkpoint=checkpoint,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tune_app.plan import Plan, describe_scheduler, describe_search
 
 if TYPE_CHECKING:
+    from tune_app.expect import Outcome
     from tune_app.registry import TrainableInfo
     from tune_app.runner import Summary
 
@@ -106,6 +108,7 @@ def plan_text(plan: Plan) -> str:
                 f"{at_once} trial{'s' * (at_once != 1)} at once",
             ),
             ("iterations", f"at most {ep.iterations} in all" if ep.iterations else "not bounded"),
+            ("expect", _expectations(exp)),
             ("results", str(ep.storage_dir)),
         ]
         lines.append(f"\n{exp.name}")
@@ -139,6 +142,26 @@ def print_summaries(plan: Plan, summaries: list[Summary]) -> None:
         for t in s.trials:
             if t.error:
                 console.print(f"  [red]trial {t.trial_id} failed:[/red] {t.error}", highlight=False)
+
+
+def _expectations(exp: Any) -> str:
+    expect = exp.expect
+    parts = [
+        f"{key} {op} {value:g}"
+        for key, bound in expect.metrics.items()
+        for op, value in ((">=", bound.min), ("<=", bound.max))
+        if value is not None
+    ]
+    return ", ".join([*parts, f"errored trials <= {expect.max_errored_trials}"])
+
+
+def print_outcomes(outcomes: list[Outcome]) -> None:
+    """One line per expectation that failed or was skipped; passing ones stay quiet."""
+    for o in outcomes:
+        if o.skipped:
+            print(f"[{o.experiment}] expect {o.name}: skipped ({o.message})")
+        elif not o.passed:
+            print(f"[{o.experiment}] expectation failed: {o.name}; {o.message}", file=sys.stderr)
 
 
 def _short(config: dict[str, Any], searched: tuple[str, ...]) -> str:

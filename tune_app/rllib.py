@@ -146,6 +146,7 @@ SMOKE = {
     "minibatch_size": 64,
     "num_epochs": 1,
     "num_steps_sampled_before_learning_starts": 100,
+    "min_sample_timesteps_per_iteration": 100,
 }
 
 # Knobs shown by `tune_app list`, where the algorithm has them.

@@ -49,6 +49,8 @@ class TrialSummary:
     iterations: int
     path: str  # the trial's folder, relative to the experiment's
     error: str | None = None
+    time_total_s: float = 0.0
+    values: dict[str, float | None] = field(default_factory=dict)  # last values of expect's keys
 
 
 @dataclass
@@ -307,6 +309,8 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
                 iterations=int(flat.get("training_iteration", 0) or 0),
                 path=Path(result.path).name,
                 error=error,
+                time_total_s=float(flat.get("time_total_s", 0.0) or 0.0),
+                values={k: _finite(flat.get(k)) for k in ep.experiment.expect.metrics},
             )
         )
     counts: dict[str, int] = {}

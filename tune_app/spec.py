@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.space import parse_space
@@ -139,6 +147,50 @@ class CheckpointSpec(_Strict):
     checkpoint_score_order: Mode = Field("max", description="keep the highest or lowest")
 
 
+class Bound(_Strict):
+    """An expected range of a metric: `min`, `max` or both, inclusive."""
+
+    min: Annotated[float, Field(strict=False)] | None = Field(None, description="lowest allowed")
+    max: Annotated[float, Field(strict=False)] | None = Field(None, description="highest allowed")
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> Bound:
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min:g} is above max {self.max:g}")
+        return self
+
+
+def _split_expect(value: Any) -> Any:
+    """`expect: {max_errored_trials: 0, some_metric: {min: 1}}`: metrics beside the one count."""
+    if not isinstance(value, dict):
+        return value
+    metrics = {k: v for k, v in value.items() if k != "max_errored_trials"}
+    out = {"metrics": metrics}
+    if "max_errored_trials" in value:
+        out["max_errored_trials"] = value["max_errored_trials"]
+    return out
+
+
+class ExpectSpec(_Strict):
+    """What a run must reach, checked after it ends (CI smoke searches); unmet exits 1."""
+
+    max_errored_trials: int = Field(0, ge=0, description="errored trials allowed")
+    metrics: dict[str, Bound] = Field(
+        default_factory=dict, description="the best trial's last value of each metric"
+    )
+
+
+ExpectInput = Annotated[
+    ExpectSpec,
+    BeforeValidator(
+        _split_expect,
+        json_schema_input_type=dict[str, Bound | Annotated[int, Field(ge=0)]],
+    ),
+]
+
+
 class Settings(_Strict):
     """Settings an app-form file sets for all experiments and each experiment may override."""
 
@@ -155,6 +207,9 @@ class Settings(_Strict):
     )
     seed: int | None = Field(None, description="seeds the searcher, so runs draw the same configs")
     storage_path: str | None = Field(None, description="results folder (default ./results)")
+    expect: ExpectInput | None = Field(
+        None, description="checked after the run: metric bounds, max_errored_trials"
+    )
 
 
 class ExperimentSpec(Settings):
@@ -232,6 +287,7 @@ class Experiment:
     cpu_per_simulation: float
     checkpoint: CheckpointSpec
     key_path: str  # where the experiment sits in its file, for messages
+    expect: ExpectSpec = ExpectSpec()
 
 
 @dataclass(frozen=True)
@@ -451,6 +507,7 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         cpu_per_simulation=exp.cpu_per_simulation,
         checkpoint=exp.checkpoint_config,
         key_path=path,
+        expect=pick("expect", ExpectSpec()),
     )
 
 
@@ -514,6 +571,8 @@ def _to_spec_error(target: Any, err: Any) -> SpecError:
             "algorithm such as PPO, or package.module:function",
         )
     msg = err["msg"][0].lower() + err["msg"][1:]
+    if kind == "value_error":
+        msg = msg.removeprefix("value error, ")
     return SpecError(f"{msg}, but got {value!r}", path=path)
 
 
@@ -523,6 +582,10 @@ def _expected(ctx: dict[str, Any]) -> list[str]:
 
 
 def _join(parts: list[str]) -> str:
+    # `expect`'s metrics sit beside max_errored_trials in the file, one level up from the model.
+    parts = [
+        p for i, p in enumerate(parts) if not (p == "metrics" and i and parts[i - 1] == "expect")
+    ]
     return ".".join(parts)
 
 

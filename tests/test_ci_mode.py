@@ -1,0 +1,139 @@
+"""CI use: --smoke shrinks any spec, `expect:` decides the exit code, --junit reports both."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from junitparser import Failure, JUnitXml, Skipped
+
+from tune_app import spec
+from tune_app.plan import make_plan
+
+from .conftest import SEARCH_SPACES
+
+BIG_GRID = """
+metric: mean_accuracy
+mode: max
+experiments:
+  g:
+    run: my_func
+    num_samples: 5
+    stop: {training_iteration: 50, mean_accuracy: 1000}
+    config:
+      alpha: {grid_search: [0.1, 0.2, 0.3]}
+      beta: {grid_search: [1, 2, 3, 4]}
+"""
+
+
+def test_smoke_cuts_samples_grid_axes_and_iterations(write_spec):
+    path = write_spec(BIG_GRID)
+    full = make_plan(spec.load(path), cpus=2).experiments[0]
+    small = make_plan(spec.load(path), cpus=2, smoke=True).experiments[0]
+    assert full.trials == 3 * 4 * 5
+    assert small.trials == 2 * 2 * 2
+    assert small.experiment.stop == {"training_iteration": 2, "mean_accuracy": 1000}
+    assert small.iterations == 2 * 8
+    assert small.storage_dir == full.storage_dir.parent / "smoke" / "g"
+    assert small.experiment.config["alpha"].args == (0.1, 0.2)
+
+
+def test_smoke_gives_rllib_one_env_runner_and_tiny_batches(write_spec):
+    path = write_spec("e:\n  run: PPO\n  env: CartPole-v1\n  config: {num_workers: 2, lr: 0.01}\n")
+    ep = make_plan(spec.load(path), cpus=2, smoke=True).experiments[0]
+    config = ep.experiment.config
+    assert config["num_env_runners"] == 1 and config["train_batch_size"] <= 256
+    assert config["lr"] == 0.01
+    assert ep.bundles == ({"CPU": 1.0}, {"CPU": 1.0})
+
+
+def test_smoke_keeps_searched_keys_the_trainable_would_override(write_spec):
+    path = write_spec("e:\n  run: es_cartpole\n  config: {population: {choice: [4, 16]}}\n")
+    ep = make_plan(spec.load(path), cpus=2, smoke=True).experiments[0]
+    assert ep.experiment.config["population"].kind == "choice"
+
+
+@pytest.mark.parametrize("path", sorted(SEARCH_SPACES.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_example_runs_under_smoke(path, ray_session, cli, tmp_path):
+    result = cli("run", path, "--smoke", "-q", "--storage-path", tmp_path)
+    assert result.code == 0, result.err
+    plan = make_plan(spec.load(path), cpus=2, storage_path=str(tmp_path), smoke=True)
+    for ep in plan.experiments:
+        summary = json.loads((ep.storage_dir / "summary.json").read_text())
+        assert summary["counts"] == {"TERMINATED": ep.trials}
+        assert all(t["iterations"] <= 2 for t in summary["trials"])
+
+
+RAISES = '''
+from ray import tune
+
+
+def train(config):
+    """Reports x, and fails for x == 2."""
+    if config["x"] == 2:
+        raise ValueError("x must not be 2")
+    tune.report({"score": float(config["x"])})
+'''
+
+
+def _junit(path):
+    suites = list(JUnitXml.fromfile(str(path)))
+    return {case.name: case for suite in suites for case in suite}, suites
+
+
+def test_unmet_expectation_exits_1_and_is_a_junit_failure(ray_session, cli, write_spec, tmp_path):
+    (tmp_path / "mods.py").write_text(RAISES)
+    path = write_spec("""
+metric: score
+mode: max
+expect: {score: {min: 10}}
+experiments:
+  e:
+    run: mods:train
+    config: {x: {grid_search: [1, 3]}}
+""")
+    report = tmp_path / "junit.xml"
+    result = cli("run", path, "-q", "--storage-path", tmp_path / "o", "--junit", report)
+    assert result.code == 1
+    assert "expectation failed: score >= 10; best trial" in result.err
+    assert "score = 3" in result.err
+    cases, suites = _junit(report)
+    assert len(suites) == 1 and suites[0].name == "e"
+    assert len(cases) == 2 + 2  # two trials, the errored-trials check, the score bound
+    assert suites[0].tests == 4 and suites[0].failures == 1
+    failed = [
+        name for name, case in cases.items() if any(isinstance(r, Failure) for r in case.result)
+    ]
+    assert failed == ["score >= 10"]
+
+
+def test_errored_trials_fail_the_run_unless_expect_allows_them(
+    ray_session, cli, write_spec, tmp_path
+):
+    (tmp_path / "mods.py").write_text(RAISES)
+    text = "e:\n  run: mods:train\n  config: {{x: {{grid_search: [1, 2]}}}}\n{extra}"
+    strict = write_spec(text.format(extra=""), "strict.yaml")
+    report = tmp_path / "strict.xml"
+    result = cli("run", strict, "-q", "--storage-path", tmp_path / "a", "--junit", report)
+    assert result.code == 1
+    assert "errored trials <= 0; 1 of 2 trials errored" in result.err
+    cases, _ = _junit(report)
+    trial_failures = [r.message for c in cases.values() for r in c.result if isinstance(r, Failure)]
+    assert any("x must not be 2" in m for m in trial_failures)
+    lenient = write_spec(text.format(extra="  expect: {max_errored_trials: 1}\n"), "lenient.yaml")
+    assert cli("run", lenient, "-q", "--storage-path", tmp_path / "b").code == 0
+
+
+def test_smoke_skips_metric_bounds_but_keeps_the_errored_check(
+    ray_session, cli, write_spec, tmp_path
+):
+    path = write_spec(
+        BIG_GRID.replace("experiments:", "expect: {mean_accuracy: {min: 1e9}}\nexperiments:")
+    )
+    report = tmp_path / "junit.xml"
+    result = cli("run", path, "--smoke", "-q", "--storage-path", tmp_path / "o", "--junit", report)
+    assert result.code == 0, result.err
+    assert "skipped" in result.out
+    cases, _ = _junit(report)
+    assert any(isinstance(r, Skipped) for r in cases["mean_accuracy >= 1e+09"].result)
+    assert not any(cases["errored trials <= 0"].result)

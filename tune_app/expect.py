@@ -1,0 +1,107 @@
+"""Expectations checked after a run (`expect:` in a spec), and the JUnit XML report for CI.
+
+Every experiment has at least one expectation: at most `max_errored_trials` errored trials
+(0 unless the spec says otherwise). Metric bounds are checked on the best trial's last result.
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from tune_app.logs import write_text
+from tune_app.plan import ExperimentPlan, Plan
+from tune_app.runner import Summary
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One expectation of one experiment, checked."""
+
+    experiment: str
+    name: str  # what was expected, e.g. "episode_return_mean >= 150"
+    passed: bool
+    message: str  # the actual value, and where it came from
+    skipped: bool = False
+
+
+def check(ep: ExperimentPlan, summary: Summary, smoke: bool = False) -> list[Outcome]:
+    """Check an experiment's expectations against its summary."""
+    expect = ep.experiment.expect
+    errored = summary.errored
+    outcomes = [
+        Outcome(
+            experiment=ep.name,
+            name=f"errored trials <= {expect.max_errored_trials}",
+            passed=errored <= expect.max_errored_trials,
+            message=f"{errored} of {len(summary.trials)} trials errored",
+        )
+    ]
+    best = summary.best
+    for key, bound in expect.metrics.items():
+        parts = [f"{key} >= {bound.min:g}"] if bound.min is not None else []
+        parts += [f"{key} <= {bound.max:g}"] if bound.max is not None else []
+        name = " and ".join(parts)
+        if smoke:
+            outcomes.append(Outcome(ep.name, name, True, "not checked under --smoke", True))
+            continue
+        value = best.values.get(key) if best is not None else None
+        if value is None or not math.isfinite(value):
+            where = f"best trial {best.trial_id}" if best else "no trial with a metric"
+            outcomes.append(Outcome(ep.name, name, False, f"{where} has no value of {key}"))
+            continue
+        ok = (bound.min is None or value >= bound.min) and (bound.max is None or value <= bound.max)
+        outcomes.append(
+            Outcome(ep.name, name, ok, f"best trial {best.trial_id}: {key} = {value:.6g}")
+        )
+    return outcomes
+
+
+def junit_xml(plan: Plan, summaries: list[Summary], outcomes: list[Outcome]) -> str:
+    """A JUnit XML report: one test case per trial and one per expectation, a suite each."""
+    root = ET.Element("testsuites", name=f"tune_app {plan.spec.file.name}")
+    for ep, summary in zip(plan.experiments, summaries, strict=True):
+        mine = [o for o in outcomes if o.experiment == ep.name]
+        suite = ET.SubElement(root, "testsuite", name=ep.name)
+        failures = skipped = 0
+        for trial in summary.trials:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"{ep.name}.trials",
+                name=f"trial {trial.trial_id}",
+                time=f"{trial.time_total_s:.3f}",
+            )
+            ET.SubElement(case, "system-out").text = (
+                f"config: {trial.config}\niterations: {trial.iterations}\n"
+                f"{summary.metric}: {trial.metric}"
+            )
+            if trial.error:
+                failures += 1
+                ET.SubElement(
+                    case, "failure", message=trial.error, type="TrialError"
+                ).text = trial.error
+        for outcome in mine:
+            case = ET.SubElement(
+                suite, "testcase", classname=f"{ep.name}.expect", name=outcome.name, time="0"
+            )
+            if outcome.skipped:
+                skipped += 1
+                ET.SubElement(case, "skipped", message=outcome.message)
+            elif not outcome.passed:
+                failures += 1
+                ET.SubElement(case, "failure", message=outcome.message, type="Expectation")
+        suite.set("tests", str(len(summary.trials) + len(mine)))
+        suite.set("failures", str(failures))
+        suite.set("errors", "0")
+        suite.set("skipped", str(skipped))
+        suite.set("time", f"{summary.wall_time_s:.3f}")
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(path: Path, plan: Plan, summaries: list[Summary], outcomes: list[Outcome]) -> None:
+    """Write the JUnit report atomically (a CI job never reads half a file)."""
+    write_text(path, junit_xml(plan, summaries, outcomes))
