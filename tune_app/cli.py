@@ -11,6 +11,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tune_app.errors import TuneAppError
 
@@ -37,12 +38,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     plan = make_plan(loaded, storage_path=args.storage_path, smoke=args.smoke)
     _print_warnings(plan.warnings)
 
-    from tune_app import expect, runner
-    from tune_app.report import print_outcomes, print_summaries
+    from tune_app import runner
 
     verbosity = 0 if args.quiet else 2 if args.verbose else 1
     opts = runner.RunOptions(address=args.address, verbosity=verbosity, command=tuple(args.argv))
-    summaries = runner.run(plan, opts)
+    return _finish(plan, runner.run(plan, opts), args)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from tune_app.resume import resume_plan
+
+    plan, _ = resume_plan(Path(args.dir), force=args.force)
+    _print_warnings(plan.warnings)
+
+    from tune_app import runner
+
+    verbosity = 0 if args.quiet else 2 if args.verbose else 1
+    opts = runner.RunOptions(
+        address=args.address, verbosity=verbosity, command=tuple(args.argv), resume=True
+    )
+    return _finish(plan, runner.run(plan, opts), args)
+
+
+def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:
+    """Expectations, the JUnit report, the summary table and the exit code of a run."""
+    from tune_app import expect, runner
+    from tune_app.report import print_outcomes, print_summaries
+
     outcomes = [
         o
         for ep, summary in zip(plan.experiments, summaries, strict=True)
@@ -54,7 +76,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     print_outcomes(outcomes)
     for ep, summary in zip(plan.experiments, summaries, strict=True):
         if summary.missing:
-            raise runner.missing_keys_error(ep, summary).with_file(str(loaded.file))
+            raise runner.missing_keys_error(ep, summary).with_file(str(plan.spec.file))
+    stopped = [ep for ep, s in zip(plan.experiments, summaries, strict=True) if s.interrupted]
+    if stopped:
+        folders = " ".join(str(ep.storage_dir) for ep in stopped)
+        print(
+            f"interrupted; the state is saved. Continue with: tune_app resume {folders}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     return EXIT_OK if all(o.passed for o in outcomes) else EXIT_FAILED
 
 
@@ -131,6 +161,15 @@ def build_parser() -> argparse.ArgumentParser:
     loud = p.add_mutually_exclusive_group()
     loud.add_argument("-v", "--verbose", action="store_true", help="Tune's full progress tables")
     loud.add_argument("-q", "--quiet", action="store_true", help="print only the final summary")
+
+    p = command("resume", cmd_resume, "continue an interrupted run from its folder")
+    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
+    p.add_argument("--force", action="store_true", help="resume even if the spec file changed")
+    p.add_argument("--address", help="as for run")
+    p.add_argument("--junit", metavar="FILE", help="as for run")
+    loud = p.add_mutually_exclusive_group()
+    loud.add_argument("-v", "--verbose", action="store_true", help="as for run")
+    loud.add_argument("-q", "--quiet", action="store_true", help="as for run")
 
     p = command("validate", cmd_validate, "check a spec file and print its plan, without Ray")
     p.add_argument("spec", help="the YAML spec file")

@@ -21,6 +21,7 @@ from ray.tune import Callback
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 RUN_FILE = "run.json"
+FINISHED_FILE = "finished.jsonl"
 SPEC_FILE = "spec.yaml"
 PACKAGES = ("tune_app", "ray", "torch", "gymnasium", "hyperopt", "tensorboard", "numpy", "pydantic")
 
@@ -46,25 +47,78 @@ def jsonable(value: Any) -> Any:
 
 
 class JsonlResults(Callback):
-    """Appends every trial result to `results.jsonl`; a trial's config rides on its first line."""
+    """Appends every trial result to `results.jsonl`; a trial's config rides on its first line.
+
+    Safe to resume: on its first write in a process it cuts a torn last line (a killed run) and
+    indexes what is there, and a trial restored from a checkpoint that reports an iteration
+    already logged has its rows from that iteration on replaced, so no iteration appears twice.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._seen: set[str] = set()
         self._file: Any = None
+        self._logged: dict[str, int] = {}  # trial id -> last iteration in the file
 
     def on_trial_result(
         self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
     ) -> None:
+        if self._file is None:
+            self._open()
+        step = result.get("training_iteration")
+        if isinstance(step, int) and self._logged.get(trial.trial_id, 0) >= step:
+            self._drop_from(trial.trial_id, step)
         row = {"trial_id": trial.trial_id, "logged_at": time.time()}
         row.update((k, v) for k, v in result.items() if k not in _DROPPED)
         if trial.trial_id not in self._seen:
             self._seen.add(trial.trial_id)
             row["config"] = trial.config
-        if self._file is None:
-            self._file = self.path.open("a", encoding="utf-8")
         self._file.write(json.dumps(jsonable(row), allow_nan=False) + "\n")
         self._file.flush()
+        if isinstance(step, int):
+            self._logged[trial.trial_id] = step
+
+    def _open(self) -> None:
+        """Open for appending, after cutting a torn last line and indexing the whole ones."""
+        self._seen, self._logged = set(), {}
+        if self.path.exists():
+            data = self.path.read_bytes()
+            whole = data[: data.rfind(b"\n") + 1]
+            if len(whole) != len(data):
+                with self.path.open("r+b") as f:
+                    f.truncate(len(whole))
+            for row in _rows(whole):
+                self._index(row)
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def _index(self, row: dict[str, Any]) -> None:
+        trial_id = row.get("trial_id")
+        if "config" in row:
+            self._seen.add(trial_id)
+        step = row.get("training_iteration")
+        if isinstance(step, int):
+            self._logged[trial_id] = max(self._logged.get(trial_id, 0), step)
+
+    def _drop_from(self, trial_id: str, step: int) -> None:
+        """Rewrite the file without `trial_id`'s rows from iteration `step` on (atomically)."""
+        self._file.close()
+        kept = [
+            row
+            for row in _rows(self.path.read_bytes())
+            if not (row.get("trial_id") == trial_id and row.get("training_iteration", 0) >= step)
+        ]
+        write_text(self.path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in kept))
+        self._seen, self._logged = set(), {}
+        for row in kept:
+            self._index(row)
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        # Tune saves its experiment state every 10 s or more; a driver killed in between would
+        # resume a just-finished trial. This journal, flushed at once, lets resume skip it.
+        entry = {"trial_id": trial.trial_id, "last_result": trial.last_result}
+        with (self.path.parent / FINISHED_FILE).open("a", encoding="utf-8") as f:
+            f.write(json.dumps(jsonable(entry), allow_nan=False) + "\n")
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         if self._file is not None:
@@ -74,6 +128,58 @@ class JsonlResults(Callback):
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config for resume; an open file cannot travel.
         return {**self.__dict__, "_file": None}
+
+
+def _rows(data: bytes) -> list[dict[str, Any]]:
+    """The JSON objects of whole lines; an unreadable line is skipped."""
+    rows = []
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def saved_trial_statuses(folder: Path) -> dict[str, str]:
+    """Trial id -> status in Tune's newest saved experiment state (what a resume would see)."""
+    # One file per (re)start of the run, named by its start time; Tune touches them all at the end.
+    states = sorted(Path(folder).glob("experiment_state-*.json"))
+    if not states:
+        return {}
+    try:
+        data = json.loads(states[-1].read_text(encoding="utf-8"))
+        trials = [json.loads(entry[0]) for entry in data.get("trial_data", [])]
+    except (OSError, ValueError, TypeError, IndexError):
+        return {}
+    return {t["trial_id"]: t.get("status", "UNKNOWN") for t in trials if "trial_id" in t}
+
+
+def mark_finished_trials(folder: Path) -> list[str]:
+    """Before a resume: trials our journal saw finish are marked terminated in Tune's newest saved
+    state, with their last result, so Tune does not run them again. Returns their ids."""
+    journal = Path(folder) / FINISHED_FILE
+    states = sorted(Path(folder).glob("experiment_state-*.json"))
+    if not journal.exists() or not states:
+        return []
+    finished = {row["trial_id"]: row for row in _rows(journal.read_bytes()) if "trial_id" in row}
+    data = json.loads(states[-1].read_text(encoding="utf-8"))
+    marked = []
+    for entry in data.get("trial_data", []):
+        trial = json.loads(entry[0])
+        done = finished.get(trial.get("trial_id"))
+        if done is None or trial.get("status") in ("TERMINATED", "ERROR"):
+            continue
+        trial["status"] = "TERMINATED"
+        metadata = json.loads(entry[1])
+        metadata["last_result"] = done.get("last_result") or metadata.get("last_result")
+        entry[0], entry[1] = json.dumps(trial, indent=2), json.dumps(metadata, indent=2)
+        marked.append(trial["trial_id"])
+    if marked:
+        write_text(states[-1], json.dumps(data, indent=2))
+    return marked
 
 
 def package_versions() -> dict[str, str]:
@@ -88,13 +194,19 @@ def package_versions() -> dict[str, str]:
 
 
 def write_run_files(
-    folder: Path, spec_text: str, spec_file: Path, experiment: str, command: list[str]
+    folder: Path,
+    spec_text: str,
+    spec_file: Path,
+    experiment: str,
+    command: list[str],
+    smoke: bool = False,
 ) -> None:
     """Leave the spec as run, the command line and package versions beside the results."""
     (folder / SPEC_FILE).write_text(spec_text, encoding="utf-8")
     info = {
         "experiment": experiment,
         "spec_file": str(spec_file.resolve()),
+        "smoke": smoke,
         "command": [_program(), *command],
         "cwd": os.getcwd(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -6,8 +6,10 @@ is valid, and the results' folders are created only once the cluster is known to
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -20,7 +22,15 @@ from ray.tune.search import BasicVariantGenerator
 from ray.tune.utils import flatten_dict
 
 from tune_app.errors import SpecError, did_you_mean
-from tune_app.logs import RESULTS_FILE, SUMMARY_FILE, JsonlResults, write_json, write_run_files
+from tune_app.logs import (
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    JsonlResults,
+    mark_finished_trials,
+    saved_trial_statuses,
+    write_json,
+    write_run_files,
+)
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.rllib import RESULT_GROUPS, to_rllib
 from tune_app.space import to_tune
@@ -38,6 +48,7 @@ class RunOptions:
     verbosity: int = 1
     command: tuple[str, ...] = ()  # the command line's arguments, kept in run.json
     trial_lines: bool = False  # print one line per finished trial (concurrent experiments)
+    resume: bool = False  # continue the runs in the plan's folders (Tune's saved state)
 
 
 @dataclass
@@ -66,6 +77,7 @@ class Summary:
     trials: list[TrialSummary] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)  # spec key path -> key never reported
     reported: list[str] = field(default_factory=list)  # every result key any trial reported
+    interrupted: bool = False  # trials left unfinished (Ctrl-C): resumable
 
     @property
     def errored(self) -> int:
@@ -73,8 +85,9 @@ class Summary:
 
 
 def run(plan: Plan, opts: RunOptions) -> list[Summary]:
-    """Run every experiment of `plan`; raises SpecError before writing anything."""
-    _refuse_existing(plan)
+    """Run (or resume) every experiment of `plan`; raises SpecError before writing anything."""
+    if not opts.resume:
+        _refuse_existing(plan)
     loaded = [_load(ep) for ep in plan.experiments]
     started_here = not ray.is_initialized()
     if started_here:
@@ -134,10 +147,12 @@ def _run_concurrently(plan: Plan, loaded: list[Loaded], opts: RunOptions) -> lis
 
 
 def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOptions) -> Summary:
-    """Build and fit one experiment's Tuner, then write its summary."""
-    exp = ep.experiment
-    ep.storage_dir.mkdir(parents=True, exist_ok=False)
-    write_run_files(ep.storage_dir, plan.spec.text, plan.spec.file, ep.name, list(opts.command))
+    """Build (or restore) and fit one experiment's Tuner, then write its summary."""
+    if not opts.resume:
+        ep.storage_dir.mkdir(parents=True, exist_ok=False)
+        write_run_files(
+            ep.storage_dir, plan.spec.text, plan.spec.file, ep.name, list(opts.command), plan.smoke
+        )
     is_rllib = ep.trainable.kind == "rllib"
     if is_rllib:
         # RLlib sizes each trial's placement group from its config (default_resource_request).
@@ -145,8 +160,30 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     else:
         pgf = tune.PlacementGroupFactory(list(ep.bundles))
         trainable = tune.with_resources(loaded.trainable, pgf)
+    # Tune saves its experiment state every 10 s or more by default; a killed driver then resumes
+    # trials from checkpoints up to that old. Save often while the state is small.
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", f"{max(1.0, min(10.0, ep.trials / 100)):g}")
+    began = time.monotonic()
+    if opts.resume:
+        # Tune's saved state: finished trials stay, unfinished ones restart from their last
+        # checkpoint, the searcher's history is restored; callbacks and stopper come back too.
+        mark_finished_trials(ep.storage_dir)
+        tuner = tune.Tuner.restore(
+            str(ep.storage_dir), trainable=trainable, param_space=param_space(ep, loaded.env)
+        )
+    else:
+        tuner = _tuner(ep, trainable, loaded, opts)
+    grid = tuner.fit()
+    summary = summarize(ep, grid, time.monotonic() - began)
+    write_json(ep.storage_dir / SUMMARY_FILE, summary_dict(summary))
+    return summary
+
+
+def _tuner(ep: ExperimentPlan, trainable: Any, loaded: Loaded, opts: RunOptions) -> tune.Tuner:
+    exp = ep.experiment
+    is_rllib = ep.trainable.kind == "rllib"
     stopper = SpecStopper(exp.stop, [ep.metric] if ep.metric else [], late=is_rllib)
-    tuner = tune.Tuner(
+    return tune.Tuner(
         trainable,
         param_space=param_space(ep, loaded.env),
         tune_config=tune.TuneConfig(
@@ -179,11 +216,6 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             verbose=opts.verbosity,
         ),
     )
-    began = time.monotonic()
-    grid = tuner.fit()
-    summary = summarize(ep, grid, time.monotonic() - began)
-    write_json(ep.storage_dir / SUMMARY_FILE, summary_dict(summary))
-    return summary
 
 
 def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
@@ -293,17 +325,28 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
     """Summary of a finished ResultGrid: status counts, every trial's last metric, the best."""
     trials: list[TrialSummary] = []
     seen_keys: set[str] = set()
+    # After Ctrl-C Tune marks every trial terminated in memory; its saved state says which were
+    # still running or pending, and so does a resume.
+    saved = saved_trial_statuses(ep.storage_dir)
+    interrupted = any(s not in ("TERMINATED", "ERROR") for s in saved.values())
     for result in grid:
         flat = flatten_dict(dict(result.metrics or {}))
         seen_keys.update(flat)
         value = flat.get(ep.metric) if ep.metric else None
+        trial_id = str(flat.get("trial_id") or _trial_id_of(Path(result.path).name))
         error = None
         if result.error is not None:
             error = _first_line(result.error)
         trials.append(
             TrialSummary(
-                trial_id=str(flat.get("trial_id", Path(result.path).name)),
-                status="ERROR" if error else "TERMINATED",
+                trial_id=trial_id,
+                status=(
+                    "ERROR"
+                    if error
+                    else "UNFINISHED"
+                    if saved.get(trial_id, "TERMINATED") != "TERMINATED"
+                    else "TERMINATED"
+                ),
                 config=_spec_keys(ep, dict(result.config or {})),
                 metric=_finite(value),
                 iterations=int(flat.get("training_iteration", 0) or 0),
@@ -327,7 +370,14 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
         trials=trials,
         missing=missing,
         reported=sorted(seen_keys),
+        interrupted=interrupted,
     )
+
+
+def _trial_id_of(folder_name: str) -> str:
+    """The trial id in a Tune trial folder's name (`<trainable>_<id>_<index>_<params>_<date>`)."""
+    found = re.search(r"(?:^|_)([0-9a-f]{5}_\d{5})(?:_|$)", folder_name)
+    return found.group(1) if found else folder_name
 
 
 def _spec_keys(ep: ExperimentPlan, config: dict[str, Any]) -> dict[str, Any]:
@@ -394,12 +444,28 @@ def _first_line(error: BaseException) -> str:
 
 def _refuse_existing(plan: Plan) -> None:
     for ep in plan.experiments:
+        if (ep.storage_dir / "tuner.pkl").exists() and _unfinished(ep.storage_dir):
+            raise SpecError(
+                f"a resumable run of experiment '{ep.name}' is in {ep.storage_dir}",
+                path=f"{ep.experiment.key_path}.storage_path",
+                suggestion=f"continue it with: tune_app resume {ep.storage_dir} (or pass "
+                "--storage-path to start afresh elsewhere)",
+            )
         if ep.storage_dir.exists() and any(ep.storage_dir.iterdir()):
             raise SpecError(
                 f"results of an earlier run are in {ep.storage_dir}",
                 path=f"{ep.experiment.key_path}.storage_path",
                 suggestion="pass --storage-path to write elsewhere, or remove that folder",
             )
+
+
+def _unfinished(folder: Path) -> bool:
+    """Whether the run in `folder` left trials unfinished (or never wrote its summary)."""
+    try:
+        summary = json.loads((folder / SUMMARY_FILE).read_text())
+    except (OSError, ValueError):
+        return True
+    return bool(summary.get("interrupted"))
 
 
 def _init_ray(plan: Plan, opts: RunOptions) -> None:

@@ -348,6 +348,12 @@ def read_yaml(path: Path) -> tuple[str, Any]:
         raise SpecError(
             "is not a text file (not UTF-8)", file=file, suggestion="a spec is a YAML text file"
         ) from None
+    return text, read_yaml_text(text, path)
+
+
+def read_yaml_text(text: str, path: Path) -> Any:
+    """Safely parse YAML text read from `path`; every failure is a SpecError naming the file."""
+    file = str(path)
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except SpecError as err:
@@ -364,7 +370,7 @@ def read_yaml(path: Path) -> tuple[str, Any]:
             f"is not valid YAML: {_first_line(problem)}{_at(getattr(err, 'problem_mark', None))}",
             file=file,
         ) from None
-    return text, data
+    return data
 
 
 def load(path: str | Path) -> Spec:

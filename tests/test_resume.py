@@ -1,0 +1,180 @@
+"""Interrupted searches: Ctrl-C exits 130 with state saved, a SIGKILLed driver's search resumes
+without re-running finished trials, and results.jsonl stays whole and free of duplicates."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+
+import pytest
+
+CHECKPOINTED = '''
+import json
+import os
+import tempfile
+import time
+
+from ray import tune
+
+
+def train(config):
+    """Counts to config["steps"], sleeping each step, with a checkpoint at every step."""
+    step = 0
+    checkpoint = tune.get_checkpoint()
+    if checkpoint:
+        with checkpoint.as_directory() as folder:
+            with open(os.path.join(folder, "state.json")) as f:
+                step = json.load(f)["step"]
+    while step < config["steps"]:
+        step += 1
+        time.sleep(config["sleep"])
+        with tempfile.TemporaryDirectory() as folder:
+            with open(os.path.join(folder, "state.json"), "w") as f:
+                json.dump({"step": step}, f)
+            tune.report(
+                {"score": config["x"] * step, "step": step},
+                checkpoint=tune.Checkpoint.from_directory(folder),
+            )
+'''
+
+SPEC = """
+metric: score
+mode: max
+experiments:
+  e:
+    run: steps:train
+    config:
+      x: {{grid_search: [1, 2]}}
+      steps: {steps}
+      sleep: {sleep}
+"""
+
+
+def _start(*args, cwd):
+    return subprocess.Popen(
+        [sys.executable, "-m", "tune_app", *map(str, args), "-q"],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _rows(path):
+    text = path.read_text()
+    assert text == "" or text.endswith("\n")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def _by_trial(rows):
+    out = defaultdict(list)
+    for row in rows:
+        out[row["trial_id"]].append(row)
+    return out
+
+
+def _wait_for(predicate, proc, timeout=90):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    pytest.fail("the run never got there")
+
+
+@pytest.fixture
+def steps_spec(tmp_path):
+    (tmp_path / "steps.py").write_text(CHECKPOINTED)
+
+    def write(steps, sleep):
+        path = tmp_path / "spec.yaml"
+        path.write_text(SPEC.format(steps=steps, sleep=sleep))
+        return path
+
+    return write
+
+
+def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, tmp_path):
+    spec_file = steps_spec(steps="{grid_search: [3, 14]}", sleep=0.4)
+    results = tmp_path / "out" / "e" / "results.jsonl"
+
+    def last_steps(trials):
+        return {
+            t: (rows[-1]["training_iteration"], rows[0]["config"]["steps"])
+            for t, rows in trials.items()
+        }
+
+    def one_done_one_well_on():
+        if not results.exists():
+            return False
+        steps = last_steps(_by_trial(_rows(results)))
+        done = [t for t, (at, end) in steps.items() if at == end]
+        going = [t for t, (at, end) in steps.items() if 5 <= at < end]
+        return bool(done) and bool(going)
+
+    proc = _start("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    _wait_for(one_done_one_well_on, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = _by_trial(_rows(results))
+    finished = {
+        t: rows
+        for t, rows in before.items()
+        if rows[-1]["training_iteration"] == rows[0]["config"]["steps"]
+    }
+
+    again = _start("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    _, err = again.communicate(timeout=60)
+    assert again.returncode == 2 and "a resumable run of experiment 'e'" in err
+    assert f"tune_app resume {tmp_path / 'out' / 'e'}" in err
+
+    original = spec_file.read_text()
+    spec_file.write_text(original.replace("sleep: 0.4", "sleep: 0.5"))
+    changed = _start("resume", tmp_path / "out" / "e", cwd=tmp_path)
+    _, err = changed.communicate(timeout=60)
+    assert changed.returncode == 2 and "changed since the run" in err
+    assert "-      sleep: 0.4\n+      sleep: 0.5" in err
+    spec_file.write_text(original)
+
+    resumed = _start("resume", tmp_path / "out" / "e", cwd=tmp_path)
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+
+    after = _by_trial(_rows(results))
+    assert len(after) == 4
+    assert finished
+    for trial_id, rows in finished.items():
+        assert after[trial_id] == rows  # not run again: the very same lines
+    restored = 0
+    for rows in after.values():
+        steps = [r["training_iteration"] for r in rows]
+        assert steps == list(range(1, rows[0]["config"]["steps"] + 1))
+        restored += sum(
+            1 for r in rows if r["training_iteration"] > 1 == r["iterations_since_restore"]
+        )
+    assert restored >= 1  # an unfinished trial went on from its checkpoint
+    counts = Counter((r["trial_id"], r["training_iteration"]) for r in _rows(results))
+    assert max(counts.values()) == 1
+    summary = json.loads((tmp_path / "out" / "e" / "summary.json").read_text())
+    assert summary["counts"] == {"TERMINATED": 4} and not summary["interrupted"]
+
+
+def test_ctrl_c_exits_130_with_a_resumable_state(steps_spec, tmp_path):
+    spec_file = steps_spec(steps=30, sleep=0.2)
+    results = tmp_path / "out" / "e" / "results.jsonl"
+    proc = _start("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    _wait_for(lambda: results.exists() and len(_rows(results)) >= 4, proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"Continue with: tune_app resume {tmp_path / 'out' / 'e'}" in err
+    summary = json.loads((tmp_path / "out" / "e" / "summary.json").read_text())
+    assert summary["interrupted"] and summary["counts"].get("UNFINISHED", 0) >= 2
+    _rows(results)  # every line whole

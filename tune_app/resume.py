@@ -1,0 +1,97 @@
+"""Finding runs to resume, and the plan that continues them, from the files a run left.
+
+A run folder holds `run.json` (which spec file, smoke or not), `spec.yaml` (the spec as run) and
+Tune's saved state. A spec file changed since the run is refused with a diff unless forced; the
+search then continues as it was run, since Tune's saved state fixes it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+from tune_app import spec
+from tune_app.errors import SpecError
+from tune_app.logs import RUN_FILE, SPEC_FILE
+from tune_app.plan import Plan, make_plan
+
+
+def find_runs(folder: Path) -> list[Path]:
+    """`folder` itself if it is a run's experiment folder, else the experiment folders in it."""
+    folder = folder.expanduser()
+    if not folder.exists():
+        raise SpecError(f"{folder} does not exist", suggestion="give a folder a run wrote")
+    if not folder.is_dir():
+        raise SpecError(f"{folder} is not a folder", suggestion="give a folder a run wrote")
+    if (folder / RUN_FILE).exists():
+        return [folder]
+    found = sorted(p.parent for p in folder.glob(f"*/{RUN_FILE}"))
+    if not found:
+        raise SpecError(
+            f"{folder} holds no tune_app run (no {RUN_FILE} in it or its subfolders)",
+            suggestion="give an experiment folder, e.g. results/<experiment>",
+        )
+    return found
+
+
+def resume_plan(folder: Path, *, force: bool = False) -> tuple[Plan, list[str]]:
+    """The plan continuing the runs in `folder`, and warnings (a forced spec change)."""
+    runs = find_runs(folder)
+    infos = [_run_info(r) for r in runs]
+    spec_files = {info["spec_file"] for info in infos}
+    if len(spec_files) != 1:
+        raise SpecError(
+            f"{folder} holds runs of {len(spec_files)} spec files: {', '.join(sorted(spec_files))}",
+            suggestion="resume one experiment folder at a time",
+        )
+    spec_file = Path(spec_files.pop())
+    as_run = (runs[0] / SPEC_FILE).read_text(encoding="utf-8")
+    warnings = []
+    now = spec_file.read_text(encoding="utf-8") if spec_file.exists() else ""
+    if now != as_run:
+        diff = "".join(
+            difflib.unified_diff(
+                as_run.splitlines(keepends=True),
+                now.splitlines(keepends=True),
+                fromfile=f"{runs[0] / SPEC_FILE} (as run)",
+                tofile=str(spec_file) if now else f"{spec_file} (missing)",
+            )
+        )
+        if not force:
+            raise SpecError(
+                f"{spec_file} changed since the run:\n{diff}",
+                suggestion="pass --force to resume the search as it was run (the changes are "
+                "ignored), or start a new run",
+            )
+        warnings.append(f"{spec_file} changed since the run; resuming the spec as it was run")
+    data = spec.read_yaml_text(as_run, spec_file)
+    loaded = spec.parse(data, spec_file, as_run)
+    smoke = bool(infos[0].get("smoke"))
+    root = runs[0].parent.parent if smoke else runs[0].parent
+    plan = make_plan(loaded, storage_path=str(root), smoke=smoke)
+    wanted = {r.resolve() for r in runs}
+    kept = tuple(ep for ep in plan.experiments if ep.storage_dir.resolve() in wanted)
+    if len(kept) != len(runs):
+        names = sorted({r.name for r in runs} - {ep.name for ep in kept})
+        raise SpecError(f"the spec as run has no experiment {', '.join(names)}")
+    plan = Plan(
+        spec=plan.spec,
+        experiments=kept,
+        cpus=plan.cpus,
+        warnings=(*plan.warnings, *warnings),
+        smoke=smoke,
+    )
+    return plan, warnings
+
+
+def _run_info(folder: Path) -> dict:
+    try:
+        info = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise SpecError(f"{folder / RUN_FILE} cannot be read: {err}") from None
+    if not (folder / "tuner.pkl").exists():
+        raise SpecError(
+            f"{folder} has no saved Tune state (tuner.pkl): the run ended before Tune started"
+        )
+    return info
