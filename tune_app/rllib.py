@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any
 
 from tune_app.errors import SpecError, did_you_mean
+from tune_app.registry import AUTO_METRICS
 from tune_app.space import Domain, representative
 
 # Algorithm name -> module of its Algorithm class (the new API stack's torch algorithms).
@@ -55,12 +56,7 @@ for _old, _new in list(LEGACY_METRICS.items()):
 # (episode returns after the first finished episode, evaluation/ every evaluation_interval).
 RESULT_GROUPS = ("env_runners/", "evaluation/", "learners/", "timers/", "fault_tolerance/")
 RESULT_KEYS = (
-    "training_iteration",
-    "time_total_s",
-    "time_this_iter_s",
-    "time_since_restore",
-    "iterations_since_restore",
-    "timestamp",
+    *AUTO_METRICS,
     "num_env_steps_sampled_lifetime",
     "num_training_step_calls_per_iteration",
 )
