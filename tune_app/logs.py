@@ -143,14 +143,21 @@ def _rows(data: bytes) -> list[dict[str, Any]]:
     return rows
 
 
+def newest_state(folder: Path) -> Path | None:
+    """Tune's newest experiment state file in a run folder, if any."""
+    # One file per (re)start of the run, named by its start time; Tune touches them all at the end,
+    # so the name, not the modification time, says which is newest.
+    states = sorted(Path(folder).glob("experiment_state-*.json"))
+    return states[-1] if states else None
+
+
 def saved_trial_statuses(folder: Path) -> dict[str, str]:
     """Trial id -> status in Tune's newest saved experiment state (what a resume would see)."""
-    # One file per (re)start of the run, named by its start time; Tune touches them all at the end.
-    states = sorted(Path(folder).glob("experiment_state-*.json"))
-    if not states:
+    state = newest_state(folder)
+    if state is None:
         return {}
     try:
-        data = json.loads(states[-1].read_text(encoding="utf-8"))
+        data = json.loads(state.read_text(encoding="utf-8"))
         trials = [json.loads(entry[0]) for entry in data.get("trial_data", [])]
     except (OSError, ValueError, TypeError, IndexError):
         return {}
@@ -161,11 +168,11 @@ def mark_finished_trials(folder: Path) -> list[str]:
     """Before a resume: trials our journal saw finish are marked terminated in Tune's newest saved
     state, with their last result, so Tune does not run them again. Returns their ids."""
     journal = Path(folder) / FINISHED_FILE
-    states = sorted(Path(folder).glob("experiment_state-*.json"))
-    if not journal.exists() or not states:
+    state = newest_state(folder)
+    if not journal.exists() or state is None:
         return []
     finished = {row["trial_id"]: row for row in _rows(journal.read_bytes()) if "trial_id" in row}
-    data = json.loads(states[-1].read_text(encoding="utf-8"))
+    data = json.loads(state.read_text(encoding="utf-8"))
     marked = []
     for entry in data.get("trial_data", []):
         trial = json.loads(entry[0])
@@ -178,7 +185,7 @@ def mark_finished_trials(folder: Path) -> list[str]:
         entry[0], entry[1] = json.dumps(trial, indent=2), json.dumps(metadata, indent=2)
         marked.append(trial["trial_id"])
     if marked:
-        write_text(states[-1], json.dumps(data, indent=2))
+        write_text(state, json.dumps(data, indent=2))
     return marked
 
 
