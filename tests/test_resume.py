@@ -178,3 +178,36 @@ def test_ctrl_c_exits_130_with_a_resumable_state(steps_spec, tmp_path):
     summary = json.loads((tmp_path / "out" / "e" / "summary.json").read_text())
     assert summary["interrupted"] and summary["counts"].get("UNFINISHED", 0) >= 2
     _rows(results)  # every line whole
+
+
+def test_the_finished_journal_corrects_tune_stale_saved_statuses(tmp_path):
+    """Tune never re-saves a paused trial that HyperBand stops without a live actor; the journal
+    of ended trials decides its status after the run and before a resume."""
+    from tune_app.logs import FINISHED_FILE, mark_finished_trials, saved_trial_statuses
+
+    def entry(trial_id: str, status: str) -> list[str]:
+        return [json.dumps({"trial_id": trial_id, "status": status}), json.dumps({})]
+
+    state = tmp_path / "experiment_state-2026-01-01_00-00-00.json"
+    trials = [
+        entry("a", "PAUSED"),
+        entry("b", "PAUSED"),
+        entry("c", "RUNNING"),
+        entry("d", "TERMINATED"),
+    ]
+    state.write_text(json.dumps({"trial_data": trials}))
+    (tmp_path / FINISHED_FILE).write_text(
+        json.dumps({"trial_id": "a", "status": "TERMINATED", "last_result": {"x": 1}})
+        + "\n"
+        + json.dumps({"trial_id": "b", "status": "ERROR", "last_result": {"x": 2}})
+        + "\n"
+    )
+    assert sorted(mark_finished_trials(tmp_path)) == ["a", "b"]
+    assert saved_trial_statuses(tmp_path) == {
+        "a": "TERMINATED",
+        "b": "ERROR",
+        "c": "RUNNING",  # not journaled: still unfinished, a resume runs it
+        "d": "TERMINATED",
+    }
+    metadata = json.loads(json.loads(state.read_text())["trial_data"][0][1])
+    assert metadata["last_result"] == {"x": 1}

@@ -114,9 +114,16 @@ class JsonlResults(Callback):
         self._file = self.path.open("a", encoding="utf-8")
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        # Tune saves its experiment state every 10 s or more; a driver killed in between would
-        # resume a just-finished trial. This journal, flushed at once, lets resume skip it.
-        entry = {"trial_id": trial.trial_id, "last_result": trial.last_result}
+        self._journal(trial, "TERMINATED")
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._journal(trial, "ERROR")
+
+    def _journal(self, trial: Any, status: str) -> None:
+        # Tune saves its experiment state every 10 s or more (and never re-saves a paused trial
+        # that a scheduler stops); a driver killed in between would resume a just-finished trial.
+        # This journal, flushed at once, is the record of which trials ended and how.
+        entry = {"trial_id": trial.trial_id, "status": status, "last_result": trial.last_result}
         with (self.path.parent / FINISHED_FILE).open("a", encoding="utf-8") as f:
             f.write(json.dumps(jsonable(entry), allow_nan=False) + "\n")
 
@@ -165,8 +172,9 @@ def saved_trial_statuses(folder: Path) -> dict[str, str]:
 
 
 def mark_finished_trials(folder: Path) -> list[str]:
-    """Before a resume: trials our journal saw finish are marked terminated in Tune's newest saved
-    state, with their last result, so Tune does not run them again. Returns their ids."""
+    """Trials our journal saw end are marked so (terminated or errored) in Tune's newest saved
+    state, with their last result: after a run, so the state on disk is final; before a resume,
+    so Tune does not run them again. Returns their ids."""
     journal = Path(folder) / FINISHED_FILE
     state = newest_state(folder)
     if not journal.exists() or state is None:
@@ -179,7 +187,7 @@ def mark_finished_trials(folder: Path) -> list[str]:
         done = finished.get(trial.get("trial_id"))
         if done is None or trial.get("status") in ("TERMINATED", "ERROR"):
             continue
-        trial["status"] = "TERMINATED"
+        trial["status"] = done.get("status", "TERMINATED")
         metadata = json.loads(entry[1])
         metadata["last_result"] = done.get("last_result") or metadata.get("last_result")
         entry[0], entry[1] = json.dumps(trial, indent=2), json.dumps(metadata, indent=2)

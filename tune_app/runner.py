@@ -174,6 +174,9 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     else:
         tuner = _tuner(ep, trainable, loaded, opts)
     grid = tuner.fit()
+    # Tune's final save can keep a stale status: a paused trial that a scheduler stops without a
+    # live actor is never re-saved (HyperBand does this). The journal knows how each trial ended.
+    mark_finished_trials(ep.storage_dir)
     summary = summarize(ep, grid, time.monotonic() - began)
     write_json(ep.storage_dir / SUMMARY_FILE, summary_dict(summary))
     return summary
