@@ -27,6 +27,12 @@ class Outcome:
     skipped: bool = False
 
 
+def _causes(summary: Summary) -> str:
+    if not summary.failed:
+        return ""
+    return " (" + ", ".join(f"{cause}: {len(ids)}" for cause, ids in summary.failed.items()) + ")"
+
+
 def check(ep: ExperimentPlan, summary: Summary, smoke: bool = False) -> list[Outcome]:
     """Check an experiment's expectations against its summary."""
     expect = ep.experiment.expect
@@ -36,7 +42,7 @@ def check(ep: ExperimentPlan, summary: Summary, smoke: bool = False) -> list[Out
             experiment=ep.name,
             name=f"errored trials <= {expect.max_errored_trials}",
             passed=errored <= expect.max_errored_trials,
-            message=f"{errored} of {len(summary.trials)} trials errored",
+            message=f"{errored} of {len(summary.trials)} trials errored{_causes(summary)}",
         )
     ]
     best = summary.best
@@ -81,7 +87,7 @@ def junit_xml(plan: Plan, summaries: list[Summary], outcomes: list[Outcome]) -> 
             if trial.error:
                 failures += 1
                 ET.SubElement(
-                    case, "failure", message=trial.error, type="TrialError"
+                    case, "failure", message=trial.error, type=trial.cause or "TrialError"
                 ).text = trial.error
         for outcome in mine:
             case = ET.SubElement(

@@ -160,15 +160,24 @@ def newest_state(folder: Path) -> Path | None:
 
 def saved_trial_statuses(folder: Path) -> dict[str, str]:
     """Trial id -> status in Tune's newest saved experiment state (what a resume would see)."""
+    return {trial_id: status for trial_id, (status, _) in saved_trials(folder).items()}
+
+
+def saved_trials(folder: Path) -> dict[str, tuple[str, int]]:
+    """Trial id -> (status, failures so far) in Tune's newest saved experiment state."""
     state = newest_state(folder)
     if state is None:
         return {}
     try:
         data = json.loads(state.read_text(encoding="utf-8"))
-        trials = [json.loads(entry[0]) for entry in data.get("trial_data", [])]
+        entries = [(json.loads(e[0]), json.loads(e[1])) for e in data.get("trial_data", [])]
     except (OSError, ValueError, TypeError, IndexError):
         return {}
-    return {t["trial_id"]: t.get("status", "UNKNOWN") for t in trials if "trial_id" in t}
+    return {
+        t["trial_id"]: (str(t.get("status", "UNKNOWN")), int(m.get("num_failures", 0) or 0))
+        for t, m in entries
+        if isinstance(t, dict) and isinstance(m, dict) and "trial_id" in t
+    }
 
 
 def mark_finished_trials(folder: Path) -> list[str]:

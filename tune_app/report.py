@@ -139,9 +139,26 @@ def print_summaries(plan: Plan, summaries: list[Summary]) -> None:
     console.print(table)
     for ep, s in zip(plan.experiments, summaries, strict=True):
         console.print(f"results: {ep.storage_dir}", highlight=False)
-        for t in s.trials:
-            if t.error:
-                console.print(f"  [red]trial {t.trial_id} failed:[/red] {t.error}", highlight=False)
+        for line in failures_text(s.trials).splitlines():
+            console.print(line, highlight=False, markup=False)
+
+
+def failures_text(trials: list[Any]) -> str:
+    """Failed trials grouped by cause, each group with its trials and one error's first lines."""
+    groups: dict[str, list[Any]] = {}
+    for t in trials:
+        if t.cause:
+            groups.setdefault(t.cause, []).append(t)
+    lines = []
+    for cause, members in sorted(groups.items(), key=lambda item: -len(item[1])):
+        ids = ", ".join(t.trial_id for t in members)
+        lines.append(f"  failed, {cause} ({len(members)}): {ids}")
+        lines += [f"    {line}" for line in (members[0].error or "").splitlines()]
+    retried = [t for t in trials if t.failures and not t.cause]
+    if retried:
+        ids = ", ".join(f"{t.trial_id} ({t.failures}x)" for t in retried)
+        lines.append(f"  recovered after failures: {ids}")
+    return "\n".join(lines)
 
 
 def _expectations(exp: Any) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import time
@@ -21,13 +22,14 @@ from ray.tune import schedulers
 from ray.tune.search import BasicVariantGenerator
 from ray.tune.utils import flatten_dict
 
+from tune_app import failures
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.logs import (
     RESULTS_FILE,
     SUMMARY_FILE,
     JsonlResults,
     mark_finished_trials,
-    saved_trial_statuses,
+    saved_trials,
     write_json,
     write_run_files,
 )
@@ -59,9 +61,11 @@ class TrialSummary:
     metric: float | None
     iterations: int
     path: str  # the trial's folder, relative to the experiment's
-    error: str | None = None
+    error: str | None = None  # the first lines of its last error
     time_total_s: float = 0.0
     values: dict[str, float | None] = field(default_factory=dict)  # last values of expect's keys
+    cause: str | None = None  # what failed it: an exception type, "killed", "out of memory", ...
+    failures: int = 0  # failures Tune saw, retried ones included
 
 
 @dataclass
@@ -78,6 +82,7 @@ class Summary:
     missing: dict[str, str] = field(default_factory=dict)  # spec key path -> key never reported
     reported: list[str] = field(default_factory=list)  # every result key any trial reported
     interrupted: bool = False  # trials left unfinished (Ctrl-C): resumable
+    failed: dict[str, list[str]] = field(default_factory=dict)  # cause -> ids of failed trials
 
     @property
     def errored(self) -> int:
@@ -185,7 +190,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
 def _tuner(ep: ExperimentPlan, trainable: Any, loaded: Loaded, opts: RunOptions) -> tune.Tuner:
     exp = ep.experiment
     is_rllib = ep.trainable.kind == "rllib"
-    stopper = SpecStopper(exp.stop, [ep.metric] if ep.metric else [], late=is_rllib)
+    stopper = SpecStopper(exp.stop, ep.metric, late=is_rllib)
     return tune.Tuner(
         trainable,
         param_space=param_space(ep, loaded.env),
@@ -264,18 +269,27 @@ class SpecStopper(tune.Stopper):
     Also a guard: a stop key or the metric missing from a trial's first result ends the search at
     once, where Tune would warn once and run the trial to its natural end (or forever). With
     `late`, keys in RLlib's result groups are exempt: episode returns appear only once an episode
-    has ended, evaluation results every `evaluation_interval` iterations.
+    has ended, evaluation results every `evaluation_interval` iterations. A trial whose metric
+    turns NaN or infinite is stopped: it has diverged, and the summary counts it as failed.
     """
 
-    def __init__(self, criteria: dict[str, float], required: list[str], late: bool = False) -> None:
+    def __init__(
+        self,
+        criteria: dict[str, float],
+        metric: str | None = None,
+        late: bool = False,
+    ) -> None:
         self.criteria = dict(criteria)
-        wanted = dict.fromkeys([*criteria, *required])
+        self.metric = metric
+        wanted = dict.fromkeys([*criteria, *([metric] if metric else [])])
         self.required = [k for k in wanted if not (late and k.startswith(RESULT_GROUPS))]
         self.seen: set[str] = set()
         self.missing = False
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         flat = flatten_dict(result)
+        if self.metric and _non_finite(flat.get(self.metric)):
+            return True
         if trial_id not in self.seen:
             self.seen.add(trial_id)
             if any(k not in flat for k in self.required):
@@ -330,35 +344,41 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
     seen_keys: set[str] = set()
     # After Ctrl-C Tune marks every trial terminated in memory; its saved state says which were
     # still running or pending, and so does a resume.
-    saved = saved_trial_statuses(ep.storage_dir)
-    interrupted = any(s not in ("TERMINATED", "ERROR") for s in saved.values())
+    saved = saved_trials(ep.storage_dir)
+    interrupted = any(status not in ("TERMINATED", "ERROR") for status, _ in saved.values())
     for result in grid:
         flat = flatten_dict(dict(result.metrics or {}))
         seen_keys.update(flat)
         value = flat.get(ep.metric) if ep.metric else None
         trial_id = str(flat.get("trial_id") or _trial_id_of(Path(result.path).name))
-        error = None
+        iterations = int(flat.get("training_iteration", 0) or 0)
+        status, retried = saved.get(trial_id, ("TERMINATED", 0))
+        failure = None
         if result.error is not None:
-            error = _first_line(result.error)
+            failure = failures.from_exception(result.error)
+        elif _non_finite(value):
+            failure = failures.non_finite(str(ep.metric), value, iterations)
         trials.append(
             TrialSummary(
                 trial_id=trial_id,
                 status=(
-                    "ERROR"
-                    if error
-                    else "UNFINISHED"
-                    if saved.get(trial_id, "TERMINATED") != "TERMINATED"
-                    else "TERMINATED"
+                    "ERROR" if failure else "UNFINISHED" if status != "TERMINATED" else "TERMINATED"
                 ),
                 config=_spec_keys(ep, dict(result.config or {})),
                 metric=_finite(value),
-                iterations=int(flat.get("training_iteration", 0) or 0),
+                iterations=iterations,
                 path=Path(result.path).name,
-                error=error,
+                error=failure.message if failure else None,
                 time_total_s=float(flat.get("time_total_s", 0.0) or 0.0),
                 values={k: _finite(flat.get(k)) for k in ep.experiment.expect.metrics},
+                cause=failure.cause if failure else None,
+                failures=retried,
             )
         )
+    failed: dict[str, list[str]] = {}
+    for t in trials:
+        if t.cause:
+            failed.setdefault(t.cause, []).append(t.trial_id)
     counts: dict[str, int] = {}
     for t in trials:
         counts[t.status] = counts.get(t.status, 0) + 1
@@ -374,6 +394,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
         missing=missing,
         reported=sorted(seen_keys),
         interrupted=interrupted,
+        failed=failed,
     )
 
 
@@ -439,10 +460,9 @@ def _finite(value: Any) -> float | None:
     return number if number == number and abs(number) != float("inf") else None
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return f"{type(error).__name__}: {lines[-1] if lines else text}"
+def _non_finite(value: Any) -> bool:
+    """NaN or infinite: a diverged trial, stopped and counted as failed."""
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def _refuse_existing(plan: Plan) -> None:

@@ -1,0 +1,156 @@
+"""Trial failures: retried from the last checkpoint up to max_failures (an exception or a killed
+worker), the rest of the search goes on, and failed trials are grouped by cause."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from tune_app import failures
+
+FLAKY = '''
+import json
+import math
+import os
+import signal
+import tempfile
+
+from ray import tune
+
+
+def train(config):
+    """Three checkpointed steps; at step 2 fails the way config["mode"] says."""
+    step = 0
+    checkpoint = tune.get_checkpoint()
+    if checkpoint:
+        with checkpoint.as_directory() as folder:
+            with open(os.path.join(folder, "state.json")) as f:
+                step = json.load(f)["step"]
+    while step < 3:
+        step += 1
+        mode = config["mode"]
+        marker = os.path.join(config["markers"], mode)
+        if step == 2 and (mode.endswith("always") or not os.path.exists(marker)):
+            open(marker, "a").close()
+            if mode.startswith("kill"):
+                os.kill(os.getpid(), signal.SIGKILL)
+            if mode.startswith("raise"):
+                raise ValueError(f"{mode} at step {step}")
+        score = math.nan if mode == "nan" and step == 2 else float(step)
+        with tempfile.TemporaryDirectory() as folder:
+            with open(os.path.join(folder, "state.json"), "w") as f:
+                json.dump({"step": step}, f)
+            tune.report({"score": score}, checkpoint=tune.Checkpoint.from_directory(folder))
+'''
+
+
+def test_failed_trials_are_retried_from_checkpoints_and_grouped_by_cause(
+    ray_session, cli, write_spec, tmp_path
+):
+    (tmp_path / "flaky.py").write_text(FLAKY)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    spec_file = write_spec(f"""
+metric: score
+mode: max
+experiments:
+  flaky:
+    run: flaky:train
+    max_failures: 1
+    config:
+      markers: {markers}
+      mode: {{grid_search: [raise_once, kill_once, raise_always, kill_always, nan]}}
+""")
+    junit = tmp_path / "junit.xml"
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q", "--junit", junit)
+    assert result.code == 1, result.err
+
+    folder = tmp_path / "o" / "flaky"
+    summary = json.loads((folder / "summary.json").read_text())
+    by_mode = {t["config"]["mode"]: t for t in summary["trials"]}
+    # Failed once, then resumed from the step-1 checkpoint and finished.
+    for mode in ("raise_once", "kill_once"):
+        assert by_mode[mode]["status"] == "TERMINATED"
+        assert by_mode[mode]["failures"] == 1
+        assert by_mode[mode]["metric"] == 3.0
+    # Failed again on the retry: the last failure decides the cause.
+    assert by_mode["raise_always"]["failures"] == 2
+    assert by_mode["kill_always"]["failures"] == 2
+    assert summary["failed"] == {
+        "ValueError": [by_mode["raise_always"]["trial_id"]],
+        "killed": [by_mode["kill_always"]["trial_id"]],
+        "non-finite metric": [by_mode["nan"]["trial_id"]],
+    }
+    assert by_mode["raise_always"]["error"] == "ValueError: raise_always at step 2"
+    assert by_mode["nan"]["error"] == "score = nan at iteration 2"
+    assert by_mode["nan"]["iterations"] == 2  # stopped at the NaN, not run to the end
+    assert summary["counts"] == {"TERMINATED": 2, "ERROR": 3}
+
+    # Each recovered trial logged steps 1, 2, 3 once: nothing lost or repeated by the retry.
+    steps = defaultdict(list)
+    for line in (folder / "results.jsonl").open():
+        row = json.loads(line)
+        steps[row["trial_id"]].append(row["training_iteration"])
+    for mode in ("raise_once", "kill_once"):
+        assert steps[by_mode[mode]["trial_id"]] == [1, 2, 3]
+
+    assert "failed, ValueError (1)" in result.out
+    assert "3 of 5 trials errored" in result.out + result.err
+    assert 'type="killed"' in junit.read_text()
+
+
+RAY_TASK_ERROR_TXT = """Failure # 1 (occurred at 2026-11-21_15-14-32)
+\x1b[36mray::ImplicitFunc.train()\x1b[39m (pid=32168, ip=192.0.2.2, repr=train)
+  File "/venv/ray/tune/trainable/function_trainable.py", line 249, in _trainable_func
+    output = fn()
+             ^^^^
+  File "/tmp/fx/fx.py", line 16, in train
+    raise ValueError("boom at step 2\\nsecond line")
+ValueError: boom at step 2
+second line
+"""
+
+ACTOR_DIED_TXT = """Failure # 1 (occurred at 2026-11-21_15-14-31)
+Traceback (most recent call last):
+  File "/venv/ray/tune/execution/tune_controller.py", line 1, in _on_result
+    raise x
+KeyError: 'not this one'
+Failure # 2 (occurred at 2026-11-21_15-14-40)
+The actor died unexpectedly before finishing this task.
+\tclass_name: ImplicitFunc
+The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker \
+exit detail: Worker unexpectedly exits with a connection error code 2. Some common causes \
+include: (1) the process was killed by the OOM killer due to high memory usage
+"""
+
+
+def test_error_files_give_the_last_failure_and_its_cause():
+    found = failures.from_text(RAY_TASK_ERROR_TXT)
+    assert found == failures.Failure("ValueError", "ValueError: boom at step 2\nsecond line")
+    died = failures.from_text(ACTOR_DIED_TXT)
+    assert died.cause == "killed"
+    assert died.message.startswith("The actor died unexpectedly")
+
+
+def test_causes_of_common_errors():
+    assert failures.classify("MemoryError: no memory").cause == "out of memory"
+    assert failures.classify("torch.OutOfMemoryError: CUDA out of memory.").cause == (
+        "out of memory"
+    )
+    oom = "Task was killed due to the node running low on memory.\nMemory on the node was 23GB"
+    assert failures.classify(oom).cause == "out of memory"
+    assert failures.classify("ray.exceptions.WorkerCrashedError: gone").cause == "killed"
+    assert failures.classify("json.decoder.JSONDecodeError: bad").cause == "JSONDecodeError"
+    assert failures.classify("something odd happened").cause == "unknown error"
+    four = failures.classify("RuntimeError: a\nb\nc\nd")
+    assert four.message == "RuntimeError: a\nb\nc"  # the first lines only
+
+
+def test_exceptions_from_ray_are_unwrapped_to_the_trial_own_error():
+    from ray.exceptions import RayTaskError
+
+    try:
+        raise KeyError("lr")
+    except KeyError as err:
+        wrapped = RayTaskError("train", "traceback text", err).as_instanceof_cause()
+    assert failures.from_exception(wrapped) == failures.Failure("KeyError", "KeyError: 'lr'")

@@ -1,0 +1,90 @@
+"""Why trials failed: each failure gets a cause (the exception type, a non-finite metric, out of
+memory, killed) and its first lines, read from the exception or from Tune's error.txt, so runs
+and `analyze` group failures the same way."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+OUT_OF_MEMORY = "out of memory"
+KILLED = "killed"
+NON_FINITE = "non-finite metric"
+
+MESSAGE_LINES = 3  # lines of the error kept in summaries and reports
+
+_OOM_TYPES = {"MemoryError", "OutOfMemoryError", "OutOfMemoryException"}
+_OOM_TEXT = ("out of memory", "running low on memory", "memory monitor")
+_KILLED_TYPES = {
+    "ActorDiedError",
+    "RayActorError",
+    "WorkerCrashedError",
+    "NodeDiedError",
+    "ActorUnavailableError",
+    "LocalRayletDiedError",
+}
+_KILLED_TEXT = ("actor died unexpectedly", "worker process has died", "worker died", "node died")
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)(?::\s|:$|$)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed trial's cause (what groups it) and the first lines of its error."""
+
+    cause: str
+    message: str
+
+
+def from_exception(error: BaseException) -> Failure:
+    """The failure of a trial from the exception Tune gives for it.
+
+    A trial's own exception comes wrapped in a RayTaskError whose `cause` is the original.
+    """
+    inner = getattr(error, "cause", None)
+    if not isinstance(inner, BaseException):
+        inner = error
+    name = type(inner).__name__
+    if name.startswith("RayTaskError(") and name.endswith(")"):
+        name = name[len("RayTaskError(") : -1]
+    text = str(inner).strip()
+    return classify(f"{name}: {text}" if text else name)
+
+
+def from_text(text: str) -> Failure:
+    """The failure of a trial from Tune's error.txt: its last failure's exception, without the
+    traceback."""
+    text = _ANSI.sub("", text)
+    blocks = re.split(r"^Failure # \d+ \(occurred at [^)]*\)\s*$", text, flags=re.M)
+    last = blocks[-1].strip("\n")
+    lines = last.splitlines()
+    frames = [i for i, line in enumerate(lines) if line.startswith("  File ")]
+    if frames:
+        after = lines[frames[-1] + 1 :]
+        start = next((i for i, line in enumerate(after) if line and not line[0].isspace()), None)
+        lines = after[start:] if start is not None else after
+    return classify("\n".join(lines))
+
+
+def classify(text: str) -> Failure:
+    """Cause and first lines of an error text that starts with `Type: message` (or is a message
+    from Ray about a dead worker)."""
+    lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
+    message = "\n".join(lines[:MESSAGE_LINES]) or "unknown error"
+    found = _EXCEPTION_LINE.match(lines[0]) if lines else None
+    name = found.group(1) if found else ""
+    lowered = text.lower()
+    if (
+        name in _OOM_TYPES
+        or name.endswith("OutOfMemoryError")
+        or any(phrase in lowered for phrase in _OOM_TEXT)
+    ):
+        return Failure(OUT_OF_MEMORY, message)
+    if name in _KILLED_TYPES or any(phrase in lowered for phrase in _KILLED_TEXT):
+        return Failure(KILLED, message)
+    return Failure(name or "unknown error", message)
+
+
+def non_finite(metric: str, value: object, iteration: int) -> Failure:
+    """A trial stopped because its metric became NaN or infinite."""
+    return Failure(NON_FINITE, f"{metric} = {value} at iteration {iteration}")
