@@ -3,6 +3,7 @@ no traceback, nothing written, Ray never imported."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -172,6 +173,52 @@ def test_bad_paths(cli, tmp_path, make, words):
     assert result.code == 2 and words in result.err and "Traceback" not in result.err
 
 
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        pytest.param(b"\x89PNG\r\n\x1a\n\x00\x00\xff", "not a text file", id="binary"),
+        pytest.param(b"import os\nprint(os.name)\n", "top level must be a mapping", id="python"),
+        pytest.param(b"<spec><run>x</run></spec>\n", "top level must be a mapping", id="xml"),
+        pytest.param(b"# nothing but a comment\n\n", "the file is empty", id="comments"),
+        pytest.param(b"e: !!python/name:os.system\n", "unsupported YAML tag", id="python-tag"),
+        pytest.param(b"e: {run: my_func}\ne: {run: my_func}\n", "duplicate key 'e'", id="dup"),
+    ],
+)
+def test_files_that_are_not_specs(cli, tmp_path, content, words):
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(content)
+    for command in ("validate", "run"):
+        result = cli(command, path, "--storage-path", tmp_path / "o")
+        lines = result.err.strip().splitlines()
+        assert result.code == 2 and len(lines) == 1 and words in lines[0], result.err
+        assert lines[0].startswith(f"error: {path}: ")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file(cli, tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(GOOD)
+    path.chmod(0)
+    result = cli("validate", path)
+    assert result.code == 2 and "cannot be read (permission denied)" in result.err
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        pytest.param(lambda d: d / "missing", "does not exist", id="missing"),
+        pytest.param(lambda d: d, "holds no tune_app run", id="not-a-run"),
+        pytest.param(lambda d: d / "f.txt", "is not a folder", id="file"),
+    ],
+)
+def test_resume_of_a_folder_that_is_not_a_run(cli, tmp_path, make, words):
+    (tmp_path / "f.txt").write_text("x")
+    result = cli("resume", make(tmp_path))
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1 and words in lines[0], result.err
+
+
 def test_usage_error_exits_2(cli):
     with pytest.raises(SystemExit) as info:
         cli("frobnicate")
@@ -220,3 +267,51 @@ def test_list_shows_rllib_algorithms_and_every_key_of_one(cli):
     assert "num_sgd_iter" in keys.out.splitlines()[-1]  # only among the legacy names
     wrong = cli("list", "PP0")
     assert wrong.code == 2 and "did you mean 'PPO'" in wrong.err
+
+
+SENTINEL = """
+import pathlib
+pathlib.Path(__file__).with_name("imported.txt").write_text("module code ran")
+
+
+def train(config):
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        "sentinel:train; import os",
+        "sentinel.train()",
+        "../sentinel:train",
+        "sentinel:train:x",
+        "sentinel:",
+    ],
+)
+def test_run_values_outside_the_three_forms_are_refused_before_any_import(
+    cli, write_spec, tmp_path, run
+):
+    (tmp_path / "sentinel.py").write_text(SENTINEL)
+    spec_file = write_spec(f"e:\n  run: {run!r}\n")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o")
+    assert result.code == 2 and "e.run" in result.err
+    assert "an RLlib algorithm such as PPO, or package.module:function" in result.err
+    assert not (tmp_path / "imported.txt").exists()
+
+
+def test_validate_finds_a_user_module_without_running_it(cli, write_spec, tmp_path):
+    (tmp_path / "sentinel.py").write_text(SENTINEL)
+    result = cli("validate", write_spec("e: {run: 'sentinel:train'}\n"))
+    assert result.code == 0, result.err
+    assert not (tmp_path / "imported.txt").exists()
+
+
+def test_a_module_that_fails_to_import_is_named_with_its_error(cli, write_spec, tmp_path):
+    (tmp_path / "broken.py").write_text("raise RuntimeError('needs a GPU driver')\n")
+    spec_file = write_spec("e: {run: 'broken:train'}\n")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o")
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert "e.run: importing module 'broken' failed: RuntimeError: needs a GPU driver" in lines[0]
+    assert not (tmp_path / "o").exists()

@@ -27,8 +27,10 @@ class SpecError(TuneAppError):
         path: str | None = None,
         allowed: Iterable[str] | str | None = None,
         suggestion: str | None = None,
+        multiline: bool = False,
     ) -> None:
         self.what = what
+        self.multiline = multiline
         self.file = file
         self.path = path
         self.allowed = _as_text(allowed)
@@ -55,10 +57,15 @@ class SpecError(TuneAppError):
             text += f"; allowed: {self.allowed}"
         if self.suggestion:
             text += f"; {self.suggestion}"
-        return text
+        # One line: control characters from the user's values (a key holding "\n") are shown
+        # escaped, so they cannot break or forge lines of the message.
+        return text if self.multiline else text.translate(_ESCAPES)
 
     def __str__(self) -> str:
         return self.message()
+
+
+_ESCAPES = {c: repr(chr(c))[1:-1] for c in [*range(32), 127]}
 
 
 def _as_text(allowed: Iterable[str] | str | None) -> str | None:

@@ -63,10 +63,10 @@ def resume_plan(folder: Path, *, force: bool = False) -> tuple[Plan, list[str]]:
                 f"{spec_file} changed since the run:\n{diff}",
                 suggestion="pass --force to resume the search as it was run (the changes are "
                 "ignored), or start a new run",
+                multiline=True,
             )
         warnings.append(f"{spec_file} changed since the run; resuming the spec as it was run")
-    data = spec.read_yaml_text(as_run, spec_file)
-    loaded = spec.parse(data, spec_file, as_run)
+    loaded = spec.loads(as_run, spec_file)
     smoke = bool(infos[0].get("smoke"))
     root = runs[0].parent.parent if smoke else runs[0].parent
     plan = make_plan(loaded, storage_path=str(root), smoke=smoke)

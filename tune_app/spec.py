@@ -377,6 +377,16 @@ def load(path: str | Path) -> Spec:
     """Load, validate and resolve a spec file; raises SpecError with file and key path."""
     path = Path(path)
     text, data = read_yaml(path)
+    return _parse_in(path, data, text)
+
+
+def loads(text: str, path: str | Path) -> Spec:
+    """Load a spec from YAML text that was read from `path` (which errors name)."""
+    path = Path(path)
+    return _parse_in(path, read_yaml_text(text, path), text)
+
+
+def _parse_in(path: Path, data: Any, text: str) -> Spec:
     try:
         return parse(data, path, text)
     except SpecError as err:
