@@ -94,6 +94,13 @@ experiments:
     for mode in ("raise_once", "kill_once"):
         assert steps[by_mode[mode]["trial_id"]] == [1, 2, 3]
 
+    # analyze reads the same groups back from the files.
+    assert cli("analyze", folder, "--format", "json").code == 0
+    (read,) = json.loads(cli("analyze", folder, "--format", "json").out)
+    assert read["failed"] == summary["failed"]
+    shown = cli("analyze", folder).out
+    assert "failed, killed (1)" in shown and "ValueError: raise_always at step 2" in shown
+
     assert "failed, ValueError (1)" in result.out
     assert "3 of 5 trials errored" in result.out + result.err
     assert 'type="killed"' in junit.read_text()

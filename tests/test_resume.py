@@ -130,6 +130,22 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
         if rows[-1]["training_iteration"] == rows[0]["config"]["steps"]
     }
 
+    # Read back while interrupted, from the files alone: finished and unfinished trials.
+    analyzed = subprocess.run(
+        [sys.executable, "-m", "tune_app", "analyze", tmp_path / "out", "--format", "json"],
+        capture_output=True,
+        text=True,
+    )
+    assert analyzed.returncode == 0, analyzed.stderr
+    (read,) = json.loads(analyzed.stdout)
+    assert not read["finished"] and read["searched"] == ["x", "steps"]
+    statuses = {t["trial_id"]: t["status"] for t in read["trials"]}
+    assert {statuses[t] for t in finished} == {"TERMINATED"}
+    assert "UNFINISHED" in statuses.values()
+    for trial in read["trials"]:  # a trial still pending has no rows yet
+        rows = before.get(trial["trial_id"])
+        assert trial["iterations"] == (rows[-1]["training_iteration"] if rows else 0)
+
     again = _start("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
     _, err = again.communicate(timeout=60)
     assert again.returncode == 2 and "a resumable run of experiment 'e'" in err
@@ -183,7 +199,8 @@ def test_ctrl_c_exits_130_with_a_resumable_state(steps_spec, tmp_path):
 def test_the_finished_journal_corrects_tune_stale_saved_statuses(tmp_path):
     """Tune never re-saves a paused trial that HyperBand stops without a live actor; the journal
     of ended trials decides its status after the run and before a resume."""
-    from tune_app.logs import FINISHED_FILE, mark_finished_trials, saved_trial_statuses
+    from tune_app.layout import FINISHED_FILE, saved_trial_statuses
+    from tune_app.logs import mark_finished_trials
 
     def entry(trial_id: str, status: str) -> list[str]:
         return [json.dumps({"trial_id": trial_id, "status": status}), json.dumps({})]

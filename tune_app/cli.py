@@ -114,6 +114,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from tune_app import analyze, results
+
+    if args.top is not None and args.top < 1:
+        raise TuneAppError(f"--top must be at least 1, got {args.top}")
+    print(analyze.render(results.load(Path(args.dir)), args.format, args.top))
+    return EXIT_OK
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from tune_app.spec import json_schema
 
@@ -175,6 +184,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", help="the YAML spec file")
     p.add_argument("--storage-path", help="as for run")
     p.add_argument("--smoke", action="store_true", help="the plan of the --smoke run")
+
+    p = command("analyze", cmd_analyze, "the trials of a run, from its files (no Ray needed)")
+    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
+    p.add_argument(
+        "--format", choices=("table", "json", "csv"), default="table", help="default: table"
+    )
+    p.add_argument("--top", type=int, metavar="N", help="only the N best trials of each experiment")
 
     p = command("list", cmd_list, "list the trainables and RLlib algorithms with their knobs")
     p.add_argument("name", nargs="?", help="one trainable, or every config key of an algorithm")

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from tune_app.logs import write_text
+from tune_app.layout import write_text
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.runner import Summary
 

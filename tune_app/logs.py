@@ -7,43 +7,34 @@ per line, so a killed run leaves only whole lines behind.
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import sys
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
-RESULTS_FILE = "results.jsonl"
-SUMMARY_FILE = "summary.json"
-RUN_FILE = "run.json"
-FINISHED_FILE = "finished.jsonl"
-SPEC_FILE = "spec.yaml"
+from tune_app.layout import (
+    FINISHED_FILE,
+    RUN_FILE,
+    SPEC_FILE,
+    jsonable,
+    newest_state,
+    read_rows,
+    write_json,
+    write_text,
+)
+
+if TYPE_CHECKING:
+    from tune_app.plan import ExperimentPlan, Plan
+
 PACKAGES = ("tune_app", "ray", "torch", "gymnasium", "hyperopt", "tensorboard", "numpy", "pydantic")
 
 # Result keys that repeat on every row without saying anything about the trial's progress.
 _DROPPED = ("config", "hostname", "node_ip", "date", "done", "should_checkpoint")
-
-
-def jsonable(value: Any) -> Any:
-    """`value` as strict JSON: numpy scalars unwrapped, NaN and infinities as null."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if hasattr(value, "tolist"):
-        return jsonable(value.tolist())
-    return str(value)
 
 
 class JsonlResults(Callback):
@@ -87,7 +78,7 @@ class JsonlResults(Callback):
             if len(whole) != len(data):
                 with self.path.open("r+b") as f:
                     f.truncate(len(whole))
-            for row in _rows(whole):
+            for row in read_rows(whole):
                 self._index(row)
         self._file = self.path.open("a", encoding="utf-8")
 
@@ -104,7 +95,7 @@ class JsonlResults(Callback):
         self._file.close()
         kept = [
             row
-            for row in _rows(self.path.read_bytes())
+            for row in read_rows(self.path.read_bytes())
             if not (row.get("trial_id") == trial_id and row.get("training_iteration", 0) >= step)
         ]
         write_text(self.path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in kept))
@@ -137,49 +128,6 @@ class JsonlResults(Callback):
         return {**self.__dict__, "_file": None}
 
 
-def _rows(data: bytes) -> list[dict[str, Any]]:
-    """The JSON objects of whole lines; an unreadable line is skipped."""
-    rows = []
-    for line in data.decode("utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
-
-
-def newest_state(folder: Path) -> Path | None:
-    """Tune's newest experiment state file in a run folder, if any."""
-    # One file per (re)start of the run, named by its start time; Tune touches them all at the end,
-    # so the name, not the modification time, says which is newest.
-    states = sorted(Path(folder).glob("experiment_state-*.json"))
-    return states[-1] if states else None
-
-
-def saved_trial_statuses(folder: Path) -> dict[str, str]:
-    """Trial id -> status in Tune's newest saved experiment state (what a resume would see)."""
-    return {trial_id: status for trial_id, (status, _) in saved_trials(folder).items()}
-
-
-def saved_trials(folder: Path) -> dict[str, tuple[str, int]]:
-    """Trial id -> (status, failures so far) in Tune's newest saved experiment state."""
-    state = newest_state(folder)
-    if state is None:
-        return {}
-    try:
-        data = json.loads(state.read_text(encoding="utf-8"))
-        entries = [(json.loads(e[0]), json.loads(e[1])) for e in data.get("trial_data", [])]
-    except (OSError, ValueError, TypeError, IndexError):
-        return {}
-    return {
-        t["trial_id"]: (str(t.get("status", "UNKNOWN")), int(m.get("num_failures", 0) or 0))
-        for t, m in entries
-        if isinstance(t, dict) and isinstance(m, dict) and "trial_id" in t
-    }
-
-
 def mark_finished_trials(folder: Path) -> list[str]:
     """Trials our journal saw end are marked so (terminated or errored) in Tune's newest saved
     state, with their last result: after a run, so the state on disk is final; before a resume,
@@ -188,7 +136,9 @@ def mark_finished_trials(folder: Path) -> list[str]:
     state = newest_state(folder)
     if not journal.exists() or state is None:
         return []
-    finished = {row["trial_id"]: row for row in _rows(journal.read_bytes()) if "trial_id" in row}
+    finished = {
+        row["trial_id"]: row for row in read_rows(journal.read_bytes()) if "trial_id" in row
+    }
     data = json.loads(state.read_text(encoding="utf-8"))
     marked = []
     for entry in data.get("trial_data", []):
@@ -217,40 +167,30 @@ def package_versions() -> dict[str, str]:
     return found
 
 
-def write_run_files(
-    folder: Path,
-    spec_text: str,
-    spec_file: Path,
-    experiment: str,
-    command: list[str],
-    smoke: bool = False,
-) -> None:
-    """Leave the spec as run, the command line and package versions beside the results."""
-    (folder / SPEC_FILE).write_text(spec_text, encoding="utf-8")
+def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
+    """Leave the spec as run, how it was run (command, versions) and what `analyze` needs to read
+    the results without the spec (metric, mode, searched keys, scheduler, stop) beside them."""
+    exp = ep.experiment
+    (ep.storage_dir / SPEC_FILE).write_text(plan.spec.text, encoding="utf-8")
     info = {
-        "experiment": experiment,
-        "spec_file": str(spec_file.resolve()),
-        "smoke": smoke,
+        "experiment": ep.name,
+        "spec_file": str(plan.spec.file.resolve()),
+        "smoke": plan.smoke,
+        "trainable": exp.run,
+        "metric": ep.metric,
+        "mode": ep.mode,
+        "searched": list(ep.searched),
+        "scheduler": exp.scheduler.type,
+        "stop": dict(exp.stop),
+        "trials": ep.trials,
         "command": [_program(), *command],
         "cwd": os.getcwd(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "versions": package_versions(),
     }
-    write_json(folder / RUN_FILE, info)
+    write_json(ep.storage_dir / RUN_FILE, info)
 
 
 def _program() -> str:
     name = Path(sys.argv[0]).name
     return "python -m tune_app" if name == "__main__.py" else name
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically: a reader never sees half a file, even if the run dies mid-write."""
-    write_text(path, json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write a file atomically, through a temporary file beside it and a rename."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -13,26 +13,8 @@ from pathlib import Path
 
 from tune_app import spec
 from tune_app.errors import SpecError
-from tune_app.logs import RUN_FILE, SPEC_FILE
+from tune_app.layout import RUN_FILE, SPEC_FILE, find_runs
 from tune_app.plan import Plan, make_plan
-
-
-def find_runs(folder: Path) -> list[Path]:
-    """`folder` itself if it is a run's experiment folder, else the experiment folders in it."""
-    folder = folder.expanduser()
-    if not folder.exists():
-        raise SpecError(f"{folder} does not exist", suggestion="give a folder a run wrote")
-    if not folder.is_dir():
-        raise SpecError(f"{folder} is not a folder", suggestion="give a folder a run wrote")
-    if (folder / RUN_FILE).exists():
-        return [folder]
-    found = sorted(p.parent for p in folder.glob(f"*/{RUN_FILE}"))
-    if not found:
-        raise SpecError(
-            f"{folder} holds no tune_app run (no {RUN_FILE} in it or its subfolders)",
-            suggestion="give an experiment folder, e.g. results/<experiment>",
-        )
-    return found
 
 
 def resume_plan(folder: Path, *, force: bool = False) -> tuple[Plan, list[str]]:

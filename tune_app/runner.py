@@ -24,15 +24,8 @@ from ray.tune.utils import flatten_dict
 
 from tune_app import failures
 from tune_app.errors import SpecError, did_you_mean
-from tune_app.logs import (
-    RESULTS_FILE,
-    SUMMARY_FILE,
-    JsonlResults,
-    mark_finished_trials,
-    saved_trials,
-    write_json,
-    write_run_files,
-)
+from tune_app.layout import RESULTS_FILE, SUMMARY_FILE, saved_trials, write_json
+from tune_app.logs import JsonlResults, mark_finished_trials, write_run_files
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.rllib import RESULT_GROUPS, to_rllib
 from tune_app.space import to_tune
@@ -155,9 +148,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     """Build (or restore) and fit one experiment's Tuner, then write its summary."""
     if not opts.resume:
         ep.storage_dir.mkdir(parents=True, exist_ok=False)
-        write_run_files(
-            ep.storage_dir, plan.spec.text, plan.spec.file, ep.name, list(opts.command), plan.smoke
-        )
+        write_run_files(ep, plan, list(opts.command))
     is_rllib = ep.trainable.kind == "rllib"
     if is_rllib:
         # RLlib sizes each trial's placement group from its config (default_resource_request).

@@ -1,0 +1,138 @@
+"""`analyze` reads a run from its files alone: sorted trials, the best, failures by cause, and
+files cut short by a killed run reported and skipped, never a crash. (Real finished and
+interrupted runs are analyzed in test_failures.py and test_resume.py.)"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def _experiment(folder, name="e", torn=True):
+    """A run folder as a killed run leaves it: no summary.json, a torn last line, a trial that
+    errored (error.txt), one still running and one stopped early by ASHA."""
+    exp = folder / name
+    exp.mkdir(parents=True)
+    run = {
+        "experiment": name,
+        "metric": "score",
+        "mode": "max",
+        "searched": ["lr", "model.layers"],
+        "scheduler": "asha",
+        "stop": {"training_iteration": 4},
+    }
+    (exp / "run.json").write_text(json.dumps(run))
+    rows = []
+    for trial, lr, scores in [
+        ("aaaaa_00000", 0.1, [1.0, 2.0, 3.0, 4.0]),
+        ("aaaaa_00001", 0.2, [5.0, 7.0, 6.0]),  # running when killed
+        ("aaaaa_00002", 0.3, [0.5]),  # stopped early
+        ("aaaaa_00003", 0.4, [2.0, 2.5]),  # errored
+    ]:
+        for i, score in enumerate(scores, 1):
+            row = {"trial_id": trial, "training_iteration": i, "score": score, "logged_at": i}
+            if i == 1:
+                row["config"] = {"lr": lr, "model": {"layers": [16, 16]}, "seed": 0}
+            rows.append(json.dumps(row))
+    text = "\n".join(rows) + "\n"
+    if torn:
+        text += '{"trial_id": "aaaaa_00001", "training_iteration": 4, "sco'
+    (exp / "results.jsonl").write_text(text)
+    journal = [
+        {"trial_id": "aaaaa_00000", "status": "TERMINATED"},
+        {"trial_id": "aaaaa_00002", "status": "TERMINATED"},
+        {"trial_id": "aaaaa_00003", "status": "ERROR"},
+    ]
+    (exp / "finished.jsonl").write_text("".join(json.dumps(j) + "\n" for j in journal))
+    trial_dir = exp / "train_aaaaa_00003_3_lr=0.4_2026-01-01_00-00-00"
+    trial_dir.mkdir()
+    (trial_dir / "error.txt").write_text(
+        "Failure # 1 (occurred at 2026-01-01_00-00-05)\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 3, in train\n'
+        "    raise FloatingPointError('loss diverged')\n"
+        "FloatingPointError: loss diverged\n"
+    )
+    return exp
+
+
+def test_partial_files_are_reported_and_the_rest_is_read(cli, tmp_path):
+    exp = _experiment(tmp_path)
+    (exp / "summary.json").write_text('{"experiment": "e", "trials": [')  # cut short
+    result = cli("analyze", exp, "--format", "json")
+    assert result.code == 0, result.err
+    (read,) = json.loads(result.out)
+    assert [t["trial_id"] for t in read["trials"]] == [
+        "aaaaa_00001",  # best 7.0, though its last is 6.0
+        "aaaaa_00000",
+        "aaaaa_00003",
+        "aaaaa_00002",
+    ]
+    by_id = {t["trial_id"]: t for t in read["trials"]}
+    assert by_id["aaaaa_00001"]["status"] == "UNFINISHED"
+    assert (by_id["aaaaa_00001"]["best"], by_id["aaaaa_00001"]["last"]) == (7.0, 6.0)
+    assert by_id["aaaaa_00001"]["params"] == {"lr": 0.2, "model.layers": [16, 16]}
+    assert by_id["aaaaa_00002"]["stopped_early"] and not by_id["aaaaa_00000"]["stopped_early"]
+    assert by_id["aaaaa_00003"]["cause"] == "FloatingPointError"
+    assert by_id["aaaaa_00003"]["error"] == "FloatingPointError: loss diverged"
+    assert read["best"]["trial_id"] == "aaaaa_00001"
+    assert read["failed"] == {"FloatingPointError": ["aaaaa_00003"]}
+    assert read["counts"] == {"TERMINATED": 2, "UNFINISHED": 1, "ERROR": 1}
+    assert not read["finished"]
+    problems = " ".join(read["problems"])
+    assert "results.jsonl: line 11 is not whole JSON" in problems
+    assert "summary.json: unreadable" in problems
+
+
+def test_table_top_and_csv(cli, tmp_path):
+    _experiment(tmp_path, "one", torn=False)
+    _experiment(tmp_path, "two", torn=False)
+    table = cli("analyze", tmp_path, "--top", "2")
+    assert table.code == 0
+    assert table.out.count("(the best 2 of 4 trials)") == 2  # both experiments of the folder
+    assert "best: aaaaa_00001 score = 7 lr=0.2" in table.out
+    assert "failed, FloatingPointError (1): aaaaa_00003" in table.out
+    assert "  FloatingPointError: loss diverged" in table.out
+    assert "aaaaa_00002" not in table.out  # below the top 2
+
+    rows = list(csv.DictReader(io.StringIO(cli("analyze", tmp_path, "--format", "csv").out)))
+    assert len(rows) == 8 and {r["experiment"] for r in rows} == {"one", "two"}
+    assert rows[0]["model.layers"] == "[16, 16]" and rows[0]["best"] == "7.0"
+    assert rows[2]["cause"] == "FloatingPointError"
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        pytest.param(lambda d: d / "missing", "does not exist", id="missing"),
+        pytest.param(lambda d: d, "holds no tune_app run", id="not-a-run"),
+        pytest.param(lambda d: d / "f.txt", "is not a folder", id="file"),
+    ],
+)
+def test_analyze_of_a_folder_that_is_not_a_run(cli, tmp_path, make, words):
+    (tmp_path / "f.txt").write_text("x")
+    result = cli("analyze", make(tmp_path))
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1 and words in lines[0], result.err
+
+
+def test_bad_top(cli, tmp_path):
+    _experiment(tmp_path)
+    result = cli("analyze", tmp_path, "--top", "0")
+    assert result.code == 2 and "--top must be at least 1" in result.err
+
+
+def test_analyze_never_imports_ray(tmp_path):
+    exp = _experiment(tmp_path)
+    probe = (
+        "import sys; from tune_app.cli import main;"
+        f"code = main(['analyze', {str(exp)!r}, '--format', 'json']);"
+        "print(code, 'ray' in sys.modules, file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stderr.split()[-2:] == ["0", "False"]

@@ -1,0 +1,155 @@
+"""`tune_app analyze`: a run's trials as a table, JSON or CSV, read from its files alone.
+
+Trials come sorted by their best metric, with the searched parameters, status, iterations and
+best and last metric; then the best trial, failed trials grouped by cause, and any file that could
+not be read.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any, Literal
+
+from tune_app.layout import jsonable
+from tune_app.results import ExperimentResults, TrialRecord
+
+Format = Literal["table", "json", "csv"]
+FORMATS = ("table", "json", "csv")
+
+
+def render(experiments: list[ExperimentResults], fmt: Format, top: int | None = None) -> str:
+    """The experiments in `fmt`, each with its `top` best trials (all when None)."""
+    if fmt == "json":
+        return json.dumps([as_dict(e, top) for e in experiments], indent=2, allow_nan=False)
+    if fmt == "csv":
+        return _csv(experiments, top)
+    return "\n\n".join(_table(e, top) for e in experiments)
+
+
+def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
+    """One experiment as plain data: what `--format json` prints."""
+    best = exp.best_trial
+    return jsonable(
+        {
+            "experiment": exp.name,
+            "folder": str(exp.folder),
+            "metric": exp.metric,
+            "mode": exp.mode,
+            "searched": exp.searched,
+            "finished": exp.finished,
+            "counts": exp.counts(),
+            "best": _trial_dict(best) if best else None,
+            "trials": [_trial_dict(t) for t in exp.ranked()[:top]],
+            "failed": {
+                cause: [t.trial_id for t in members]
+                for cause, members in exp.failed_by_cause().items()
+            },
+            "problems": exp.problems,
+        }
+    )
+
+
+def _trial_dict(t: TrialRecord) -> dict[str, Any]:
+    return {
+        "trial_id": t.trial_id,
+        "status": t.status,
+        "params": t.params,
+        "iterations": t.iterations,
+        "best": t.best,
+        "last": t.last,
+        "time_total_s": round(t.time_total_s, 3),
+        "failures": t.failures,
+        "stopped_early": t.stopped_early,
+        "cause": t.failure.cause if t.failure else None,
+        "error": t.failure.message if t.failure else None,
+        "folder": t.folder,
+    }
+
+
+def _csv(experiments: list[ExperimentResults], top: int | None) -> str:
+    params = list(dict.fromkeys(k for e in experiments for k in e.searched))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        ["experiment", "trial_id", "status", *params, "iterations", "best", "last", "cause"]
+    )
+    for e in experiments:
+        for t in e.ranked()[:top]:
+            writer.writerow(
+                [
+                    e.name,
+                    t.trial_id,
+                    t.status,
+                    *(_raw(t.params.get(p)) for p in params),
+                    t.iterations,
+                    _raw(t.best),
+                    _raw(t.last),
+                    t.failure.cause if t.failure else "",
+                ]
+            )
+    return out.getvalue().rstrip("\n")
+
+
+def _table(exp: ExperimentResults, top: int | None) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    state = "finished" if exp.finished else "not finished (interrupted or still running)"
+    metric = f"{exp.metric} ({exp.mode})" if exp.metric else "no metric"
+    counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts().items()))
+    table = Table(title=f"{exp.name}: {metric}; {counts or 'no trials'}; {state}")
+    for col in ("trial", "status", *exp.searched, "iter", "best", "last"):
+        table.add_column(col, justify="right" if col in ("iter", "best", "last") else "left")
+    ranked = exp.ranked()
+    for t in ranked[:top]:
+        status = t.status.lower()
+        if t.stopped_early:
+            status += " (early)"
+        if t.failure:
+            status = f"error: {t.failure.cause}"
+        table.add_row(
+            t.trial_id,
+            status,
+            *(_cell(t.params.get(p)) for p in exp.searched),
+            str(t.iterations),
+            _cell(t.best),
+            _cell(t.last),
+        )
+    lines = []
+    if top is not None and len(ranked) > top:
+        lines.append(f"(the best {top} of {len(ranked)} trials)")
+    best = exp.best_trial
+    if best is not None:
+        shown = ", ".join(f"{k}={_cell(v)}" for k, v in best.params.items())
+        lines.append(f"best: {best.trial_id} {exp.metric} = {_cell(best.best)} {shown}".rstrip())
+    for cause, members in exp.failed_by_cause().items():
+        lines.append(f"failed, {cause} ({len(members)}): {', '.join(t.trial_id for t in members)}")
+        first = members[0].failure
+        if first is not None and first.message:
+            lines.append(f"  {first.message.splitlines()[0]}")
+    lines += [f"skipped: {p}" for p in exp.problems]
+    lines.append(f"folder: {exp.folder}")
+    console = Console(file=io.StringIO(), width=120, color_system=None, force_terminal=False)
+    console.print(table)
+    return console.file.getvalue().rstrip("\n") + "\n" + "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return str(value)
+
+
+def _raw(value: Any) -> str:
+    """A CSV cell at full precision; lists and mappings as JSON, nothing as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return str(value)

@@ -1,0 +1,112 @@
+"""The files of a run folder, and Ray-free ways to read and write them.
+
+A run's experiment folder holds `run.json` (how it was run), `spec.yaml` (the spec as run),
+`results.jsonl` (every result), `finished.jsonl` (trials as they ended), `summary.json` (after
+the run) and Tune's own state and trial folders. `analyze` reads them without importing Ray.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from tune_app.errors import SpecError
+
+RESULTS_FILE = "results.jsonl"
+SUMMARY_FILE = "summary.json"
+RUN_FILE = "run.json"
+FINISHED_FILE = "finished.jsonl"
+SPEC_FILE = "spec.yaml"
+
+
+def jsonable(value: Any) -> Any:
+    """`value` as strict JSON: numpy scalars unwrapped, NaN and infinities as null."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "ndim", 1) == 0:
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if hasattr(value, "tolist"):
+        return jsonable(value.tolist())
+    return str(value)
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically: a reader never sees half a file, even if the run dies mid-write."""
+    write_text(path, json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a file atomically, through a temporary file beside it and a rename."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_rows(data: bytes) -> list[dict[str, Any]]:
+    """The JSON objects of whole lines; an unreadable line is skipped."""
+    rows = []
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def newest_state(folder: Path) -> Path | None:
+    """Tune's newest experiment state file in a run folder, if any."""
+    # One file per (re)start of the run, named by its start time; Tune touches them all at the end,
+    # so the name, not the modification time, says which is newest.
+    states = sorted(Path(folder).glob("experiment_state-*.json"))
+    return states[-1] if states else None
+
+
+def saved_trial_statuses(folder: Path) -> dict[str, str]:
+    """Trial id -> status in Tune's newest saved experiment state (what a resume would see)."""
+    return {trial_id: status for trial_id, (status, _) in saved_trials(folder).items()}
+
+
+def saved_trials(folder: Path) -> dict[str, tuple[str, int]]:
+    """Trial id -> (status, failures so far) in Tune's newest saved experiment state."""
+    state = newest_state(folder)
+    if state is None:
+        return {}
+    try:
+        data = json.loads(state.read_text(encoding="utf-8"))
+        entries = [(json.loads(e[0]), json.loads(e[1])) for e in data.get("trial_data", [])]
+    except (OSError, ValueError, TypeError, IndexError):
+        return {}
+    return {
+        t["trial_id"]: (str(t.get("status", "UNKNOWN")), int(m.get("num_failures", 0) or 0))
+        for t, m in entries
+        if isinstance(t, dict) and isinstance(m, dict) and "trial_id" in t
+    }
+
+
+def find_runs(folder: Path) -> list[Path]:
+    """`folder` itself if it is a run's experiment folder, else the experiment folders in it."""
+    folder = folder.expanduser()
+    if not folder.exists():
+        raise SpecError(f"{folder} does not exist", suggestion="give a folder a run wrote")
+    if not folder.is_dir():
+        raise SpecError(f"{folder} is not a folder", suggestion="give a folder a run wrote")
+    if (folder / RUN_FILE).exists():
+        return [folder]
+    found = sorted(p.parent for p in folder.glob(f"*/{RUN_FILE}"))
+    if not found:
+        raise SpecError(
+            f"{folder} holds no tune_app run (no {RUN_FILE} in it or its subfolders)",
+            suggestion="give an experiment folder, e.g. results/<experiment>",
+        )
+    return found
