@@ -121,7 +121,8 @@ def print_summaries(plan: Plan, summaries: list[Summary]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    # A log file is no terminal: rich would cut the table to 80 columns.
+    console = Console(width=None if sys.stdout.isatty() else 200)
     table = Table(title="tune_app results")
     for col in ("experiment", "trials", "best trial", "metric", "config", "wall time"):
         table.add_column(col)

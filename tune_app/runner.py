@@ -6,6 +6,7 @@ is valid, and the results' folders are created only once the cluster is known to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -22,7 +23,7 @@ from ray.tune import schedulers
 from ray.tune.search import BasicVariantGenerator
 from ray.tune.utils import flatten_dict
 
-from tune_app import failures
+from tune_app import failures, progress
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.layout import RESULTS_FILE, SUMMARY_FILE, saved_trials, write_json
 from tune_app.logs import JsonlResults, mark_finished_trials, write_run_files
@@ -42,7 +43,7 @@ class RunOptions:
     address: str | None = None
     verbosity: int = 1
     command: tuple[str, ...] = ()  # the command line's arguments, kept in run.json
-    trial_lines: bool = False  # print one line per finished trial (concurrent experiments)
+    board: Any = None  # the driver's ProgressBoard actor, for experiments run in their own tasks
     resume: bool = False  # continue the runs in the plan's folders (Tune's saved state)
 
 
@@ -90,11 +91,19 @@ def run(plan: Plan, opts: RunOptions) -> list[Summary]:
     started_here = not ray.is_initialized()
     if started_here:
         _init_ray(plan, opts)
+    # Normal verbosity: our compact view; -v: Tune's own tables; -q: nothing until the summary.
+    view = progress.View.for_stdout() if opts.verbosity == 1 else None
     try:
         _check_cluster(plan)
-        if len(plan.experiments) == 1:
-            return [run_experiment(plan.experiments[0], loaded[0], plan, opts)]
-        return _run_concurrently(plan, loaded, opts)
+        with view or contextlib.nullcontext():
+            if len(plan.experiments) > 1:
+                return _run_concurrently(plan, loaded, opts, view)
+            ep = plan.experiments[0]
+            progress.attach(ep.name, view)
+            try:
+                return [run_experiment(ep, loaded[0], plan, opts)]
+            finally:
+                progress.attach(ep.name, None)
     finally:
         if started_here:
             ray.shutdown()
@@ -117,7 +126,9 @@ def _load(ep: ExperimentPlan) -> Loaded:
         raise err.under(ep.experiment.key_path) from None
 
 
-def _run_concurrently(plan: Plan, loaded: list[Loaded], opts: RunOptions) -> list[Summary]:
+def _run_concurrently(
+    plan: Plan, loaded: list[Loaded], opts: RunOptions, view: progress.View | None
+) -> list[Summary]:
     """Fit every experiment's Tuner at once, each in a zero-CPU task on this node.
 
     Tune's `run_experiments` cannot give experiments their own searchers and schedulers, so each
@@ -130,13 +141,21 @@ def _run_concurrently(plan: Plan, loaded: list[Loaded], opts: RunOptions) -> lis
         num_cpus=0,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
     )(run_experiment)
-    # Tune's per-experiment tables would interleave; one line per finished trial instead.
-    inner = replace(opts, verbosity=0, trial_lines=opts.verbosity > 0)
+    # Tune's per-experiment tables would interleave: each task relays its progress to one view.
+    board = None
+    if view is not None:
+        board = ray.remote(num_cpus=0)(progress.ProgressBoard).remote()
+    inner = replace(opts, board=board)
     refs = [
         driver.remote(ep, what, plan, inner)
         for ep, what in zip(plan.experiments, loaded, strict=True)
     ]
     try:
+        waiting = list(refs)
+        while waiting:
+            _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.5)
+            if board is not None and view is not None:
+                progress.pump(board, view)
         return ray.get(refs)
     except BaseException:
         for ref in refs:
@@ -146,6 +165,10 @@ def _run_concurrently(plan: Plan, loaded: list[Loaded], opts: RunOptions) -> lis
 
 def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOptions) -> Summary:
     """Build (or restore) and fit one experiment's Tuner, then write its summary."""
+    if opts.board is not None:
+        progress.attach(ep.name, progress.Relay(opts.board))
+    # Tune's console output: its full tables with -v, else nothing (our view shows progress).
+    os.environ["RAY_AIR_NEW_OUTPUT"] = "1" if opts.verbosity >= 2 else "0"
     if not opts.resume:
         ep.storage_dir.mkdir(parents=True, exist_ok=False)
         write_run_files(ep, plan, list(opts.command))
@@ -212,36 +235,24 @@ def _tuner(ep: ExperimentPlan, trainable: Any, loaded: Loaded, opts: RunOptions)
                 checkpoint_frequency=exp.checkpoint.checkpoint_frequency,
                 checkpoint_at_end=exp.checkpoint.checkpoint_at_end,
             ),
-            verbose=opts.verbosity,
+            verbose=2 if opts.verbosity >= 2 else 0,
         ),
     )
 
 
 def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
     callbacks: list[tune.Callback] = [JsonlResults(ep.storage_dir / RESULTS_FILE)]
-    if opts.trial_lines:
-        callbacks.append(TrialLines(ep.name, ep.metric))
+    callbacks.append(
+        progress.ProgressCallback(
+            ep.name, ep.metric, ep.mode, ep.searched, _iteration_bound(ep.experiment.stop)
+        )
+    )
     return callbacks
 
 
-class TrialLines(tune.Callback):
-    """One plain line per finished or failed trial, prefixed by its experiment."""
-
-    def __init__(self, experiment: str, metric: str | None) -> None:
-        self.experiment, self.metric = experiment, metric
-
-    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        last = flatten_dict(trial.last_result or {})
-        value = last.get(self.metric) if self.metric else None
-        shown = f", {self.metric}={value:.6g}" if isinstance(value, int | float) else ""
-        print(
-            f"[{self.experiment}] trial {trial.trial_id} done after "
-            f"{last.get('training_iteration', 0)} iterations{shown}",
-            flush=True,
-        )
-
-    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        print(f"[{self.experiment}] trial {trial.trial_id} failed", flush=True)
+def _iteration_bound(stop: dict[str, float]) -> int | None:
+    bound = stop.get("training_iteration")
+    return int(bound) if bound else None
 
 
 def param_space(ep: ExperimentPlan, env: Any) -> dict[str, Any]:
@@ -491,8 +502,9 @@ def _init_ray(plan: Plan, opts: RunOptions) -> None:
     address = opts.address or os.environ.get("RAY_ADDRESS")
     kwargs: dict[str, Any] = dict(
         include_dashboard=False,
-        logging_level=logging.WARNING,
-        log_to_driver=opts.verbosity > 0,
+        logging_level=logging.WARNING if opts.verbosity >= 2 else logging.ERROR,
+        # Workers' own output (trainables' prints, RLlib's warnings) only with -v.
+        log_to_driver=opts.verbosity >= 2,
         runtime_env={"env_vars": env} if env else None,
     )
     if address:

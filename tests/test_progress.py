@@ -1,0 +1,72 @@
+"""Progress: a compact live view on a terminal, one plain line per finished trial elsewhere,
+Tune's tables only with -v, nothing but the summary with -q."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+import pytest
+
+from tune_app import progress
+
+
+def _trial(status, config, **result):
+    return SimpleNamespace(status=status, config=config, last_result=result, trial_id="t")
+
+
+def test_a_snapshot_counts_trials_and_keeps_the_best_so_far():
+    callback = progress.ProgressCallback("e", "loss", "min", ("lr", "model.width"), iterations=10)
+    callback.setup(total_num_samples=6)
+    trials = [
+        _trial("TERMINATED", {"lr": 0.1, "model": {"width": 8}}, loss=0.5, training_iteration=10),
+        _trial("ERROR", {"lr": 0.2, "model": {"width": 8}}, loss=0.1, training_iteration=3),
+        _trial("RUNNING", {"lr": 0.3, "model": {"width": 16}}, loss=0.2, training_iteration=5),
+        _trial("RUNNING", {"lr": 0.4, "model": {"width": 16}}, loss=float("nan")),
+        _trial("PENDING", {"lr": 0.5, "model": {"width": 16}}),
+    ]
+    snap = callback.snapshot(trials)
+    assert (snap.done, snap.running, snap.pending, snap.errored, snap.total) == (1, 2, 2, 1, 6)
+    assert snap.best == 0.1 and snap.best_params == "lr=0.2, model.width=8"
+    # 2.5 of 6 trials' work done: the rest takes 3.5 / 2.5 of the time so far.
+    assert snap.remaining_s == pytest.approx(snap.elapsed_s * 3.5 / 2.5)
+    line = progress.describe(snap)
+    assert line.startswith("1/6 done, 2 running, 2 pending, 1 errored; best loss = 0.1")
+
+
+def test_the_live_view_redraws_one_line_per_experiment():
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120)
+    with progress.View(live=True, console=console) as view:
+        view.snapshot(progress.Snapshot("a", done=1, total=4, metric="m", best=2.0))
+        view.snapshot(progress.Snapshot("b", running=2, total=2))
+        view.line("[a] trial x done after 3 iterations")  # shown by the table instead
+        view.line("[b] trial y failed, lr=0.1")
+    text = out.getvalue()
+    assert "\x1b[" in text  # a terminal: redrawn in place
+    assert "1/4 done, 0 running" in text and "0/2 done, 2 running" in text
+    assert "trial y failed" in text and "trial x done" not in text
+
+
+def test_run_prints_plain_lines_without_tune_tables_when_not_a_terminal(
+    ray_session, cli, write_spec, tmp_path
+):
+    spec = write_spec(
+        "e:\n  run: my_func\n  stop: {training_iteration: 2}\n"
+        "  config: {alpha: {grid_search: [0.2, 0.4]}, beta: 1}\n"
+    )
+    normal = cli("run", spec, "--storage-path", tmp_path / "a")
+    assert normal.code == 0
+    lines = [ln for ln in normal.out.splitlines() if ln.startswith("[e] trial ")]
+    assert len(lines) == 2 and all("done after 2 iterations" in ln for ln in lines)
+    assert {"alpha=0.2" in ln for ln in lines} == {True, False}
+    assert "\x1b[" not in normal.out + normal.err
+    assert "Configuration for experiment" not in normal.out  # Tune's own tables stay off
+
+    quiet = cli("run", spec, "--storage-path", tmp_path / "b", "-q")
+    assert quiet.code == 0 and "[e] trial" not in quiet.out and "tune_app results" in quiet.out
+
+    loud = cli("run", spec, "--storage-path", tmp_path / "c", "-v")
+    assert loud.code == 0 and "Trial status" in loud.out and "[e] trial" not in loud.out

@@ -1,0 +1,292 @@
+"""The compact progress of a run: one live line per experiment on a terminal, one plain line per
+finished trial elsewhere (CI logs).
+
+A Tune callback in each experiment's loop takes snapshots (trials done, running, pending,
+errored; the best metric so far and its parameters; elapsed and remaining time) and hands them
+to the view of the driver: directly when the experiment runs in the driver, through a small Ray
+actor when experiments run side by side in their own tasks. The callback finds its view by
+experiment name at run time, so a callback that Tune restores on resume finds the new one.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ray import tune
+from ray.tune.utils import flatten_dict
+
+from tune_app.results import flatten
+
+SNAPSHOT_PERIOD_S = 0.5
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where one experiment stands."""
+
+    experiment: str
+    done: int = 0
+    running: int = 0
+    pending: int = 0
+    errored: int = 0
+    total: int | None = None  # trials the search will make, when known
+    metric: str | None = None
+    best: float | None = None
+    best_params: str = ""
+    elapsed_s: float = 0.0
+    remaining_s: float | None = None
+
+
+class Sink(Protocol):
+    def snapshot(self, snap: Snapshot) -> None: ...
+
+    def line(self, text: str) -> None: ...
+
+
+_SINKS: dict[str, Sink] = {}
+
+
+def attach(experiment: str, sink: Sink | None) -> None:
+    """Send `experiment`'s progress to `sink` (None: nowhere) in this process."""
+    if sink is None:
+        _SINKS.pop(experiment, None)
+    else:
+        _SINKS[experiment] = sink
+
+
+class ProgressCallback(tune.Callback):
+    """Takes snapshots of one experiment's trials for the view attached to its name."""
+
+    def __init__(
+        self,
+        experiment: str,
+        metric: str | None,
+        mode: str | None,
+        searched: tuple[str, ...],
+        iterations: int | None = None,
+    ) -> None:
+        self.experiment, self.metric, self.mode = experiment, metric, mode
+        self.searched = searched
+        self.iterations = iterations  # the stop bound on a trial's iterations, when there is one
+        self._total: int | None = None
+        self._start = time.monotonic()
+        self._last = 0.0
+
+    def setup(self, total_num_samples: int | None = None, **info: Any) -> None:
+        self._start = time.monotonic()
+        if total_num_samples is not None and total_num_samples < sys.maxsize:
+            self._total = int(total_num_samples)
+
+    def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
+        now = time.monotonic()
+        if now - self._last >= SNAPSHOT_PERIOD_S:
+            self._last = now
+            self._send(trials)
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        last = flatten_dict(trial.last_result or {})
+        value = last.get(self.metric) if self.metric else None
+        shown = f", {self.metric} = {value:.6g}" if _number(value) else ""
+        self._line(
+            f"trial {trial.trial_id} done after {last.get('training_iteration', 0)} iterations"
+            f"{shown}{_params(trial.config, self.searched)}"
+        )
+        self._send(trials)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._line(f"trial {trial.trial_id} failed{_params(trial.config, self.searched)}")
+        self._send(trials)
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        self._send(trials)
+
+    def _line(self, text: str) -> None:
+        sink = _SINKS.get(self.experiment)
+        if sink is not None:
+            sink.line(f"[{self.experiment}] {text}")
+
+    def _send(self, trials: list) -> None:
+        sink = _SINKS.get(self.experiment)
+        if sink is not None:
+            sink.snapshot(self.snapshot(trials))
+
+    def snapshot(self, trials: list) -> Snapshot:
+        """Counts, the best so far and the time left, estimated from finished work."""
+        counts = {"TERMINATED": 0, "RUNNING": 0, "ERROR": 0}
+        best, best_trial = None, None
+        progress = 0.0
+        for trial in trials:
+            counts[trial.status] = counts.get(trial.status, 0) + 1
+            last = flatten_dict(trial.last_result or {})
+            value = last.get(self.metric) if self.metric else None
+            if _number(value) and (best is None or _better(value, best, self.mode)):
+                best, best_trial = float(value), trial
+            if trial.status in ("TERMINATED", "ERROR"):
+                progress += 1.0
+            elif self.iterations:
+                progress += min(1.0, last.get("training_iteration", 0) / self.iterations)
+        total = max(self._total or 0, len(trials)) or None
+        elapsed = time.monotonic() - self._start
+        remaining = None
+        if total and progress > 0:
+            remaining = elapsed * (total - progress) / progress
+        done, errored = counts["TERMINATED"], counts["ERROR"]
+        return Snapshot(
+            experiment=self.experiment,
+            done=done,
+            running=counts["RUNNING"],
+            pending=(total or len(trials)) - done - errored - counts["RUNNING"],
+            errored=errored,
+            total=total,
+            metric=self.metric,
+            best=best,
+            best_params=_params(best_trial.config, self.searched).lstrip(", ")
+            if best_trial
+            else "",
+            elapsed_s=elapsed,
+            remaining_s=remaining,
+        )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _better(value: float, best: float, mode: str | None) -> bool:
+    return value < best if mode == "min" else value > best
+
+
+def _params(config: dict[str, Any], searched: tuple[str, ...]) -> str:
+    flat = flatten(config or {})
+    shown = [f"{k}={_short(flat[k])}" for k in searched if k in flat]
+    return f", {', '.join(shown)}" if shown else ""
+
+
+def _short(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def describe(snap: Snapshot) -> str:
+    """One plain line for a snapshot."""
+    of = f"/{snap.total}" if snap.total else ""
+    parts = [
+        f"{snap.done}{of} done, {snap.running} running, {snap.pending} pending, "
+        f"{snap.errored} errored"
+    ]
+    if snap.best is not None:
+        parts.append(f"best {snap.metric} = {snap.best:.6g} ({snap.best_params})")
+    parts.append(f"{_clock(snap.elapsed_s)} elapsed")
+    if snap.remaining_s is not None and snap.done + snap.errored < (snap.total or 0):
+        parts.append(f"~{_clock(snap.remaining_s)} left")
+    return "; ".join(parts)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+@dataclass
+class View:
+    """The driver's view: a live table on a terminal, else one plain line per finished trial."""
+
+    live: bool
+    console: Any = None  # rich Console of the live view (default: stdout)
+    snapshots: dict[str, Snapshot] = field(default_factory=dict)
+    _live: Any = None
+
+    @classmethod
+    def for_stdout(cls) -> View:
+        return cls(live=sys.stdout.isatty())
+
+    def __enter__(self) -> View:
+        if self.live:
+            from rich.live import Live
+
+            self._live = Live(
+                self._render(), console=self.console, refresh_per_second=4, transient=False
+            )
+            self._live.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+            self._live.stop()
+            self._live = None
+
+    def snapshot(self, snap: Snapshot) -> None:
+        self.snapshots[snap.experiment] = snap
+        if self._live is not None:
+            self._live.update(self._render())
+
+    def line(self, text: str) -> None:
+        if self._live is not None:
+            if "failed" in text:  # finished trials show in the table; failures stay visible
+                self._live.console.print(text, highlight=False, markup=False)
+            return
+        print(text, flush=True)
+
+    def _render(self) -> Any:
+        from rich.table import Table
+
+        table = Table(box=None, show_header=False, pad_edge=False)
+        table.add_column(style="bold")
+        table.add_column()
+        for name, snap in self.snapshots.items():
+            table.add_row(name, describe(snap))
+        if not self.snapshots:
+            table.add_row("starting", "")
+        return table
+
+
+@dataclass
+class Relay:
+    """A sink in an experiment's task that forwards to the driver's ProgressBoard actor."""
+
+    board: Any
+
+    def snapshot(self, snap: Snapshot) -> None:
+        self.board.snapshot.remote(snap)
+
+    def line(self, text: str) -> None:
+        self.board.line.remote(text)
+
+
+class ProgressBoard:
+    """Collects snapshots and lines from experiments' tasks until the driver drains them."""
+
+    def __init__(self) -> None:
+        self.snapshots: dict[str, Snapshot] = {}
+        self.lines: list[str] = []
+
+    def snapshot(self, snap: Snapshot) -> None:
+        self.snapshots[snap.experiment] = snap
+
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+
+    def drain(self) -> tuple[list[Snapshot], list[str]]:
+        lines, self.lines = self.lines, []
+        return list(self.snapshots.values()), lines
+
+
+def pump(board: Any, view: View) -> None:
+    """Move what the board collected into the driver's view."""
+    import ray
+
+    snapshots, lines = ray.get(board.drain.remote())
+    for text in lines:
+        view.line(text)
+    for snap in snapshots:
+        view.snapshot(snap)
