@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -24,7 +25,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from tune_app.report import plan_text
 
     loaded = spec.load(args.spec)
-    plan = make_plan(loaded, storage_path=args.storage_path, smoke=args.smoke)
+    plan = make_plan(
+        loaded, cpus=_cluster_cpus(args), storage_path=args.storage_path, smoke=args.smoke
+    )
     _print_warnings(plan.warnings)
     print(plan_text(plan))
     return EXIT_OK
@@ -35,7 +38,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tune_app.plan import make_plan
 
     loaded = spec.load(args.spec)
-    plan = make_plan(loaded, storage_path=args.storage_path, smoke=args.smoke)
+    plan = make_plan(
+        loaded, cpus=_cluster_cpus(args), storage_path=args.storage_path, smoke=args.smoke
+    )
     _print_warnings(plan.warnings)
 
     from tune_app import runner
@@ -45,10 +50,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _finish(plan, runner.run(plan, opts), args)
 
 
+def _cluster_cpus(args: argparse.Namespace) -> float | None:
+    """On a cluster, trial sizes are checked against the cluster once joined, not this machine."""
+    from tune_app.cluster import cluster_address
+
+    return math.inf if cluster_address(args.address) else None
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     from tune_app.resume import resume_plan
 
-    plan, _ = resume_plan(Path(args.dir), force=args.force)
+    plan, _ = resume_plan(Path(args.dir), force=args.force, cpus=_cluster_cpus(args))
     _print_warnings(plan.warnings)
 
     from tune_app import runner

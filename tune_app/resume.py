@@ -17,7 +17,9 @@ from tune_app.layout import RUN_FILE, SPEC_FILE, find_runs
 from tune_app.plan import Plan, make_plan
 
 
-def resume_plan(folder: Path, *, force: bool = False) -> tuple[Plan, list[str]]:
+def resume_plan(
+    folder: Path, *, force: bool = False, cpus: float | None = None
+) -> tuple[Plan, list[str]]:
     """The plan continuing the runs in `folder`, and warnings (a forced spec change)."""
     runs = find_runs(folder)
     infos = [_run_info(r) for r in runs]
@@ -51,7 +53,7 @@ def resume_plan(folder: Path, *, force: bool = False) -> tuple[Plan, list[str]]:
     loaded = spec.loads(as_run, spec_file)
     smoke = bool(infos[0].get("smoke"))
     root = runs[0].parent.parent if smoke else runs[0].parent
-    plan = make_plan(loaded, storage_path=str(root), smoke=smoke)
+    plan = make_plan(loaded, cpus=cpus, storage_path=str(root), smoke=smoke)
     wanted = {r.resolve() for r in runs}
     kept = tuple(ep for ep in plan.experiments if ep.storage_dir.resolve() in wanted)
     if len(kept) != len(runs):

@@ -24,6 +24,7 @@ from ray.tune.search import BasicVariantGenerator
 from ray.tune.utils import flatten_dict
 
 from tune_app import failures, progress
+from tune_app.cluster import cluster_address, runtime_env
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.layout import RESULTS_FILE, SUMMARY_FILE, saved_trials, write_json
 from tune_app.logs import JsonlResults, mark_finished_trials, write_run_files
@@ -494,18 +495,13 @@ def _unfinished(folder: Path) -> bool:
 
 
 def _init_ray(plan: Plan, opts: RunOptions) -> None:
-    folders = {p for ep in plan.experiments for p in ep.trainable.search_path}
-    env = {}
-    if folders:
-        existing = os.environ.get("PYTHONPATH", "")
-        env["PYTHONPATH"] = os.pathsep.join([*sorted(folders), *filter(None, [existing])])
-    address = opts.address or os.environ.get("RAY_ADDRESS")
+    address = cluster_address(opts.address)
     kwargs: dict[str, Any] = dict(
         include_dashboard=False,
         logging_level=logging.WARNING if opts.verbosity >= 2 else logging.ERROR,
         # Workers' own output (trainables' prints, RLlib's warnings) only with -v.
         log_to_driver=opts.verbosity >= 2,
-        runtime_env={"env_vars": env} if env else None,
+        runtime_env=runtime_env(plan, on_cluster=address is not None),
     )
     if address:
         ray.init(address=address, **kwargs)
