@@ -18,7 +18,7 @@ def ray_session():
     import ray
 
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 

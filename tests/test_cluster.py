@@ -118,6 +118,10 @@ def cluster(tmp_path_factory):
         yield address
     finally:
         _stop(procs)
+        # `ray start` leaves the address for later `ray.init()` calls to join; the cluster is gone.
+        current = Path("/tmp/ray/ray_current_cluster")
+        if current.exists() and current.read_text().strip() == address:
+            current.unlink()
 
 
 def _wait_for_nodes(address, count, procs, logs, timeout=90):

@@ -112,18 +112,18 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
         table.add_row(
             t.trial_id,
             status,
-            *(_cell(t.params.get(p)) for p in exp.searched),
+            *(cell(t.params.get(p)) for p in exp.searched),
             str(t.iterations),
-            _cell(t.best),
-            _cell(t.last),
+            cell(t.best),
+            cell(t.last),
         )
     lines = []
     if top is not None and len(ranked) > top:
         lines.append(f"(the best {top} of {len(ranked)} trials)")
     best = exp.best_trial
     if best is not None:
-        shown = ", ".join(f"{k}={_cell(v)}" for k, v in best.params.items())
-        lines.append(f"best: {best.trial_id} {exp.metric} = {_cell(best.best)} {shown}".rstrip())
+        shown = ", ".join(f"{k}={cell(v)}" for k, v in best.params.items())
+        lines.append(f"best: {best.trial_id} {exp.metric} = {cell(best.best)} {shown}".rstrip())
     for cause, members in exp.failed_by_cause().items():
         lines.append(f"failed, {cause} ({len(members)}): {', '.join(t.trial_id for t in members)}")
         first = members[0].failure
@@ -136,7 +136,8 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     return console.file.getvalue().rstrip("\n") + "\n" + "\n".join(lines)
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
+    """A value as `analyze` shows it: floats to 6 digits, lists and mappings as JSON."""
     if value is None:
         return "-"
     if isinstance(value, float):

@@ -135,6 +135,17 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from tune_app import html_report, results
+
+    experiments = results.load(Path(args.dir))
+    out = Path(args.out or args.dir)
+    if out.is_dir():
+        out /= "report.html"
+    print(html_report.write(experiments, out, source=Path(args.dir)))
+    return EXIT_OK
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from tune_app.spec import json_schema
 
@@ -203,6 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=("table", "json", "csv"), default="table", help="default: table"
     )
     p.add_argument("--top", type=int, metavar="N", help="only the N best trials of each experiment")
+
+    p = command("report", cmd_report, "an offline HTML page of a run's plots and trials (no Ray)")
+    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
+    p.add_argument("--out", metavar="FILE", help="the page to write (default: DIR/report.html)")
 
     p = command("list", cmd_list, "list the trainables and RLlib algorithms with their knobs")
     p.add_argument("name", nargs="?", help="one trainable, or every config key of an algorithm")

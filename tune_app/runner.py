@@ -506,7 +506,7 @@ def _init_ray(plan: Plan, opts: RunOptions) -> None:
     if address:
         ray.init(address=address, **kwargs)
     else:
-        ray.init(num_cpus=int(plan.cpus), **kwargs)
+        ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
 
 
 def _check_cluster(plan: Plan) -> None:
