@@ -34,7 +34,7 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
     return jsonable(
         {
             "experiment": exp.name,
-            "folder": str(exp.folder),
+            "folder": exp.where,
             "metric": exp.metric,
             "mode": exp.mode,
             "searched": exp.searched,
@@ -130,7 +130,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
         if first is not None and first.message:
             lines.append(f"  {first.message.splitlines()[0]}")
     lines += [f"skipped: {p}" for p in exp.problems]
-    lines.append(f"folder: {exp.folder}")
+    lines.append(f"folder: {exp.where}")
     console = Console(file=io.StringIO(), width=120, color_system=None, force_terminal=False)
     console.print(table)
     return console.file.getvalue().rstrip("\n") + "\n" + "\n".join(lines)

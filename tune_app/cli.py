@@ -25,9 +25,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from tune_app.report import plan_text
 
     loaded = spec.load(args.spec)
-    plan = make_plan(
-        loaded, cpus=_cluster_cpus(args), storage_path=args.storage_path, smoke=args.smoke
-    )
+    plan = make_plan(loaded, storage_path=args.storage_path, smoke=args.smoke)
     _print_warnings(plan.warnings)
     print(plan_text(plan))
     return EXIT_OK
@@ -60,7 +58,7 @@ def _cluster_cpus(args: argparse.Namespace) -> float | None:
 def cmd_resume(args: argparse.Namespace) -> int:
     from tune_app.resume import resume_plan
 
-    plan, _ = resume_plan(Path(args.dir), force=args.force, cpus=_cluster_cpus(args))
+    plan, _ = resume_plan(args.dir, force=args.force, cpus=_cluster_cpus(args))
     _print_warnings(plan.warnings)
 
     from tune_app import runner
@@ -87,11 +85,11 @@ def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:
     print_summaries(plan, summaries)
     print_outcomes(outcomes)
     for ep, summary in zip(plan.experiments, summaries, strict=True):
-        if summary.missing:
+        if summary.missing and not summary.interrupted:  # stopped early, keys may yet come
             raise runner.missing_keys_error(ep, summary).with_file(str(plan.spec.file))
     stopped = [ep for ep, s in zip(plan.experiments, summaries, strict=True) if s.interrupted]
     if stopped:
-        folders = " ".join(str(ep.storage_dir) for ep in stopped)
+        folders = " ".join(ep.location for ep in stopped)
         print(
             f"interrupted; the state is saved. Continue with: tune_app resume {folders}",
             file=sys.stderr,
@@ -131,18 +129,20 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if args.top is not None and args.top < 1:
         raise TuneAppError(f"--top must be at least 1, got {args.top}")
-    print(analyze.render(results.load(Path(args.dir)), args.format, args.top))
+    print(analyze.render(results.load(args.dir), args.format, args.top))
     return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from tune_app import html_report, results
+    from tune_app.storage import is_uri
 
-    experiments = results.load(Path(args.dir))
-    out = Path(args.out or args.dir)
+    experiments = results.load(args.dir)
+    # Beside the results, or here when they are on cloud storage.
+    out = Path(args.out or ("." if is_uri(args.dir) else args.dir))
     if out.is_dir():
         out /= "report.html"
-    print(html_report.write(experiments, out, source=Path(args.dir)))
+    print(html_report.write(experiments, out, source=str(args.dir)))
     return EXIT_OK
 
 

@@ -55,7 +55,7 @@ nav a { margin-right: 14px; }
 """
 
 
-def write(experiments: list[ExperimentResults], out: Path, source: Path) -> Path:
+def write(experiments: list[ExperimentResults], out: Path, source: str) -> Path:
     """Write the page for `experiments` (read from `source`) to `out`, its PNGs beside it."""
     out.parent.mkdir(parents=True, exist_ok=True)
     images = out.with_name(f"{out.stem}_files")
@@ -96,7 +96,7 @@ def _figures(exp: ExperimentResults) -> dict[str, tuple[str, bytes]]:
     return {f"{prefix}-{key}.png": (cap, png) for key, (cap, png) in drawn.items() if png}
 
 
-def _page(source: Path, experiments: list[ExperimentResults], sections: list[str]) -> str:
+def _page(source: str, experiments: list[ExperimentResults], sections: list[str]) -> str:
     nav = ""
     if len(experiments) > 1:
         links = (f'<a href="#{_anchor(e)}">{escape(e.name)}</a>' for e in experiments)
@@ -107,12 +107,12 @@ def _page(source: Path, experiments: list[ExperimentResults], sections: list[str
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>tune_app report: {escape(source.name or str(source))}</title>
+<title>tune_app report: {escape(source.rstrip("/").rsplit("/", 1)[-1] or source)}</title>
 <style>{_CSS}</style>
 </head>
 <body>
 <h1>tune_app report</h1>
-<p class="meta"><code>{escape(str(source))}</code> · {len(experiments)} experiment(s) ·
+<p class="meta"><code>{escape(source)}</code> · {len(experiments)} experiment(s) ·
 generated {escape(generated)}</p>
 {nav}
 {"".join(sections)}
@@ -145,7 +145,7 @@ def _section(exp: ExperimentResults, figures: dict[str, tuple[str, bytes]], fold
     if exp.metric is None:
         parts.append('<p class="note warn">No metric is known (run.json is lost?): no plots.</p>')
     parts.append("<h3>Trials, best first</h3>" + _trials_table(exp))
-    parts.append(f'<p class="meta">folder: <code>{escape(str(exp.folder))}</code></p></section>')
+    parts.append(f'<p class="meta">folder: <code>{escape(exp.where)}</code></p></section>')
     return "\n".join(p for p in parts if p)
 
 
@@ -171,7 +171,7 @@ def _problems(exp: ExperimentResults) -> str:
         notes.append(
             '<p class="note warn">This run did not finish (interrupted, killed or still '
             "running): the page shows what its files hold so far. "
-            f"<code>tune_app resume {escape(str(exp.folder))}</code> continues it.</p>"
+            f"<code>tune_app resume {escape(exp.where)}</code> continues it.</p>"
         )
     if exp.problems:
         items = "".join(f"<li><code>{escape(p)}</code></li>" for p in exp.problems)

@@ -33,8 +33,18 @@ if TYPE_CHECKING:
 
 PACKAGES = ("tune_app", "ray", "torch", "gymnasium", "hyperopt", "tensorboard", "numpy", "pydantic")
 
+MIRROR_PERIOD_S = 5.0  # how often the app's files are copied to cloud storage during a run
+
 # Result keys that repeat on every row without saying anything about the trial's progress.
 _DROPPED = ("config", "hostname", "node_ip", "date", "done", "should_checkpoint")
+
+
+_RELOCATED: dict[str, tuple[Path, str | None]] = {}
+
+
+def relocate(experiment: str, folder: Path, uri: str | None) -> None:
+    """Where experiment `experiment`'s files are in this process: its folder and cloud URI."""
+    _RELOCATED[experiment] = (Path(folder), uri)
 
 
 class JsonlResults(Callback):
@@ -45,11 +55,26 @@ class JsonlResults(Callback):
     already logged has its rows from that iteration on replaced, so no iteration appears twice.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Path, experiment: str = "", mirror_to: str | None = None) -> None:
+        self._path = Path(path)
+        self._experiment = experiment or self._path.parent.name
+        self._mirror_to = mirror_to  # a cloud URI the folder's app files are copied to
+        self._mirrored = 0.0
         self._seen: set[str] = set()
         self._file: Any = None
         self._logged: dict[str, int] = {}  # trial id -> last iteration in the file
+
+    # Tune restores this callback from the run's pickle on resume, paths and all; a resume on
+    # another machine (or of a moved folder) says where the files are now.
+    @property
+    def path(self) -> Path:
+        folder, _ = _RELOCATED.get(self._experiment, (None, None))
+        return folder / self._path.name if folder else self._path
+
+    @property
+    def mirror_to(self) -> str | None:
+        folder, uri = _RELOCATED.get(self._experiment, (None, None))
+        return uri if folder else self._mirror_to
 
     def on_trial_result(
         self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
@@ -118,10 +143,22 @@ class JsonlResults(Callback):
         with (self.path.parent / FINISHED_FILE).open("a", encoding="utf-8") as f:
             f.write(json.dumps(jsonable(entry), allow_nan=False) + "\n")
 
+    def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
+        if self.mirror_to and time.monotonic() - self._mirrored >= MIRROR_PERIOD_S:
+            self._mirror()
+
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+        if self.mirror_to:
+            self._mirror()
+
+    def _mirror(self) -> None:
+        from tune_app import storage
+
+        self._mirrored = time.monotonic()
+        storage.push(self.path.parent, str(self.mirror_to))
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config for resume; an open file cannot travel.

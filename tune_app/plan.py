@@ -25,6 +25,7 @@ from tune_app.spec import (
     Mode,
     Spec,
 )
+from tune_app.storage import is_uri, staging_dir
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,21 @@ class ExperimentPlan:
     trials_exact: bool  # False for model-based searchers, which may stop early
     bundles: tuple[dict[str, float], ...]  # the trial's placement group, head bundle first
     iterations: int | None  # bound on the iterations of all trials, when `stop` gives one
-    storage_dir: Path
+    storage_dir: Path  # the app's files; for cloud storage, the local staging folder
     searched: tuple[str, ...]  # config paths of the searched parameters
+    storage_uri: str | None = None  # the experiment's folder on cloud storage, if there
+
+    @property
+    def location(self) -> str:
+        """Where the results are, as a user names it (a folder or a URI)."""
+        return self.storage_uri or str(self.storage_dir)
+
+    @property
+    def storage_root(self) -> str:
+        """Tune's storage_path: the folder (or URI) holding the experiment's folder."""
+        return (
+            self.storage_uri.rsplit("/", 1)[0] if self.storage_uri else str(self.storage_dir.parent)
+        )
 
     @property
     def name(self) -> str:
@@ -125,7 +139,11 @@ def _plan_experiment(
             suggestion=hint,
         )
     trials = grid_size(exp.config) * exp.num_samples
-    root = Path(storage or exp.storage_path).expanduser() / ("smoke" if smoke else "")
+    where = storage or exp.storage_path
+    uri = None
+    if is_uri(where):
+        uri = f"{where.rstrip('/')}{'/smoke' if smoke else ''}/{exp.name}"
+    root = Path(where).expanduser() / ("smoke" if smoke else "")
     return ExperimentPlan(
         experiment=exp,
         trainable=ref,
@@ -136,7 +154,12 @@ def _plan_experiment(
         trials_exact=not isinstance(exp.search, HyperOptSearch),
         bundles=bundles,
         iterations=_iteration_bound(exp, trials),
-        storage_dir=(root if root.is_absolute() else Path.cwd() / root) / exp.name,
+        storage_dir=(
+            staging_dir(uri)
+            if uri
+            else (root if root.is_absolute() else Path.cwd() / root) / exp.name
+        ),
+        storage_uri=uri,
         searched=tuple(searched_paths(exp.config)),
     )
 

@@ -109,7 +109,7 @@ def plan_text(plan: Plan) -> str:
             ),
             ("iterations", f"at most {ep.iterations} in all" if ep.iterations else "not bounded"),
             ("expect", _expectations(exp)),
-            ("results", str(ep.storage_dir)),
+            ("results", ep.location),
         ]
         lines.append(f"\n{exp.name}")
         lines += [f"  {k:<11}{v}" for k, v in rows]
@@ -139,7 +139,7 @@ def print_summaries(plan: Plan, summaries: list[Summary]) -> None:
         )
     console.print(table)
     for ep, s in zip(plan.experiments, summaries, strict=True):
-        console.print(f"results: {ep.storage_dir}", highlight=False)
+        console.print(f"results: {ep.location}", highlight=False)
         for line in failures_text(s.trials).splitlines():
             console.print(line, highlight=False, markup=False)
 

@@ -22,9 +22,9 @@ from tune_app.layout import (
     RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
-    find_runs,
     saved_trials,
 )
+from tune_app.storage import open_runs
 
 FINISHED = "TERMINATED"
 ERRORED = "ERROR"
@@ -65,6 +65,11 @@ class ExperimentResults:
     history: dict[str, list[dict[str, float]]]  # trial id -> its results, numbers only, flat
     problems: list[str] = field(default_factory=list)
     finished: bool = False  # the run ended on its own (not interrupted, not killed)
+    location: str = ""  # where the run is, as the user names it: a folder or a cloud URI
+
+    @property
+    def where(self) -> str:
+        return self.location or str(self.folder)
 
     def ranked(self) -> list[TrialRecord]:
         """Trials best first by their best metric; trials without one last."""
@@ -94,16 +99,17 @@ class ExperimentResults:
         return found
 
 
-def load(folder: Path) -> list[ExperimentResults]:
+def load(folder: str | Path) -> list[ExperimentResults]:
     """Every experiment in `folder` (an experiment folder, or a storage folder holding several).
 
     Raises SpecError when `folder` holds no run.
     """
-    return [read_experiment(run) for run in find_runs(Path(folder))]
+    return [read_experiment(run.local, run.location) for run in open_runs(folder)]
 
 
-def read_experiment(folder: Path) -> ExperimentResults:
-    """One experiment folder, read as far as its files allow."""
+def read_experiment(folder: Path, location: str | None = None) -> ExperimentResults:
+    """One experiment folder, read as far as its files allow; `location` names it (a cloud
+    URI whose files were pulled into `folder`)."""
     problems: list[str] = []
     info = _read_json(folder / RUN_FILE, problems) or {}
     summary = None
@@ -182,6 +188,7 @@ def read_experiment(folder: Path) -> ExperimentResults:
         history=history,
         problems=problems,
         finished=summary is not None and not interrupted,
+        location=location or str(folder),
     )
 
 

@@ -13,15 +13,18 @@ from pathlib import Path
 
 from tune_app import spec
 from tune_app.errors import SpecError
-from tune_app.layout import RUN_FILE, SPEC_FILE, find_runs
+from tune_app.layout import RUN_FILE, SPEC_FILE
 from tune_app.plan import Plan, make_plan
+from tune_app.storage import is_uri, open_runs
 
 
 def resume_plan(
-    folder: Path, *, force: bool = False, cpus: float | None = None
+    folder: str | Path, *, force: bool = False, cpus: float | None = None
 ) -> tuple[Plan, list[str]]:
-    """The plan continuing the runs in `folder`, and warnings (a forced spec change)."""
-    runs = find_runs(folder)
+    """The plan continuing the runs in `folder` (a path or a cloud URI), and warnings (a forced
+    spec change)."""
+    found = open_runs(folder)
+    runs = [r.local for r in found]
     infos = [_run_info(r) for r in runs]
     spec_files = {info["spec_file"] for info in infos}
     if len(spec_files) != 1:
@@ -52,12 +55,14 @@ def resume_plan(
         warnings.append(f"{spec_file} changed since the run; resuming the spec as it was run")
     loaded = spec.loads(as_run, spec_file)
     smoke = bool(infos[0].get("smoke"))
-    root = runs[0].parent.parent if smoke else runs[0].parent
-    plan = make_plan(loaded, cpus=cpus, storage_path=str(root), smoke=smoke)
-    wanted = {r.resolve() for r in runs}
-    kept = tuple(ep for ep in plan.experiments if ep.storage_dir.resolve() in wanted)
+    root = found[0].parent
+    if smoke:
+        root = root.rsplit("/", 1)[0] if found[0].uri else str(Path(root).parent)
+    plan = make_plan(loaded, cpus=cpus, storage_path=root, smoke=smoke)
+    wanted = {_same(r.location) for r in found}
+    kept = tuple(ep for ep in plan.experiments if _same(ep.location) in wanted)
     if len(kept) != len(runs):
-        names = sorted({r.name for r in runs} - {ep.name for ep in kept})
+        names = sorted({r.location.rsplit("/", 1)[-1] for r in found} - {ep.name for ep in kept})
         raise SpecError(f"the spec as run has no experiment {', '.join(names)}")
     plan = Plan(
         spec=plan.spec,
@@ -67,6 +72,11 @@ def resume_plan(
         smoke=smoke,
     )
     return plan, warnings
+
+
+def _same(location: str) -> str:
+    """A location in one spelling, so a folder and its resolved path compare equal."""
+    return location.rstrip("/") if is_uri(location) else str(Path(location).resolve())
 
 
 def _run_info(folder: Path) -> dict:

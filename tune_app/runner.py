@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import re
+import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -23,11 +24,11 @@ from ray.tune import schedulers
 from ray.tune.search import BasicVariantGenerator
 from ray.tune.utils import flatten_dict
 
-from tune_app import failures, progress
+from tune_app import failures, progress, storage
 from tune_app.cluster import cluster_address, runtime_env
 from tune_app.errors import SpecError, did_you_mean
-from tune_app.layout import RESULTS_FILE, SUMMARY_FILE, saved_trials, write_json
-from tune_app.logs import JsonlResults, mark_finished_trials, write_run_files
+from tune_app.layout import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, saved_trials, write_json
+from tune_app.logs import JsonlResults, mark_finished_trials, relocate, write_run_files
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.rllib import RESULT_GROUPS, to_rllib
 from tune_app.space import to_tune
@@ -171,8 +172,12 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     # Tune's console output: its full tables with -v, else nothing (our view shows progress).
     os.environ["RAY_AIR_NEW_OUTPUT"] = "1" if opts.verbosity >= 2 else "0"
     if not opts.resume:
+        if ep.storage_uri:  # a staging folder: whatever an older run left there is stale
+            shutil.rmtree(ep.storage_dir, ignore_errors=True)
         ep.storage_dir.mkdir(parents=True, exist_ok=False)
         write_run_files(ep, plan, list(opts.command))
+        if ep.storage_uri:
+            storage.push(ep.storage_dir, ep.storage_uri)
     is_rllib = ep.trainable.kind == "rllib"
     if is_rllib:
         # RLlib sizes each trial's placement group from its config (default_resource_request).
@@ -187,19 +192,30 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     if opts.resume:
         # Tune's saved state: finished trials stay, unfinished ones restart from their last
         # checkpoint, the searcher's history is restored; callbacks and stopper come back too.
-        mark_finished_trials(ep.storage_dir)
+        relocate(ep.name, ep.storage_dir, ep.storage_uri)
+        _mark_finished(ep)
         tuner = tune.Tuner.restore(
-            str(ep.storage_dir), trainable=trainable, param_space=param_space(ep, loaded.env)
+            ep.location, trainable=trainable, param_space=param_space(ep, loaded.env)
         )
     else:
         tuner = _tuner(ep, trainable, loaded, opts)
     grid = tuner.fit()
     # Tune's final save can keep a stale status: a paused trial that a scheduler stops without a
     # live actor is never re-saved (HyperBand does this). The journal knows how each trial ended.
-    mark_finished_trials(ep.storage_dir)
+    _mark_finished(ep)
     summary = summarize(ep, grid, time.monotonic() - began)
     write_json(ep.storage_dir / SUMMARY_FILE, summary_dict(summary))
+    if ep.storage_uri:
+        storage.push(ep.storage_dir, ep.storage_uri)
     return summary
+
+
+def _mark_finished(ep: ExperimentPlan) -> None:
+    """Patch Tune's saved state with the journal of ended trials, wherever the state lives."""
+    if ep.storage_uri:
+        storage.pull_state(ep.storage_uri, ep.storage_dir)
+    if mark_finished_trials(ep.storage_dir) and ep.storage_uri:
+        storage.push_state(ep.storage_dir, ep.storage_uri)
 
 
 def _tuner(ep: ExperimentPlan, trainable: Any, loaded: Loaded, opts: RunOptions) -> tune.Tuner:
@@ -224,7 +240,7 @@ def _tuner(ep: ExperimentPlan, trainable: Any, loaded: Loaded, opts: RunOptions)
         ),
         run_config=tune.RunConfig(
             name=exp.name,
-            storage_path=str(ep.storage_dir.parent),
+            storage_path=ep.storage_root,
             stop=stopper,
             callbacks=_callbacks(ep, opts),
             failure_config=tune.FailureConfig(max_failures=exp.max_failures),
@@ -470,6 +486,15 @@ def _non_finite(value: Any) -> bool:
 
 def _refuse_existing(plan: Plan) -> None:
     for ep in plan.experiments:
+        if ep.storage_uri:
+            if storage.has_file(ep.storage_uri, RUN_FILE):
+                raise SpecError(
+                    f"results of an earlier run are in {ep.storage_uri}",
+                    path=f"{ep.experiment.key_path}.storage_path",
+                    suggestion=f"continue it with: tune_app resume {ep.storage_uri}, or pass "
+                    "--storage-path to write elsewhere",
+                )
+            continue
         if (ep.storage_dir / "tuner.pkl").exists() and _unfinished(ep.storage_dir):
             raise SpecError(
                 f"a resumable run of experiment '{ep.name}' is in {ep.storage_dir}",

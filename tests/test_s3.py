@@ -1,0 +1,177 @@
+"""Results on S3: against a local S3-compatible server (moto's server mode on 127.0.0.1), a search
+writes its trials, checkpoints and the app's files to `s3://`, `analyze` reads them back, and a
+killed driver's search resumes from the bucket on a machine with none of the local files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_cluster import TRAINABLE
+
+BUCKET = "results"
+SPEC = """
+metric: score
+mode: max
+experiments:
+  e:
+    run: nodes:train
+    config:
+      x: {{grid_search: [1, 2]}}
+      steps: {steps}
+      sleep: {sleep}
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A moto S3 server on 127.0.0.1 with one bucket; yields the environment that points at it."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+    }
+    server = subprocess.Popen(
+        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "no S3 server"
+                time.sleep(0.2)
+        _boto(env).create_bucket(Bucket=BUCKET)
+        yield env
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def _boto(env):
+    import boto3
+
+    return boto3.client(
+        "s3",
+        endpoint_url=env["AWS_ENDPOINT_URL"],
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_DEFAULT_REGION"],
+    )
+
+
+def _keys(env, prefix):
+    found = _boto(env).list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    return {o["Key"][len(prefix) :] for o in found}
+
+
+def _read(env, key):
+    return _boto(env).get_object(Bucket=BUCKET, Key=key)["Body"].read().decode()
+
+
+def _tune_app(env, staging, *args, cwd):
+    return subprocess.Popen(
+        [sys.executable, "-m", "tune_app", *map(str, args), "-q"],
+        cwd=cwd,
+        env={**env, "TUNE_APP_STAGING": str(staging)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+@pytest.fixture
+def spec_dir(tmp_path):
+    (tmp_path / "nodes.py").write_text(TRAINABLE)
+    (tmp_path / "helper.py").write_text("def scale(x, step):\n    return x * step\n")
+    return tmp_path
+
+
+def test_a_search_writes_to_s3_and_is_read_back_from_it(s3, spec_dir, tmp_path, monkeypatch):
+    spec = spec_dir / "spec.yaml"
+    spec.write_text(SPEC.format(steps=3, sleep=0.05))
+    uri = f"s3://{BUCKET}/first"
+    run = _tune_app(s3, tmp_path / "staging", "run", spec, "--storage-path", uri, cwd=spec_dir)
+    _, err = run.communicate(timeout=180)
+    assert run.returncode == 0, err
+
+    keys = _keys(s3, "first/e/")
+    assert {"run.json", "spec.yaml", "results.jsonl", "finished.jsonl", "summary.json"} <= keys
+    assert any(k.startswith("experiment_state-") for k in keys)
+    checkpoints = [k for k in keys if "/checkpoint_" in k and k.endswith("step.json")]
+    assert len(checkpoints) == 6  # 2 trials x 3 steps, written by the workers themselves
+    assert json.loads(_read(s3, "first/e/summary.json"))["counts"] == {"TERMINATED": 2}
+
+    # Read back from the bucket alone, in a fresh staging folder.
+    for key, value in s3.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("TUNE_APP_STAGING", str(tmp_path / "elsewhere"))
+    from tune_app.cli import main
+
+    analyzed = subprocess.run(
+        [sys.executable, "-m", "tune_app", "analyze", uri, "--format", "json"],
+        env={**s3, "TUNE_APP_STAGING": str(tmp_path / "elsewhere")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert analyzed.returncode == 0, analyzed.stderr
+    (read,) = json.loads(analyzed.stdout)
+    assert read["folder"] == f"{uri}/e" and read["best"]["params"] == {"x": 2}
+    assert [t["iterations"] for t in read["trials"]] == [3, 3]
+
+    again = _tune_app(s3, tmp_path / "staging", "run", spec, "--storage-path", uri, cwd=spec_dir)
+    _, err = again.communicate(timeout=120)
+    assert again.returncode == 2 and f"results of an earlier run are in {uri}/e" in err
+    assert main(["analyze", f"s3://{BUCKET}/nothing"]) == 2
+
+
+def test_a_killed_driver_resumes_from_s3_on_another_machine(s3, spec_dir, tmp_path):
+    spec = spec_dir / "spec.yaml"
+    spec.write_text(SPEC.format(steps=10, sleep=0.4))
+    uri = f"s3://{BUCKET}/killed"
+    run = _tune_app(s3, tmp_path / "one", "run", spec, "--storage-path", uri, cwd=spec_dir)
+    deadline = time.monotonic() + 120
+    while True:  # until the mirrored results show both trials well on
+        assert time.monotonic() < deadline and run.poll() is None, run.communicate()
+        if "results.jsonl" in _keys(s3, "killed/e/"):
+            rows = [json.loads(x) for x in _read(s3, "killed/e/results.jsonl").splitlines()]
+            if len(rows) >= 8:
+                break
+        time.sleep(0.5)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+
+    # Another machine: none of the first one's local files, only the bucket.
+    resumed = _tune_app(s3, tmp_path / "two", "resume", f"{uri}/e", cwd=spec_dir)
+    _, err = resumed.communicate(timeout=180)
+    assert resumed.returncode == 0, err
+    steps: dict[str, list[int]] = {}
+    for line in _read(s3, "killed/e/results.jsonl").splitlines():
+        row = json.loads(line)
+        steps.setdefault(row["trial_id"], []).append(row["training_iteration"])
+    assert len(steps) == 2 and all(s == list(range(1, 11)) for s in steps.values()), steps
+    assert json.loads(_read(s3, "killed/e/summary.json"))["counts"] == {"TERMINATED": 2}

@@ -1,0 +1,154 @@
+"""Results on cloud storage (`s3://bucket/prefix`, any URI pyarrow opens).
+
+Tune writes trial folders, checkpoints and its experiment state to the URI itself. The app's own
+files (run.json, spec.yaml, results.jsonl, finished.jsonl, summary.json) are written in a local
+staging folder and mirrored to the URI every few seconds and at the end; `resume`, `analyze` and
+`report` pull them back. Credentials and endpoint come from the usual environment variables
+(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tune_app import layout
+from tune_app.errors import SpecError
+from tune_app.layout import (
+    FINISHED_FILE,
+    RESULTS_FILE,
+    RUN_FILE,
+    SPEC_FILE,
+    SUMMARY_FILE,
+)
+
+APP_FILES = (RUN_FILE, SPEC_FILE, RESULTS_FILE, FINISHED_FILE, SUMMARY_FILE)
+STAGING = "~/.cache/tune_app/staging"  # TUNE_APP_STAGING overrides
+
+
+def is_uri(path: str | Path) -> bool:
+    """A cloud URI (scheme://...), not a local path."""
+    text = str(path)
+    return "://" in text and not text.startswith("file://")
+
+
+def staging_dir(uri: str) -> Path:
+    """The local folder holding the app's files of the experiment at `uri`."""
+    root = Path(os.environ.get("TUNE_APP_STAGING", STAGING)).expanduser()
+    digest = hashlib.sha1(uri.encode()).hexdigest()[:12]
+    return root / f"{uri.rstrip('/').rsplit('/', 1)[-1]}-{digest}"
+
+
+def _fs(uri: str) -> tuple[Any, str]:
+    import pyarrow.fs
+
+    try:
+        return pyarrow.fs.FileSystem.from_uri(uri.rstrip("/"))
+    except (pyarrow.ArrowInvalid, OSError) as err:
+        raise SpecError(f"cannot open storage {uri}: {err}") from None
+
+
+def has_file(uri: str, name: str) -> bool:
+    import pyarrow.fs
+
+    fs, path = _fs(uri)
+    return fs.get_file_info(f"{path}/{name}").type == pyarrow.fs.FileType.File
+
+
+def find_runs(uri: str) -> list[str]:
+    """`uri` itself if it holds a run, else the runs one level below it."""
+    import pyarrow.fs
+
+    if has_file(uri, RUN_FILE):
+        return [uri.rstrip("/")]
+    fs, path = _fs(uri)
+    try:
+        entries = fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True))
+    except OSError as err:
+        raise SpecError(f"cannot list {uri}: {err}") from None
+    children = [
+        f"{uri.rstrip('/')}/{e.base_name}"
+        for e in entries
+        if e.type == pyarrow.fs.FileType.Directory
+    ]
+    found = sorted(child for child in children if has_file(child, RUN_FILE))
+    if not found:
+        raise SpecError(
+            f"{uri} holds no tune_app run (no {RUN_FILE} in it or one level below)",
+            suggestion="give an experiment folder, e.g. s3://bucket/prefix/<experiment>",
+        )
+    return found
+
+
+def push(local: Path, uri: str, names: tuple[str, ...] = APP_FILES) -> None:
+    """Upload the app's files (those that exist) from `local` to `uri`."""
+    fs, path = _fs(uri)
+    fs.create_dir(path, recursive=True)
+    for name in names:
+        source = local / name
+        if source.is_file():
+            with fs.open_output_stream(f"{path}/{name}") as out:
+                out.write(source.read_bytes())
+
+
+def push_state(local: Path, uri: str) -> None:
+    """Upload Tune's experiment state files, after the app patched them."""
+    push(local, uri, tuple(p.name for p in local.glob("experiment_state-*.json")))
+
+
+def pull(uri: str, local: Path) -> Path:
+    """Download the top-level files of the experiment at `uri` (the app's and Tune's state, not
+    the trial folders) into `local`, replacing what was there; returns `local`."""
+    import pyarrow.fs
+
+    fs, path = _fs(uri)
+    shutil.rmtree(local, ignore_errors=True)
+    local.mkdir(parents=True)
+    for entry in fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True)):
+        if entry.type == pyarrow.fs.FileType.File:
+            with fs.open_input_stream(entry.path) as f:
+                (local / entry.base_name).write_bytes(f.read())
+    return local
+
+
+def pull_state(uri: str, local: Path) -> None:
+    """Download Tune's experiment state files into `local` (to read trial statuses)."""
+    import pyarrow.fs
+
+    fs, path = _fs(uri)
+    for p in local.glob("experiment_state-*.json"):
+        p.unlink()
+    for entry in fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True)):
+        if entry.base_name.startswith("experiment_state-") and entry.base_name.endswith(".json"):
+            with fs.open_input_stream(entry.path) as f:
+                (local / entry.base_name).write_bytes(f.read())
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """An experiment folder a run wrote: local, or on cloud storage with a local copy of the
+    app's files and Tune's state."""
+
+    local: Path
+    uri: str | None = None
+
+    @property
+    def location(self) -> str:
+        return self.uri or str(self.local)
+
+    @property
+    def parent(self) -> str:
+        """The folder (or URI) that holds it."""
+        return self.uri.rsplit("/", 1)[0] if self.uri else str(self.local.parent)
+
+
+def open_runs(where: str | Path) -> list[RunFolder]:
+    """The runs in `where` (an experiment folder or one holding several; a path or a URI),
+    with cloud ones pulled into their staging folders."""
+    if is_uri(where):
+        return [RunFolder(pull(uri, staging_dir(uri)), uri) for uri in find_runs(str(where))]
+    return [RunFolder(p) for p in layout.find_runs(Path(where))]
