@@ -153,6 +153,13 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_tensorboard(args: argparse.Namespace) -> int:
+    from tune_app.board import serve
+
+    serve(Path(args.dir), host=args.host, port=args.port)  # until Ctrl-C
+    return EXIT_OK
+
+
 def _print_warnings(warnings: Sequence[str]) -> None:
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -218,6 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("report", cmd_report, "an offline HTML page of a run's plots and trials (no Ray)")
     p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
     p.add_argument("--out", metavar="FILE", help="the page to write (default: DIR/report.html)")
+
+    p = command("tensorboard", cmd_tensorboard, "serve TensorBoard on a run: scalars and HParams")
+    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port to bind (default: 0, a free one)")
 
     p = command("list", cmd_list, "list the trainables and RLlib algorithms with their knobs")
     p.add_argument("name", nargs="?", help="one trainable, or every config key of an algorithm")

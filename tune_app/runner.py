@@ -25,6 +25,7 @@ from ray.tune.search import BasicVariantGenerator
 from ray.tune.utils import flatten_dict
 
 from tune_app import failures, progress, storage
+from tune_app.board import TrialBoard
 from tune_app.cluster import cluster_address, runtime_env
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.layout import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, saved_trials, write_json
@@ -258,7 +259,11 @@ def _tuner(ep: ExperimentPlan, trainable: Any, loaded: Loaded, opts: RunOptions)
 
 
 def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
-    callbacks: list[tune.Callback] = [JsonlResults(ep.storage_dir / RESULTS_FILE)]
+    # TrialBoard replaces Tune's default TensorBoard logger (Tune adds one only if none is given).
+    callbacks: list[tune.Callback] = [
+        JsonlResults(ep.storage_dir / RESULTS_FILE, ep.name, mirror_to=ep.storage_uri),
+        TrialBoard.for_experiment(ep),
+    ]
     callbacks.append(
         progress.ProgressCallback(
             ep.name, ep.metric, ep.mode, ep.searched, _iteration_bound(ep.experiment.stop)
