@@ -50,7 +50,7 @@ def train(config):
 SPEC = """
 experiments:
   tb:
-    run: flaky:train
+    run: board_flaky:train
     metric: mean_accuracy
     mode: max
     stop: {training_iteration: 3}
@@ -80,7 +80,7 @@ class FakeTrial:
 
 def _board(folder: Path) -> TrialBoard:
     (folder / "spec.yaml").write_text(SPEC)
-    (folder / "flaky.py").write_text(FLAKY)
+    (folder / "board_flaky.py").write_text(FLAKY)
     plan = make_plan(spec.load(folder / "spec.yaml"), storage_path=str(folder / "out"))
     return TrialBoard.for_experiment(plan.experiments[0])
 

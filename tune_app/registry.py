@@ -100,6 +100,7 @@ def import_user_module(module_name: str, search_path: tuple[str, ...], where: st
     A module found in the spec's folder or the working directory is pickled by value, so Ray
     workers that cannot import it (not installed, not on their path) still run it.
     """
+    _forget_stale(module_name, search_path)
     with _on_path(search_path):
         try:
             module = importlib.import_module(module_name)
@@ -113,6 +114,19 @@ def import_user_module(module_name: str, search_path: tuple[str, ...], where: st
 
         cloudpickle.register_pickle_by_value(module)
     return module
+
+
+def _forget_stale(module_name: str, search_path: tuple[str, ...]) -> None:
+    """Drop a module of that name imported earlier in this process from another folder (another
+    spec's), so the spec's own module is imported, not the cached one."""
+    top = module_name.split(".")[0]
+    cached = sys.modules.get(top)
+    origin = getattr(cached, "__file__", None)
+    if cached is None or origin is None or _is_local(cached, search_path):
+        return
+    if any((Path(f) / top).is_dir() or (Path(f) / f"{top}.py").is_file() for f in search_path):
+        for name in [n for n in sys.modules if n == top or n.startswith(f"{top}.")]:
+            del sys.modules[name]
 
 
 def as_tune_function(fn: Callable[..., Any]) -> Callable[..., Any]:
