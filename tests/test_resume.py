@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -145,6 +146,31 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
     for trial in read["trials"]:  # a trial still pending has no rows yet
         rows = before.get(trial["trial_id"])
         assert trial["iterations"] == (rows[-1]["training_iteration"] if rows else 0)
+    # The HTML report says so, and lists the unfinished trials.
+    page = tmp_path / "interrupted.html"
+    reported = subprocess.run(
+        [sys.executable, "-m", "tune_app", "report", tmp_path / "out", "--out", page],
+        capture_output=True,
+        text=True,
+    )
+    assert reported.returncode == 0, reported.stderr
+    html = page.read_text()
+    assert "This run did not finish" in html
+    unfinished = [t["trial_id"] for t in read["trials"] if t["status"] == "UNFINISHED"]
+    for trial_id in unfinished:
+        assert re.search(f'data-trial="{trial_id}" class="[^"]*unfinished', html), trial_id
+    # TensorBoard's HParams list the trials that started but never ended.
+    from tensorboard.plugins.hparams import metadata
+
+    from tests.test_tensorboard import _hparams
+
+    running = [t for t in unfinished if before.get(t)]
+    assert running
+    for trial_id in running:
+        (folder,) = (tmp_path / "out" / "e").glob(f"*_{trial_id}_*")
+        tags = _hparams(folder, metadata.SESSION_START_INFO_TAG)
+        assert metadata.SESSION_START_INFO_TAG in tags
+        assert metadata.SESSION_END_INFO_TAG not in tags
 
     again = _start("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
     _, err = again.communicate(timeout=60)
