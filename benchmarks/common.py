@@ -1,0 +1,120 @@
+"""What every benchmark shares: a figure (a ratio of two things measured side by side, with its
+target), running a command while measuring its wall time and peak memory, and the table."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measured ratio: `value` = numerator / denominator, both measured in this run."""
+
+    benchmark: str
+    name: str
+    value: float
+    target: str  # e.g. "<= 1.15"; "" when the figure is reported without a target
+    numerator: str  # what was measured, with its value and unit
+    denominator: str
+    note: str = ""
+
+    @property
+    def met(self) -> bool | None:
+        if not self.target:
+            return None
+        op, bound = self.target.split()
+        return self.value <= float(bound) if op == "<=" else self.value >= float(bound)
+
+
+@dataclass
+class Measured:
+    """A finished command: its wall time, the peak memory of its own process, its output."""
+
+    wall_s: float
+    peak_rss_mb: float
+    returncode: int
+    stdout: str
+    stderr: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def measure(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> Measured:
+    """Run `cmd`, timing it and reading its peak RSS from the kernel (the process itself, not
+    the Ray daemons it starts)."""
+    out, err = cwd / ".bench.out", cwd / ".bench.err"
+    with out.open("w") as o, err.open("w") as e:
+        began = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env={**os.environ, **(env or {})}, stdout=o, stderr=e)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - began
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    measured = Measured(
+        wall_s=wall,
+        peak_rss_mb=usage.ru_maxrss / 1024,
+        returncode=proc.returncode,
+        stdout=out.read_text(),
+        stderr=err.read_text(),
+    )
+    if measured.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(cmd)} exited {measured.returncode}:\n{measured.stderr[-3000:]}"
+        )
+    return measured
+
+
+def tune_app(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Measured:
+    return measure([PYTHON, "-m", "tune_app", *args], cwd, env)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+    }
+
+
+def table(figures: list[Figure]) -> str:
+    """A Markdown table of the figures (also what the README shows)."""
+    lines = [
+        "| benchmark | figure | value | target | met | measured | against |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for f in figures:
+        met = {True: "yes", False: "**no**", None: "-"}[f.met]
+        lines.append(
+            f"| {f.benchmark} | {f.name} | {f.value:.3g} | {f.target or '-'} | {met} | "
+            f"{f.numerator} | {f.denominator} |"
+        )
+    return "\n".join(lines)
+
+
+def write_json(path: Path, figures: list[Figure], quick: bool) -> None:
+    data = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "quick": quick,
+        "machine": machine(),
+        "figures": [{**asdict(f), "met": f.met} for f in figures],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def read_summary(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "summary.json").read_text())
+
+
+def read_results(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]

@@ -1,0 +1,121 @@
+"""Search efficiency: HyperBand and ASHA against grid and random on the simulation trainable's
+CartPole search, each given the machine in turn. Measured: trial-seconds (summed time of every
+trial's iterations) and wall time until a result within 2% of grid's best appears."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import ROOT, Figure, read_results, table, tune_app
+
+LR = [0.05, 0.1, 0.2, 0.4]
+SIGMA = [0.05, 0.1, 0.2]
+
+SPEC = """
+metric: episode_return_mean
+mode: max
+seed: 7
+search: {search}
+scheduler: {scheduler}
+experiments:
+  cartpole:
+    run: es_cartpole
+    simulations: 1
+    num_samples: {samples}
+    stop: {{training_iteration: {iterations}}}
+    config:
+      population: 16
+      episodes: 1
+      lr: {lr}
+      sigma: {sigma}
+"""
+
+
+def _spec(method: str, iterations: int) -> str:
+    grid = method == "grid"
+    sched = {
+        "grid": "fifo",
+        "random": "fifo",
+        "hyperband": f"{{type: hyperband, max_t: {iterations}, reduction_factor: 3}}",
+        "asha": f"{{type: asha, max_t: {iterations}, grace_period: 2, reduction_factor: 3}}",
+    }[method]
+    return SPEC.format(
+        search="grid" if grid else "random",
+        scheduler=sched,
+        samples=1 if grid else len(LR) * len(SIGMA),
+        iterations=iterations,
+        lr=f"{{grid_search: {LR}}}" if grid else f"{{loguniform: [{min(LR)}, {max(LR)}]}}",
+        sigma=(
+            f"{{grid_search: {SIGMA}}}" if grid else f"{{loguniform: [{min(SIGMA)}, {max(SIGMA)}]}}"
+        ),
+    )
+
+
+def _cost_until(rows: list[dict], goal: float) -> tuple[float | None, float | None, float]:
+    """Trial-seconds and wall seconds spent until a result reached `goal`, and in all."""
+    rows = sorted(rows, key=lambda r: r["logged_at"])
+    start = min(r["logged_at"] - r["time_this_iter_s"] for r in rows)
+    spent, found = 0.0, (None, None)
+    for row in rows:
+        spent += row["time_this_iter_s"]
+        if found[0] is None and (row.get("episode_return_mean") or 0.0) >= goal:
+            found = (spent, row["logged_at"] - start)
+    return found[0], found[1], spent
+
+
+def run(quick: bool = False) -> list[Figure]:
+    iterations = 9 if quick else 27
+    figures = []
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        rows = {}
+        for method in ("grid", "random", "hyperband", "asha"):
+            spec = tmp / f"{method}.yaml"
+            spec.write_text(_spec(method, iterations))
+            tune_app("run", str(spec), "--storage-path", str(tmp / method), "-q", cwd=ROOT)
+            rows[method] = read_results(tmp / method / "cartpole")
+        best = max(r.get("episode_return_mean") or 0.0 for r in rows["grid"])
+        goal = 0.98 * best
+        _, grid_wall, grid_total = _cost_until(rows["grid"], goal)
+        full_wall = max(r["logged_at"] for r in rows["grid"]) - min(
+            r["logged_at"] - r["time_this_iter_s"] for r in rows["grid"]
+        )
+        for method in ("grid", "random", "hyperband", "asha"):
+            spent, wall, total = _cost_until(rows[method], goal)
+            if spent is None:
+                figures.append(
+                    Figure(
+                        "search",
+                        f"{method}: never reached 98% of grid's best",
+                        total / grid_total,
+                        "<= 0.2" if method in ("hyperband", "asha") else "",
+                        f"{method} spent {total:.1f} trial-s in all",
+                        f"grid {grid_total:.1f} trial-s",
+                        note=f"goal {goal:.1f}",
+                    )
+                )
+                continue
+            figures.append(
+                Figure(
+                    "search",
+                    f"{method}: trial-seconds to 98% of grid's best / grid's",
+                    spent / grid_total,
+                    "<= 0.2" if method in ("hyperband", "asha") else "",
+                    f"{method} {spent:.1f} trial-s ({wall:.1f} s wall)",
+                    f"grid {grid_total:.1f} trial-s ({full_wall:.1f} s wall)",
+                    note=f"goal episode_return_mean >= {goal:.1f}; {iterations} iterations max",
+                )
+            )
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    print(table(run(parser.parse_args().quick)))
+
+
+if __name__ == "__main__":
+    main()

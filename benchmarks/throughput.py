@@ -1,0 +1,149 @@
+"""Simulation throughput: env steps per second sampled by the simulation trainable's parallel
+rollouts and by RLlib PPO's env runners (through the app, and through a hand-written Tuner),
+against a raw gymnasium CartPole loop on one core."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+from benchmarks.common import PYTHON, ROOT, Figure, measure, read_results, table, tune_app
+
+ES_SPEC = """
+es:
+  run: es_cartpole
+  simulations: {k}
+  stop: {{training_iteration: {iterations}}}
+  config: {{population: {population}, episodes: 2, lr: 0.0, sigma: 0.1}}
+"""
+
+PPO_SPEC = """
+ppo:
+  run: PPO
+  env: CartPole-v1
+  stop: {{training_iteration: {iterations}}}
+  config:
+    num_env_runners: 1
+    train_batch_size: {batch}
+    minibatch_size: 128
+    num_epochs: 1
+"""
+
+PPO_HAND = """
+import json, sys
+import ray
+from ray import tune
+from ray.rllib.algorithms.ppo import PPOConfig
+
+ray.init(address="local", num_cpus={cpus}, include_dashboard=False, logging_level="ERROR",
+         log_to_driver=False)
+config = (
+    PPOConfig()
+    .environment("CartPole-v1")
+    .env_runners(num_env_runners=1)
+    .training(train_batch_size={batch}, minibatch_size=128, num_epochs=1)
+)
+grid = tune.Tuner(
+    "PPO",
+    param_space=config,
+    run_config=tune.RunConfig(storage_path={storage!r}, name="hand", verbose=0,
+                              stop={{"training_iteration": {iterations}}}),
+).fit()
+result = grid[0].metrics
+print(json.dumps({{"steps": result["num_env_steps_sampled_lifetime"],
+                  "seconds": result["time_total_s"]}}))
+"""
+
+
+def raw_steps_per_s(seconds: float) -> float:
+    """A plain gymnasium CartPole loop with random actions, on this one core."""
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1")
+    env.reset(seed=0)
+    steps, end = 0, time.perf_counter() + seconds
+    began = time.perf_counter()
+    while time.perf_counter() < end:
+        for _ in range(1000):
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            if terminated or truncated:
+                env.reset()
+        steps += 1000
+    return steps / (time.perf_counter() - began)
+
+
+def run(quick: bool = False) -> list[Figure]:
+    cpus = os.cpu_count() or 1
+    figures = []
+    raw = raw_steps_per_s(2.0 if quick else 5.0)
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        spec = tmp / "es.yaml"
+        iterations = 4 if quick else 8
+        spec.write_text(ES_SPEC.format(k=cpus, iterations=iterations, population=64))
+        tune_app("run", str(spec), "--storage-path", str(tmp / "es"), "-q", cwd=ROOT)
+        rates = [r["env_steps_per_s"] for r in read_results(tmp / "es" / "es")][1:]
+        es = median(rates)
+        figures.append(
+            Figure(
+                "throughput",
+                f"simulation trainable / ({cpus} cores x raw gymnasium)",
+                es / (cpus * raw),
+                ">= 0.8",
+                f"es_cartpole, {cpus} simulations: {es:,.0f} steps/s",
+                f"raw loop, one core: {raw:,.0f} steps/s",
+                note="median over iterations after the first",
+            )
+        )
+        iterations, batch = (3, 1000) if quick else (6, 4000)
+        spec = tmp / "ppo.yaml"
+        spec.write_text(PPO_SPEC.format(iterations=iterations, batch=batch))
+        tune_app("run", str(spec), "--storage-path", str(tmp / "ppo"), "-q", cwd=ROOT)
+        last = read_results(tmp / "ppo" / "ppo")[-1]
+        app = last["num_env_steps_sampled_lifetime"] / last["time_total_s"]
+        script = tmp / "ppo_hand.py"
+        script.write_text(
+            PPO_HAND.format(
+                cpus=cpus, batch=batch, iterations=iterations, storage=str(tmp / "hand")
+            )
+        )
+        hand_run = measure([PYTHON, str(script)], tmp)
+        hand = json.loads(hand_run.stdout.strip().splitlines()[-1])
+        direct = hand["steps"] / hand["seconds"]
+        figures += [
+            Figure(
+                "throughput",
+                "RLlib PPO through the app / through a hand-written Tuner",
+                app / direct,
+                ">= 0.98",
+                f"app: {app:,.0f} steps/s",
+                f"hand-written: {direct:,.0f} steps/s",
+                note=f"{iterations} iterations of {batch} steps, 1 env runner; steps over "
+                "the trial's training time",
+            ),
+            Figure(
+                "throughput",
+                "RLlib PPO through the app / raw gymnasium (one core)",
+                app / raw,
+                "",
+                f"app: {app:,.0f} steps/s",
+                f"raw loop: {raw:,.0f} steps/s",
+                note="PPO's time includes learning, not only sampling",
+            ),
+        ]
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    print(table(run(parser.parse_args().quick)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""Trainables the benchmarks run, through the app (`run: benchmarks.workloads:NAME`) and through
+hand-written Tuner scripts alike."""
+
+from __future__ import annotations
+
+import random
+import time
+from statistics import median
+
+from ray import tune
+
+
+def busy(config: dict) -> None:
+    """`seconds` of CPU work, then one result: a trial whose cost is known exactly."""
+    end = time.perf_counter() + config["seconds"]
+    spins = 0
+    while time.perf_counter() < end:
+        spins += 1
+    tune.report({"score": float(config["x"]), "spins": spins})
+
+
+def my_func_tune(config: dict) -> None:
+    """The grid example's trainable written for Ray 2.x (`tune.report`), for a hand-written
+    Tuner script to run what `search_spaces/grid.yaml` runs through the app."""
+    from trainables.my_func import accuracy
+
+    i = 0
+    while True:
+        tune.report({"timesteps_total": i, "mean_accuracy": accuracy(i, config["alpha"])})
+        i += config["beta"]
+
+
+def moving_average(seed: int, length: int, window: int) -> float:
+    """One random series' moving average, in plain Python: CPU-bound work that holds the GIL."""
+    rng = random.Random(seed)
+    series = [rng.random() for _ in range(length)]
+    total, out = sum(series[:window]), 0.0
+    for i in range(window, length):
+        total += series[i] - series[i - window]
+        out += total / window
+    return out / (length - window)
+
+
+def _chunk(seeds: list[int], length: int, window: int) -> tuple[float, float, float]:
+    start = time.time()
+    value = sum(moving_average(s, length, window) for s in seeds)
+    return value, start, time.time()
+
+
+def nested_moving_average(config: dict) -> None:
+    """The seeds' workload: `series` random series of `length`, window `window`, split over the
+    trial's k simulations (one task per simulation bundle), against the same work in one
+    simulation, alternated `repeats` times; reports the medians and the speedup."""
+    import ray
+
+    from tune_app.nested import run_simulations, simulation_bundles
+
+    bundles = simulation_bundles()
+    k = len(bundles)
+    remote = ray.remote(_chunk)
+    seeds = list(range(config["series"]))
+    parts = [seeds[i::k] for i in range(k)]
+    args = (config["length"], config["window"])
+    one, many = [], []
+    for _ in range(config["repeats"]):
+        one.append(run_simulations(remote, [(seeds, *args)], bundles[:1]).wall_s)
+        many.append(run_simulations(remote, [(p, *args) for p in parts], bundles).wall_s)
+    speedup = median(one) / median(many)
+    tune.report(
+        {
+            "score": speedup,
+            "simulations": k,
+            "sequential_s": median(one),
+            "parallel_s": median(many),
+            "efficiency": speedup / k,
+        }
+    )
