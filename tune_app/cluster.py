@@ -3,6 +3,7 @@
 Without an address the app starts a local Ray sized to the machine; with `--address` or
 `RAY_ADDRESS` it joins that cluster. On a cluster nothing is installed by hand on the workers:
 this package, `trainables/` and the user's modules beside the spec travel as Ray `py_modules`.
+On this machine they are put on the workers' PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -24,15 +25,19 @@ def cluster_address(given: str | None) -> str | None:
     return given or os.environ.get("RAY_ADDRESS") or None
 
 
-def runtime_env(plan: Plan, on_cluster: bool) -> dict[str, Any] | None:
-    """The runtime env of the driver's job: user module folders on PYTHONPATH on this machine;
-    on a cluster, the code itself as py_modules."""
+def local_pythonpath(plan: Plan) -> str | None:
+    """PYTHONPATH for a local Ray this process starts: the user modules' folders first. Workers
+    inherit it, so Ray's pre-started workers serve the first trials (a runtime env would make
+    every worker start afresh: about 2 s before the first result)."""
     folders = sorted({f for ep in plan.experiments for f in _search_path(ep)})
-    if not on_cluster:
-        if not folders:
-            return None
-        existing = os.environ.get("PYTHONPATH", "")
-        return {"env_vars": {"PYTHONPATH": os.pathsep.join([*folders, *filter(None, [existing])])}}
+    if not folders:
+        return None
+    existing = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join(dict.fromkeys([*folders, *filter(None, existing.split(os.pathsep))]))
+
+
+def runtime_env(plan: Plan) -> dict[str, Any]:
+    """The runtime env of the driver's job on a cluster: the code itself, as py_modules."""
     modules = [_package_dir(tune_app), _package_dir(trainables)]
     for ep in plan.experiments:
         for name in _user_modules(ep):
