@@ -10,8 +10,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 
 def _experiment(folder, name="e", torn=True):
     """A run folder as a killed run leaves it: no summary.json, a torn last line, a trial that
@@ -104,21 +102,6 @@ def test_table_top_and_csv(cli, tmp_path):
     assert len(rows) == 8 and {r["experiment"] for r in rows} == {"one", "two"}
     assert rows[0]["model.layers"] == "[16, 16]" and rows[0]["best"] == "7.0"
     assert rows[2]["cause"] == "FloatingPointError"
-
-
-@pytest.mark.parametrize(
-    "make, words",
-    [
-        pytest.param(lambda d: d / "missing", "does not exist", id="missing"),
-        pytest.param(lambda d: d, "holds no tune_app run", id="not-a-run"),
-        pytest.param(lambda d: d / "f.txt", "is not a folder", id="file"),
-    ],
-)
-def test_analyze_of_a_folder_that_is_not_a_run(cli, tmp_path, make, words):
-    (tmp_path / "f.txt").write_text("x")
-    result = cli("analyze", make(tmp_path))
-    lines = result.err.strip().splitlines()
-    assert result.code == 2 and len(lines) == 1 and words in lines[0], result.err
 
 
 def test_bad_top(cli, tmp_path):

@@ -204,6 +204,7 @@ def test_unreadable_file(cli, tmp_path):
     assert result.code == 2 and "cannot be read (permission denied)" in result.err
 
 
+@pytest.mark.parametrize("command", ["resume", "analyze", "report"])
 @pytest.mark.parametrize(
     "make, words",
     [
@@ -212,11 +213,12 @@ def test_unreadable_file(cli, tmp_path):
         pytest.param(lambda d: d / "f.txt", "is not a folder", id="file"),
     ],
 )
-def test_resume_of_a_folder_that_is_not_a_run(cli, tmp_path, make, words):
+def test_folder_commands_refuse_what_is_not_a_run(cli, tmp_path, command, make, words):
     (tmp_path / "f.txt").write_text("x")
-    result = cli("resume", make(tmp_path))
+    result = cli(command, make(tmp_path))
     lines = result.err.strip().splitlines()
     assert result.code == 2 and len(lines) == 1 and words in lines[0], result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]  # nothing written
 
 
 def test_usage_error_exits_2(cli):
