@@ -26,17 +26,25 @@ def main() -> int:
     if unknown:
         parser.error(f"no benchmark {', '.join(unknown)}; choose from {', '.join(NAMES)}")
     figures: list[Figure] = []
+    failed = []
     for name in args.names or NAMES:
         began = time.monotonic()
         print(f"running {name} ...", file=sys.stderr, flush=True)
         module = importlib.import_module(f"benchmarks.{name}")
-        figures += module.run(quick=args.quick)
+        try:
+            figures += module.run(quick=args.quick)
+        except Exception as err:  # one broken benchmark must not lose the others' figures
+            failed.append(name)
+            print(f"  {name} failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
         print(f"  {name}: {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
+        write_json(args.json, figures, args.quick)  # what is measured so far
     about = machine()
     print(f"{about['cpus']} cores, {about['processor']}, Python {about['python']}")
     print(table(figures))
     write_json(args.json, figures, args.quick)
-    return 0 if all(f.met is not False for f in figures) else 1
+    if failed:
+        print(f"failed to run: {', '.join(failed)}", file=sys.stderr)
+    return 0 if not failed and all(f.met is not False for f in figures) else 1
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -52,25 +53,30 @@ class Measured:
 def measure(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> Measured:
     """Run `cmd`, timing it and reading its peak RSS from the kernel (the process itself, not
     the Ray daemons it starts)."""
-    out, err = cwd / ".bench.out", cwd / ".bench.err"
-    with out.open("w") as o, err.open("w") as e:
+    with tempfile.TemporaryFile("w+") as o, tempfile.TemporaryFile("w+") as e:
         began = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env={**os.environ, **(env or {})}, stdout=o, stderr=e)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - began
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    measured = Measured(
-        wall_s=wall,
-        peak_rss_mb=usage.ru_maxrss / 1024,
-        returncode=proc.returncode,
-        stdout=out.read_text(),
-        stderr=err.read_text(),
-    )
+        o.seek(0)
+        e.seek(0)
+        measured = Measured(
+            wall_s=wall,
+            peak_rss_mb=usage.ru_maxrss / 1024,
+            returncode=os.waitstatus_to_exitcode(status),
+            stdout=o.read(),
+            stderr=e.read(),
+        )
     if measured.returncode != 0:
         raise RuntimeError(
             f"{' '.join(cmd)} exited {measured.returncode}:\n{measured.stderr[-3000:]}"
         )
     return measured
+
+
+def script(path: Path, cwd: Path) -> Measured:
+    """A hand-written script; its Ray workers import `benchmarks` from the checkout."""
+    return measure([PYTHON, str(path)], cwd, {"PYTHONPATH": str(ROOT)})
 
 
 def tune_app(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Measured:
@@ -118,3 +124,12 @@ def read_summary(folder: Path) -> dict[str, Any]:
 
 def read_results(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+
+
+def bench_main(run: Any, doc: str | None) -> None:
+    """`python -m benchmarks.NAME [--quick]`: one benchmark's table."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    print(table(run(parser.parse_args().quick)))

@@ -7,13 +7,13 @@ the same for both, does not blur the ratio; whole-process times are in the notes
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import PYTHON, ROOT, Figure, measure, read_summary, tune_app
+from benchmarks.common import ROOT, Figure, bench_main, read_summary, tune_app
+from benchmarks.common import script as run_script
 
 HAND = """
 import json, resource, sys, time
@@ -52,7 +52,7 @@ def _hand(tmp: Path, module: str, function: str, space: str, metric: str, cpus: 
             storage=str(tmp / "hand" / function),
         )
     )
-    measured = measure([PYTHON, str(script)], tmp)
+    measured = run_script(script, tmp)
     measured.extra = json.loads(measured.stdout.strip().splitlines()[-1])
     return measured
 
@@ -155,13 +155,5 @@ def run(quick: bool = False) -> list[Figure]:
     return figures
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    from benchmarks.common import table
-
-    print(table(run(parser.parse_args().quick)))
-
-
 if __name__ == "__main__":
-    main()
+    bench_main(run, __doc__)

@@ -4,12 +4,11 @@ the same app's on a search a hundredth the size."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import ROOT, Figure, read_summary, table, tune_app
+from benchmarks.common import ROOT, Figure, bench_main, read_summary, tune_app
 
 SPEC = """
 e:
@@ -60,11 +59,5 @@ def run(quick: bool = False) -> list[Figure]:
     ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    print(table(run(parser.parse_args().quick)))
-
-
 if __name__ == "__main__":
-    main()
+    bench_main(run, __doc__)

@@ -4,14 +4,14 @@ trial's iterations) and wall time until a result within 2% of grid's best appear
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import ROOT, Figure, read_results, table, tune_app
+from benchmarks.common import ROOT, Figure, bench_main, read_results, tune_app
 
-LR = [0.05, 0.1, 0.2, 0.4]
-SIGMA = [0.05, 0.1, 0.2]
+LR = [0.02, 0.1, 0.5]
+SIGMA = [0.03, 0.1, 0.3]
+POPULATION = [8, 16, 32]
 
 SPEC = """
 metric: episode_return_mean
@@ -26,29 +26,43 @@ experiments:
     num_samples: {samples}
     stop: {{training_iteration: {iterations}}}
     config:
-      population: 16
       episodes: 1
       lr: {lr}
       sigma: {sigma}
+      population: {population}
 """
 
 
-def _spec(method: str, iterations: int) -> str:
+def _spec(method: str, iterations: int, quick: bool) -> str:
+    """The same space for every method: a grid of its values, or sampled from its range."""
     grid = method == "grid"
+    populations = [16] if quick else POPULATION
+    size = len(LR) * len(SIGMA) * len(populations)
     sched = {
         "grid": "fifo",
         "random": "fifo",
         "hyperband": f"{{type: hyperband, max_t: {iterations}, reduction_factor: 3}}",
-        "asha": f"{{type: asha, max_t: {iterations}, grace_period: 2, reduction_factor: 3}}",
+        "asha": f"{{type: asha, max_t: {iterations}, grace_period: 3, reduction_factor: 3}}",
     }[method]
+
+    def axis(values: list[float]) -> str:
+        if grid:
+            return f"{{grid_search: {values}}}"
+        return f"{{loguniform: [{min(values)}, {max(values)}]}}"
+
     return SPEC.format(
         search="grid" if grid else "random",
         scheduler=sched,
-        samples=1 if grid else len(LR) * len(SIGMA),
+        samples=1 if grid else size,
         iterations=iterations,
-        lr=f"{{grid_search: {LR}}}" if grid else f"{{loguniform: [{min(LR)}, {max(LR)}]}}",
-        sigma=(
-            f"{{grid_search: {SIGMA}}}" if grid else f"{{loguniform: [{min(SIGMA)}, {max(SIGMA)}]}}"
+        lr=axis(LR),
+        sigma=axis(SIGMA),
+        population=(
+            populations[0]
+            if len(populations) == 1
+            else f"{{grid_search: {populations}}}"
+            if grid
+            else f"{{choice: {populations}}}"
         ),
     )
 
@@ -66,14 +80,14 @@ def _cost_until(rows: list[dict], goal: float) -> tuple[float | None, float | No
 
 
 def run(quick: bool = False) -> list[Figure]:
-    iterations = 9 if quick else 27
+    iterations = 27 if quick else 81
     figures = []
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         rows = {}
         for method in ("grid", "random", "hyperband", "asha"):
             spec = tmp / f"{method}.yaml"
-            spec.write_text(_spec(method, iterations))
+            spec.write_text(_spec(method, iterations, quick))
             tune_app("run", str(spec), "--storage-path", str(tmp / method), "-q", cwd=ROOT)
             rows[method] = read_results(tmp / method / "cartpole")
         best = max(r.get("episode_return_mean") or 0.0 for r in rows["grid"])
@@ -111,11 +125,5 @@ def run(quick: bool = False) -> list[Figure]:
     return figures
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    print(table(run(parser.parse_args().quick)))
-
-
 if __name__ == "__main__":
-    main()
+    bench_main(run, __doc__)

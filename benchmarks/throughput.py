@@ -4,7 +4,6 @@ against a raw gymnasium CartPole loop on one core."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tempfile
@@ -12,7 +11,8 @@ import time
 from pathlib import Path
 from statistics import median
 
-from benchmarks.common import PYTHON, ROOT, Figure, measure, read_results, table, tune_app
+from benchmarks.common import ROOT, Figure, bench_main, read_results, tune_app
+from benchmarks.common import script as run_script
 
 ES_SPEC = """
 es:
@@ -85,7 +85,7 @@ def run(quick: bool = False) -> list[Figure]:
         tmp = Path(folder)
         spec = tmp / "es.yaml"
         iterations = 4 if quick else 8
-        spec.write_text(ES_SPEC.format(k=cpus, iterations=iterations, population=64))
+        spec.write_text(ES_SPEC.format(k=cpus, iterations=iterations, population=2048))
         tune_app("run", str(spec), "--storage-path", str(tmp / "es"), "-q", cwd=ROOT)
         rates = [r["env_steps_per_s"] for r in read_results(tmp / "es" / "es")][1:]
         es = median(rates)
@@ -100,7 +100,7 @@ def run(quick: bool = False) -> list[Figure]:
                 note="median over iterations after the first",
             )
         )
-        iterations, batch = (3, 1000) if quick else (6, 4000)
+        iterations, batch = (4, 2000) if quick else (8, 4000)
         spec = tmp / "ppo.yaml"
         spec.write_text(PPO_SPEC.format(iterations=iterations, batch=batch))
         tune_app("run", str(spec), "--storage-path", str(tmp / "ppo"), "-q", cwd=ROOT)
@@ -112,7 +112,7 @@ def run(quick: bool = False) -> list[Figure]:
                 cpus=cpus, batch=batch, iterations=iterations, storage=str(tmp / "hand")
             )
         )
-        hand_run = measure([PYTHON, str(script)], tmp)
+        hand_run = run_script(script, tmp)
         hand = json.loads(hand_run.stdout.strip().splitlines()[-1])
         direct = hand["steps"] / hand["seconds"]
         figures += [
@@ -139,11 +139,5 @@ def run(quick: bool = False) -> list[Figure]:
     return figures
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    print(table(run(parser.parse_args().quick)))
-
-
 if __name__ == "__main__":
-    main()
+    bench_main(run, __doc__)
