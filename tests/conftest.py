@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,3 +54,10 @@ def write_spec(tmp_path):
         return path
 
     return write
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now, for a server a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import free_port
 
 RAY = str(Path(sys.executable).with_name("ray"))
 
@@ -66,12 +67,6 @@ experiments:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _env() -> dict[str, str]:
     return {**os.environ, "RAY_AUTH_MODE": "token"}
 
@@ -95,7 +90,7 @@ def cluster(tmp_path_factory):
     """Head and one joining node, one CPU each, on 127.0.0.1; yields the address."""
     if not Path.home().joinpath(".ray", "auth_token").exists():
         subprocess.run([RAY, "get-auth-token", "--generate"], env=_env(), check=True, timeout=60)
-    port = _free_port()
+    port = free_port()
     address = f"127.0.0.1:{port}"
     logs = tmp_path_factory.mktemp("cluster")
     common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--block"]

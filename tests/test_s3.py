@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import free_port
 from tests.test_cluster import TRAINABLE
 
 BUCKET = "results"
@@ -31,16 +32,10 @@ experiments:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """A moto S3 server on 127.0.0.1 with one bucket; yields the environment that points at it."""
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "AWS_ACCESS_KEY_ID": "testing",
