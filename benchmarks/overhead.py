@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import ROOT, Figure, bench_main, read_summary, tune_app
+from benchmarks.common import ROOT, Figure, Measured, bench_main, read_summary, tune_app
 from benchmarks.common import script as run_script
 
 HAND = """
@@ -66,6 +66,29 @@ def _app(tmp: Path, spec: str, name: str):
     return measured
 
 
+def _versus(app: Measured, hand: Measured, what: str) -> list[Figure]:
+    """The app against the hand-written script on one workload: tuning-loop wall time and the
+    driver's peak memory."""
+    return [
+        Figure(
+            "overhead",
+            f"app / hand-written, wall ({what})",
+            app.extra["fit_s"] / hand.extra["fit_s"],
+            "<= 1.02",
+            f"app fit {app.extra['fit_s']:.2f} s",
+            f"hand-written fit {hand.extra['fit_s']:.2f} s",
+        ),
+        Figure(
+            "overhead",
+            f"app / hand-written, driver peak memory ({what})",
+            app.peak_rss_mb / hand.peak_rss_mb,
+            "<= 1.05",
+            f"app {app.peak_rss_mb:.0f} MB",
+            f"hand-written {hand.peak_rss_mb:.0f} MB",
+        ),
+    ]
+
+
 def run(quick: bool = False) -> list[Figure]:
     cpus = os.cpu_count() or 1
     trials, seconds = (8, 1.0) if quick else (16, 2.0)
@@ -106,22 +129,7 @@ def run(quick: bool = False) -> list[Figure]:
                 f"hand-written fit {hand.extra['fit_s']:.2f} s",
                 f"ideal {ideal:.2f} s",
             ),
-            Figure(
-                "overhead",
-                f"app / hand-written, wall ({work})",
-                app.extra["fit_s"] / hand.extra["fit_s"],
-                "<= 1.02",
-                f"app fit {app.extra['fit_s']:.2f} s",
-                f"hand-written fit {hand.extra['fit_s']:.2f} s",
-            ),
-            Figure(
-                "overhead",
-                f"app / hand-written, driver peak memory ({work})",
-                app.peak_rss_mb / hand.peak_rss_mb,
-                "<= 1.05",
-                f"app {app.peak_rss_mb:.0f} MB",
-                f"hand-written {hand.peak_rss_mb:.0f} MB",
-            ),
+            *_versus(app, hand, work),
         ]
         grid = (ROOT / "search_spaces" / "grid.yaml").read_text()
         app = _app(tmp, grid, "grid")
@@ -134,24 +142,7 @@ def run(quick: bool = False) -> list[Figure]:
             cpus,
             stop={"mean_accuracy": 100, "training_iteration": 50},
         )
-        figures += [
-            Figure(
-                "overhead",
-                "app / hand-written, wall (grid.yaml)",
-                app.extra["fit_s"] / hand.extra["fit_s"],
-                "<= 1.02",
-                f"app fit {app.extra['fit_s']:.2f} s",
-                f"hand-written fit {hand.extra['fit_s']:.2f} s",
-            ),
-            Figure(
-                "overhead",
-                "app / hand-written, driver peak memory (grid.yaml)",
-                app.peak_rss_mb / hand.peak_rss_mb,
-                "<= 1.05",
-                f"app {app.peak_rss_mb:.0f} MB",
-                f"hand-written {hand.peak_rss_mb:.0f} MB",
-            ),
-        ]
+        figures += _versus(app, hand, "grid.yaml")
     return figures
 
 

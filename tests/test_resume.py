@@ -233,7 +233,7 @@ def test_ctrl_c_exits_130_with_a_resumable_state(steps_spec, tmp_path):
 def test_the_finished_journal_corrects_tune_stale_saved_statuses(tmp_path):
     """Tune never re-saves a paused trial that HyperBand stops without a live actor; the journal
     of ended trials decides its status after the run and before a resume."""
-    from tune_app.layout import FINISHED_FILE, saved_trial_statuses
+    from tune_app.layout import FINISHED_FILE, saved_trials
     from tune_app.logs import mark_finished_trials
 
     def entry(trial_id: str, status: str) -> list[str]:
@@ -254,7 +254,7 @@ def test_the_finished_journal_corrects_tune_stale_saved_statuses(tmp_path):
         + "\n"
     )
     assert sorted(mark_finished_trials(tmp_path)) == ["a", "b"]
-    assert saved_trial_statuses(tmp_path) == {
+    assert {t: status for t, (status, _) in saved_trials(tmp_path).items()} == {
         "a": "TERMINATED",
         "b": "ERROR",
         "c": "RUNNING",  # not journaled: still unfinished, a resume runs it

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,15 @@ SUMMARY_FILE = "summary.json"
 RUN_FILE = "run.json"
 FINISHED_FILE = "finished.jsonl"
 SPEC_FILE = "spec.yaml"
+
+# Tune names a trial's folder `<trainable>_<id>_<index>_<params>_<date>`, the id `abcde_00001`.
+_TRIAL_ID = re.compile(r"(?:^|_)([0-9a-f]{5}_\d{5})(?:_|$)")
+
+
+def trial_id_of(folder_name: str) -> str | None:
+    """The trial id in a Tune trial folder's name, if it is one."""
+    found = _TRIAL_ID.search(folder_name)
+    return found.group(1) if found else None
 
 
 def jsonable(value: Any) -> Any:
@@ -70,11 +80,6 @@ def newest_state(folder: Path) -> Path | None:
     # so the name, not the modification time, says which is newest.
     states = sorted(Path(folder).glob("experiment_state-*.json"))
     return states[-1] if states else None
-
-
-def saved_trial_statuses(folder: Path) -> dict[str, str]:
-    """Trial id -> status in Tune's newest saved experiment state (what a resume would see)."""
-    return {trial_id: status for trial_id, (status, _) in saved_trials(folder).items()}
 
 
 def saved_trials(folder: Path) -> dict[str, tuple[str, int]]:

@@ -10,7 +10,6 @@ experiment name at run time, so a callback that Tune restores on resume finds th
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from typing import Any, Protocol
 from ray import tune
 from ray.tune.utils import flatten_dict
 
-from tune_app.results import flatten
+from tune_app.results import finite, flatten
 
 SNAPSHOT_PERIOD_S = 0.5
 
@@ -90,7 +89,7 @@ class ProgressCallback(tune.Callback):
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         last = flatten_dict(trial.last_result or {})
         value = last.get(self.metric) if self.metric else None
-        shown = f", {self.metric} = {value:.6g}" if _number(value) else ""
+        shown = f", {self.metric} = {value:.6g}" if finite(value) is not None else ""
         self._line(
             f"trial {trial.trial_id} done after {last.get('training_iteration', 0)} iterations"
             f"{shown}{_params(trial.config, self.searched)}"
@@ -123,7 +122,7 @@ class ProgressCallback(tune.Callback):
             counts[trial.status] = counts.get(trial.status, 0) + 1
             last = flatten_dict(trial.last_result or {})
             value = last.get(self.metric) if self.metric else None
-            if _number(value) and (best is None or _better(value, best, self.mode)):
+            if finite(value) is not None and (best is None or _better(value, best, self.mode)):
                 best, best_trial = float(value), trial
             if trial.status in ("TERMINATED", "ERROR"):
                 progress += 1.0
@@ -150,10 +149,6 @@ class ProgressCallback(tune.Callback):
             elapsed_s=elapsed,
             remaining_s=remaining,
         )
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _better(value: float, best: float, mode: str | None) -> bool:

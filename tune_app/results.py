@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,14 +22,13 @@ from tune_app.layout import (
     RUN_FILE,
     SUMMARY_FILE,
     saved_trials,
+    trial_id_of,
 )
 from tune_app.storage import open_runs
 
 FINISHED = "TERMINATED"
 ERRORED = "ERROR"
 UNFINISHED = "UNFINISHED"  # running or pending when the run stopped; a resume continues it
-
-_TRIAL_FOLDER = re.compile(r"(?:^|_)([0-9a-f]{5}_\d{5})(?:_|$)")
 
 
 @dataclass(frozen=True)
@@ -151,7 +149,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         last_value = steps[-1].get(metric) if steps and metric else None
         failure = _failure(done, folders.get(trial_id), status)
         if failure is None and steps and metric and metric in steps[-1] and last_value is None:
-            failure = failures.non_finite(metric, "nan", _iterations(steps))
+            failure = failures.nonfinite(metric, "nan", _iterations(steps))
         if failure is not None:
             status = ERRORED
         iterations = _iterations(steps)
@@ -161,8 +159,8 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
                 status=status,
                 params={k: configs.get(trial_id, {}).get(k) for k in searched},
                 iterations=iterations,
-                last=_finite(last_value),
-                best=_best([v for v in values if _finite(v) is not None], mode),
+                last=finite(last_value),
+                best=_best([v for v in values if finite(v) is not None], mode),
                 time_total_s=float(steps[-1].get("time_total_s", 0.0)) if steps else 0.0,
                 failure=failure,
                 failures=saved.get(trial_id, ("", int(done.get("failures", 0) or 0)))[1],
@@ -266,9 +264,9 @@ def _trial_folders(folder: Path) -> dict[str, Path]:
     """Trial id -> the trial's folder (`<trainable>_<id>_<index>_<params>_<date>`)."""
     found = {}
     for path in folder.iterdir():
-        match = _TRIAL_FOLDER.search(path.name)
-        if match and path.is_dir():
-            found[match.group(1)] = path
+        trial_id = trial_id_of(path.name)
+        if trial_id and path.is_dir():
+            found[trial_id] = path
     return found
 
 
@@ -300,7 +298,8 @@ def _best(values: list[float], mode: str | None) -> float | None:
     return max(values) if mode == "max" else min(values)
 
 
-def _finite(value: Any) -> float | None:
+def finite(value: Any) -> float | None:
+    """A reported number as a float, or None for NaN, infinities, bools and non-numbers."""
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return None

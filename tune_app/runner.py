@@ -11,7 +11,6 @@ import json
 import logging
 import math
 import os
-import re
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -28,7 +27,14 @@ from tune_app import failures, progress, storage
 from tune_app.board import TrialBoard
 from tune_app.cluster import cluster_address, local_pythonpath, runtime_env
 from tune_app.errors import SpecError, did_you_mean
-from tune_app.layout import RESULTS_FILE, RUN_FILE, SUMMARY_FILE, saved_trials, write_json
+from tune_app.layout import (
+    RESULTS_FILE,
+    RUN_FILE,
+    SUMMARY_FILE,
+    saved_trials,
+    trial_id_of,
+    write_json,
+)
 from tune_app.logs import JsonlResults, mark_finished_trials, relocate, write_run_files
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.rllib import RESULT_GROUPS, to_rllib
@@ -388,7 +394,9 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
         flat = flatten_dict(dict(result.metrics or {}))
         seen_keys.update(flat)
         value = flat.get(ep.metric) if ep.metric else None
-        trial_id = str(flat.get("trial_id") or _trial_id_of(Path(result.path).name))
+        trial_id = str(
+            flat.get("trial_id") or trial_id_of(Path(result.path).name) or Path(result.path).name
+        )
         iterations = int(flat.get("training_iteration", 0) or 0)
         status, retried = saved.get(trial_id, ("TERMINATED", 0))
         failure = None
@@ -434,12 +442,6 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
         interrupted=interrupted,
         failed=failed,
     )
-
-
-def _trial_id_of(folder_name: str) -> str:
-    """The trial id in a Tune trial folder's name (`<trainable>_<id>_<index>_<params>_<date>`)."""
-    found = re.search(r"(?:^|_)([0-9a-f]{5}_\d{5})(?:_|$)", folder_name)
-    return found.group(1) if found else folder_name
 
 
 def _spec_keys(ep: ExperimentPlan, config: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,27 +104,28 @@ def push_state(local: Path, uri: str) -> None:
 def pull(uri: str, local: Path) -> Path:
     """Download the top-level files of the experiment at `uri` (the app's and Tune's state, not
     the trial folders) into `local`, replacing what was there; returns `local`."""
-    import pyarrow.fs
-
-    fs, path = _fs(uri)
     shutil.rmtree(local, ignore_errors=True)
     local.mkdir(parents=True)
-    for entry in fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True)):
-        if entry.type == pyarrow.fs.FileType.File:
-            with fs.open_input_stream(entry.path) as f:
-                (local / entry.base_name).write_bytes(f.read())
+    _download(uri, local, lambda name: True)
     return local
 
 
 def pull_state(uri: str, local: Path) -> None:
     """Download Tune's experiment state files into `local` (to read trial statuses)."""
+    for p in local.glob("experiment_state-*.json"):
+        p.unlink()
+    _download(
+        uri, local, lambda name: name.startswith("experiment_state-") and name.endswith(".json")
+    )
+
+
+def _download(uri: str, local: Path, wanted: Callable[[str], bool]) -> None:
+    """Copy the top-level files at `uri` whose names are `wanted` into `local`."""
     import pyarrow.fs
 
     fs, path = _fs(uri)
-    for p in local.glob("experiment_state-*.json"):
-        p.unlink()
     for entry in fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True)):
-        if entry.base_name.startswith("experiment_state-") and entry.base_name.endswith(".json"):
+        if entry.type == pyarrow.fs.FileType.File and wanted(entry.base_name):
             with fs.open_input_stream(entry.path) as f:
                 (local / entry.base_name).write_bytes(f.read())
 
