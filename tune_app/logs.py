@@ -147,6 +147,12 @@ class JsonlResults(Callback):
         if self.mirror_to and time.monotonic() - self._mirrored >= MIRROR_PERIOD_S:
             self._mirror()
 
+    def on_checkpoint(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        # Tune's next saved state will restore this trial from this checkpoint: the rows up to
+        # it must be in the cloud copy before, or a resume elsewhere would never see them.
+        if self.mirror_to:
+            self._mirror()
+
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         if self._file is not None:
             self._file.close()
