@@ -9,7 +9,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tune_app.errors import SpecError
+from tune_app.errors import SpecError, SpecErrors
 from tune_app.plan import make_plan
 from tune_app.spec import loads
 
@@ -74,9 +74,11 @@ def _check(text: str) -> None:
     try:
         make_plan(loads(text, FILE), cpus=2)
     except SpecError as err:
-        message = str(err)
-        assert message.startswith(f"{FILE}: "), message  # says which file
-        assert "\n" not in message, message  # one line
+        lines = str(err).split("\n")
+        # One line per problem, each saying which file.
+        assert len(lines) == (len(err.errors) if isinstance(err, SpecErrors) else 1), lines
+        for line in lines:
+            assert line.startswith(f"{FILE}: "), line
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

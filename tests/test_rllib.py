@@ -14,7 +14,7 @@ from tune_app.space import Domain
 
 
 def plan_of(write_spec, text):
-    return make_plan(spec.load(write_spec(text)), cpus=2)
+    return make_plan(spec.load(write_spec(text)), cpus=2, rllib_checks=True)
 
 
 # Legacy key -> (value given, key and value RLlib gets). The right-hand names are checked
@@ -82,10 +82,13 @@ def test_tensorflow_framework_runs_as_torch_with_a_warning(framework):
     [
         ({"lr": 0.1, "num_sgd_itr": 3}, "config.num_sgd_itr", "did you mean 'num_sgd_iter'"),
         ({"minibatch_sise": 64}, "config.minibatch_sise", "did you mean 'minibatch_size'"),
-        ({"exploration_config": {}}, "config.exploration_config", "silently ignored"),
-        ({"buffer_size": 100}, "config.buffer_size", "replay_buffer_config"),
-        ({"prioritized_replay": True}, "config.prioritized_replay", "silently ignored"),
-        ({"horizon": 200}, "config.horizon", "max_episode_steps"),
+        ({"exploration_config": {"type": "SoftQ"}}, "config.exploration_config.type", "no equiv"),
+        ({"buffer_size": 100}, "config.buffer_size", "PPO has no config key"),
+        ({"prioritized_replay": True}, "config.prioritized_replay", "PPO has no config key"),
+        ({"soft_horizon": True}, "config.soft_horizon", "no equivalent"),
+        ({"enable_connectors": False}, "config.enable_connectors", "old API stack"),
+        ({"shuffle_sequences": True}, "config.shuffle_sequences", "PPO has no config key"),
+        ({"monitor": True}, "config.monitor", "silently ignored"),
         ({"model": {"custom_model": "m"}}, "config.model.custom_model", "default model config"),
         (
             {"model_config": {"fcnet_hidens": [8]}},
@@ -129,10 +132,10 @@ def test_classic_rllib_yaml_plans_with_translated_keys_metrics_and_bundles(write
     (ep,) = plan.experiments
     exp = ep.experiment
     assert exp.stop == {
-        "env_runners/episode_return_mean": 150,
+        "env_runners/episode_return_mean_smoothed": 150,
         "num_env_steps_sampled_lifetime": 100000,
     }
-    assert ep.metric == "env_runners/episode_return_mean" and ep.mode == "max"
+    assert ep.metric == "env_runners/episode_return_mean_smoothed" and ep.mode == "max"
     assert exp.config["num_epochs"] == Domain("grid_search", (3, 6))
     assert exp.config["num_env_runners"] == 1 and "num_workers" not in exp.config
     assert ep.trials == 2
@@ -166,7 +169,36 @@ def test_simulations_are_env_runners(write_spec):
     [
         ("e:\n  run: PPO\n", "e.env", "needs an env"),
         ("e:\n  run: PPO\n  env: CartPol-v1\n", "e.env", "did you mean 'CartPole-v1'"),
-        ("e:\n  run: PPO\n  env: CartPole-v1\n", "e.simulations", "needs 3 CPUs"),
+        (
+            "e:\n  run: PPO\n  env: CartPole-v1\n",
+            "e.config.num_env_runners",
+            "needs 3 CPUs (1 for the main process + 2 env runners x 1; RLlib's default "
+            "num_env_runners: 2) but the machine has 2; set num_env_runners: 1 to fit",
+        ),
+        (
+            "e:\n  run: IMPALA\n  env: CartPole-v1\n",
+            "e.config.num_learners",
+            "(1 for the main process + 2 env runners x 1 + 1 learners x 1; RLlib's default "
+            "num_learners: 1) but the machine has 2; set num_learners: 0 (the main process then "
+            "trains) and num_env_runners: 1 to fit",
+        ),
+        (
+            "e:\n  run: APPO\n  env: CartPole-v1\n  config: {num_workers: 3, num_learners: 0}\n",
+            "e.config.num_workers",
+            "APPO trial needs 4 CPUs (1 for the main process + 3 env runners x 1; num_workers: "
+            "3) but the machine has 2; set num_workers: 1 to fit",
+        ),
+        (
+            "e:\n  run: PPO\n  env: CartPole-v1\n  simulations: 4\n",
+            "e.simulations",
+            "set simulations: 1 to fit",
+        ),
+        (
+            "e:\n  run: PPO\n  env: CartPole-v1\n"
+            "  config: {num_workers: 0, num_learner_workers: 2}\n",
+            "e.config.num_learner_workers",
+            "set num_learner_workers: 0",
+        ),
         (
             "e:\n  run: PPO\n  env: CartPole-v1\n  simulations: 1\n"
             "  stop: {episode_return_mean: 1}\n",

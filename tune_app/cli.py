@@ -37,7 +37,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     loaded = spec.load(args.spec)
     plan = make_plan(
-        loaded, cpus=_cluster_cpus(args), storage_path=args.storage_path, smoke=args.smoke
+        loaded,
+        cpus=_cluster_cpus(args),
+        storage_path=args.storage_path,
+        smoke=args.smoke,
+        rllib_checks=True,
     )
     _print_warnings(plan.warnings)
 

@@ -21,6 +21,7 @@ class EnvRef:
     env: str
     kind: str  # "gym" or "class"
     search_path: tuple[str, ...] = ()
+    note: str | None = None  # how a spec's env was read, when not as written (a warning)
 
     def load(self) -> Any:
         """The value trials get as `env`: the id, or the imported env class."""
@@ -53,9 +54,28 @@ def resolve_env(env: str, spec_dir: Path | None = None) -> EnvRef:
 
     ids = list(gymnasium.envs.registry)
     if env not in ids:
+        newer = _current_version(env, ids)
+        if newer is not None:
+            return EnvRef(
+                env=newer,
+                kind="gym",
+                note=f"gymnasium has no '{env}' (an old gym version); read as '{newer}', its "
+                "current version",
+            )
         raise SpecError(
             f"'{env}' is not a registered gymnasium environment",
             path="env",
             suggestion=did_you_mean(env, ids) or "or write package.module:EnvClass",
         )
     return EnvRef(env=env, kind="gym")
+
+
+def _current_version(env: str, ids: list[str]) -> str | None:
+    """The newest registered version of an env id whose own version is gone (Pendulum-v0)."""
+    name, dash, version = env.rpartition("-v")
+    if not dash or not version.isdigit():
+        return None
+    versions = [
+        int(v) for n, _, v in (i.rpartition("-v") for i in ids) if n == name and v.isdigit()
+    ]
+    return f"{name}-v{max(versions)}" if versions else None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 
 class TuneAppError(Exception):
@@ -63,6 +64,56 @@ class SpecError(TuneAppError):
 
     def __str__(self) -> str:
         return self.message()
+
+
+class SpecErrors(SpecError):
+    """Several problems found in one pass over a spec: the message is one line per problem."""
+
+    def __init__(self, errors: list[SpecError]) -> None:
+        self.errors = list(errors)
+        first = self.errors[0]
+        super().__init__(first.what, file=first.file, path=first.path)
+
+    def with_file(self, file: str) -> SpecError:
+        for err in self.errors:
+            err.with_file(file)
+        self.file = self.file or file
+        self.args = (self.message(),)
+        return self
+
+    def under(self, prefix: str) -> SpecError:
+        for err in self.errors:
+            err.under(prefix)
+        self.path = self.errors[0].path
+        self.args = (self.message(),)
+        return self
+
+    def message(self) -> str:
+        return "\n".join(err.message() for err in self.errors)
+
+
+class Collector:
+    """Gathers the SpecErrors of independent checks, so one pass reports every problem."""
+
+    def __init__(self) -> None:
+        self.errors: list[SpecError] = []
+
+    @contextmanager
+    def check(self) -> Iterator[None]:
+        """Run a check; its SpecError (or several) is kept instead of raised."""
+        try:
+            yield
+        except SpecErrors as err:
+            self.errors.extend(err.errors)
+        except SpecError as err:
+            self.errors.append(err)
+
+    def raise_any(self) -> None:
+        """Raise what was gathered: one error as itself, several as SpecErrors."""
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise SpecErrors(self.errors)
 
 
 _ESCAPES = {c: repr(chr(c))[1:-1] for c in [*range(32), 127]}

@@ -66,9 +66,19 @@ def from_text(text: str) -> Failure:
     return classify("\n".join(lines))
 
 
+_CREATION = "error raised in its creation task"
+_RAY_WRAPPERS = {"RayTaskError", "RayActorError", "ActorDiedError", "TuneError"}
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*(?:Error|Exception|Exit))(?::\s.*)?$")
+
+
 def classify(text: str) -> Failure:
     """Cause and first lines of an error text that starts with `Type: message` (or is a message
-    from Ray about a dead worker)."""
+    from Ray about a dead worker). An actor that died in its constructor (an RLlib algorithm or
+    env runner failing in set-up) is failed by the error its constructor raised, not "killed"."""
+    text = _ANSI.sub("", text)
+    inner = _creation_error(text)
+    if inner is not None:
+        return inner
     lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
     message = "\n".join(lines[:MESSAGE_LINES]) or "unknown error"
     found = _EXCEPTION_LINE.match(lines[0]) if lines else None
@@ -83,6 +93,25 @@ def classify(text: str) -> Failure:
     if name in _KILLED_TYPES or any(phrase in lowered for phrase in _KILLED_TEXT):
         return Failure(KILLED, message)
     return Failure(name or "unknown error", message)
+
+
+def _creation_error(text: str) -> Failure | None:
+    """The error an actor's constructor raised, from Ray's "died because of an error raised in
+    its creation task" text: the last exception line that is not one of Ray's wrappers."""
+    at = text.find(_CREATION)
+    if at < 0:
+        return None
+    raised = []
+    for line in text[at:].splitlines():
+        found = _RAISED.match(line.strip())
+        if found and found.group(1) not in _RAY_WRAPPERS:
+            raised.append((found.group(1), line.strip()))
+    if not raised:
+        return None
+    name, line = raised[-1]
+    actor = re.search(r"ray::(\w+)\.__init__\(\)", text[at:])
+    where = f" (in {actor.group(1)} set-up)" if actor else ""
+    return Failure(name, f"{line}{where}")
 
 
 def non_finite(metric: str, value: object, iteration: int) -> Failure:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from tune_app import rllib
 from tune_app.envs import EnvRef, resolve_env
-from tune_app.errors import SpecError, did_you_mean
+from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.registry import TrainableRef, resolve
 from tune_app.smoke import shrink
 from tune_app.space import grid_size, iter_domains, searched_paths
@@ -86,22 +87,31 @@ def make_plan(
     cpus: float | None = None,
     storage_path: str | None = None,
     smoke: bool = False,
+    rllib_checks: bool = False,
 ) -> Plan:
     """Check and size every experiment of `spec` against a machine of `cpus` CPUs.
 
     With `smoke`, every experiment is shrunk to a tiny run (see `tune_app.smoke`) whose results
-    go to a `smoke/` folder under the storage path.
+    go to a `smoke/` folder under the storage path. With `rllib_checks`, RLlib itself (imported
+    for it) also validates each RLlib experiment's config, as `run` does. Every problem of every
+    experiment is reported at once.
     """
     cpus = float(cpus if cpus is not None else os.cpu_count() or 1)
     warnings: list[str] = list(spec.warnings)
+    errors = Collector()
+    plans = []
+    for exp in spec.experiments:
+        with errors.check():
+            plans.append(
+                _plan_experiment(exp, spec, cpus, storage_path, warnings, smoke, rllib_checks)
+            )
     try:
-        plans = tuple(
-            _plan_experiment(exp, spec, cpus, storage_path, warnings, smoke)
-            for exp in spec.experiments
-        )
+        errors.raise_any()
     except SpecError as err:
         raise err.with_file(str(spec.file)) from None
-    return Plan(spec=spec, experiments=plans, cpus=cpus, warnings=tuple(warnings), smoke=smoke)
+    return Plan(
+        spec=spec, experiments=tuple(plans), cpus=cpus, warnings=tuple(warnings), smoke=smoke
+    )
 
 
 def _plan_experiment(
@@ -111,33 +121,44 @@ def _plan_experiment(
     storage: str | None,
     warnings: list[str],
     smoke: bool,
+    rllib_checks: bool,
 ) -> ExperimentPlan:
     try:
         ref = resolve(exp.run, spec.file.parent)
     except SpecError as err:
         raise err.under(exp.key_path) from None
-    env = _env(exp, ref, spec.file.parent)
+    errors = Collector()
+    env = None
+    with errors.check():
+        env = _env(exp, ref, spec.file.parent, warnings)
+    written = exp
+    config_ok = True
     if ref.kind == "rllib":
-        exp = _translate_rllib(exp, warnings)
-    if smoke:
+        exp, failed = _translate_rllib(exp, warnings, gym_env=env is None or env.kind == "gym")
+        if failed is not None:
+            errors.errors.append(failed)
+            config_ok = False
+    if smoke and config_ok:
         exp = shrink(exp, ref)
-    metric, mode = _metric_and_mode(exp, ref)
-    _check_reported(exp, ref, metric)
-    _check_knobs(exp, ref)
-    _check_search(exp, metric)
-    _check_checkpoints(exp, ref)
-    bundles = _rllib_bundles(exp, env) if ref.kind == "rllib" else _bundles(exp, ref)
-    need = sum(b.get("CPU", 0.0) for b in bundles)
-    if need > cpus:
-        where = "simulations" if len(bundles) > 1 else "resources_per_trial.cpu"
-        hint = "lower resources_per_trial.cpu, simulations or cpu_per_simulation"
-        if ref.kind == "rllib":
-            hint = "set simulations: (RLlib's num_env_runners) lower, or num_cpus_per_env_runner"
-        raise SpecError(
-            f"one trial needs {need:g} CPUs (bundles {list(bundles)}) but the machine has {cpus:g}",
-            path=f"{exp.key_path}.{where}",
-            suggestion=hint,
-        )
+    metric, mode = None, None
+    with errors.check():
+        metric, mode = _metric_and_mode(exp, ref)
+    for check in (
+        lambda: _check_reported(exp, ref, metric),
+        lambda: _check_knobs(exp, ref),
+        lambda: _check_search(exp, metric),
+        lambda: _check_checkpoints(exp, ref),
+    ):
+        with errors.check():
+            check()
+    bundles: tuple[dict[str, float], ...] = ()
+    with errors.check():
+        if ref.kind == "rllib" and config_ok:
+            bundles = _rllib_bundles(exp, written, env, cpus, rllib_checks)
+        elif ref.kind != "rllib":
+            bundles = _bundles(exp, ref)
+            _check_fits(exp, bundles, cpus)
+    errors.raise_any()
     trials = grid_size(exp.config) * exp.num_samples
     where = storage or exp.storage_path
     uri = None
@@ -274,7 +295,18 @@ def _check_checkpoints(exp: Experiment, ref: TrainableRef) -> None:
             )
 
 
-def _env(exp: Experiment, ref: TrainableRef, spec_dir: Path) -> EnvRef | None:
+def _check_fits(exp: Experiment, bundles: tuple[dict[str, float], ...], cpus: float) -> None:
+    need = sum(b.get("CPU", 0.0) for b in bundles)
+    if need > cpus:
+        where = "simulations" if len(bundles) > 1 else "resources_per_trial.cpu"
+        raise SpecError(
+            f"one trial needs {need:g} CPUs (bundles {list(bundles)}) but the machine has {cpus:g}",
+            path=f"{exp.key_path}.{where}",
+            suggestion="lower resources_per_trial.cpu, simulations or cpu_per_simulation",
+        )
+
+
+def _env(exp: Experiment, ref: TrainableRef, spec_dir: Path, warnings: list[str]) -> EnvRef | None:
     """Check `env:` for trainables that make the env themselves; a user function gets the text."""
     env = exp.env
     if ref.kind == "rllib" and env is None and isinstance(exp.config, dict):
@@ -294,20 +326,31 @@ def _env(exp: Experiment, ref: TrainableRef, spec_dir: Path) -> EnvRef | None:
     if ref.kind == "function":
         return None
     try:
-        return resolve_env(env, spec_dir)
+        found = resolve_env(env, spec_dir)
     except SpecError as err:
         raise err.under(exp.key_path) from None
+    if found.note:
+        where = "env" if exp.env is not None else "config.env"
+        warnings.append(f"{exp.key_path}.{where}: {found.note}")
+    return found
 
 
-def _translate_rllib(exp: Experiment, warnings: list[str]) -> Experiment:
-    """The experiment with RLlib's legacy config keys and metric names in new-stack spelling."""
+def _translate_rllib(
+    exp: Experiment, warnings: list[str], gym_env: bool
+) -> tuple[Experiment, SpecError | None]:
+    """The experiment with RLlib's legacy config keys and metric names in new-stack spelling,
+    and the config's translation errors (the metric names are translated all the same, so the
+    rest of the experiment is checked in the same pass)."""
+    where = exp.key_path
     try:
-        translated = rllib.translate_config(exp.run, exp.config)
+        translated = rllib.translate_config(exp.run, exp.config, gym_env=gym_env)
     except SpecError as err:
-        raise err.under(exp.key_path) from None
+        failed = err.under(where)
+        translated = rllib.Translated(config={}, warnings=())
+    else:
+        failed = None
     config = dict(translated.config)
     config.pop("env", None)  # the EnvRef carries it
-    where = exp.key_path
     warnings.extend(f"{where}.{w}" for w in translated.warnings)
     # The spec's simulations and resources are the algorithm's env runners and main process.
     for spec_key, value, key in (
@@ -323,6 +366,8 @@ def _translate_rllib(exp: Experiment, warnings: list[str]) -> Experiment:
         if value is None or value is False:
             continue
         if key in config and config[key] != value:
+            if failed is not None:
+                continue
             raise SpecError(
                 f"{spec_key} sets {key} to {value:g}, but config.{key} is {config[key]}",
                 path=f"{where}.{spec_key}",
@@ -356,25 +401,100 @@ def _translate_rllib(exp: Experiment, warnings: list[str]) -> Experiment:
                 )
             }
         )
-    return replace(
+    translated_exp = replace(
         exp,
-        config=config,
+        config=config if failed is None else exp.config,
         stop=stop,
         expect=expect,
         metric=metric(exp.metric, "metric") if exp.metric else None,
         scheduler=scheduler,
         checkpoint=checkpoint,
     )
+    return translated_exp, failed
 
 
-def _rllib_bundles(exp: Experiment, env: EnvRef | None) -> tuple[dict[str, float], ...]:
+# Spec keys that set an RLlib resource key, legacy names included, for messages.
+_RESOURCE_SPELLINGS = {
+    "num_env_runners": ("num_env_runners", "num_workers", "num_rollout_workers"),
+    "num_learners": ("num_learners", "num_learner_workers"),
+    "evaluation_num_env_runners": ("evaluation_num_env_runners", "evaluation_num_workers"),
+}
+
+
+def _rllib_bundles(
+    exp: Experiment, written: Experiment, env: EnvRef | None, cpus: float, rllib_checks: bool
+) -> tuple[dict[str, float], ...]:
+    """The trial's bundles as RLlib sizes them; a trial that cannot fit is refused naming the
+    keys the user wrote and what would fit."""
     config = dict(exp.config)
     if env is not None and env.kind == "gym":
         config["env"] = env.env
     try:
-        return rllib.bundles(exp.run, config)
+        res = rllib.resources(exp.run, config)
+        bundles = rllib.check_with_rllib(exp.run, config) if rllib_checks else res.bundles
     except SpecError as err:
         raise err.under(exp.key_path) from None
+    if res.cpus <= cpus:
+        return bundles
+
+    def spelled(key: str, default: Any) -> tuple[str, str]:
+        """The key path the user wrote for `key` (or the new name), and how it was set."""
+        if key == "num_env_runners" and written.simulations is not None:
+            return f"{exp.key_path}.simulations", f"simulations: {written.simulations}"
+        given = written.config if isinstance(written.config, dict) else {}
+        for name in _RESOURCE_SPELLINGS[key]:
+            if name in given:
+                return f"{exp.key_path}.config.{name}", f"{name}: {given[name]}"
+        return f"{exp.key_path}.config.{key}", f"RLlib's default {key}: {default}"
+
+    parts = [f"{res.main:g} for the main process"]
+    if res.env_runners:
+        parts.append(f"{res.env_runners} env runners x {res.cpus_per_env_runner:g}")
+    if res.eval_env_runners:
+        parts.append(f"{res.eval_env_runners} evaluation env runners")
+    if res.learners:
+        parts.append(f"{res.learners} learners x {res.cpus_per_learner:g}")
+    runners_path, runners_how = spelled("num_env_runners", res.env_runners)
+    learners_path, learners_how = spelled("num_learners", res.learners)
+    runners_key = runners_path.rsplit(".", 1)[-1]
+    learners_key = learners_path.rsplit(".", 1)[-1]
+    per_runner = res.cpus_per_env_runner
+    fixed = res.cpus - res.env_runners * per_runner
+    # Without learners the main process trains: it needs max(its CPUs, a learner's).
+    fixed_alone = fixed - res.learners * res.cpus_per_learner
+    fixed_alone = max(fixed_alone, fixed_alone - res.main + max(res.main, res.cpus_per_learner))
+
+    def most_runners(room: float) -> int:
+        return int(room // per_runner) if per_runner else res.env_runners
+
+    def runners_hint(k: int) -> str:
+        return f"{runners_key}: {k}" if runners_key != "simulations" else f"simulations: {k}"
+
+    if res.env_runners and most_runners(cpus - fixed) >= 1:
+        path, how = runners_path, runners_how
+        hint = f"set {runners_hint(most_runners(cpus - fixed))} to fit"
+    elif res.learners and most_runners(cpus - fixed_alone) >= 1:
+        path, how = learners_path, learners_how
+        k = min(res.env_runners or 1, most_runners(cpus - fixed_alone))
+        hint = f"set {learners_key}: 0 (the main process then trains) and {runners_hint(k)} to fit"
+    elif res.env_runners and fixed <= cpus:
+        path, how = runners_path, runners_how
+        hint = f"set {runners_hint(0)} to fit (the main process then samples)"
+    elif res.learners and fixed_alone <= cpus:
+        path, how = learners_path, learners_how
+        hint = f"set {learners_key}: 0 (the main process then trains) to fit"
+    elif res.eval_env_runners:
+        path, how = f"{exp.key_path}.config", "evaluation env runners"
+        hint = "set evaluation_num_env_runners: 0 to fit"
+    else:
+        path, how = f"{exp.key_path}.config", "its main process"
+        hint = "lower num_cpus_for_main_process or num_cpus_per_learner"
+    raise SpecError(
+        f"one {exp.run} trial needs {res.cpus:g} CPUs ({' + '.join(parts)}; {how}) but the "
+        f"machine has {cpus:g}",
+        path=path,
+        suggestion=hint,
+    )
 
 
 def _bundles(exp: Experiment, ref: TrainableRef) -> tuple[dict[str, float], ...]:

@@ -75,9 +75,9 @@ class TrainableRef:
     def load(self) -> Any:
         """What Tune runs: a function (wrapped if it takes a legacy reporter) or an Algorithm."""
         if self.kind == "rllib":
-            from tune_app.rllib import algorithm_class
+            from tune_app.rllib import app_algorithm
 
-            return algorithm_class(self.run)
+            return app_algorithm(self.run)
         if self.info is not None:
             return as_tune_function(self.info.fn)
         module_name, func_name = self.run.split(":")

@@ -142,6 +142,8 @@ def print_summaries(plan: Plan, summaries: list[Summary]) -> None:
         console.print(f"results: {ep.location}", highlight=False)
         for line in failures_text(s.trials).splitlines():
             console.print(line, highlight=False, markup=False)
+        for note in s.notes:
+            console.print(f"  note: {note}", highlight=False, markup=False)
 
 
 def failures_text(trials: list[Any]) -> str:

@@ -58,7 +58,7 @@ def resume_plan(
     root = found[0].parent
     if smoke:
         root = root.rsplit("/", 1)[0] if found[0].uri else str(Path(root).parent)
-    plan = make_plan(loaded, cpus=cpus, storage_path=root, smoke=smoke)
+    plan = make_plan(loaded, cpus=cpus, storage_path=root, smoke=smoke, rllib_checks=True)
     wanted = {_same(r.location) for r in found}
     kept = tuple(ep for ep in plan.experiments if _same(ep.location) in wanted)
     if len(kept) != len(runs):

@@ -1,9 +1,12 @@
-"""RLlib algorithms by name: config keys checked, legacy spellings translated, bundles computed.
+"""RLlib algorithms by name: config keys checked, legacy spellings carried to the new API stack,
+bundles computed, results cleaned.
 
 RLlib's `AlgorithmConfig.update_from_dict` accepts any key, maps only some legacy ones and
-silently ignores the rest; this module makes each of those cases a translation with a warning or
-an error, before Ray starts. RLlib itself (seconds to import) is imported only when a spec or
-`list` needs it.
+silently ignores the rest; this module makes each legacy key a translation with one warning, or
+an error saying why nothing on the new stack does what it asked. Keys are checked against a
+snapshot of each algorithm's config (`rllib_keys.json`, compared with the installed RLlib by the
+tests), so `validate` never imports RLlib; `run` also has RLlib's own `validate` check the
+config before Ray starts.
 """
 
 from __future__ import annotations
@@ -11,14 +14,18 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import json
 import logging
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any
 
-from tune_app.errors import SpecError, did_you_mean
+from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.registry import AUTO_METRICS
+from tune_app.rllib_metrics import RETURN_MEAN, SMOOTHED_LEN, SMOOTHED_RETURN
 from tune_app.space import Domain, representative
 
 # Algorithm name -> module of its Algorithm class (the new API stack's torch algorithms).
@@ -29,14 +36,43 @@ ALGORITHMS = {
     "DQN": "ray.rllib.algorithms.dqn",
     "SAC": "ray.rllib.algorithms.sac",
 }
-METRIC, MODE = "env_runners/episode_return_mean", "max"
+# Algorithms of older RLlib releases that 2.60 no longer has, and what took their place.
+REMOVED = {
+    "PG": "PPO (policy gradients with a clipped objective)",
+    "A2C": "PPO",
+    "A3C": "PPO (or APPO for asynchronous sampling)",
+    "DDPG": "SAC (continuous actions)",
+    "TD3": "SAC (continuous actions, twin Q networks)",
+    "APEX": "DQN with several env runners",
+    "APEX_DQN": "DQN with several env runners",
+    "APEX_DDPG": "SAC with several env runners",
+    "R2D2": "DQN with model_config: {use_lstm: true}",
+    "ES": "the app's own es_cartpole trainable, or PPO",
+    "ARS": "the app's own es_cartpole trainable, or PPO",
+    "SimpleQ": "DQN",
+    "MADDPG": "SAC in a multi-agent config",
+    "QMIX": "DQN in a multi-agent config",
+    "MAML": "no algorithm in RLlib 2.60",
+    "MBMPO": "no algorithm in RLlib 2.60",
+    "Dreamer": "DreamerV3 (not run by this app)",
+    "AlphaZero": "no algorithm in RLlib 2.60",
+    "SlateQ": "no algorithm in RLlib 2.60",
+    "LinUCB": "no algorithm in RLlib 2.60",
+    "LinTS": "no algorithm in RLlib 2.60",
+    "CRR": "CQL or MARWIL (offline RL, not run by this app)",
+    "DT": "no algorithm in RLlib 2.60",
+}
 
-# Result keys of the old API stack and what the new stack reports instead.
+# The default metric: the mean return of the last 100 episodes, as RLlib's old
+# episode_reward_mean was (see rllib_metrics); RLlib 2.60's own key averages one iteration.
+METRIC, MODE = SMOOTHED_RETURN, "max"
+
+# Result keys of the old API stack and what the new stack (or the app) reports instead.
 LEGACY_METRICS = {
-    "episode_reward_mean": "env_runners/episode_return_mean",
+    "episode_reward_mean": SMOOTHED_RETURN,
     "episode_reward_max": "env_runners/episode_return_max",
     "episode_reward_min": "env_runners/episode_return_min",
-    "episode_len_mean": "env_runners/episode_len_mean",
+    "episode_len_mean": SMOOTHED_LEN,
     "episodes_this_iter": "env_runners/num_episodes",
     "episodes_total": "env_runners/num_episodes_lifetime",
     "timesteps_total": "num_env_steps_sampled_lifetime",
@@ -50,7 +86,15 @@ for _old, _new in list(LEGACY_METRICS.items()):
     if _old.startswith("episode_"):
         LEGACY_METRICS[f"sampler_results/{_old}"] = _new
         LEGACY_METRICS[f"env_runners/{_old}"] = _new
-        LEGACY_METRICS[f"evaluation/sampler_results/{_old}"] = f"evaluation/{_new}"
+        LEGACY_METRICS[f"evaluation/sampler_results/{_old}"] = (
+            f"evaluation/{_new}" if not _new.endswith("_smoothed") else f"evaluation/{_old}"
+        )
+SMOOTHED_NOTE = {
+    SMOOTHED_RETURN: "the mean return of the last metrics_num_episodes_for_smoothing (100) "
+    "episodes, as the old key was; RLlib 2.60's env_runners/episode_return_mean averages only "
+    "one iteration's episodes",
+    SMOOTHED_LEN: "the mean length of the last metrics_num_episodes_for_smoothing (100) episodes",
+}
 
 # Top-level result groups of the new stack; keys inside them appear only once there is data
 # (episode returns after the first finished episode, evaluation/ every evaluation_interval).
@@ -61,7 +105,7 @@ RESULT_KEYS = (
     "num_training_step_calls_per_iteration",
 )
 
-# Legacy config key -> its new-stack name. The value is carried over unchanged.
+# Legacy config key -> its new-stack name (a dotted name: a sub-key). The value is unchanged.
 RENAMED = {
     "num_workers": "num_env_runners",
     "num_rollout_workers": "num_env_runners",
@@ -81,6 +125,9 @@ RENAMED = {
     "entropy_coeff_schedule": "entropy_coeff",
     "learning_starts": "num_steps_sampled_before_learning_starts",
     "timesteps_per_iteration": "min_sample_timesteps_per_iteration",
+    "min_sample_timesteps_per_reporting": "min_sample_timesteps_per_iteration",
+    "min_train_timesteps_per_reporting": "min_train_timesteps_per_iteration",
+    "min_time_s_per_reporting": "min_time_s_per_iteration",
     "min_iter_time_s": "min_time_s_per_iteration",
     "metrics_smoothing_episodes": "metrics_num_episodes_for_smoothing",
     "evaluation_num_workers": "evaluation_num_env_runners",
@@ -95,33 +142,116 @@ RENAMED = {
     "max_num_worker_restarts": "max_num_env_runner_restarts",
     "validate_workers_after_construction": "validate_env_runners_after_construction",
     "vf_share_layers": "model_config.vf_share_layers",
-    "model": "model_config",
+    "buffer_size": "replay_buffer_config.capacity",
+    "replay_buffer_size": "replay_buffer_config.capacity",
+    "prioritized_replay_alpha": "replay_buffer_config.alpha",
+    "prioritized_replay_beta": "replay_buffer_config.beta",
 }
+# Renames that only some algorithms have a target for.
+RENAMED_FOR = {"hiddens": ("DQN", "model_config.head_fcnet_hiddens")}
 
 # Old `model:` sub-keys whose new-stack name differs.
 RENAMED_MODEL_KEYS = {
     "post_fcnet_hiddens": "head_fcnet_hiddens",
     "post_fcnet_activation": "head_fcnet_activation",
 }
+# Old model sub-keys that only ever held their defaults in published configs.
+MODEL_NO_OPS = {"custom_model": None, "custom_model_config": {}, "custom_action_dist": None}
 
-# Keys the new stack ignores although RLlib does not mark them, with what to do instead.
-IGNORED = {
-    "exploration_config": "the new stack explores through the policy: for DQN set epsilon: "
-    "[[0, 1.0], [10000, 0.05]], for PPO remove it",
-    "horizon": "set max_episode_steps on the env (gymnasium's TimeLimit) instead",
-    "soft_horizon": "set max_episode_steps on the env (gymnasium's TimeLimit) instead",
-    "no_done_at_end": "gymnasium's terminated/truncated flags replace it; remove it",
-    "observation_filter": "the new stack filters observations with connectors; remove it",
-    "buffer_size": "set replay_buffer_config: {capacity: N} instead",
-    "_enable_new_api_stack": "only RLlib's new API stack is supported; remove it",
-    "enable_rl_module_and_learner": "only RLlib's new API stack is supported; remove it",
-    "enable_env_runner_and_connector_v2": "only RLlib's new API stack is supported; remove it",
-    "optimizer": "the new stack's Learner builds the optimizer; set lr (and grad_clip) instead",
+# Old replay buffer class names and the new stack's episode buffers that replace them.
+REPLAY_BUFFERS = {
+    "ReplayBuffer": "EpisodeReplayBuffer",
+    "MultiAgentReplayBuffer": "EpisodeReplayBuffer",
+    "PrioritizedReplayBuffer": "PrioritizedEpisodeReplayBuffer",
+    "MultiAgentPrioritizedReplayBuffer": "PrioritizedEpisodeReplayBuffer",
+}
+REPLAY_KEYS = {"prioritized_replay_alpha": "alpha", "prioritized_replay_beta": "beta"}
+# Old replay-buffer options with their old defaults: the default is a no-op, anything else has
+# no equivalent in the new stack's episode buffers.
+REPLAY_NO_OPS = {
+    "storage_unit": "timesteps",
+    "replay_sequence_length": 1,
+    "replay_burn_in": 0,
+    "replay_zero_init_states": True,
+    "replay_mode": "independent",
+    "worker_side_prioritization": False,
+    "prioritized_replay_eps": 1e-6,
+    "replay_batch_size": None,
+}
+
+# Keys the new stack has no use for and whose old default changed nothing: accepted with a
+# warning when they hold that default, refused (with the reason) otherwise.
+NO_OP_DEFAULTS: dict[str, tuple[Any, str]] = {
+    "soft_horizon": (False, "episodes are never continued across a horizon on the new stack"),
+    "noisy": (False, "the new stack's DQN module has no noisy layers"),
+    "worker_side_prioritization": (False, "replay priorities are computed by the learner"),
+    "replay_proportion": (0.0, "the new stack's IMPALA does not mix in replayed samples"),
+    "replay_buffer_num_slots": (0, "the new stack's IMPALA does not mix in replayed samples"),
+    "compress_observations": (False, "the new stack's replay buffers store episodes as they are"),
+    "sample_async": (False, "env runners sample synchronously on the new stack"),
+    "remote_worker_envs": (False, "sub-envs run inside their env runner on the new stack"),
+    "_disable_preprocessor_api": (False, "the new stack has no preprocessors"),
+    "vtrace": (
+        True,
+        "RLlib 2.60's IMPALA and APPO always correct off-policy samples with "
+        "V-trace; use PPO for a surrogate loss without it",
+    ),
+}
+# Keys of the old stack's machinery that mean nothing on the new stack, whatever their value.
+NO_OPS = {
+    "simple_optimizer": "the new stack's Learner always updates the same way",
+    "eager_tracing": "a TensorFlow option; the new stack is torch",
+    "eager_max_retraces": "a TensorFlow option; the new stack is torch",
+    "tf_session_args": "a TensorFlow option; the new stack is torch",
+    "local_tf_session_args": "a TensorFlow option; the new stack is torch",
+    "log_sys_usage": "system usage is not part of RLlib 2.60's results",
+    "synchronize_filters": "connector states are synchronised by the new stack itself",
+    "preprocessor_pref": "the new stack has no preprocessors",
+    "collect_metrics_timeout": "the new stack collects metrics every iteration",
+    "metrics_episode_collection_timeout_s": "the new stack collects metrics every iteration",
+    "always_attach_evaluation_results": "evaluation results appear when an evaluation ran",
+    "no_done_at_end": "gymnasium envs mark a time-limit end as truncated (not terminated), "
+    "which the new stack bootstraps",
+    "learner_queue_size": "a queue of the old stack's learner thread",
+    "learner_queue_timeout": "a queue of the old stack's learner thread",
+    "num_multi_gpu_tower_stacks": "an option of the old stack's multi-GPU loader",
+    "minibatch_buffer_size": "an option of the old stack's learner thread",
+    "_disable_execution_plan_api": "the new stack always runs training_step()",
+    "vtrace_drop_last_ts": "the new stack's V-trace uses every timestep",
+}
+# Flags that choose RLlib's API stack: the new stack is what the app runs, so True is a no-op
+# and False (asking for the old stack) cannot be honoured.
+STACK_FLAGS = (
+    "enable_connectors",
+    "_enable_rl_module_api",
+    "_enable_learner_api",
+    "_enable_new_api_stack",
+    "enable_rl_module_and_learner",
+    "enable_env_runner_and_connector_v2",
+)
+# SAC's old optimization: sub-keys and the new stack's learning rates.
+SAC_OPTIMIZATION = {
+    "actor_learning_rate": "actor_lr",
+    "critic_learning_rate": "critic_lr",
+    "entropy_learning_rate": "alpha_lr",
+}
+# SAC's old per-network model configs; the new stack builds both from one model_config.
+SAC_MODEL_CONFIGS = ("q_model_config", "policy_model_config", "Q_model", "policy_model")
+# Old exploration_config types: the new stack's behaviour that matches, when one does.
+STOCHASTIC_SAMPLING = "StochasticSampling"
+EPSILON_GREEDY = "EpsilonGreedy"
+EPSILON_KEYS = {
+    "initial_epsilon": 1.0,
+    "final_epsilon": 0.05,
+    "epsilon_timesteps": 100000,
+    "warmup_timesteps": 0,
 }
 
 # RLlib marks `train_batch_size` as old-stack, yet the new stack reads it when
 # `train_batch_size_per_learner` is not set, so it is honoured, not ignored.
 HONOURED = {"train_batch_size"}
+# Keys our translations write that the snapshot of accepted keys does not list by that name.
+EXTRA_KEYS = ("env_to_module_connector", "train_batch_size_per_learner", "model_config")
 
 # Keys that size the trial's placement group; a search over them would change bundles per trial.
 RESOURCE_KEYS = (
@@ -132,18 +262,24 @@ RESOURCE_KEYS = (
     "num_learners",
     "num_cpus_per_learner",
     "num_gpus_per_learner",
+    "evaluation_num_env_runners",
 )
 
 # Config overrides for --smoke: one env runner, tiny batches, where the algorithm has the key.
 SMOKE = {
     "num_env_runners": 1,
+    "num_learners": 0,
     "train_batch_size": 256,
     "train_batch_size_per_learner": 256,
     "minibatch_size": 64,
     "num_epochs": 1,
     "num_steps_sampled_before_learning_starts": 100,
     "min_sample_timesteps_per_iteration": 100,
+    "evaluation_num_env_runners": 0,
+    "evaluation_duration": 1,
 }
+# IMPALA and APPO cut their train batch into minibatches of whole rollout fragments.
+SMOKE_FRAGMENTS = {"rollout_fragment_length": 32}
 
 # Knobs shown by `tune_app list`, where the algorithm has them.
 SHOWN_KNOBS = (
@@ -163,12 +299,10 @@ SHOWN_KNOBS = (
     "n_step",
     "target_network_update_freq",
     "tau",
+    "actor_lr",
+    "critic_lr",
+    "alpha_lr",
 )
-
-
-def is_algorithm(name: str) -> bool:
-    """Whether `name` is an RLlib algorithm this app runs (no import)."""
-    return name in ALGORITHMS
 
 
 def algorithm_class(name: str) -> type:
@@ -178,33 +312,90 @@ def algorithm_class(name: str) -> type:
     return getattr(importlib.import_module(ALGORITHMS[name]), name)
 
 
+def app_algorithm(name: str) -> type:
+    """The algorithm as trials run it: RLlib's class whose results have their no-data NaNs
+    dropped and the smoothed episode returns added (see `rllib_metrics`)."""
+    from tune_app import rllib_metrics
+
+    base = algorithm_class(name)
+
+    def step(self: Any) -> dict[str, Any]:
+        result = super(cls, self).step()  # type: ignore[misc]
+        smoother = self.__dict__.get("_app_smoother")
+        if smoother is None:
+            window = self.config.metrics_num_episodes_for_smoothing
+            smoother = self.__dict__["_app_smoother"] = rllib_metrics.Smoother(window)
+        return smoother.update(rllib_metrics.drop_no_data(result))
+
+    # Same name as RLlib's class: Tune names trials and folders after it.
+    cls = type(name, (base,), {"step": step, "__module__": __name__, "__qualname__": name})
+    return cls
+
+
+# ---- the accepted keys ------------------------------------------------------------------------
+
+KEYS_FILE = Path(__file__).with_name("rllib_keys.json")
+
+
 @dataclass(frozen=True)
 class AlgorithmKeys:
     """What an algorithm's config accepts, and the keys RLlib would silently ignore."""
 
     name: str
-    defaults: dict[str, Any]  # every accepted key with its default
+    defaults: dict[str, Any]  # every accepted key with its default (JSON; others as repr text)
     ignored: dict[str, str]  # key -> why it is ignored, what to use instead
     model_keys: tuple[str, ...]  # accepted sub-keys of model_config
 
 
 @cache
 def algorithm_keys(name: str) -> AlgorithmKeys:
-    """Read an algorithm's accepted config keys off its AlgorithmConfig class."""
+    """An algorithm's accepted keys from the snapshot of RLlib's configs (no RLlib import)."""
+    data = json.loads(KEYS_FILE.read_text())[name]
+    return AlgorithmKeys(
+        name=name,
+        defaults=data["defaults"],
+        ignored=data["ignored"],
+        model_keys=tuple(data["model_keys"]),
+    )
+
+
+def live_algorithm_keys(name: str) -> AlgorithmKeys:
+    """Read an algorithm's accepted config keys off the installed RLlib's AlgorithmConfig."""
     config_cls = type(algorithm_class(name).get_default_config())
     defaults = {k: v for k, v in config_cls().to_dict().items() if not k.startswith("_")}
     defaults["train_batch_size_per_learner"] = None
     defaults["model_config"] = {}
     ignored = {k: "RLlib's new API stack ignores it" for k in _old_stack_keys(config_cls)}
-    ignored.update(IGNORED)
-    for key in [*HONOURED, *RENAMED]:
+    for key in [*HONOURED, *RENAMED, *NO_OPS, *NO_OP_DEFAULTS, *STACK_FLAGS]:
         ignored.pop(key, None)
-    for key in [*ignored, *RENAMED]:
+    legacy = [k for k in _HANDLERS if k not in ("framework", "replay_buffer_config")]
+    for key in [*ignored, *RENAMED, *legacy, *NO_OPS, *NO_OP_DEFAULTS, *STACK_FLAGS]:
         defaults.pop(key, None)
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
     model_keys = tuple(f.name for f in dataclasses.fields(DefaultModelConfig))
-    return AlgorithmKeys(name=name, defaults=defaults, ignored=ignored, model_keys=model_keys)
+    return AlgorithmKeys(
+        name=name,
+        defaults={k: _jsonable(v) for k, v in sorted(defaults.items())},
+        ignored=dict(sorted(ignored.items())),
+        model_keys=model_keys,
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))  # no addresses: stable text
+
+
+def write_keys_snapshot(path: Path = KEYS_FILE) -> None:
+    """Write the snapshot of every algorithm's keys from the installed RLlib."""
+    data = {name: dataclasses.asdict(live_algorithm_keys(name)) for name in ALGORITHMS}
+    for entry in data.values():
+        entry.pop("name")
+        entry["model_keys"] = list(entry["model_keys"])
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def _old_stack_keys(config_cls: type) -> set[str]:
@@ -220,66 +411,148 @@ def _old_stack_keys(config_cls: type) -> set[str]:
     return keys
 
 
+# ---- translation ------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class Translated:
-    """An RLlib experiment's config and names after translation, with one warning per change."""
+    """An RLlib experiment's config after translation, with one warning per change."""
 
     config: dict[str, Any]
     warnings: tuple[str, ...]
 
 
-def translate_config(name: str, config: Any) -> Translated:
-    """Check every config key against the algorithm's config; translate legacy spellings.
+@dataclass
+class _Translation:
+    """The state of one config's translation: what is written, warned and wrong so far."""
 
-    Raises SpecError (path relative to the experiment) for an unknown key, an ignored one, or a
-    legacy key given together with its new name.
+    name: str
+    keys: AlgorithmKeys
+    given: dict[str, Any]
+    gym_env: bool
+    out: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)  # new key path -> the key written
+
+    def put(self, target: str, value: Any, path: str, note: str | None = None) -> None:
+        """Set `target` (dotted: a sub-key) from the key at `path`, warning unless it is new."""
+        top, _, sub = target.partition(".")
+        if sub:
+            value = {sub: value}
+        written = self.sources.get(target)
+        if written is not None and written != path:
+            raise SpecError(
+                f"'{path.removeprefix('config.')}' and '{written.removeprefix('config.')}' both "
+                f"set {target}",
+                path=path,
+                suggestion="keep one of them",
+            )
+        self.sources[target] = path
+        if note is not None:
+            self.warnings.append(f"{path}: {note}")
+        _merge(self.out, top, value)
+
+
+def translate_config(name: str, config: Any, *, gym_env: bool = True) -> Translated:
+    """Check every config key against the algorithm's config; carry legacy keys to the new stack.
+
+    Raises SpecError (paths relative to the experiment), all problems at once, for an unknown
+    key, a key the new stack would ignore, or a legacy key with no equivalent. `gym_env` says
+    whether the env is a gymnasium id (a `horizon` becomes its max_episode_steps).
     """
     if not isinstance(config, dict):
         raise SpecError(f"an RLlib config must be a mapping, got {config!r}", path="config")
-    keys = algorithm_keys(name)
-    out: dict[str, Any] = {}
-    warnings: list[str] = []
-    for key, value in config.items():
-        path = f"config.{key}"
-        if key in RENAMED:
-            new = RENAMED[key]
-            target = new.split(".")[0]
-            if target in config:
-                raise SpecError(
-                    f"legacy key '{key}' and its new name '{target}' are both set",
-                    path=path,
-                    suggestion=f"keep only {target}",
-                )
-            if key == "model":
-                value = _model_config(value, keys, path, warnings)
-            elif "." in new:
-                value = {new.split(".")[1]: value}
-            if key == "evaluation_num_episodes":
-                out.setdefault("evaluation_duration_unit", "episodes")
-            warnings.append(f"{path}: legacy RLlib key, read as {new}")
-            _merge(out, target, value)
-            continue
-        if key == "framework":
-            value = _framework(value, path, warnings)
-        elif key in keys.ignored:
+    t = _Translation(name=name, keys=algorithm_keys(name), given=config, gym_env=gym_env)
+    errors = Collector()
+    # New-stack keys first, so that a legacy key setting the same thing is reported against it.
+    ordered = sorted(config, key=lambda k: _is_legacy(name, k))
+    for key in ordered:
+        with errors.check():
+            _translate_key(t, key, config[key], f"config.{key}")
+    errors.raise_any()
+    _fragments_for_n_step(t)
+    return Translated(config=t.out, warnings=tuple(t.warnings))
+
+
+def _searched(value: Any) -> bool:
+    return isinstance(value, Domain)
+
+
+def _fragments_for_n_step(t: _Translation) -> None:
+    """RLlib 2.60 refuses DQN and SAC fragments shorter than n_step, which the old stack took:
+    the fragments grow to n_step, with a warning."""
+    fragment = t.out.get("rollout_fragment_length")
+    n_step = t.out.get("n_step", t.keys.defaults.get("n_step"))
+    steps = max(n_step) if isinstance(n_step, list) and n_step else n_step
+    if t.name not in ("DQN", "SAC") or not isinstance(fragment, int) or not isinstance(steps, int):
+        return
+    if fragment < steps:
+        t.out["rollout_fragment_length"] = steps
+        t.warnings.append(
+            f"config.rollout_fragment_length: {fragment} is shorter than n_step {steps}, which "
+            f"RLlib 2.60 refuses; read as {steps}"
+        )
+
+
+def _is_legacy(name: str, key: str) -> bool:
+    return key in RENAMED or key in _HANDLERS or key in NO_OPS or key in NO_OP_DEFAULTS
+
+
+def _translate_key(t: _Translation, key: str, value: Any, path: str) -> None:
+    keys = t.keys
+    if key in _HANDLERS:
+        _HANDLERS[key](t, value, path)
+    elif key in RENAMED:
+        new = RENAMED[key]
+        if key == "evaluation_num_episodes":
+            t.out.setdefault("evaluation_duration_unit", "episodes")
+        if new.startswith("replay_buffer_config") and "replay_buffer_config" not in keys.defaults:
+            raise _no_key(t, key, path)
+        t.put(new, value, path, f"legacy RLlib key, read as {new}")
+    elif key in RENAMED_FOR and RENAMED_FOR[key][0] == t.name:
+        new = RENAMED_FOR[key][1]
+        t.put(new, value, path, f"legacy RLlib key, read as {new}")
+    elif key in NO_OPS:
+        dropped = " (its search is dropped: every value ran the same)" if _searched(value) else ""
+        t.warnings.append(
+            f"{path}: legacy RLlib key with no effect on the new stack ({NO_OPS[key]}){dropped}"
+        )
+    elif key in NO_OP_DEFAULTS:
+        default, why = NO_OP_DEFAULTS[key]
+        if value != default:
             raise SpecError(
-                f"'{key}' would be silently ignored by {name} on RLlib's new API stack",
+                f"'{key}: {value!r}' has no equivalent on RLlib's new API stack ({why})",
                 path=path,
-                suggestion=keys.ignored[key],
+                suggestion=f"remove it (only {key}: {default!r} is accepted, as a no-op)",
             )
-        elif key == "model_config":
-            value = _check_model_keys(value, keys, path)
-        elif key not in keys.defaults:
-            raise SpecError(
-                f"{name} has no config key '{key}'",
-                path=path,
-                allowed=f"the {len(keys.defaults)} keys `tune_app list {name}` prints",
-                suggestion=did_you_mean(key, keys.defaults)
-                or did_you_mean(key, RENAMED)
-                or "RLlib would silently ignore it",
-            )
-        _merge(out, key, value)
-    return Translated(config=out, warnings=tuple(warnings))
+        t.warnings.append(f"{path}: legacy RLlib key left at its old default; no effect ({why})")
+    elif key in STACK_FLAGS:
+        _stack_flag(t, key, value, path)
+    elif key in keys.ignored:
+        raise SpecError(
+            f"'{key}' would be silently ignored by {t.name} on RLlib's new API stack, and has no "
+            "equivalent there",
+            path=path,
+            suggestion=keys.ignored[key],
+        )
+    elif key == "model_config":
+        t.put("model_config", _check_model_keys(value, keys, path), path)
+    elif key in keys.defaults or key in EXTRA_KEYS:
+        t.put(key, value, path)
+    else:
+        raise _no_key(t, key, path)
+
+
+def _no_key(t: _Translation, key: str, path: str) -> SpecError:
+    known = t.keys.defaults
+    return SpecError(
+        f"{t.name} has no config key '{key}'",
+        path=path,
+        allowed=f"the {len(known)} keys `tune_app list {t.name}` prints",
+        suggestion=did_you_mean(key, known)
+        or did_you_mean(key, RENAMED)
+        or "RLlib would silently ignore it",
+    )
 
 
 def _merge(out: dict[str, Any], key: str, value: Any) -> None:
@@ -289,28 +562,254 @@ def _merge(out: dict[str, Any], key: str, value: Any) -> None:
         out[key] = value
 
 
-def _framework(value: Any, path: str, warnings: list[str]) -> str:
+def _mapping(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SpecError(f"must be a mapping, got {value!r}", path=path)
+    return value
+
+
+def _framework(t: _Translation, value: Any, path: str) -> None:
     if value == "torch":
-        return value
-    if value in ("tf", "tf2", "tfe"):
-        warnings.append(f"{path}: framework '{value}' read as torch (RLlib's new stack is torch)")
-        return "torch"
+        t.put("framework", value, path)
+    elif value in ("tf", "tf2", "tfe"):
+        t.put(
+            "framework",
+            "torch",
+            path,
+            f"framework '{value}' read as torch (RLlib's new stack is torch)",
+        )
+    else:
+        raise SpecError(
+            f"framework {value!r} is not supported", path=path, allowed=("torch", "tf", "tf2")
+        )
+
+
+def _use_pytorch(t: _Translation, value: Any, path: str) -> None:
+    note = "legacy RLlib key, read as framework: torch"
+    if not value:
+        note += " (RLlib's new stack is torch only)"
+    t.put("framework", "torch", path, note)
+
+
+def _stack_flag(t: _Translation, key: str, value: Any, path: str) -> None:
+    if value is True:
+        t.warnings.append(
+            f"{path}: asks for RLlib's new API stack, which is the one the app runs; no effect"
+        )
+        return
     raise SpecError(
-        f"framework {value!r} is not supported", path=path, allowed=("torch", "tf", "tf2")
+        f"'{key}: {value!r}' asks for RLlib's old API stack, which RLlib 2.60 and this app no "
+        "longer run",
+        path=path,
+        suggestion="remove it; the config then runs on the new API stack",
     )
 
 
-def _model_config(value: Any, keys: AlgorithmKeys, path: str, warnings: list[str]) -> Any:
+def _observation_filter(t: _Translation, value: Any, path: str) -> None:
+    if value == "NoFilter":
+        t.warnings.append(f"{path}: NoFilter is the new stack's default; no effect")
+        return
+    if value not in ("MeanStdFilter", "ConcurrentMeanStdFilter"):
+        raise SpecError(
+            f"observation_filter {value!r} has no equivalent on RLlib's new API stack",
+            path=path,
+            allowed=("MeanStdFilter", "ConcurrentMeanStdFilter", "NoFilter"),
+        )
+    t.put(
+        "env_to_module_connector",
+        MeanStdFilterConnector(),
+        path,
+        "legacy RLlib key, read as env_to_module_connector: RLlib's MeanStdFilter connector "
+        "(running mean/std of observations, clipped at 10, as the old filter)",
+    )
+
+
+@dataclass(frozen=True)
+class MeanStdFilterConnector:
+    """Builds RLlib's MeanStdFilter env-to-module connector on each env runner (the new stack's
+    form of `observation_filter: MeanStdFilter`). A picklable value for the trial's config."""
+
+    clip: float = 10.0
+
+    def __call__(self, env: Any = None, spaces: Any = None, device: Any = None) -> Any:
+        from ray.rllib.connectors.env_to_module import MeanStdFilter
+
+        return MeanStdFilter(multi_agent=False, clip_by_value=self.clip)
+
+    def __repr__(self) -> str:
+        return "MeanStdFilter"
+
+
+def _exploration_config(t: _Translation, value: Any, path: str) -> None:
+    value = _mapping(value, path)
+    kind = str(value.get("type", STOCHASTIC_SAMPLING)).rsplit(".", 1)[-1]
+    options = {k: v for k, v in value.items() if k != "type"}
+    if kind == EPSILON_GREEDY and t.name == "DQN":
+        _unknown_sub_keys(options, EPSILON_KEYS, path)
+        o = {**EPSILON_KEYS, **options}
+        start = int(o["warmup_timesteps"])
+        schedule = [[0, o["initial_epsilon"]]]
+        if start:
+            schedule.append([start, o["initial_epsilon"]])
+        schedule.append([start + int(o["epsilon_timesteps"]), o["final_epsilon"]])
+        t.put(
+            "epsilon",
+            schedule,
+            path,
+            f"legacy RLlib key, read as epsilon: {schedule} (the new stack's linear epsilon "
+            "schedule)",
+        )
+        return
+    if kind == STOCHASTIC_SAMPLING and not options.get("random_timesteps"):
+        _unknown_sub_keys(options, {"random_timesteps": 0}, path)
+        t.warnings.append(
+            f"{path}: StochasticSampling is what the new stack does (actions sampled from the "
+            "policy's distribution); no effect"
+        )
+        return
+    raise SpecError(
+        f"exploration type '{kind}' has no equivalent for {t.name} on RLlib's new API stack",
+        path=f"{path}.type",
+        suggestion="remove exploration_config"
+        + (
+            "; DQN's epsilon: [[0, 1.0], [10000, 0.05]] is its epsilon-greedy schedule"
+            if t.name == "DQN"
+            else ""
+        ),
+    )
+
+
+def _unknown_sub_keys(given: dict[str, Any], known: Any, path: str) -> None:
+    for key in given:
+        if key not in known:
+            raise SpecError(
+                f"unknown key '{key}'",
+                path=f"{path}.{key}",
+                allowed=list(known),
+                suggestion=did_you_mean(key, known),
+            )
+
+
+def _optimization(t: _Translation, value: Any, path: str) -> None:
+    if t.name != "SAC":
+        raise _no_key(t, "optimization", path)
+    value = _mapping(value, path)
+    _unknown_sub_keys(value, SAC_OPTIMIZATION, path)
+    for old, new in SAC_OPTIMIZATION.items():
+        if old in value:
+            t.put(new, value[old], f"{path}.{old}", f"legacy SAC key, read as {new}")
+
+
+def _sac_model_config(t: _Translation, value: Any, path: str) -> None:
+    if t.name != "SAC":
+        raise _no_key(t, path.rsplit(".", 1)[-1], path)
+    value = _mapping(value, path)
+    for sub, v in value.items():
+        where = f"{path}.{sub}"
+        if sub in MODEL_NO_OPS:
+            if v != MODEL_NO_OPS[sub]:
+                raise SpecError(
+                    f"'{sub}' has no equivalent in the new stack's default SAC module",
+                    path=where,
+                    suggestion="remove it (custom models are RLModules on the new stack)",
+                )
+            continue
+        new = RENAMED_MODEL_KEYS.get(sub, sub)
+        if new not in t.keys.model_keys:
+            raise SpecError(
+                f"'{sub}' is not a key of RLlib's default model config",
+                path=where,
+                allowed=t.keys.model_keys,
+                suggestion=did_you_mean(sub, t.keys.model_keys),
+            )
+        target = f"model_config.{new}"
+        earlier = t.sources.get(target)
+        current = t.out.get("model_config", {}).get(new)
+        if earlier is not None and current == v:  # the Q and policy networks agree
+            t.warnings.append(f"{where}: legacy SAC key, read as {target} (as {earlier})")
+            continue
+        if earlier is not None and current != v:
+            raise SpecError(
+                f"{where} is {v!r} but {earlier.removeprefix('config.')} is {current!r}: the "
+                "new stack's SAC builds its policy and Q networks from one model_config",
+                path=where,
+                suggestion="give both the same value, or set model_config instead",
+            )
+        t.put(target, v, where, f"legacy SAC key, read as {target} (policy and Q networks)")
+
+
+def _replay_buffer_config(t: _Translation, value: Any, path: str) -> None:
+    if "replay_buffer_config" not in t.keys.defaults:
+        raise _no_key(t, "replay_buffer_config", path)
+    value = _mapping(value, path)
+    for sub, v in value.items():
+        where = f"{path}.{sub}"
+        if sub == "learning_starts":
+            new = "num_steps_sampled_before_learning_starts"
+            t.put(new, v, where, f"legacy RLlib key, read as {new}")
+        elif sub == "type" and isinstance(v, str) and v.rsplit(".", 1)[-1] in REPLAY_BUFFERS:
+            new = REPLAY_BUFFERS[v.rsplit(".", 1)[-1]]
+            t.put("replay_buffer_config.type", new, where, f"old buffer class, read as {new}")
+        elif sub in REPLAY_KEYS:
+            new = REPLAY_KEYS[sub]
+            t.put(f"replay_buffer_config.{new}", v, where, f"legacy key, read as {new}")
+        elif sub in REPLAY_NO_OPS:
+            if v != REPLAY_NO_OPS[sub]:
+                raise SpecError(
+                    f"'{sub}: {v!r}' has no equivalent in the new stack's episode replay buffers",
+                    path=where,
+                    suggestion=f"remove it (only {REPLAY_NO_OPS[sub]!r}, the old default, is "
+                    "accepted as a no-op)",
+                )
+            t.warnings.append(f"{where}: old replay option at its default; no effect")
+        else:
+            t.put(f"replay_buffer_config.{sub}", v, where)
+
+
+def _prioritized_replay(t: _Translation, value: Any, path: str) -> None:
+    if "replay_buffer_config" not in t.keys.defaults:
+        raise _no_key(t, "prioritized_replay", path)
+    new = "PrioritizedEpisodeReplayBuffer" if value else "EpisodeReplayBuffer"
+    t.put(
+        "replay_buffer_config.type",
+        new,
+        path,
+        f"legacy RLlib key, read as replay_buffer_config.type: {new}",
+    )
+
+
+def _horizon(t: _Translation, value: Any, path: str) -> None:
+    if not t.gym_env:
+        raise SpecError(
+            "horizon on an env class has no equivalent the app can set",
+            path=path,
+            suggestion="wrap the env in gymnasium.wrappers.TimeLimit(env, max_episode_steps=N)",
+        )
+    if value is None or value is False:
+        t.warnings.append(f"{path}: no horizon; no effect")
+        return
+    t.put(
+        "env_config.max_episode_steps",
+        value,
+        path,
+        "legacy RLlib key, read as env_config.max_episode_steps (gymnasium's TimeLimit)",
+    )
+
+
+def _model(t: _Translation, value: Any, path: str) -> None:
     """An old `model:` dict as a new-stack `model_config`, refusing sub-keys it would ignore."""
-    if not isinstance(value, dict):
-        raise SpecError(f"model must be a mapping, got {value!r}", path=path)
+    value = _mapping(value, path)
+    t.warnings.append(f"{path}: legacy RLlib key, read as model_config")
     out = {}
     for sub, v in value.items():
+        if sub in MODEL_NO_OPS and v == MODEL_NO_OPS[sub]:
+            continue
         new = RENAMED_MODEL_KEYS.get(sub, sub)
         if new != sub:
-            warnings.append(f"{path}.{sub}: legacy model key, read as model_config.{new}")
+            t.warnings.append(f"{path}.{sub}: legacy model key, read as model_config.{new}")
         out[new] = v
-    return _check_model_keys(out, keys, path)
+    for sub, v in _check_model_keys(out, t.keys, path).items():
+        t.put(f"model_config.{sub}", v, path)
 
 
 def _check_model_keys(value: Any, keys: AlgorithmKeys, path: str) -> Any:
@@ -329,27 +828,48 @@ def _check_model_keys(value: Any, keys: AlgorithmKeys, path: str) -> Any:
     return value
 
 
+_HANDLERS: dict[str, Callable[[_Translation, Any, str], None]] = {
+    "framework": _framework,
+    "use_pytorch": _use_pytorch,
+    "observation_filter": _observation_filter,
+    "exploration_config": _exploration_config,
+    "optimization": _optimization,
+    "q_model_config": _sac_model_config,
+    "policy_model_config": _sac_model_config,
+    "Q_model": _sac_model_config,
+    "policy_model": _sac_model_config,
+    "replay_buffer_config": _replay_buffer_config,
+    "prioritized_replay": _prioritized_replay,
+    "horizon": _horizon,
+    "model": _model,
+}
+
+
 def translate_metric(key: str, where: str) -> tuple[str, str | None]:
     """A result key in the new stack's name, and a warning when it was a legacy name."""
     new = LEGACY_METRICS.get(key)
     if new is None:
         return key, None
-    return new, f"{where}: legacy RLlib metric '{key}', read as '{new}'"
+    note = f" ({SMOOTHED_NOTE[new]})" if new in SMOOTHED_NOTE else ""
+    return new, f"{where}: legacy RLlib metric '{key}', read as '{new}'{note}"
 
 
 def check_metric(key: str, where: str, name: str) -> None:
     """Refuse a top-level result key RLlib never reports; grouped keys are checked at run time."""
     if key in RESULT_KEYS or key.startswith(RESULT_GROUPS) or "/" in key:
         return
-    known = [*RESULT_KEYS, METRIC, *LEGACY_METRICS]
+    known = [*RESULT_KEYS, METRIC, RETURN_MEAN, *LEGACY_METRICS]
     raise SpecError(
         f"'{key}' is not a result key of {name}",
         path=where,
         allowed=(*RESULT_KEYS, "env_runners/...", "learners/...", "evaluation/..."),
         suggestion=did_you_mean(key, known)
         or did_you_mean(f"env_runners/{key}", known)
-        or f"episode returns are {METRIC}",
+        or f"episode returns are {METRIC} (last 100 episodes) and {RETURN_MEAN} (one iteration)",
     )
+
+
+# ---- RLlib's own view of a config -------------------------------------------------------------
 
 
 def algorithm_config(name: str, config: dict[str, Any]) -> Any:
@@ -358,27 +878,31 @@ def algorithm_config(name: str, config: dict[str, Any]) -> Any:
     return cls.get_default_config().update_from_dict(to_rllib(config))
 
 
+# Our key names -> the attribute names `update_from_dict` sets.
+_PRIVATE = ("model_config", "env_to_module_connector")
+
+
 def to_rllib(config: dict[str, Any]) -> dict[str, Any]:
     """Our key names to the attribute names `update_from_dict` sets."""
     out = dict(config)
-    if "model_config" in out:
-        out["_model_config"] = out.pop("model_config")
+    for key in _PRIVATE:
+        if key in out:
+            out[f"_{key}"] = out.pop(key)
     return out
 
 
-def bundles(name: str, config: dict[str, Any]) -> tuple[dict[str, float], ...]:
-    """The trial's placement group as RLlib sizes it: main process (and learners), env runners.
+def from_rllib(config: dict[str, Any]) -> dict[str, Any]:
+    """A trial's config as RLlib saved it, with our key names back (the inverse of to_rllib)."""
+    out = dict(config)
+    for key in _PRIVATE:
+        if f"_{key}" in out:
+            out[key] = out.pop(f"_{key}")
+    return out
 
-    `config` may hold search domains; a representative point is checked by RLlib's own
-    `validate`, so a config RLlib refuses is refused here, before Ray starts.
-    """
-    for key in RESOURCE_KEYS:
-        if isinstance(config.get(key), Domain):
-            raise SpecError(
-                f"'{key}' sizes each trial's resources and cannot be searched",
-                path=f"config.{key}",
-                suggestion="write one experiment per value instead",
-            )
+
+def check_with_rllib(name: str, config: dict[str, Any]) -> tuple[dict[str, float], ...]:
+    """Have RLlib's own `validate` check a representative point of `config` (imports RLlib);
+    returns the trial's bundles as RLlib sizes them."""
     point = representative(config)
     try:
         request = algorithm_class(name).default_resource_request(to_rllib(point))
@@ -394,7 +918,88 @@ def _first_line(err: BaseException) -> str:
     return lines[0] if lines else type(err).__name__
 
 
+# ---- resources --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Resources:
+    """A trial's placement group as RLlib sizes it, with the parts named for messages."""
+
+    bundles: tuple[dict[str, float], ...]
+    main: float  # CPUs of the main process (it trains when there are no learners)
+    env_runners: int
+    cpus_per_env_runner: float
+    eval_env_runners: int
+    learners: int
+    cpus_per_learner: float
+
+    @property
+    def cpus(self) -> float:
+        return sum(b.get("CPU", 0.0) for b in self.bundles)
+
+
+def resources(name: str, config: dict[str, Any]) -> Resources:
+    """The trial's bundles from `config` and the algorithm's defaults, as RLlib 2.60's
+    `default_resource_request` computes them (tests compare the two), without importing RLlib."""
+    for key in RESOURCE_KEYS:
+        if isinstance(config.get(key), Domain):
+            raise SpecError(
+                f"'{key}' sizes each trial's resources and cannot be searched",
+                path=f"config.{key}",
+                suggestion="write one experiment per value instead",
+            )
+    defaults = algorithm_keys(name).defaults
+
+    def get(key: str) -> Any:
+        value = config.get(key, defaults.get(key))
+        return value
+
+    learners = int(get("num_learners") or 0)
+    gpus_per_learner = float(get("num_gpus_per_learner") or 0)
+    per_learner = get("num_cpus_per_learner")
+    if per_learner == "auto":
+        per_learner = 1 if gpus_per_learner == 0 else 0
+    per_learner = float(per_learner)
+    main_cpus = float(get("num_cpus_for_main_process") or 0)
+    aggregators = int(get("num_aggregator_actors_per_learner") or 0)
+    if learners == 0:
+        main = {"CPU": max(per_learner, main_cpus), "GPU": gpus_per_learner}
+        learner_bundles = [{"CPU": 1.0} for _ in range(aggregators)]
+    else:
+        main = {"CPU": main_cpus, "GPU": 0.0}
+        learner_bundles = [
+            {"CPU": per_learner + aggregators, "GPU": gpus_per_learner} for _ in range(learners)
+        ]
+    runners = int(get("num_env_runners") or 0)
+    runner = {
+        "CPU": float(get("num_cpus_per_env_runner") or 0),
+        "GPU": float(get("num_gpus_per_env_runner") or 0),
+    }
+    evaluation = config.get("evaluation_config") or {}
+    eval_runners = int(evaluation.get("num_env_runners", get("evaluation_num_env_runners")) or 0)
+    eval_runner = {
+        "CPU": float(evaluation.get("num_cpus_per_env_runner", runner["CPU"]) or 0),
+        "GPU": float(evaluation.get("num_gpus_per_env_runner", runner["GPU"]) or 0),
+    }
+    raw = [main, *[runner] * runners, *[eval_runner] * eval_runners, *learner_bundles]
+    bundles = tuple({k: v for k, v in b.items() if v} or {"CPU": 0.0} for b in raw)
+    return Resources(
+        bundles=bundles,
+        main=main["CPU"],
+        env_runners=runners,
+        cpus_per_env_runner=runner["CPU"],
+        eval_env_runners=eval_runners,
+        learners=learners,
+        cpus_per_learner=per_learner,
+    )
+
+
 def shown_knobs(name: str) -> list[tuple[str, Any]]:
     """The main knobs of an algorithm with their defaults, for `tune_app list`."""
     defaults = algorithm_keys(name).defaults
     return [(k, defaults[k]) for k in SHOWN_KNOBS if k in defaults]
+
+
+if __name__ == "__main__":  # python -m tune_app.rllib: refresh the snapshot after an upgrade
+    write_keys_snapshot()
+    print(f"wrote {KEYS_FILE}")

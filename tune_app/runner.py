@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import shutil
 import time
@@ -37,7 +36,8 @@ from tune_app.layout import (
 )
 from tune_app.logs import JsonlResults, mark_finished_trials, relocate, write_run_files
 from tune_app.plan import ExperimentPlan, Plan
-from tune_app.rllib import RESULT_GROUPS, to_rllib
+from tune_app.rllib import RESULT_GROUPS, from_rllib, to_rllib
+from tune_app.rllib_metrics import diverged
 from tune_app.space import to_tune
 from tune_app.spec import AshaScheduler, HyperBandScheduler, HyperOptSearch, MedianScheduler
 
@@ -86,6 +86,7 @@ class Summary:
     reported: list[str] = field(default_factory=list)  # every result key any trial reported
     interrupted: bool = False  # trials left unfinished (Ctrl-C): resumable
     failed: dict[str, list[str]] = field(default_factory=dict)  # cause -> ids of failed trials
+    notes: list[str] = field(default_factory=list)  # what the run could not judge, and why
 
     @property
     def errored(self) -> int:
@@ -314,7 +315,8 @@ class SpecStopper(tune.Stopper):
     once, where Tune would warn once and run the trial to its natural end (or forever). With
     `late`, keys in RLlib's result groups are exempt: episode returns appear only once an episode
     has ended, evaluation results every `evaluation_interval` iterations. A trial whose metric
-    turns NaN or infinite is stopped: it has diverged, and the summary counts it as failed.
+    (or an RLlib loss) turns NaN or infinite is stopped: it has diverged, and the summary counts
+    it as failed. RLlib's "no episode finished yet" NaNs never get here (`rllib_metrics`).
     """
 
     def __init__(
@@ -332,7 +334,7 @@ class SpecStopper(tune.Stopper):
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         flat = flatten_dict(result)
-        if self.metric and _non_finite(flat.get(self.metric)):
+        if diverged(flat, self.metric):
             return True
         if trial_id not in self.seen:
             self.seen.add(trial_id)
@@ -390,20 +392,25 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
     # still running or pending, and so does a resume.
     saved = saved_trials(ep.storage_dir)
     interrupted = any(status not in ("TERMINATED", "ERROR") for status, _ in saved.values())
+    episodes = 0.0  # episodes any RLlib trial finished
+    reporting = 0  # trials that reported at least one result
     for result in grid:
         flat = flatten_dict(dict(result.metrics or {}))
         seen_keys.update(flat)
-        value = flat.get(ep.metric) if ep.metric else None
+        reporting += bool(flat.get("training_iteration"))
+        episodes = max(episodes, _finite(flat.get("env_runners/num_episodes_lifetime")) or 0.0)
+        value = _last_reported(result, ep.metric) if ep.metric else None
         trial_id = str(
             flat.get("trial_id") or trial_id_of(Path(result.path).name) or Path(result.path).name
         )
         iterations = int(flat.get("training_iteration", 0) or 0)
         status, retried = saved.get(trial_id, ("TERMINATED", 0))
         failure = None
+        bad = diverged(flat, ep.metric)
         if result.error is not None:
             failure = failures.from_exception(result.error)
-        elif _non_finite(value):
-            failure = failures.non_finite(str(ep.metric), value, iterations)
+        elif bad is not None:
+            failure = failures.non_finite(bad[0], bad[1], iterations)
         trials.append(
             TrialSummary(
                 trial_id=trial_id,
@@ -428,7 +435,8 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
     counts: dict[str, int] = {}
     for t in trials:
         counts[t.status] = counts.get(t.status, 0) + 1
-    missing = _never_reported(ep, seen_keys) if trials else {}
+    # A trial that crashed before its first result is reported as a failure, not as keys missing.
+    missing, notes = _never_reported(ep, seen_keys, episodes) if reporting else ({}, [])
     return Summary(
         experiment=ep.name,
         metric=ep.metric,
@@ -441,13 +449,32 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
         reported=sorted(seen_keys),
         interrupted=interrupted,
         failed=failed,
+        notes=notes,
     )
+
+
+def _last_reported(result: Any, key: str) -> Any:
+    """A trial's last value of `key`: its last result's, or when that result lacks it (an
+    RLlib iteration in which no episode finished), the last one reported before."""
+    value = flatten_dict(dict(result.metrics or {})).get(key)
+    if value is not None:
+        return value
+    try:
+        frame = result.metrics_dataframe
+    except Exception:  # noqa: BLE001 - progress.csv unreadable: the last result stands
+        return None
+    if frame is None or key not in frame:
+        return None
+    column = frame[key].dropna()
+    if not len(column):
+        return None
+    last = column.iloc[-1]
+    return last.item() if hasattr(last, "item") else last
 
 
 def _spec_keys(ep: ExperimentPlan, config: dict[str, Any]) -> dict[str, Any]:
     """A trial's config cut to the keys the spec wrote (an RLlib config has hundreds)."""
-    if "_model_config" in config:
-        config["model_config"] = config.pop("_model_config")
+    config = from_rllib(config)
     keys = set(ep.experiment.config) | {"env"}
     plain = (str, int, float, bool, list, dict, type(None))
     return {
@@ -465,11 +492,36 @@ def _best(ep: ExperimentPlan, trials: list[TrialSummary]) -> TrialSummary | None
     return pick(ranked, key=lambda t: t.metric)
 
 
-def _never_reported(ep: ExperimentPlan, seen: set[str]) -> dict[str, str]:
+def _never_reported(
+    ep: ExperimentPlan, seen: set[str], episodes: float
+) -> tuple[dict[str, str], list[str]]:
+    """Stop and metric keys no trial reported, and notes on RLlib keys that had no chance to be:
+    episode statistics before any episode finished, evaluation results before any evaluation."""
     wanted = {f"stop.{k}": k for k in ep.experiment.stop}
     if ep.metric:
         wanted["metric"] = ep.metric
-    return {where: key for where, key in wanted.items() if key not in seen}
+    missing: dict[str, str] = {}
+    notes: list[str] = []
+    for where, key in wanted.items():
+        if key in seen:
+            continue
+        rllib_run = ep.trainable.kind == "rllib"
+        if rllib_run and key.startswith("env_runners/") and not episodes:
+            notes.append(
+                f"{where} '{key}' was never reported: no episode finished in any trial; "
+                "let trials run longer (stop.training_iteration or timesteps)"
+            )
+        elif (
+            rllib_run
+            and key.startswith("evaluation/")
+            and not any(k.startswith("evaluation/") for k in seen)
+        ):
+            notes.append(
+                f"{where} '{key}' was never reported: no evaluation ran (evaluation_interval)"
+            )
+        else:
+            missing[where] = key
+    return missing, notes
 
 
 def missing_keys_error(ep: ExperimentPlan, summary: Summary) -> SpecError:
@@ -498,11 +550,6 @@ def _finite(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if number == number and abs(number) != float("inf") else None
-
-
-def _non_finite(value: Any) -> bool:
-    """NaN or infinite: a diverged trial, stopped and counted as failed."""
-    return isinstance(value, float) and not math.isfinite(value)
 
 
 def _refuse_existing(plan: Plan) -> None:

@@ -18,6 +18,7 @@ from tune_app.spec import Experiment
 MAX_SAMPLES = 2
 MAX_GRID_VALUES = 2
 MAX_ITERATIONS = 2
+LOWER_ONLY = ("num_env_runners", "num_learners")  # smoke never raises these
 
 
 def shrink(exp: Experiment, ref: TrainableRef) -> Experiment:
@@ -26,6 +27,11 @@ def shrink(exp: Experiment, ref: TrainableRef) -> Experiment:
     if isinstance(config, dict):
         for key, value in overrides(ref).items():
             if not isinstance(config.get(key), Domain):
+                if key in LOWER_ONLY and isinstance(config.get(key), int):
+                    value = min(value, config[key])  # never more than the spec's
+                elif key in LOWER_ONLY and ref.kind == "rllib":
+                    default = rllib.algorithm_keys(ref.run).defaults.get(key, value)
+                    value = min(value, default)
                 config[key] = value
     stop = dict(exp.stop)
     stop["training_iteration"] = min(stop.get("training_iteration", MAX_ITERATIONS), MAX_ITERATIONS)
@@ -38,7 +44,14 @@ def overrides(ref: TrainableRef) -> dict[str, Any]:
         return dict(ref.info.smoke)
     if ref.kind == "rllib":
         accepted = rllib.algorithm_keys(ref.run).defaults
-        return {k: v for k, v in rllib.SMOKE.items() if k in accepted}
+        out = {k: v for k, v in rllib.SMOKE.items() if k in accepted}
+        # Fragments that fit the tiny batches: RLlib's "auto" where that is its default, else
+        # a length the smoke minibatch is a multiple of (IMPALA and APPO require it).
+        fragment = accepted.get("rollout_fragment_length")
+        out.update(
+            {"rollout_fragment_length": "auto"} if fragment == "auto" else rllib.SMOKE_FRAGMENTS
+        )
+        return out
     return {}
 
 

@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from tune_app.errors import SpecError, did_you_mean
+from tune_app.errors import Collector, SpecError, SpecErrors, did_you_mean
 from tune_app.space import parse_space
 
 Mode = Literal["min", "max"]
@@ -412,7 +412,7 @@ def parse(data: Any, file: Path, text: str = "") -> Spec:
             raise SpecError(
                 "must be a non-empty mapping of experiment names to experiments", path="experiments"
             )
-        fixed = {k: _translate_legacy(v, f"experiments.{k}", warnings) for k, v in exps.items()}
+        fixed = _each(exps, lambda k, v: _translate_legacy(v, f"experiments.{k}", warnings))
         top = _validate(AppSpec, {**data, "experiments": fixed})
         assert isinstance(top, AppSpec)
         settings: Settings = top
@@ -420,16 +420,31 @@ def parse(data: Any, file: Path, text: str = "") -> Spec:
         prefix = "experiments."
     else:
         form = "classic"
+        errors = Collector()
         for key, value in data.items():
-            _check_classic_entry(key, value)
-        fixed = {k: _translate_legacy(v, str(k), warnings) for k, v in data.items()}
+            with errors.check():
+                _check_classic_entry(key, value)
+        errors.raise_any()
+        fixed = _each(data, lambda k, v: _translate_legacy(v, str(k), warnings))
         written = _validate(dict[str, ExperimentSpec], fixed)
         settings = Settings()
         prefix = ""
-    experiments = tuple(
-        _resolve(str(name), exp, settings, f"{prefix}{name}") for name, exp in written.items()
+    resolved = _each(
+        written, lambda name, exp: _resolve(str(name), exp, settings, f"{prefix}{name}")
     )
+    experiments = tuple(resolved.values())
     return Spec(file=file, text=text, form=form, experiments=experiments, warnings=tuple(warnings))
+
+
+def _each(items: dict[Any, Any], fn: Any) -> dict[Any, Any]:
+    """`fn(key, value)` for every item, every item's SpecError reported together."""
+    errors = Collector()
+    out = {}
+    for key, value in items.items():
+        with errors.check():
+            out[key] = fn(key, value)
+    errors.raise_any()
+    return out
 
 
 def _check_classic_entry(key: Any, value: Any) -> None:
@@ -534,7 +549,12 @@ def _validate(target: Any, data: Any) -> Any:
     try:
         return TypeAdapter(target).validate_python(data)
     except ValidationError as exc:
-        raise _to_spec_error(target, exc.errors()[0]) from None
+        found: dict[str, SpecError] = {}
+        for err in exc.errors():
+            one = _to_spec_error(target, err)
+            found.setdefault(one.message(), one)  # a union reports a key once per member
+        errors = list(found.values())
+        raise (errors[0] if len(errors) == 1 else SpecErrors(errors)) from None
 
 
 def _to_spec_error(target: Any, err: Any) -> SpecError:
