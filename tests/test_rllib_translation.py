@@ -318,3 +318,24 @@ def test_run_has_rllib_check_the_config_before_ray_starts(write_spec):
     make_plan(spec.load(path), cpus=2)  # validate: the snapshot knows both keys
     with pytest.raises(SpecError, match="PPO refuses this config"):
         make_plan(spec.load(path), cpus=2, rllib_checks=True)
+
+
+@pytest.mark.parametrize(
+    ("run", "words"),
+    [
+        (
+            "PG",
+            "no longer has the PG algorithm; allowed: PPO, APPO, IMPALA, DQN, SAC; its place "
+            "is taken by PPO",
+        ),
+        ("A2C", "taken by PPO"),
+        ("DDPG", "taken by SAC"),
+        ("td3", "no longer has the TD3 algorithm"),
+        ("ES", "no longer has the ES algorithm"),
+    ],
+)
+def test_algorithms_rllib_removed_name_their_replacement(write_spec, run, words):
+    with pytest.raises(SpecError) as err:
+        make_plan(spec.load(write_spec(f"e:\n  run: {run}\n  env: CartPole-v1\n")), cpus=2)
+    assert err.value.path == "e.run"
+    assert words in str(err.value) and "did you mean" not in str(err.value)

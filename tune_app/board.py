@@ -21,6 +21,7 @@ from ray.tune.utils import flatten_dict
 
 from tune_app.errors import SpecError
 from tune_app.layout import find_runs, jsonable
+from tune_app.rllib import from_rllib
 from tune_app.space import Domain, iter_domains
 
 if TYPE_CHECKING:
@@ -139,8 +140,7 @@ def hparam_value(value: Any) -> bool | float | str:
 
 def searched_values(config: dict[str, Any], hparams: dict[str, Domain]) -> dict[str, Any]:
     """The trial's value of each searched path (`a.b[0]`), as HParams holds it."""
-    if "_model_config" in config and "model_config" not in config:  # RLlib's attribute name
-        config = {**config, "model_config": config["_model_config"]}
+    config = from_rllib(config)  # RLlib's attribute names back to the spec's
     values = {}
     for path in hparams:
         node: Any = config

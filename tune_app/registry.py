@@ -173,13 +173,22 @@ def registered() -> dict[str, TrainableInfo]:
 
 def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
     """Resolve a spec's `run:` value without executing user code; SpecError if it names nothing."""
-    from tune_app.rllib import ALGORITHMS
+    from tune_app.rllib import ALGORITHMS, REMOVED
 
     table = registered()
     if run in table:
         return TrainableRef(run=run, kind="registered", info=table[run])
     if run in ALGORITHMS:
         return TrainableRef(run=run, kind="rllib")
+    removed = {name.upper(): name for name in REMOVED}
+    if run.upper() in removed:
+        name = removed[run.upper()]
+        raise SpecError(
+            f"RLlib 2.60 no longer has the {name} algorithm",
+            path="run",
+            allowed=list(ALGORITHMS),
+            suggestion=f"its place is taken by {REMOVED[name]}",
+        )
     if ":" not in run:
         names = [*table, *ALGORITHMS]
         raise SpecError(

@@ -24,6 +24,7 @@ from tune_app.layout import (
     saved_trials,
     trial_id_of,
 )
+from tune_app.rllib import from_rllib
 from tune_app.storage import open_runs
 
 FINISHED = "TERMINATED"
@@ -127,7 +128,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
     for row in rows:
         trial_id = str(row.get("trial_id"))
         if isinstance(row.get("config"), dict):
-            configs[trial_id] = flatten(row["config"])
+            configs[trial_id] = flatten(from_rllib(row["config"]))
         history.setdefault(trial_id, []).append(_numbers(row))
     for trial_id in [*journal, *saved, *ended]:  # trials that never reported still count
         history.setdefault(trial_id, [])
@@ -146,10 +147,11 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
             or _final(saved.get(trial_id, (UNFINISHED, 0))[0])
         )
         values = [s[metric] for s in steps if metric and metric in s]
-        last_value = steps[-1].get(metric) if steps and metric else None
+        # The last value reported: an RLlib iteration without a finished episode has none.
+        last_value = values[-1] if values else None
         failure = _failure(done, folders.get(trial_id), status)
         if failure is None and steps and metric and metric in steps[-1] and last_value is None:
-            failure = failures.nonfinite(metric, "nan", _iterations(steps))
+            failure = failures.non_finite(metric, "nan", _iterations(steps))
         if failure is not None:
             status = ERRORED
         iterations = _iterations(steps)

@@ -267,8 +267,6 @@ RESOURCE_KEYS = (
 
 # Config overrides for --smoke: one env runner, tiny batches, where the algorithm has the key.
 SMOKE = {
-    "num_env_runners": 1,
-    "num_learners": 0,
     "train_batch_size": 256,
     "train_batch_size_per_learner": 256,
     "minibatch_size": 64,
@@ -278,6 +276,9 @@ SMOKE = {
     "evaluation_num_env_runners": 0,
     "evaluation_duration": 1,
 }
+# Smoke caps: the spec's (or RLlib's default) value, at most this. IMPALA and APPO iterate for
+# at least 10 s by default.
+SMOKE_AT_MOST = {"num_env_runners": 1, "num_learners": 0, "min_time_s_per_iteration": 1}
 # IMPALA and APPO cut their train batch into minibatches of whole rollout fragments.
 SMOKE_FRAGMENTS = {"rollout_fragment_length": 32}
 

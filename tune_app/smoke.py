@@ -18,7 +18,6 @@ from tune_app.spec import Experiment
 MAX_SAMPLES = 2
 MAX_GRID_VALUES = 2
 MAX_ITERATIONS = 2
-LOWER_ONLY = ("num_env_runners", "num_learners")  # smoke never raises these
 
 
 def shrink(exp: Experiment, ref: TrainableRef) -> Experiment:
@@ -27,12 +26,13 @@ def shrink(exp: Experiment, ref: TrainableRef) -> Experiment:
     if isinstance(config, dict):
         for key, value in overrides(ref).items():
             if not isinstance(config.get(key), Domain):
-                if key in LOWER_ONLY and isinstance(config.get(key), int):
-                    value = min(value, config[key])  # never more than the spec's
-                elif key in LOWER_ONLY and ref.kind == "rllib":
-                    default = rllib.algorithm_keys(ref.run).defaults.get(key, value)
-                    value = min(value, default)
                 config[key] = value
+        if ref.kind == "rllib":
+            defaults = rllib.algorithm_keys(ref.run).defaults
+            for key, cap in rllib.SMOKE_AT_MOST.items():
+                given = config.get(key, defaults.get(key))
+                if isinstance(given, int | float) and not isinstance(given, bool):
+                    config[key] = min(cap, given)  # None (no minimum) stays
     stop = dict(exp.stop)
     stop["training_iteration"] = min(stop.get("training_iteration", MAX_ITERATIONS), MAX_ITERATIONS)
     return replace(exp, config=config, num_samples=min(exp.num_samples, MAX_SAMPLES), stop=stop)
