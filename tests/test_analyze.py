@@ -20,6 +20,7 @@ def _experiment(folder, name="e", torn=True):
         "experiment": name,
         "metric": "score",
         "mode": "max",
+        "scope": "all",  # ranked by the best value ever reported
         "searched": ["lr", "model.layers"],
         "scheduler": "asha",
         "stop": {"training_iteration": 4},

@@ -53,7 +53,7 @@ BAD_SPECS = [
         id="resources-key",
     ),
     pytest.param(
-        "e:\n  run: my_func\n  resources_per_trial: {cpu: 64}\n",
+        "e:\n  run: my_func\n  resources_per_trial: {cpu: 64}\n  config: {alpha: 1, beta: 1}\n",
         "e.resources_per_trial.cpu",
         ["needs 64 CPUs", "the machine has"],
         id="trial-too-big",
@@ -71,13 +71,13 @@ BAD_SPECS = [
         id="domain-near-miss",
     ),
     pytest.param(
-        "e:\n  run: my_func\n  stop: {mean_acuracy: 5}\n",
+        "e:\n  run: my_func\n  stop: {mean_acuracy: 5}\n  config: {alpha: 1, beta: 1}\n",
         "e.stop.mean_acuracy",
         ["never reported by trainable 'my_func'", "did you mean 'mean_accuracy'"],
         id="stop-never-reported",
     ),
     pytest.param(
-        "e:\n  run: my_func\n  metric: acc\n  mode: max\n",
+        "e:\n  run: my_func\n  metric: acc\n  mode: max\n  config: {alpha: 1, beta: 1}\n",
         "e.metric",
         ["'acc' is never reported", "mean_accuracy"],
         id="metric-never-reported",
@@ -114,7 +114,7 @@ BAD_SPECS = [
     ),
     pytest.param(
         "search: hyperopt\nexperiments:\n  e:\n    run: my_func\n"
-        "    config: {alpha: {grid_search: [1, 2]}}\n",
+        "    config: {alpha: {grid_search: [1, 2]}, beta: 1}\n",
         "experiments.e.config.alpha",
         ["hyperopt cannot search a grid_search axis", "choice"],
         id="hyperopt-grid",
@@ -132,10 +132,35 @@ BAD_SPECS = [
         id="classic-with-setting",
     ),
     pytest.param(
-        "experiments:\n  e:\n    run: my_func\n    checkpoint_config: {checkpoint_frequency: 2}\n",
+        "experiments:\n  e:\n    run: my_func\n    checkpoint_config: {checkpoint_frequency: 2}\n"
+        "    config: {alpha: 1, beta: 1}\n",
         "experiments.e.checkpoint_config.checkpoint_frequency",
         ["class trainables"],
         id="ckpt-freq-function",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  config: {beta: 1}\n",
+        "e.config",
+        ["needs config key 'alpha'", "float", "add alpha:"],
+        id="required-knob-missing",
+    ),
+    pytest.param(
+        "e:\n  run: es_cartpole\n  config: {lr: fast}\n",
+        "e.config.lr",
+        ["reads 'lr' as float, but got 'fast'"],
+        id="knob-type",
+    ),
+    pytest.param(
+        "e:\n  run: es_cartpole\n  config: {population: {uniform: [8, 64]}}\n",
+        "e.config.population",
+        ["reads 'population' as int, but uniform draws floats", "randint"],
+        id="knob-sampler-type",
+    ),
+    pytest.param(
+        "e:\n  run: es_cartpole\n  config: {episodes: {choice: [1, 2.5]}}\n",
+        "e.config.episodes",
+        ["reads 'episodes' as int, but got 2.5"],
+        id="knob-choice-type",
     ),
     pytest.param(
         "'bad name/x': {run: my_func}\n",
@@ -317,3 +342,47 @@ def test_a_module_that_fails_to_import_is_named_with_its_error(cli, write_spec, 
     assert result.code == 2 and len(lines) == 1, result.err
     assert "e.run: importing module 'broken' failed: RuntimeError: needs a GPU driver" in lines[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_version_names_the_app_and_ray(cli, capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        cli("--version")
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert f"tune_app {version('tune_app')}" in out and f"Ray {version('ray')}" in out
+
+
+def test_a_missing_spec_says_where_it_was_looked_for(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = cli("validate", "specs/nope.yaml")
+    assert result.code == 2
+    assert f"looked for {tmp_path / 'specs' / 'nope.yaml'} (relative to {tmp_path})" in result.err
+
+
+def test_validate_warns_when_the_results_folder_holds_a_run(cli, write_spec, tmp_path):
+    spec_file = write_spec(GOOD)
+    earlier = tmp_path / "out" / "e"
+    earlier.mkdir(parents=True)
+    (earlier / "run.json").write_text("{}")
+    result = cli("validate", spec_file, "--storage-path", tmp_path / "out")
+    assert result.code == 0
+    assert f"e.storage_path: {earlier} already holds a run: `run` will refuse it" in result.err
+    assert f"tune_app resume {earlier}" in result.err
+
+
+def test_the_summary_table_fits_80_columns_without_cutting_trial_ids(write_spec, capsys):
+    from tune_app import spec
+    from tune_app.plan import make_plan
+    from tune_app.report import print_summaries
+    from tune_app.runner import Summary, TrialSummary
+
+    plan = make_plan(spec.load(write_spec(GOOD)), cpus=2)
+    config = {"alpha": 0.123456789, "beta": 2, "comment": "x" * 120}
+    best = TrialSummary("a1b2c_00017", "TERMINATED", config, 0.987654321, 2, "t")
+    summary = Summary("e", "mean_accuracy", "max", 12.5, {"TERMINATED": 18}, best, [best])
+    print_summaries(plan, [summary], width=80)
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "a1b2c_00017" in out

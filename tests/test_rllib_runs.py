@@ -119,7 +119,7 @@ text-env:
 @pytest.mark.ray
 @pytest.mark.e2e
 def test_an_algorithm_failing_in_set_up_shows_rllibs_error(ray_session, cli, write_spec, tmp_path):
-    shutil.copy(ROOT / "tests" / "rl_user" / "text_obs_env.py", tmp_path / "text_obs_env.py")
+    shutil.copy(ROOT / "tests" / "user_modules" / "text_obs_env.py", tmp_path / "text_obs_env.py")
     junit = tmp_path / "junit.xml"
     out = tmp_path / "out"
     result = cli("run", write_spec(BROKEN_SETUP), "-q", "--storage-path", out, "--junit", junit)

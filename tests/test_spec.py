@@ -191,3 +191,28 @@ def test_schema_rejects_what_the_loader_rejects():
 
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"e": {"run": "my_func", "num_sample": 2}}, spec.json_schema())
+
+
+@pytest.mark.parametrize(
+    ("written", "number"),
+    [
+        pytest.param("1e-4", 0.0001, id="no-dot"),
+        pytest.param("1E5", 100000.0, id="capital-no-sign"),
+        pytest.param("2.5e3", 2500.0, id="dot-no-sign"),
+        pytest.param("-3e+2", -300.0, id="signed"),
+        pytest.param("1.0e-3", 0.001, id="yaml-1.1"),
+    ],
+)
+def test_yaml_1_2_floats_are_numbers_everywhere(tmp_path, written, number):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        f"e:\n  run: my_func\n  stop: {{mean_accuracy: {written}}}\n"
+        f"  config: {{alpha: {{uniform: [{written}, 1e9]}}, beta: {written}}}\n"
+    )
+    (exp,) = spec.load(path).experiments
+    assert exp.stop["mean_accuracy"] == number
+    assert exp.config["alpha"] == Domain("uniform", (number, 1e9))
+    assert exp.config["beta"] == number and isinstance(exp.config["beta"], float)
+    # Quoted text stays text.
+    path.write_text("e:\n  run: my_func\n  config: {alpha: 1, beta: 1, tag: '1e-4'}\n")
+    assert spec.load(path).experiments[0].config["tag"] == "1e-4"

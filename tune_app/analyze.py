@@ -12,6 +12,7 @@ import io
 import json
 from typing import Any, Literal
 
+from tune_app import scoring
 from tune_app.layout import jsonable
 from tune_app.results import ExperimentResults, TrialRecord
 
@@ -57,6 +58,7 @@ def _trial_dict(t: TrialRecord) -> dict[str, Any]:
         "status": t.status,
         "params": t.params,
         "iterations": t.iterations,
+        "score": t.score,
         "best": t.best,
         "last": t.last,
         "time_total_s": round(t.time_total_s, 3),
@@ -73,7 +75,17 @@ def _csv(experiments: list[ExperimentResults], top: int | None) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
-        ["experiment", "trial_id", "status", *params, "iterations", "best", "last", "cause"]
+        [
+            "experiment",
+            "trial_id",
+            "status",
+            *params,
+            "iterations",
+            "score",
+            "best",
+            "last",
+            "cause",
+        ]
     )
     for e in experiments:
         for t in e.ranked()[:top]:
@@ -84,6 +96,7 @@ def _csv(experiments: list[ExperimentResults], top: int | None) -> str:
                     t.status,
                     *(_raw(t.params.get(p)) for p in params),
                     t.iterations,
+                    _raw(t.score),
                     _raw(t.best),
                     _raw(t.last),
                     t.failure.cause if t.failure else "",
@@ -97,11 +110,16 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     from rich.table import Table
 
     state = "finished" if exp.finished else "not finished (interrupted or still running)"
-    metric = f"{exp.metric} ({exp.mode})" if exp.metric else "no metric"
+    metric = (
+        f"{exp.metric} ({exp.mode}, ranked by {scoring.describe(exp.scope)})"
+        if exp.metric
+        else "no metric"
+    )
     counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts().items()))
     table = Table(title=f"{exp.name}: {metric}; {counts or 'no trials'}; {state}")
-    for col in ("trial", "status", *exp.searched, "iter", "best", "last"):
-        table.add_column(col, justify="right" if col in ("iter", "best", "last") else "left")
+    numeric = ("iter", "score", "best", "last")
+    for col in ("trial", "status", *exp.searched, *numeric):
+        table.add_column(col, justify="right" if col in numeric else "left")
     ranked = exp.ranked()
     for t in ranked[:top]:
         status = t.status.lower()
@@ -114,6 +132,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
             status,
             *(cell(t.params.get(p)) for p in exp.searched),
             str(t.iterations),
+            cell(t.score),
             cell(t.best),
             cell(t.last),
         )
@@ -123,7 +142,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     best = exp.best_trial
     if best is not None:
         shown = ", ".join(f"{k}={cell(v)}" for k, v in best.params.items())
-        lines.append(f"best: {best.trial_id} {exp.metric} = {cell(best.best)} {shown}".rstrip())
+        lines.append(f"best: {best.trial_id} {exp.metric} = {cell(best.score)} {shown}".rstrip())
     for cause, members in exp.failed_by_cause().items():
         lines.append(f"failed, {cause} ({len(members)}): {', '.join(t.trial_id for t in members)}")
         first = members[0].failure

@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 from ray.tune.logger import TBXLoggerCallback
 from ray.tune.utils import flatten_dict
 
+from tune_app import scoring
 from tune_app.errors import SpecError
 from tune_app.layout import find_runs, jsonable
 from tune_app.rllib import from_rllib
+from tune_app.rllib_metrics import diverged
 from tune_app.space import Domain, iter_domains
 
 if TYPE_CHECKING:
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from tune_app.plan import ExperimentPlan
 
 TAG_PREFIX = "ray/tune/"  # Tune's logger writes result key `a/b` as scalar `ray/tune/a/b`
+SCORE_TAG = "tune_app/score"  # the trial's score under the experiment's scope
 # Result keys Tune's logger leaves out: the step keys (written here too: a stop or metric may name
 # them) and keys that are no metric at all.
 STEP_KEYS = ("time_total_s", "training_iteration")
@@ -58,24 +61,46 @@ class TrialBoard(TBXLoggerCallback):
     """
 
     def __init__(
-        self, hparams: dict[str, Domain], metrics: tuple[str, ...], metric: str | None
+        self,
+        hparams: dict[str, Domain],
+        metrics: tuple[str, ...],
+        metric: str | None,
+        scope: str = scoring.DEFAULT_SCOPE,
+        mode: str | None = "max",
     ) -> None:
         super().__init__()
         self._summary_writer_cls = _summary_writer
         self.hparams = dict(hparams)  # dotted config path -> its domain in the spec
         self.metrics = tuple(metrics)
         self.metric = metric
+        self.scope, self.mode = scope, mode
+        self.values: dict[str, list[float]] = {}  # trial id -> its metric values so far
         self.created = time.time()
 
     @classmethod
     def for_experiment(cls, ep: ExperimentPlan) -> TrialBoard:
         domains = dict(iter_domains(ep.experiment.config))
-        return cls({p: domains[p] for p in ep.searched}, metric_keys(ep), ep.metric)
+        return cls(
+            {p: domains[p] for p in ep.searched},
+            metric_keys(ep),
+            ep.metric,
+            scope=ep.experiment.scope,
+            mode=ep.mode,
+        )
+
+    @property
+    def shown_metrics(self) -> dict[str, str]:
+        """HParams' metric columns, tag -> name: the trial's score first, then the metrics."""
+        shown = {}
+        if self.metric:
+            shown[SCORE_TAG] = f"score: {self.metric} ({scoring.describe(self.scope)})"
+        shown.update({TAG_PREFIX + k: k for k in self.metrics})
+        return shown
 
     def log_trial_start(self, trial: Trial) -> None:
         super().log_trial_start(trial)
         # Also on a restart (resume, retry, unpause); TensorBoard keeps the first of each tag.
-        self._write(trial, experiment_summary(self.hparams, self.metrics, self.created))
+        self._write(trial, experiment_summary(self.hparams, self.shown_metrics, self.created))
         self._write(trial, session_start(searched_values(trial.config, self.hparams)))
 
     def log_trial_result(self, iteration: int, trial: Trial, result: dict) -> None:
@@ -86,15 +111,20 @@ class TrialBoard(TBXLoggerCallback):
             value = result.get(key)
             if isinstance(value, int | float) and math.isfinite(value):
                 self._trial_writer[trial].add_scalar(TAG_PREFIX + key, value, global_step=step)
+        value = scoring.finite(flatten_dict(result).get(self.metric)) if self.metric else None
+        if value is not None:
+            values = self.values.setdefault(trial.trial_id, [])
+            values.append(value)
+            # The score as the summary ranks trials, so HParams sorts them the same way.
+            score = scoring.score(values, self.scope, self.mode)
+            self._trial_writer[trial].add_scalar(SCORE_TAG, score, global_step=step)
         super().log_trial_result(iteration, trial, result)
 
     def log_trial_end(self, trial: Trial, failed: bool = False) -> None:
         if trial not in self._trial_writer:  # ended before it started (its actor failed)
             self.log_trial_start(trial)
         last = flatten_dict(trial.last_result or {})
-        value = last.get(self.metric) if self.metric else None
-        diverged = isinstance(value, float) and not math.isfinite(value)
-        self._write(trial, session_end(failed or diverged))
+        self._write(trial, session_end(failed or diverged(last, self.metric) is not None))
         super().log_trial_end(trial, failed)
 
     def _try_log_hparams(self, trial: Trial, result: dict) -> None:
@@ -171,7 +201,7 @@ def hparam_info(path: str, domain: Domain) -> Any:
 
 
 def experiment_summary(
-    hparams: dict[str, Domain], metrics: tuple[str, ...], created: float | None = None
+    hparams: dict[str, Domain], metrics: dict[str, str], created: float | None = None
 ) -> Any:
     """The HParams experiment: the searched paths, and the metrics as scalar tags of each trial."""
     from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2
@@ -179,7 +209,9 @@ def experiment_summary(
 
     experiment = api_pb2.Experiment(
         hparam_infos=[hparam_info(p, d) for p, d in hparams.items()],
-        metric_infos=[hp.Metric(TAG_PREFIX + k, display_name=k).as_proto() for k in metrics],
+        metric_infos=[
+            hp.Metric(tag, display_name=name).as_proto() for tag, name in metrics.items()
+        ],
         time_created_secs=created,
     )
     return _summary("experiment", plugin_data_pb2.HParamsPluginData(experiment=experiment))

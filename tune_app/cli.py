@@ -26,9 +26,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     loaded = spec.load(args.spec)
     plan = make_plan(loaded, storage_path=args.storage_path, smoke=args.smoke)
-    _print_warnings(plan.warnings)
+    _print_warnings([*plan.warnings, *_earlier_runs(plan)])
     print(plan_text(plan))
     return EXIT_OK
+
+
+def _earlier_runs(plan: Any) -> list[str]:
+    """Warnings for results folders that already hold a run, which `run` would refuse."""
+    out = []
+    for ep in plan.experiments:
+        folder = ep.storage_dir
+        if ep.storage_uri is None and folder.is_dir() and any(folder.iterdir()):
+            out.append(
+                f"{ep.experiment.key_path}.storage_path: {folder} already holds a run: `run` "
+                f"will refuse it; continue it with tune_app resume {folder}, or pass "
+                "--storage-path"
+            )
+    return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -169,12 +183,28 @@ def _print_warnings(warnings: Sequence[str]) -> None:
         print(f"warning: {w}", file=sys.stderr)
 
 
+def _versions() -> str:
+    """`tune_app 0.1.0 (Ray 2.60.0)`, read from the installed packages' metadata (no import)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return f"tune_app {of('tune_app')} (Ray {of('ray')})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tune_app",
         description="Hyperparameter searches on Ray Tune and RLlib from a YAML spec.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    parser.add_argument(
+        "--version", action="version", version=_versions(), help="the app's and Ray's versions"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, handler: Callable[[argparse.Namespace], int], help: str):
@@ -250,7 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TuneAppError as err:
         if args.debug:
             traceback.print_exc()
-        print(f"error: {err}", file=sys.stderr)
+        for line in str(err).splitlines() or [""]:  # several problems: one line each
+            print(f"error: {line}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

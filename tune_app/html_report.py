@@ -12,7 +12,7 @@ from datetime import datetime
 from html import escape
 from pathlib import Path
 
-from tune_app import plots
+from tune_app import plots, scoring
 from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
 from tune_app.results import ERRORED, UNFINISHED, ExperimentResults, TrialRecord
 
@@ -130,7 +130,8 @@ def _section(exp: ExperimentResults, figures: dict[str, tuple[str, bytes]], fold
         shown = ", ".join(f"{k} = {_shown(v)}" for k, v in best.params.items())
         parts.append(
             f'<p class="note best">Best: trial <b>{escape(best.trial_id)}</b>, '
-            f"{escape(str(exp.metric))} = <b>{escape(_shown(best.best))}</b>"
+            f"{escape(str(exp.metric))} = <b>{escape(_shown(best.score))}</b> "
+            f"({escape(scoring.describe(exp.scope))})"
             + (f"; {escape(shown)}" if shown else "")
             + "</p>"
         )
@@ -208,7 +209,10 @@ def _trials_table(exp: ExperimentResults) -> str:
     if not ranked:
         return '<p class="meta">No trials yet.</p>'
     colors = plots.trial_colors(exp)
-    head = ["#", "trial", "status", *exp.searched, "iterations", "best", "last", "stopped early"]
+    head = [
+        "#", "trial", "status", *exp.searched, "iterations", "score", "best", "last",
+        "stopped early",
+    ]  # fmt: skip
     header = "".join(f"<th>{escape(h)}</th>" for h in head)
     best = exp.best_trial
     rows = [
@@ -235,6 +239,7 @@ def _trial_row(rank: int, t: TrialRecord, searched: list[str], color: str, top: 
         f"<td>{escape(status)}</td>",
         *(f"<td>{escape(_shown(t.params.get(k)))}</td>" for k in searched),
         f'<td class="num">{t.iterations}</td>',
+        f'<td class="num">{escape(_shown(t.score))}</td>',
         f'<td class="num">{escape(_shown(t.best))}</td>',
         f'<td class="num">{escape(_shown(t.last))}</td>',
         f'<td class="early">{early}</td>',

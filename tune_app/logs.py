@@ -222,6 +222,7 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         "trainable": exp.run,
         "metric": ep.metric,
         "mode": ep.mode,
+        "scope": exp.scope,
         "searched": list(ep.searched),
         "scheduler": exp.scheduler.type,
         "stop": dict(exp.stop),

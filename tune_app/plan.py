@@ -14,9 +14,9 @@ from typing import Any
 from tune_app import rllib
 from tune_app.envs import EnvRef, resolve_env
 from tune_app.errors import Collector, SpecError, did_you_mean
-from tune_app.registry import TrainableRef, resolve
+from tune_app.registry import Knob, TrainableRef, resolve
 from tune_app.smoke import shrink
-from tune_app.space import grid_size, iter_domains, searched_paths
+from tune_app.space import LIST_KINDS, RULES, Domain, grid_size, iter_domains, searched_paths
 from tune_app.spec import (
     AshaScheduler,
     Experiment,
@@ -242,24 +242,81 @@ def _check_reported(exp: Experiment, ref: TrainableRef, metric: str | None) -> N
 
 
 def _check_knobs(exp: Experiment, ref: TrainableRef) -> None:
-    """A config key a registered trainable does not read would be silently ignored."""
+    """A registered trainable's config keys: an unknown key would be silently ignored, a value
+    of the wrong type or a missing required knob would fail every trial."""
     if ref.info is None:
         return
-    knobs = [k.name for k in ref.info.knobs]
-    for key in exp.config:
-        if key not in knobs:
-            raise SpecError(
-                f"trainable '{ref.run}' has no config key '{key}'",
-                path=f"{exp.key_path}.config.{key}",
-                allowed=knobs,
-                suggestion=did_you_mean(key, knobs) or "see `tune_app list`",
+    knobs = {k.name: k for k in ref.info.knobs}
+    errors = Collector()
+    config = exp.config if isinstance(exp.config, dict) else {}
+    for key, value in config.items():
+        with errors.check():
+            where = f"{exp.key_path}.config.{key}"
+            if key not in knobs:
+                raise SpecError(
+                    f"trainable '{ref.run}' has no config key '{key}'",
+                    path=where,
+                    allowed=list(knobs),
+                    suggestion=did_you_mean(key, knobs) or "see `tune_app list`",
+                )
+            _check_knob_type(knobs[key], value, where, ref.run)
+    for knob in knobs.values():
+        given = knob.name in config or (knob.name == "env" and exp.env is not None)
+        if knob.default is None and not given:
+            errors.errors.append(
+                SpecError(
+                    f"trainable '{ref.run}' needs config key '{knob.name}' "
+                    f"({knob.type.__name__}: {knob.doc})",
+                    path=f"{exp.key_path}.config",
+                    suggestion=f"add {knob.name}: under config (a value or a search space)",
+                )
             )
     if exp.env is not None and "env" not in knobs:
-        raise SpecError(
-            f"trainable '{ref.run}' takes no env",
-            path=f"{exp.key_path}.env",
-            suggestion="remove env:",
+        errors.errors.append(
+            SpecError(
+                f"trainable '{ref.run}' takes no env",
+                path=f"{exp.key_path}.env",
+                suggestion="remove env:",
+            )
         )
+    errors.raise_any()
+
+
+def _check_knob_type(knob: Knob, value: Any, where: str, run: str) -> None:
+    """Every value `value` can take (a constant, a list's values, a sampler's kind) is of the
+    knob's type; an int is a float, a bool is neither."""
+    expected = knob.type.__name__
+    if isinstance(value, Domain):
+        if value.kind in LIST_KINDS:
+            for item in value.args:
+                _check_knob_type(knob, item, where, run)
+            return
+        produced = int if RULES[value.kind].integer else float
+        if produced is knob.type or (produced is int and knob.type is float):
+            return
+        raise SpecError(
+            f"trainable '{run}' reads '{knob.name}' as {expected}, but {value.kind} draws "
+            f"{produced.__name__}s",
+            path=where,
+            suggestion="use randint, qrandint or lograndint for an int"
+            if knob.type is int
+            else "use choice: [...] or grid_search: [...]",
+        )
+    if _of_type(value, knob.type):
+        return
+    raise SpecError(
+        f"trainable '{run}' reads '{knob.name}' as {expected}, but got {value!r}",
+        path=where,
+        suggestion=f"write {'an' if expected[0] in 'aeiou' else 'a'} {expected} ({knob.doc})",
+    )
+
+
+def _of_type(value: Any, kind: type) -> bool:
+    if isinstance(value, bool):
+        return kind is bool
+    if kind is float:
+        return isinstance(value, int | float)
+    return isinstance(value, kind)
 
 
 def _check_search(exp: Experiment, metric: str | None) -> None:

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
+from tune_app import scoring
 from tune_app.results import UNFINISHED, ExperimentResults, TrialRecord
 
 ITERATION = "training_iteration"
@@ -123,7 +124,7 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> bytes | 
 
     Numbers on a linear (or, spanning 100x or more, log) axis; anything else as categories.
     """
-    trials = [t for t in exp.ranked() if t.best is not None]
+    trials = [t for t in exp.ranked() if t.score is not None]
     if not exp.searched or not trials or exp.metric is None:
         return None
     cols = min(len(exp.searched), 3)
@@ -148,7 +149,7 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> bytes | 
             color = colors[t.trial_id]
             ax.scatter(
                 x,
-                t.best,
+                t.score,
                 s=46,
                 marker="X" if t.failure else "o",
                 facecolors="none" if t.stopped_early else color,
@@ -157,7 +158,7 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> bytes | 
                 zorder=3,
             )
         ax.set_xlabel(_tex_safe(key))
-        ax.set_ylabel(f"best {_tex_safe(exp.metric)}", fontsize=8)
+        ax.set_ylabel(f"{_tex_safe(exp.metric)} ({scoring.describe(exp.scope)})", fontsize=8)
     for ax in axes[len(exp.searched) :]:
         ax.set_visible(False)
     return _png(fig)

@@ -18,7 +18,9 @@ from typing import Any, Protocol
 from ray import tune
 from ray.tune.utils import flatten_dict
 
+from tune_app import scoring
 from tune_app.results import finite, flatten
+from tune_app.rllib_metrics import diverged
 
 SNAPSHOT_PERIOD_S = 0.5
 
@@ -67,8 +69,11 @@ class ProgressCallback(tune.Callback):
         mode: str | None,
         searched: tuple[str, ...],
         iterations: int | None = None,
+        scope: str = scoring.DEFAULT_SCOPE,
     ) -> None:
         self.experiment, self.metric, self.mode = experiment, metric, mode
+        self.scope = scope
+        self._values: dict[str, list[float]] = {}  # trial id -> its metric values so far
         self.searched = searched
         self.iterations = iterations  # the stop bound on a trial's iterations, when there is one
         self._total: int | None = None
@@ -79,6 +84,14 @@ class ProgressCallback(tune.Callback):
         self._start = time.monotonic()
         if total_num_samples is not None and total_num_samples < sys.maxsize:
             self._total = int(total_num_samples)
+
+    def on_trial_result(
+        self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
+    ) -> None:
+        if self.metric:
+            value = finite(flatten_dict(result).get(self.metric))
+            if value is not None:
+                self._values.setdefault(trial.trial_id, []).append(value)
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         now = time.monotonic()
@@ -119,11 +132,14 @@ class ProgressCallback(tune.Callback):
         best, best_trial = None, None
         progress = 0.0
         for trial in trials:
-            counts[trial.status] = counts.get(trial.status, 0) + 1
             last = flatten_dict(trial.last_result or {})
-            value = last.get(self.metric) if self.metric else None
-            if finite(value) is not None and (best is None or _better(value, best, self.mode)):
-                best, best_trial = float(value), trial
+            status = trial.status
+            if status == "TERMINATED" and diverged(last, self.metric):
+                status = "ERROR"  # stopped for a NaN metric: failed, as the summary counts it
+            counts[status] = counts.get(status, 0) + 1
+            value = scoring.score(self._values.get(trial.trial_id, []), self.scope, self.mode)
+            if value is not None and scoring.better(value, best, self.mode):
+                best, best_trial = value, trial
             if trial.status in ("TERMINATED", "ERROR"):
                 progress += 1.0
             elif self.iterations:
@@ -149,10 +165,6 @@ class ProgressCallback(tune.Callback):
             elapsed_s=elapsed,
             remaining_s=remaining,
         )
-
-
-def _better(value: float, best: float, mode: str | None) -> bool:
-    return value < best if mode == "min" else value > best
 
 
 def _params(config: dict[str, Any], searched: tuple[str, ...]) -> str:

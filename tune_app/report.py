@@ -6,6 +6,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from tune_app import scoring
 from tune_app.plan import Plan, describe_scheduler, describe_search
 
 if TYPE_CHECKING:
@@ -100,7 +101,13 @@ def plan_text(plan: Plan) -> str:
             ("searched", ", ".join(ep.searched) or "nothing (constants only)"),
             ("search", describe_search(exp)),
             ("scheduler", describe_scheduler(exp)),
-            ("metric", f"{ep.metric} ({ep.mode})" if ep.metric else "none"),
+            (
+                "metric",
+                f"{ep.metric} ({ep.mode}; a trial ranks by its "
+                f"{scoring.describe(ep.experiment.scope)}, scope {ep.experiment.scope})"
+                if ep.metric
+                else "none",
+            ),
             ("stop", stop),
             (
                 "bundles",
@@ -116,16 +123,21 @@ def plan_text(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def print_summaries(plan: Plan, summaries: list[Summary]) -> None:
+def print_summaries(plan: Plan, summaries: list[Summary], width: int | None = None) -> None:
     """A table per experiment: status counts, the best trial, its config and metric."""
     from rich.console import Console
     from rich.table import Table
 
     # A log file is no terminal: rich would cut the table to 80 columns.
-    console = Console(width=None if sys.stdout.isatty() else 200)
+    console = Console(width=width or (None if sys.stdout.isatty() else 200))
     table = Table(title="tune_app results")
-    for col in ("experiment", "trials", "best trial", "metric", "config", "wall time"):
-        table.add_column(col)
+    # On a narrow terminal the long cells fold; trial ids and times are never cut.
+    table.add_column("experiment", overflow="fold")
+    table.add_column("trials", overflow="fold")
+    table.add_column("best trial", no_wrap=True, min_width=11)
+    table.add_column("metric", overflow="fold")
+    table.add_column("config", overflow="fold", ratio=2)
+    table.add_column("wall time", no_wrap=True)
     for ep, s in zip(plan.experiments, summaries, strict=True):
         counts = ", ".join(f"{v} {k.lower()}" for k, v in sorted(s.counts.items()))
         best = s.best

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tune_app import failures
+from tune_app import failures, scoring
 from tune_app.failures import Failure
 from tune_app.layout import (
     FINISHED_FILE,
@@ -25,6 +25,7 @@ from tune_app.layout import (
     trial_id_of,
 )
 from tune_app.rllib import from_rllib
+from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.storage import open_runs
 
 FINISHED = "TERMINATED"
@@ -47,6 +48,7 @@ class TrialRecord:
     failures: int = 0  # failures Tune saw, retried ones included
     stopped_early: bool = False  # ended by the scheduler before its stop criteria or peers
     folder: str | None = None  # the trial's folder name, when there is one
+    score: float | None = None  # what ranks it: the metric under the run's scope (scoring)
 
 
 @dataclass
@@ -65,23 +67,24 @@ class ExperimentResults:
     problems: list[str] = field(default_factory=list)
     finished: bool = False  # the run ended on its own (not interrupted, not killed)
     location: str = ""  # where the run is, as the user names it: a folder or a cloud URI
+    scope: str = DEFAULT_SCOPE  # which value of the metric ranks a trial (run.json)
 
     @property
     def where(self) -> str:
         return self.location or str(self.folder)
 
     def ranked(self) -> list[TrialRecord]:
-        """Trials best first by their best metric; trials without one last."""
+        """Trials best first by their score (the run's scope); trials without one last."""
         sign = -1.0 if self.mode == "max" else 1.0
         return sorted(
             self.trials,
-            key=lambda t: (t.best is None, sign * t.best if t.best is not None else 0.0),
+            key=lambda t: (t.score is None, sign * t.score if t.score is not None else 0.0),
         )
 
     @property
     def best_trial(self) -> TrialRecord | None:
         ranked = self.ranked()
-        return ranked[0] if ranked and ranked[0].best is not None else None
+        return ranked[0] if ranked and ranked[0].score is not None else None
 
     def failed_by_cause(self) -> dict[str, list[TrialRecord]]:
         """Failed trials grouped by cause, the largest group first."""
@@ -123,6 +126,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
 
     metric = info.get("metric") or (summary or {}).get("metric")
     mode = info.get("mode") or (summary or {}).get("mode")
+    scope = str(info.get("scope") or DEFAULT_SCOPE)
     configs: dict[str, dict[str, Any]] = {}
     history: dict[str, list[dict[str, float]]] = {}
     for row in rows:
@@ -163,6 +167,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
                 iterations=iterations,
                 last=finite(last_value),
                 best=_best([v for v in values if finite(v) is not None], mode),
+                score=scoring.score(values, scope, mode),
                 time_total_s=float(steps[-1].get("time_total_s", 0.0)) if steps else 0.0,
                 failure=failure,
                 failures=saved.get(trial_id, ("", int(done.get("failures", 0) or 0)))[1],
@@ -189,6 +194,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         problems=problems,
         finished=summary is not None and not interrupted,
         location=location or str(folder),
+        scope=scope,
     )
 
 

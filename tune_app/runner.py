@@ -22,7 +22,7 @@ from ray.tune import schedulers
 from ray.tune.search import BasicVariantGenerator
 from ray.tune.utils import flatten_dict
 
-from tune_app import failures, progress, storage
+from tune_app import failures, progress, scoring, storage
 from tune_app.board import TrialBoard
 from tune_app.cluster import cluster_address, local_pythonpath, runtime_env
 from tune_app.errors import SpecError, did_you_mean
@@ -61,7 +61,7 @@ class TrialSummary:
     trial_id: str
     status: str
     config: dict[str, Any]
-    metric: float | None
+    metric: float | None  # its score: the metric's value under the experiment's scope
     iterations: int
     path: str  # the trial's folder, relative to the experiment's
     error: str | None = None  # the first lines of its last error
@@ -287,7 +287,12 @@ def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
     ]
     callbacks.append(
         progress.ProgressCallback(
-            ep.name, ep.metric, ep.mode, ep.searched, _iteration_bound(ep.experiment.stop)
+            ep.name,
+            ep.metric,
+            ep.mode,
+            ep.searched,
+            _iteration_bound(ep.experiment.stop),
+            scope=ep.experiment.scope,
         )
     )
     return callbacks
@@ -399,7 +404,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
         seen_keys.update(flat)
         reporting += bool(flat.get("training_iteration"))
         episodes = max(episodes, _finite(flat.get("env_runners/num_episodes_lifetime")) or 0.0)
-        value = _last_reported(result, ep.metric) if ep.metric else None
+        value = _score(result, str(ep.metric), ep.experiment.scope, ep.mode) if ep.metric else None
         trial_id = str(
             flat.get("trial_id") or trial_id_of(Path(result.path).name) or Path(result.path).name
         )
@@ -423,7 +428,11 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
                 path=Path(result.path).name,
                 error=failure.message if failure else None,
                 time_total_s=float(flat.get("time_total_s", 0.0) or 0.0),
-                values={k: _finite(flat.get(k)) for k in ep.experiment.expect.metrics},
+                # expect's keys: the metric as ranked (its score), the others' last values.
+                values={
+                    k: value if k == ep.metric else _score(result, k, "last", ep.mode)
+                    for k in ep.experiment.expect.metrics
+                },
                 cause=failure.cause if failure else None,
                 failures=retried,
             )
@@ -453,23 +462,19 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:
     )
 
 
-def _last_reported(result: Any, key: str) -> Any:
-    """A trial's last value of `key`: its last result's, or when that result lacks it (an
-    RLlib iteration in which no episode finished), the last one reported before."""
-    value = flatten_dict(dict(result.metrics or {})).get(key)
-    if value is not None:
-        return value
+def _score(result: Any, key: str, scope: str, mode: str | None) -> float | None:
+    """A trial's score of `key` under `scope`, from every value of it the trial reported
+    (Tune's progress.csv); iterations that lack it (an RLlib iteration in which no episode
+    finished) are skipped."""
+    last = flatten_dict(dict(result.metrics or {})).get(key)
     try:
         frame = result.metrics_dataframe
     except Exception:  # noqa: BLE001 - progress.csv unreadable: the last result stands
-        return None
-    if frame is None or key not in frame:
-        return None
-    column = frame[key].dropna()
-    if not len(column):
-        return None
-    last = column.iloc[-1]
-    return last.item() if hasattr(last, "item") else last
+        frame = None
+    values = list(frame[key]) if frame is not None and key in frame else []
+    if not values and last is not None:
+        values = [last]
+    return scoring.score(values, scope, mode)
 
 
 def _spec_keys(ep: ExperimentPlan, config: dict[str, Any]) -> dict[str, Any]:
@@ -485,11 +490,16 @@ def _spec_keys(ep: ExperimentPlan, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _best(ep: ExperimentPlan, trials: list[TrialSummary]) -> TrialSummary | None:
-    ranked = [t for t in trials if t.metric is not None]
-    if not ranked or ep.mode is None:
+    """The trial with the best score (`metric` holds each trial's score under the scope)."""
+    if ep.mode is None:
         return None
-    pick = max if ep.mode == "max" else min
-    return pick(ranked, key=lambda t: t.metric)
+    best = None
+    for t in trials:
+        if t.metric is not None and (
+            best is None or scoring.better(t.metric, best.metric, ep.mode)
+        ):
+            best = t
+    return best
 
 
 def _never_reported(

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from tune_app.errors import Collector, SpecError, SpecErrors, did_you_mean
+from tune_app.scoring import DEFAULT_SCOPE, SCOPE_PATTERN, SCOPES
 from tune_app.space import parse_space
 
 Mode = Literal["min", "max"]
@@ -198,6 +199,11 @@ class Settings(_Strict):
         None, description="the metric to optimise (default: the trainable's)"
     )
     mode: Mode | None = Field(None, description="min or max (default: the trainable's)")
+    scope: str | None = Field(
+        None,
+        pattern=SCOPE_PATTERN,
+        description="which value ranks a trial: last (default), all (best ever), avg, last-N-avg",
+    )
     search: SearchSpec | None = Field(None, description="grid | random | hyperopt (default grid)")
     scheduler: SchedulerSpec | None = Field(
         None, description="fifo | hyperband | asha | median (default fifo)"
@@ -288,6 +294,7 @@ class Experiment:
     checkpoint: CheckpointSpec
     key_path: str  # where the experiment sits in its file, for messages
     expect: ExpectSpec = ExpectSpec()
+    scope: str = DEFAULT_SCOPE  # which value of its metric ranks a trial (see tune_app.scoring)
 
 
 @dataclass(frozen=True)
@@ -329,11 +336,24 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+# YAML 1.2 floats that PyYAML (YAML 1.1) reads as strings: an exponent without a dot or without
+# a sign (`1e-4`, `1E5`, `2.5e3`), as people write learning rates.
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
 def read_yaml(path: Path) -> tuple[str, Any]:
     """Read and safely parse a YAML file, with every failure as a SpecError naming the file."""
     file = str(path)
     if not path.exists():
-        raise SpecError("no such file", file=file, suggestion="check the path")
+        raise SpecError(
+            "no such file",
+            file=file,
+            suggestion=f"looked for {path.absolute()} (relative to {Path.cwd()})",
+        )
     if path.is_dir():
         raise SpecError(
             "is a directory, not a spec file",
@@ -539,6 +559,7 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         checkpoint=exp.checkpoint_config,
         key_path=path,
         expect=pick("expect", ExpectSpec()),
+        scope=pick("scope", DEFAULT_SCOPE),
     )
 
 
@@ -598,6 +619,13 @@ def _to_spec_error(target: Any, err: Any) -> SpecError:
             f"must be a name or a mapping with a 'type' key, but got {value!r}",
             path=path,
             allowed=choices,
+        )
+    if kind == "string_pattern_mismatch" and loc[-1] == "scope":
+        return SpecError(
+            f"'{value}' is not a scope",
+            path=path,
+            allowed=SCOPES,
+            suggestion="last ranks trials by where their curves ended, all by their best value",
         )
     if kind == "string_pattern_mismatch" and loc[-1] == "run":
         return SpecError(
