@@ -11,8 +11,8 @@ import pytest
 from tune_app import progress
 
 
-def _trial(status, config, **result):
-    return SimpleNamespace(status=status, config=config, last_result=result, trial_id="t")
+def _trial(status, config, trial_id="t", **result):
+    return SimpleNamespace(status=status, config=config, last_result=result, trial_id=trial_id)
 
 
 def test_a_snapshot_counts_trials_and_keeps_the_best_so_far():
@@ -25,6 +25,9 @@ def test_a_snapshot_counts_trials_and_keeps_the_best_so_far():
         _trial("RUNNING", {"lr": 0.4, "model": {"width": 16}}, loss=float("nan")),
         _trial("PENDING", {"lr": 0.5, "model": {"width": 16}}),
     ]
+    for i, trial in enumerate(trials):
+        trial.trial_id = f"t{i}"
+        callback.on_trial_result(0, trials, trial, trial.last_result)
     snap = callback.snapshot(trials)
     assert (snap.done, snap.running, snap.pending, snap.errored, snap.total) == (1, 2, 2, 1, 6)
     assert snap.best == 0.1 and snap.best_params == "lr=0.2, model.width=8"
@@ -70,3 +73,43 @@ def test_run_prints_plain_lines_without_tune_tables_when_not_a_terminal(
 
     loud = cli("run", spec, "--storage-path", tmp_path / "c", "-v")
     assert loud.code == 0 and "Trial status" in loud.out and "[e] trial" not in loud.out
+
+
+def test_the_best_so_far_follows_the_scope_and_a_nan_stopped_trial_is_errored():
+    callback = progress.ProgressCallback("e", "score", "max", (), scope="last")
+    a = _trial("RUNNING", {}, "a")
+    b = _trial("RUNNING", {}, "b")
+    for trial, value in [(a, 500.0), (b, 400.0), (a, 352.0)]:
+        callback.on_trial_result(0, [a, b], trial, {"score": value})
+    assert callback.snapshot([a, b]).best == 400.0  # a's last value is 352: b leads
+    callback.scope = "all"
+    assert callback.snapshot([a, b]).best == 500.0
+    c = _trial("TERMINATED", {}, "c", score=float("nan"))
+    snap = callback.snapshot([a, b, c])
+    assert (snap.done, snap.errored) == (0, 1)
+
+
+def test_a_failing_trial_prints_one_line_and_no_traceback_when_piped(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    shutil.copy(ROOT / "tests" / "user_modules" / "boom.py", tmp_path / "boom.py")
+    (tmp_path / "s.yaml").write_text(
+        "e:\n  run: boom:train\n  metric: score\n  mode: max\n"
+        "  config: {x: {grid_search: [1, 2]}}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tune_app", "run", "s.yaml", "--storage-path", "out"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    text = done.stdout + done.stderr
+    assert done.returncode == 1, text
+    assert "Traceback" not in text and "\x1b[" not in text
+    failed = [ln for ln in text.splitlines() if ln.startswith("[e] trial ") and "failed" in ln]
+    assert len(failed) == 1 and failed[0].endswith("failed: ValueError: boom at x=2, x=2")

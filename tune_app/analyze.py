@@ -150,9 +150,10 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
             lines.append(f"  {first.message.splitlines()[0]}")
     lines += [f"skipped: {p}" for p in exp.problems]
     lines.append(f"folder: {exp.where}")
-    console = Console(file=io.StringIO(), width=120, color_system=None, force_terminal=False)
+    text = io.StringIO()
+    console = Console(file=text, width=120, color_system=None, force_terminal=False)
     console.print(table)
-    return console.file.getvalue().rstrip("\n") + "\n" + "\n".join(lines)
+    return text.getvalue().rstrip("\n") + "\n" + "\n".join(lines)
 
 
 def cell(value: Any) -> str:

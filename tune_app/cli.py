@@ -63,7 +63,27 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     verbosity = 0 if args.quiet else 2 if args.verbose else 1
     opts = runner.RunOptions(address=args.address, verbosity=verbosity, command=tuple(args.argv))
-    return _finish(plan, runner.run(plan, opts), args)
+    return _finish(plan, _run_or_interrupt(plan, opts), args)
+
+
+def _run_or_interrupt(plan: Any, opts: Any) -> list[Any]:
+    """Run the plan; on Ctrl-C while experiments run concurrently (no summaries come back),
+    say how to resume every experiment that started, as a single experiment's summary does."""
+    from tune_app import runner
+
+    try:
+        return runner.run(plan, opts)
+    except KeyboardInterrupt:
+        started = [
+            ep.location for ep in plan.experiments if ep.storage_uri or ep.storage_dir.exists()
+        ]
+        if started:
+            print(
+                "interrupted; the state is saved. Continue with: tune_app resume "
+                + " ".join(started),
+                file=sys.stderr,
+            )
+        raise
 
 
 def _cluster_cpus(args: argparse.Namespace) -> float | None:
@@ -85,7 +105,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     opts = runner.RunOptions(
         address=args.address, verbosity=verbosity, command=tuple(args.argv), resume=True
     )
-    return _finish(plan, runner.run(plan, opts), args)
+    return _finish(plan, _run_or_interrupt(plan, opts), args)
 
 
 def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:

@@ -58,6 +58,7 @@ def check(ep: ExperimentPlan, summary: Summary, smoke: bool = False) -> list[Out
             where = f"best trial {best.trial_id}" if best else "no trial with a metric"
             outcomes.append(Outcome(ep.name, name, False, f"{where} has no value of {key}"))
             continue
+        assert best is not None  # a value was found on it
         ok = (bound.min is None or value >= bound.min) and (bound.max is None or value <= bound.max)
         outcomes.append(
             Outcome(ep.name, name, ok, f"best trial {best.trial_id}: {key} = {value:.6g}")

@@ -108,7 +108,7 @@ class JsonlResults(Callback):
         self._file = self.path.open("a", encoding="utf-8")
 
     def _index(self, row: dict[str, Any]) -> None:
-        trial_id = row.get("trial_id")
+        trial_id = str(row.get("trial_id"))
         if "config" in row:
             self._seen.add(trial_id)
         step = row.get("training_iteration")
@@ -147,7 +147,9 @@ class JsonlResults(Callback):
         if self.mirror_to and time.monotonic() - self._mirrored >= MIRROR_PERIOD_S:
             self._mirror()
 
-    def on_checkpoint(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+    def on_checkpoint(  # type: ignore[override]  # Tune passes the checkpoint as a keyword
+        self, iteration: int, trials: list, trial: Any, **info: Any
+    ) -> None:
         # Tune's next saved state will restore this trial from this checkpoint: the rows up to
         # it must be in the cloud copy before, or a resume elsewhere would never see them.
         if self.mirror_to:

@@ -188,12 +188,12 @@ def _plan_experiment(
 def _metric_and_mode(exp: Experiment, ref: TrainableRef) -> tuple[str | None, Mode | None]:
     declared = ref.info
     metric = exp.metric or (declared.metric if declared else None)
-    mode = exp.mode
+    mode: Mode | None = exp.mode
     if mode is None and declared is not None and metric == declared.metric:
         mode = declared.mode
     if ref.kind == "rllib":
         metric = metric or rllib.METRIC
-        mode = mode or (rllib.MODE if metric == rllib.METRIC else None)
+        mode = mode or ("max" if metric == rllib.METRIC else None)
     if metric is not None and mode is None:
         raise SpecError(
             f"'mode' is needed with metric '{metric}'",
@@ -399,13 +399,12 @@ def _translate_rllib(
     and the config's translation errors (the metric names are translated all the same, so the
     rest of the experiment is checked in the same pass)."""
     where = exp.key_path
+    failed: SpecError | None = None
     try:
         translated = rllib.translate_config(exp.run, exp.config, gym_env=gym_env)
     except SpecError as err:
         failed = err.under(where)
         translated = rllib.Translated(config={}, warnings=())
-    else:
-        failed = None
     config = dict(translated.config)
     config.pop("env", None)  # the EnvRef carries it
     warnings.extend(f"{where}.{w}" for w in translated.warnings)

@@ -33,7 +33,8 @@ FAILED_COLOR, EARLY_COLOR = "#c62828", "#222222"
 def trial_colors(exp: ExperimentResults) -> dict[str, str]:
     """Trial id -> hex colour, by rank: tab10 (less red) for a few trials, viridis for many."""
     ranked = exp.ranked()
-    palette = [c for i, c in enumerate(colormaps["tab10"].colors) if i != 3]  # red means failed
+    tab10 = colormaps["tab10"]
+    palette = [tab10(i) for i in range(10) if i != 3]  # red means failed
     if len(ranked) <= len(palette):
         return {t.trial_id: to_hex(palette[i]) for i, t in enumerate(ranked)}
     last = len(ranked) - 1
@@ -135,7 +136,7 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> bytes | 
         _style(ax)
         values = [t.params.get(key) for t in trials]
         if all(_is_number(v) for v in values):
-            xs: list[float] = [float(v) for v in values]
+            xs: list[float] = [float(v) for v in values if v is not None]
             if min(xs) > 0 and max(xs) >= 100 * min(xs):
                 ax.set_xscale("log")
         else:

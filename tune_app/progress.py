@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from ray import tune
 from ray.tune.utils import flatten_dict
 
-from tune_app import scoring
+from tune_app import failures, scoring
 from tune_app.results import finite, flatten
 from tune_app.rllib_metrics import diverged
 
@@ -80,7 +80,9 @@ class ProgressCallback(tune.Callback):
         self._start = time.monotonic()
         self._last = 0.0
 
-    def setup(self, total_num_samples: int | None = None, **info: Any) -> None:
+    def setup(  # type: ignore[override]  # Tune passes these as keywords
+        self, total_num_samples: int | None = None, **info: Any
+    ) -> None:
         self._start = time.monotonic()
         if total_num_samples is not None and total_num_samples < sys.maxsize:
             self._total = int(total_num_samples)
@@ -101,16 +103,22 @@ class ProgressCallback(tune.Callback):
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         last = flatten_dict(trial.last_result or {})
-        value = last.get(self.metric) if self.metric else None
-        shown = f", {self.metric} = {value:.6g}" if finite(value) is not None else ""
-        self._line(
-            f"trial {trial.trial_id} done after {last.get('training_iteration', 0)} iterations"
-            f"{shown}{_params(trial.config, self.searched)}"
-        )
+        params = _params(trial.config, self.searched)
+        bad = diverged(last, self.metric)
+        if bad is not None:  # stopped for a NaN metric: failed, as the summary counts it
+            self._line(f"trial {trial.trial_id} failed: {bad[0]} = {bad[1]}{params}")
+        else:
+            value = last.get(self.metric) if self.metric else None
+            shown = f", {self.metric} = {value:.6g}" if finite(value) is not None else ""
+            iterations = last.get("training_iteration", 0)
+            self._line(f"trial {trial.trial_id} done after {iterations} iterations{shown}{params}")
         self._send(trials)
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._line(f"trial {trial.trial_id} failed{_params(trial.config, self.searched)}")
+        # One line per failure; the traceback is in the trial's error.txt (and shown with -v).
+        self._line(
+            f"trial {trial.trial_id} failed: {_cause(trial)}{_params(trial.config, self.searched)}"
+        )
         self._send(trials)
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
@@ -165,6 +173,16 @@ class ProgressCallback(tune.Callback):
             elapsed_s=elapsed,
             remaining_s=remaining,
         )
+
+
+def _cause(trial: Any) -> str:
+    """The first line of a failed trial's error, from the error.txt Tune wrote for it."""
+    try:
+        with open(trial.error_file, encoding="utf-8", errors="replace") as f:
+            failure = failures.from_text(f.read())
+    except (OSError, TypeError, AttributeError):
+        return "see its error.txt"
+    return failure.message.splitlines()[0] if failure.message else failure.cause
 
 
 def _params(config: dict[str, Any], searched: tuple[str, ...]) -> str:

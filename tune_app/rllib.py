@@ -156,7 +156,11 @@ RENAMED_MODEL_KEYS = {
     "post_fcnet_activation": "head_fcnet_activation",
 }
 # Old model sub-keys that only ever held their defaults in published configs.
-MODEL_NO_OPS = {"custom_model": None, "custom_model_config": {}, "custom_action_dist": None}
+MODEL_NO_OPS: dict[str, Any] = {
+    "custom_model": None,
+    "custom_model_config": {},
+    "custom_action_dist": None,
+}
 
 # Old replay buffer class names and the new stack's episode buffers that replace them.
 REPLAY_BUFFERS = {
@@ -306,14 +310,14 @@ SHOWN_KNOBS = (
 )
 
 
-def algorithm_class(name: str) -> type:
+def algorithm_class(name: str) -> Any:
     """The Algorithm class named `name` (imports RLlib)."""
     # RLlib logs a notice about its new API stack for every config it builds; the plan says it.
     logging.getLogger("ray.rllib").setLevel(logging.ERROR)
     return getattr(importlib.import_module(ALGORITHMS[name]), name)
 
 
-def app_algorithm(name: str) -> type:
+def app_algorithm(name: str) -> Any:
     """The algorithm as trials run it: RLlib's class whose results have their no-data NaNs
     dropped and the smoothed episode returns added (see `rllib_metrics`)."""
     from tune_app import rllib_metrics
@@ -321,7 +325,7 @@ def app_algorithm(name: str) -> type:
     base = algorithm_class(name)
 
     def step(self: Any) -> dict[str, Any]:
-        result = super(cls, self).step()  # type: ignore[misc]
+        result = super(cls, self).step()  # type: ignore[misc,arg-type]
         smoother = self.__dict__.get("_app_smoother")
         if smoother is None:
             window = self.config.metrics_num_episodes_for_smoothing

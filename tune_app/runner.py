@@ -147,7 +147,7 @@ def _run_concurrently(
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     here = ray.get_runtime_context().get_node_id()
-    driver = ray.remote(
+    driver = ray.remote(  # type: ignore[call-overload]  # Ray's stubs lack node affinity
         num_cpus=0,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
     )(run_experiment)
@@ -179,6 +179,11 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         progress.attach(ep.name, progress.Relay(opts.board))
     # Tune's console output: its full tables with -v, else nothing (our view shows progress).
     os.environ["RAY_AIR_NEW_OUTPUT"] = "1" if opts.verbosity >= 2 else "0"
+    # Tune logs each trial failure with its whole traceback; the view prints one line and the
+    # traceback stays in the trial's error.txt (-v shows Tune's logs).
+    logging.getLogger("ray.tune").setLevel(
+        logging.INFO if opts.verbosity >= 2 else logging.CRITICAL
+    )
     if not opts.resume:
         if ep.storage_uri:  # a staging folder: whatever an older run left there is stale
             shutil.rmtree(ep.storage_dir, ignore_errors=True)
@@ -195,6 +200,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         trainable = tune.with_resources(loaded.trainable, pgf)
     os.environ["TUNE_GLOBAL_CHECKPOINT_S"] = _state_period(ep)
     began = time.monotonic()
+    earlier, finished = _earlier_wall_time(ep) if opts.resume else (0.0, False)
     if opts.resume:
         # Tune's saved state: finished trials stay, unfinished ones restart from their last
         # checkpoint, the searcher's history is restored; callbacks and stopper come back too.
@@ -209,11 +215,23 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     # Tune's final save can keep a stale status: a paused trial that a scheduler stops without a
     # live actor is never re-saved (HyperBand does this). The journal knows how each trial ended.
     _mark_finished(ep)
-    summary = summarize(ep, grid, time.monotonic() - began)
+    # A finished run resumed runs nothing: its wall time stays what it was.
+    summary = summarize(ep, grid, earlier if finished else earlier + time.monotonic() - began)
     write_json(ep.storage_dir / SUMMARY_FILE, summary_dict(summary))
     if ep.storage_uri:
         storage.push(ep.storage_dir, ep.storage_uri)
     return summary
+
+
+def _earlier_wall_time(ep: ExperimentPlan) -> tuple[float, bool]:
+    """The wall time a resumed run already spent (from the summary an interrupted or finished
+    run wrote; a killed run left none), and whether that run had finished."""
+    try:
+        summary = json.loads((ep.storage_dir / SUMMARY_FILE).read_text())
+        wall = float(summary["wall_time_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0, False
+    return wall, not summary.get("interrupted")
 
 
 # A user's own TUNE_GLOBAL_CHECKPOINT_S wins over the app's choice.

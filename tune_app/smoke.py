@@ -44,7 +44,7 @@ def overrides(ref: TrainableRef) -> dict[str, Any]:
         return dict(ref.info.smoke)
     if ref.kind == "rllib":
         accepted = rllib.algorithm_keys(ref.run).defaults
-        out = {k: v for k, v in rllib.SMOKE.items() if k in accepted}
+        out: dict[str, Any] = {k: v for k, v in rllib.SMOKE.items() if k in accepted}
         # Fragments that fit the tiny batches: RLlib's "auto" where that is its default, else
         # a length the smoke minibatch is a multiple of (IMPALA and APPO require it).
         fragment = accepted.get("rollout_fragment_length")
