@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tune_app.errors import TuneAppError
+from tune_app.errors import SpecErrors, TuneAppError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -300,7 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TuneAppError as err:
         if args.debug:
             traceback.print_exc()
-        for line in str(err).splitlines() or [""]:  # several problems: one line each
+        # Several problems: one `error:` line each (a diff or other multi-line text stays whole).
+        lines = str(err).splitlines() if isinstance(err, SpecErrors) else [str(err)]
+        for line in lines:
             print(f"error: {line}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
