@@ -262,3 +262,64 @@ def test_the_finished_journal_corrects_tune_stale_saved_statuses(tmp_path):
     }
     metadata = json.loads(json.loads(state.read_text())["trial_data"][0][1])
     assert metadata["last_result"] == {"x": 1}
+
+
+SCHEDULED = """
+metric: score
+mode: max
+scheduler: {scheduler}
+experiments:
+  e:
+    run: steps:train
+    num_samples: 9
+    stop: {{training_iteration: 9}}
+    config:
+      x: {{uniform: [0, 1]}}
+      steps: 9
+      sleep: 0.3
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    "scheduler",
+    [
+        "fifo",
+        "{type: asha, max_t: 9, grace_period: 1, reduction_factor: 3}",
+        "{type: median, time_attr: training_iteration, grace_period: 2, min_samples_required: 2}",
+        "{type: hyperband, max_t: 9, reduction_factor: 3}",
+    ],
+    ids=["fifo", "asha", "median", "hyperband"],
+)
+def test_a_search_killed_mid_way_resumes_to_the_end_under_every_scheduler(tmp_path, scheduler):
+    (tmp_path / "steps.py").write_text(CHECKPOINTED)
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(SCHEDULED.format(scheduler=scheduler))
+    folder = tmp_path / "out" / "e"
+    journal = folder / "finished.jsonl"
+
+    def some_ended_some_not():
+        ended = len(_rows(journal)) if journal.exists() else 0
+        return 2 <= ended < 9
+
+    proc = _start("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    _wait_for(some_ended_some_not, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = _by_trial(_rows(folder / "results.jsonl"))
+    ended = {row["trial_id"] for row in _rows(journal)}
+
+    resumed = _start("resume", folder, cwd=tmp_path)
+    out, err = resumed.communicate(timeout=240)  # a hung resume fails here
+    assert resumed.returncode == 0, err
+    if "hyperband" in scheduler:
+        assert "Tune does not save HyperBand's brackets" in err
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["counts"] == {"TERMINATED": 9} and not summary["interrupted"]
+    after = _by_trial(_rows(folder / "results.jsonl"))
+    assert len(after) == 9  # every trial accounted for
+    for trial_id in ended:
+        assert after[trial_id] == before[trial_id]  # finished trials were not run again
+    for rows in after.values():  # no iteration twice, none skipped
+        steps = [r["training_iteration"] for r in rows]
+        assert steps == list(range(1, len(steps) + 1))

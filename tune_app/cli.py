@@ -97,7 +97,14 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from tune_app.resume import resume_plan
 
     plan, _ = resume_plan(args.dir, force=args.force, cpus=_cluster_cpus(args))
-    _print_warnings(plan.warnings)
+    from tune_app.hyperband import RESUME_NOTE
+
+    hyperband = [
+        f"{ep.experiment.key_path}.scheduler: {RESUME_NOTE}"
+        for ep in plan.experiments
+        if ep.experiment.scheduler.type == "hyperband"
+    ]
+    _print_warnings([*plan.warnings, *hyperband])
 
     from tune_app import runner
 

@@ -399,7 +399,9 @@ def _scheduler(ep: ExperimentPlan) -> Any:
     sched = ep.experiment.scheduler
     opts = sched.model_dump(exclude={"type"})
     if isinstance(sched, HyperBandScheduler):
-        return schedulers.HyperBandScheduler(**opts)
+        from tune_app.hyperband import ResumableHyperBand
+
+        return ResumableHyperBand(**opts)
     if isinstance(sched, AshaScheduler):
         return schedulers.ASHAScheduler(**opts)
     if isinstance(sched, MedianScheduler):
