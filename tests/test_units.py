@@ -1,0 +1,189 @@
+"""Unit tests of the pieces the end-to-end runs rely on: JsonlResults (torn lines, replays,
+NaN), read_experiment (statuses, scores, NaN runs), summarize (best under the scope, failures,
+RLlib's missing keys) and the stopper (thresholds, missing keys, divergence). No Ray instance."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from tune_app import spec
+from tune_app.logs import JsonlResults
+from tune_app.plan import make_plan
+from tune_app.results import read_experiment
+from tune_app.runner import SpecStopper, summarize
+
+
+def trial(trial_id, **config):
+    return SimpleNamespace(trial_id=trial_id, config=config)
+
+
+# ---- JsonlResults -------------------------------------------------------------------------------
+
+
+def test_results_log_cuts_a_torn_line_and_replaces_replayed_iterations(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_text(
+        json.dumps({"trial_id": "a", "training_iteration": 1, "config": {"x": 1}}) + "\n"
+        + json.dumps({"trial_id": "a", "training_iteration": 2}) + "\n"
+        + '{"trial_id": "a", "training_iter'  # a killed run's last, torn line
+    )  # fmt: skip
+    log = JsonlResults(path, "e")
+    a = trial("a", x=1)
+    log.on_trial_result(0, [a], a, {"training_iteration": 2, "score": 5.0})  # restored at 2
+    log.on_trial_result(0, [a], a, {"training_iteration": 3, "score": 6.0, "done": False})
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["training_iteration"] for r in rows] == [1, 2, 3]
+    assert rows[1]["score"] == 5.0 and "done" not in rows[2]
+    assert "config" in rows[0] and all("config" not in r for r in rows[1:])
+
+
+def test_results_log_writes_non_finite_numbers_as_valid_json(tmp_path):
+    path = tmp_path / "results.jsonl"
+    log = JsonlResults(path, "e")
+    a = trial("a")
+    log.on_trial_result(0, [a], a, {"training_iteration": 1, "loss": float("nan")})
+    (row,) = [json.loads(line) for line in path.read_text().splitlines()]  # strict JSON
+    assert row["loss"] is None
+
+
+# ---- read_experiment ----------------------------------------------------------------------------
+
+
+def write_run(folder: Path, rows, scope="last", journal=()):
+    folder.mkdir(parents=True)
+    run = {"experiment": "e", "metric": "score", "mode": "max", "scope": scope, "searched": ["x"]}
+    (folder / "run.json").write_text(json.dumps(run))
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "finished.jsonl").write_text("".join(json.dumps(j) + "\n" for j in journal))
+
+
+CURVES = [
+    {"trial_id": "a", "training_iteration": 1, "score": 9.0, "config": {"x": 1}},
+    {"trial_id": "a", "training_iteration": 2, "score": 1.0},
+    {"trial_id": "b", "training_iteration": 1, "score": 4.0, "config": {"x": 2}},
+    {"trial_id": "b", "training_iteration": 2, "score": 5.0},
+    {"trial_id": "b", "training_iteration": 3},  # an RLlib iteration without the metric
+]
+
+
+@pytest.mark.parametrize(("scope", "best", "score"), [("last", "b", 5.0), ("all", "a", 9.0)])
+def test_read_experiment_ranks_by_the_runs_scope(tmp_path, scope, best, score):
+    done = [{"trial_id": t, "status": "TERMINATED"} for t in "ab"]
+    write_run(tmp_path / "e", CURVES, scope, done)
+    exp = read_experiment(tmp_path / "e")
+    assert exp.scope == scope and exp.best_trial.trial_id == best
+    assert exp.best_trial.score == score
+    b = next(t for t in exp.trials if t.trial_id == "b")
+    assert (b.last, b.iterations, b.params) == (5.0, 3, {"x": 2})  # last *reported* value
+
+
+def test_read_experiment_of_a_run_killed_after_a_nan_marks_the_trial_failed(tmp_path):
+    rows = [
+        {"trial_id": "a", "training_iteration": 1, "score": 1.0, "config": {"x": 1}},
+        {"trial_id": "a", "training_iteration": 2, "score": None},  # NaN, as JSON writes it
+    ]
+    write_run(tmp_path / "e", rows)
+    (a,) = read_experiment(tmp_path / "e").trials
+    assert a.status == "ERROR" and a.failure.cause == "non-finite metric"
+
+
+# ---- summarize ----------------------------------------------------------------------------------
+
+
+def plan_of(tmp_path, text):
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    (ep,) = make_plan(spec.load(path), cpus=2, storage_path=str(tmp_path / "out")).experiments
+    ep.storage_dir.mkdir(parents=True)
+    return ep
+
+
+def result(trial_id, scores, error=None, **last):
+    frame = pd.DataFrame({"score": scores, "training_iteration": range(1, len(scores) + 1)})
+    metrics = {"trial_id": trial_id, "training_iteration": len(scores), **last}
+    if scores and scores[-1] is not None:
+        metrics["score"] = scores[-1]
+    return SimpleNamespace(
+        metrics=metrics,
+        metrics_dataframe=frame,
+        error=error,
+        path=f"/x/train_{trial_id}_0",
+        config={"case": trial_id},
+    )
+
+
+SPEC = """
+metric: score
+mode: max
+{scope}
+experiments:
+  e:
+    run: curves:train
+    config: {{case: {{grid_search: [a, b]}}}}
+"""
+
+
+@pytest.mark.parametrize(("scope", "best"), [("", "b"), ("scope: all", "a")])
+def test_summarize_picks_the_best_under_the_scope(tmp_path, scope, best):
+    (tmp_path / "curves.py").write_text("def train(config):\n    pass\n")
+    ep = plan_of(tmp_path, SPEC.format(scope=scope))
+    grid = [result("a", [9.0, 1.0]), result("b", [4.0, 5.0, None])]
+    summary = summarize(ep, grid, 1.0)
+    assert summary.best.trial_id == best
+    metrics = {t.trial_id: t.metric for t in summary.trials}
+    assert metrics == ({"a": 1.0, "b": 5.0} if not scope else {"a": 9.0, "b": 5.0})
+    assert summary.counts == {"TERMINATED": 2} and summary.missing == {}
+
+
+def test_summarize_reports_a_crash_not_missing_keys(tmp_path):
+    (tmp_path / "curves.py").write_text("def train(config):\n    pass\n")
+    ep = plan_of(tmp_path, SPEC.format(scope=""))
+    crashed = SimpleNamespace(
+        metrics={},
+        metrics_dataframe=None,
+        error=ValueError("bad env"),
+        path="/x/train_ccccc_00000_0_case=a",
+        config={},
+    )
+    summary = summarize(ep, [crashed], 1.0)
+    assert summary.missing == {}  # no trial reported anything: nothing is "never reported"
+    assert summary.failed == {"ValueError": ["ccccc_00000"]}
+    assert summary.trials[0].error == "ValueError: bad env"
+
+
+def test_summarize_counts_a_nan_metric_as_a_failure(tmp_path):
+    (tmp_path / "curves.py").write_text("def train(config):\n    pass\n")
+    ep = plan_of(tmp_path, SPEC.format(scope=""))
+    summary = summarize(ep, [result("a", [1.0, float("nan")])], 1.0)
+    (a,) = summary.trials
+    assert a.status == "ERROR" and a.cause == "non-finite metric"
+
+
+# ---- the stopper --------------------------------------------------------------------------------
+
+
+def test_stopper_stops_at_thresholds_on_missing_keys_and_on_divergence():
+    stop = SpecStopper({"score": 10.0}, metric="score")
+    assert not stop("a", {"score": 3.0, "training_iteration": 1})
+    assert stop("a", {"score": 10.0, "training_iteration": 2})
+    assert stop("b", {"score": math.nan})  # diverged
+    assert not stop.stop_all()
+    assert stop("c", {"training_iteration": 1})  # metric missing from a first result
+    assert stop.stop_all()
+
+
+def test_stopper_waits_for_rllibs_late_keys_and_stops_on_a_nan_loss():
+    stop = SpecStopper(
+        {"env_runners/episode_return_mean_smoothed": 100.0},
+        metric="env_runners/episode_return_mean_smoothed",
+        late=True,
+    )
+    assert not stop("a", {"env_runners": {"num_episodes": 0}, "training_iteration": 1})
+    assert not stop.stop_all()
+    assert stop("a", {"learners": {"default_policy": {"total_loss": math.inf}}})
