@@ -39,6 +39,7 @@ USED_INDIRECTLY = {
     "flask": "moto's server mode",
     "flask-cors": "moto's server mode",
     "ruff": "the lint command of .ci/run",
+    "mypy": "the type check of .ci/run",
 }
 # Import name -> distribution, for modules not installed here (packages_distributions covers
 # the rest).

@@ -194,13 +194,17 @@ def test_a_trial_is_listed_from_its_start_and_ends_with_its_status(tmp_path: Pat
     }
     experiment = started[metadata.EXPERIMENT_TAG]
     assert [h.name for h in experiment.hparam_infos] == ["alpha", "act"]
+    # The trial's score (how the summary ranks it) first, then the metrics.
     assert [m.name.tag for m in experiment.metric_infos] == [
+        "tune_app/score",
         "ray/tune/mean_accuracy",
         "ray/tune/training_iteration",
     ]
+    assert experiment.metric_infos[0].display_name == "score: mean_accuracy (last value)"
 
-    result = {"mean_accuracy": 1.5, "training_iteration": 1, "time_total_s": 0.5}
-    board.on_trial_result(0, [trial], trial, result)
+    for step, accuracy in enumerate([1.5, 0.5], 1):
+        result = {"mean_accuracy": accuracy, "training_iteration": step, "time_total_s": 0.5}
+        board.on_trial_result(0, [trial], trial, result)
     trial.last_result = result
     board.on_trial_complete(0, [trial], trial)
     ended = _hparams(tmp_path / "trial")[metadata.SESSION_END_INFO_TAG]
@@ -208,6 +212,7 @@ def test_a_trial_is_listed_from_its_start_and_ends_with_its_status(tmp_path: Pat
     events = EventAccumulator(str(tmp_path / "trial"))
     events.Reload()
     assert {"ray/tune/training_iteration", "ray/tune/time_total_s"} <= set(events.Tags()["scalars"])
+    assert [e.value for e in events.Scalars("tune_app/score")] == [1.5, 0.5]  # scope: last
 
 
 @pytest.mark.parametrize(
@@ -344,7 +349,8 @@ def test_hparams_columns_are_the_searched_parameters_and_the_metric(served: Serv
     assert columns["alpha"]["domainDiscrete"] == [0.2, 0.4, 0.6]
     assert columns["act"]["domainDiscrete"] == ["relu", "tanh"]
     metrics = [m["name"]["tag"] for m in experiment["metricInfos"]]
-    assert metrics == ["ray/tune/mean_accuracy", "ray/tune/training_iteration"]
+    # The score the summary ranks trials by comes first.
+    assert metrics == ["tune_app/score", "ray/tune/mean_accuracy", "ray/tune/training_iteration"]
 
 
 def test_every_trial_is_listed_with_its_values_status_and_metric(board_run, served) -> None:

@@ -325,7 +325,7 @@ def app_algorithm(name: str) -> Any:
     base = algorithm_class(name)
 
     def step(self: Any) -> dict[str, Any]:
-        result = super(cls, self).step()  # type: ignore[misc,arg-type]
+        result = super(cls, self).step()  # type: ignore[arg-type]
         smoother = self.__dict__.get("_app_smoother")
         if smoother is None:
             window = self.config.metrics_num_episodes_for_smoothing
