@@ -130,7 +130,7 @@ def test_validate_prints_the_plan(cli):
         "trials     6",
         "grid",
         "fifo",
-        "mean_accuracy (max)",
+        "mean_accuracy (max; a trial ranks by its last value, scope last)",
         "at most 300",
     ):
         assert words in result.out

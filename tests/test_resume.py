@@ -323,3 +323,43 @@ def test_a_search_killed_mid_way_resumes_to_the_end_under_every_scheduler(tmp_pa
     for rows in after.values():  # no iteration twice, none skipped
         steps = [r["training_iteration"] for r in rows]
         assert steps == list(range(1, len(steps) + 1))
+
+
+TWO = """
+metric: score
+mode: max
+experiments:
+  a:
+    run: steps:train
+    config: {x: 1, steps: 40, sleep: 0.2}
+  b:
+    run: steps:train
+    config: {x: 2, steps: 40, sleep: 0.2}
+"""
+
+
+@pytest.mark.e2e
+def test_ctrl_c_with_two_experiments_prints_the_resume_command_for_both(tmp_path):
+    (tmp_path / "steps.py").write_text(CHECKPOINTED)
+    (tmp_path / "spec.yaml").write_text(TWO)
+    out = tmp_path / "out"
+    proc = _start("run", "spec.yaml", "--storage-path", out, cwd=tmp_path)
+    both = [out / name / "results.jsonl" for name in "ab"]
+    _wait_for(lambda: all(p.exists() and len(_rows(p)) >= 2 for p in both), proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"Continue with: tune_app resume {out / 'a'} {out / 'b'}" in err
+
+
+def test_resuming_keeps_the_wall_time_of_a_finished_run_and_adds_to_an_interrupted_one(tmp_path):
+    from types import SimpleNamespace
+
+    from tune_app.runner import _earlier_wall_time
+
+    ep = SimpleNamespace(storage_dir=tmp_path)
+    assert _earlier_wall_time(ep) == (0.0, False)  # a killed run left no summary
+    (tmp_path / "summary.json").write_text(json.dumps({"wall_time_s": 12.5, "interrupted": True}))
+    assert _earlier_wall_time(ep) == (12.5, False)
+    (tmp_path / "summary.json").write_text(json.dumps({"wall_time_s": 30.0, "interrupted": False}))
+    assert _earlier_wall_time(ep) == (30.0, True)
