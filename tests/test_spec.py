@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tune_app import spec
+from tune_app import methods, spec
 from tune_app.errors import SpecError
 from tune_app.space import Domain
 
@@ -73,8 +74,8 @@ def test_classic_form_reads_every_experiment_key():
     assert first.config["alpha"] == Domain("grid_search", (0.2, 0.4, 0.6))
     assert first.key_path == "my_experiment"
     # defaults where the classic form says nothing
-    assert isinstance(first.search, spec.GridSearch)
-    assert isinstance(first.scheduler, spec.FifoScheduler)
+    assert isinstance(first.search, methods.GridOptions)
+    assert isinstance(first.scheduler, methods.FifoOptions)
     assert first.storage_path == "results" and first.metric is None
     assert second.config == {"alpha": 1, "beta": 1}
 
@@ -82,32 +83,32 @@ def test_classic_form_reads_every_experiment_key():
 def test_app_form_inherits_file_settings_and_experiments_override_them():
     inherits, overrides = load_text(APP).experiments
     assert inherits.metric == "mean_accuracy" and inherits.mode == "max"
-    assert inherits.search == spec.HyperOptSearch(n_initial_points=5)
-    assert inherits.scheduler == spec.AshaScheduler(max_t=20, grace_period=2)
+    assert inherits.search == methods.HyperOptOptions(n_initial_points=5)
+    assert inherits.scheduler == methods.AshaOptions(max_t=20, grace_period=2)
     assert (inherits.max_concurrent_trials, inherits.seed, inherits.storage_path) == (4, 3, "out")
     assert inherits.key_path == "experiments.inherits"
     assert overrides.mode == "min" and overrides.metric == "mean_accuracy"
-    assert overrides.search == spec.RandomSearch()
-    assert overrides.scheduler == spec.FifoScheduler()
+    assert overrides.search == methods.RandomOptions()
+    assert overrides.scheduler == methods.FifoOptions()
     assert (overrides.seed, overrides.storage_path) == (9, "elsewhere")
 
 
 @pytest.mark.parametrize(
     "written, expected",
     [
-        pytest.param("hyperband", spec.HyperBandScheduler(), id="hyperband"),
+        pytest.param("hyperband", methods.HyperBandOptions(), id="hyperband"),
         pytest.param(
             "{type: hyperband, max_t: 27, reduction_factor: 3}",
-            spec.HyperBandScheduler(max_t=27),
+            methods.HyperBandOptions(max_t=27),
             id="hyperband-options",
         ),
-        pytest.param("asha", spec.AshaScheduler(), id="asha"),
+        pytest.param("asha", methods.AshaOptions(), id="asha"),
         pytest.param(
             "{type: median, grace_period: 2, time_attr: training_iteration}",
-            spec.MedianScheduler(grace_period=2, time_attr="training_iteration"),
+            methods.MedianOptions(grace_period=2, time_attr="training_iteration"),
             id="median-options",
         ),
-        pytest.param("fifo", spec.FifoScheduler(), id="fifo"),
+        pytest.param("fifo", methods.FifoOptions(), id="fifo"),
     ],
 )
 def test_scheduler_shorthand_and_options(written, expected):
@@ -216,3 +217,34 @@ def test_yaml_1_2_floats_are_numbers_everywhere(tmp_path, written, number):
     # Quoted text stays text.
     path.write_text("e:\n  run: my_func\n  config: {alpha: 1, beta: 1, tag: '1e-4'}\n")
     assert spec.load(path).experiments[0].config["tag"] == "1e-4"
+
+
+def test_the_spec_offers_exactly_the_methods_of_the_tables():
+    """Adding a searcher or scheduler is one table entry: the spec's names, its JSON Schema and
+    the error's allowed list follow."""
+    assert spec.SEARCHES == tuple(methods.SEARCHERS)
+    assert spec.SCHEDULER_NAMES == tuple(methods.SCHEDULERS)
+    schema = json.dumps(spec.json_schema())
+    for name in [*methods.SEARCHERS, *methods.SCHEDULERS]:
+        assert f'"{name}"' in schema
+    for table in (methods.SEARCHERS, methods.SCHEDULERS):
+        for name, entry in table.items():
+            assert entry.name == name and entry.options().type == name
+
+
+@pytest.mark.parametrize(
+    ("table", "name", "ray_class"),
+    [
+        ("SEARCHERS", "grid", "BasicVariantGenerator"),
+        ("SEARCHERS", "random", "BasicVariantGenerator"),
+        ("SEARCHERS", "hyperopt", "HyperOptSearch"),
+        ("SCHEDULERS", "fifo", "FIFOScheduler"),
+        ("SCHEDULERS", "hyperband", "HyperBandScheduler"),
+        ("SCHEDULERS", "asha", "AsyncHyperBandScheduler"),
+        ("SCHEDULERS", "median", "MedianStoppingRule"),
+    ],
+)
+def test_every_entry_builds_its_tune_object(table, name, ray_class):
+    entry = getattr(methods, table)[name]
+    built = entry.build(entry.options(), methods.Context(seed=3, max_concurrent_trials=2))
+    assert ray_class in [c.__name__ for c in type(built).__mro__]

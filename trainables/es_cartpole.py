@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tune_app.registry import Knob, TrainableInfo
+from tune_app.contract import Knob, TrainableInfo
 
 
 def linear_policy(params: np.ndarray, n_actions: int) -> Callable[[np.ndarray], int]:

@@ -6,7 +6,7 @@ spec's `stop` criteria end it, as the first Tune examples did.
 
 import time
 
-from tune_app.registry import Knob, TrainableInfo
+from tune_app.contract import Knob, TrainableInfo
 
 
 def accuracy(i: float, alpha: float) -> float:

@@ -63,7 +63,9 @@ def _variants(options: Options, ctx: Context) -> Any:
 
     # Tune ignores TuneConfig.max_concurrent_trials for a search algorithm passed in (with only
     # a warning); the variant generator takes the limit itself.
-    return BasicVariantGenerator(max_concurrent=ctx.max_concurrent_trials or 0, random_state=ctx.seed)
+    return BasicVariantGenerator(
+        max_concurrent=ctx.max_concurrent_trials or 0, random_state=ctx.seed
+    )
 
 
 def _hyperopt(options: Options, ctx: Context) -> Any:
@@ -193,11 +195,11 @@ SCHEDULERS: dict[str, Scheduler] = {
 }
 
 
-def searcher(options: Options) -> Searcher:
+def searcher_of(options: Options) -> Searcher:
     """The table entry of a spec's parsed `search:`."""
     return SEARCHERS[options.type]
 
 
-def scheduler(options: Options) -> Scheduler:
+def scheduler_of(options: Options) -> Scheduler:
     """The table entry of a spec's parsed `scheduler:`."""
     return SCHEDULERS[options.type]

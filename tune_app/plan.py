@@ -12,20 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from tune_app import rllib
+from tune_app.contract import Knob
 from tune_app.envs import EnvRef, resolve_env
 from tune_app.errors import Collector, SpecError, did_you_mean
-from tune_app.registry import Knob, TrainableRef, resolve
+from tune_app.methods import scheduler_of, searcher_of
+from tune_app.registry import TrainableRef, resolve
 from tune_app.smoke import shrink
 from tune_app.space import LIST_KINDS, RULES, Domain, grid_size, iter_domains, searched_paths
-from tune_app.spec import (
-    AshaScheduler,
-    Experiment,
-    FifoScheduler,
-    HyperBandScheduler,
-    HyperOptSearch,
-    Mode,
-    Spec,
-)
+from tune_app.spec import Experiment, Mode, Spec
 from tune_app.storage import is_uri, staging_dir
 
 
@@ -172,7 +166,7 @@ def _plan_experiment(
         metric=metric,
         mode=mode,
         trials=trials,
-        trials_exact=not isinstance(exp.search, HyperOptSearch),
+        trials_exact=searcher_of(exp.search).exact_trials,
         bundles=bundles,
         iterations=_iteration_bound(exp, trials),
         storage_dir=(
@@ -203,10 +197,10 @@ def _metric_and_mode(exp: Experiment, ref: TrainableRef) -> tuple[str | None, Mo
     needs = []
     if exp.expect.metrics:
         needs.append("expect's metric bounds (checked on the best trial)")
-    if not isinstance(exp.scheduler, FifoScheduler):
+    if scheduler_of(exp.scheduler).needs_metric:
         needs.append(f"the {exp.scheduler.type} scheduler")
-    if isinstance(exp.search, HyperOptSearch):
-        needs.append("the hyperopt search")
+    if searcher_of(exp.search).needs_metric:
+        needs.append(f"the {exp.search.type} search")
     if metric is None and needs:
         raise SpecError(
             f"{' and '.join(needs)} need a metric to optimise",
@@ -320,22 +314,29 @@ def _of_type(value: Any, kind: type) -> bool:
 
 
 def _check_search(exp: Experiment, metric: str | None) -> None:
-    if not isinstance(exp.search, HyperOptSearch):
-        return
+    """What the searcher needs of the space: no grid axes, at least one sampled value."""
+    entry = searcher_of(exp.search)
     domains = list(iter_domains(exp.config))
-    for path, domain in domains:
-        if domain.is_grid:
-            raise SpecError(
-                "hyperopt cannot search a grid_search axis",
-                path=f"{exp.key_path}.config.{path}",
-                suggestion="use choice: [...] instead, or search: grid",
+    errors = Collector()
+    if not entry.takes_grid:
+        for path, domain in domains:
+            if domain.is_grid:
+                errors.errors.append(
+                    SpecError(
+                        f"{entry.name} cannot search a grid_search axis",
+                        path=f"{exp.key_path}.config.{path}",
+                        suggestion="use choice: [...] instead, or search: grid",
+                    )
+                )
+    if entry.needs_sampled and not domains:
+        errors.errors.append(
+            SpecError(
+                f"{entry.name} needs at least one sampled parameter in config",
+                path=f"{exp.key_path}.search",
+                suggestion="or use search: grid",
             )
-    if not domains:
-        raise SpecError(
-            "hyperopt needs at least one sampled parameter in config",
-            path=f"{exp.key_path}.search",
-            suggestion="or use search: grid",
         )
+    errors.raise_any()
 
 
 def _check_checkpoints(exp: Experiment, ref: TrainableRef) -> None:
@@ -584,10 +585,10 @@ def _iteration_bound(exp: Experiment, trials: int) -> int | None:
         caps.append(int(exp.stop["training_iteration"]))
     sched = exp.scheduler
     if (
-        isinstance(sched, HyperBandScheduler | AshaScheduler)
-        and sched.time_attr == "training_iteration"
+        scheduler_of(sched).bounds_time
+        and getattr(sched, "time_attr", None) == "training_iteration"
     ):
-        caps.append(sched.max_t)
+        caps.append(int(sched.model_dump()["max_t"]))
     return trials * min(caps) if caps else None
 
 

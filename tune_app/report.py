@@ -10,8 +10,8 @@ from tune_app import scoring
 from tune_app.plan import Plan, describe_scheduler, describe_search
 
 if TYPE_CHECKING:
+    from tune_app.contract import TrainableInfo
     from tune_app.expect import Outcome
-    from tune_app.registry import TrainableInfo
     from tune_app.runner import Summary
 
 

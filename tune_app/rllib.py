@@ -23,8 +23,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from tune_app.contract import AUTO_METRICS
 from tune_app.errors import Collector, SpecError, did_you_mean
-from tune_app.registry import AUTO_METRICS
 from tune_app.rllib_metrics import RETURN_MEAN, SMOOTHED_LEN, SMOOTHED_RETURN
 from tune_app.space import Domain, representative
 

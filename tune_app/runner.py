@@ -18,8 +18,6 @@ from typing import Any
 
 import ray
 from ray import tune
-from ray.tune import schedulers
-from ray.tune.search import BasicVariantGenerator
 from ray.tune.utils import flatten_dict
 
 from tune_app import failures, progress, scoring, storage
@@ -35,11 +33,11 @@ from tune_app.layout import (
     write_json,
 )
 from tune_app.logs import JsonlResults, mark_finished_trials, relocate, write_run_files
+from tune_app.methods import Context, scheduler_of, searcher_of
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.rllib import RESULT_GROUPS, from_rllib, to_rllib
 from tune_app.rllib_metrics import diverged
 from tune_app.space import to_tune
-from tune_app.spec import AshaScheduler, HyperBandScheduler, HyperOptSearch, MedianScheduler
 
 # Our stopper names a missing metric clearly; Tune's own check would raise from deep inside fit().
 os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
@@ -272,7 +270,7 @@ def _tuner(ep: ExperimentPlan, trainable: Any, loaded: Loaded, opts: RunOptions)
             scheduler=_scheduler(ep),
             num_samples=exp.num_samples,
             max_concurrent_trials=(
-                exp.max_concurrent_trials if isinstance(exp.search, HyperOptSearch) else None
+                exp.max_concurrent_trials if searcher_of(exp.search).limits_concurrency else None
             ),
             # A fresh trial process costs 1.5-2 s; function trainables reset cleanly instead.
             # RLlib algorithms cannot reset their env runners to a new config.
@@ -379,34 +377,13 @@ def _reached(value: Any, threshold: float) -> bool:
 
 def _searcher(ep: ExperimentPlan) -> Any:
     exp = ep.experiment
-    if isinstance(exp.search, HyperOptSearch):
-        from ray.tune.search.hyperopt import HyperOptSearch as TuneHyperOpt
-
-        return TuneHyperOpt(
-            n_initial_points=exp.search.n_initial_points,
-            gamma=exp.search.gamma,
-            random_state_seed=exp.seed,
-        )
-    # Tune ignores TuneConfig.max_concurrent_trials for a search algorithm passed in (with only
-    # a warning); the variant generator takes the limit itself.
-    return BasicVariantGenerator(
-        max_concurrent=exp.max_concurrent_trials or 0, random_state=exp.seed
-    )
+    ctx = Context(seed=exp.seed, max_concurrent_trials=exp.max_concurrent_trials)
+    return searcher_of(exp.search).build(exp.search, ctx)
 
 
 def _scheduler(ep: ExperimentPlan) -> Any:
-
     sched = ep.experiment.scheduler
-    opts = sched.model_dump(exclude={"type"})
-    if isinstance(sched, HyperBandScheduler):
-        from tune_app.hyperband import ResumableHyperBand
-
-        return ResumableHyperBand(**opts)
-    if isinstance(sched, AshaScheduler):
-        return schedulers.ASHAScheduler(**opts)
-    if isinstance(sched, MedianScheduler):
-        return schedulers.MedianStoppingRule(**opts)
-    return schedulers.FIFOScheduler()
+    return scheduler_of(sched).build(sched, Context(seed=ep.experiment.seed))
 
 
 def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> Summary:

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from tune_app.errors import Collector, SpecError, SpecErrors, did_you_mean
+from tune_app.methods import SCHEDULERS, SEARCHERS, FifoOptions, GridOptions, Options
 from tune_app.scoring import DEFAULT_SCOPE, SCOPE_PATTERN, SCOPES
 from tune_app.space import parse_space
 
@@ -42,69 +43,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-# ---- searchers -------------------------------------------------------------------------------
-
-
-class GridSearch(_Strict):
-    """Tune's variant generator: grid axes crossed, sampled values drawn, all times num_samples."""
-
-    type: Literal["grid"] = "grid"
-
-
-class RandomSearch(_Strict):
-    """Tune's variant generator seeded by `seed`: `num_samples` draws (times any grid axes)."""
-
-    type: Literal["random"] = "random"
-
-
-class HyperOptSearch(_Strict):
-    """Tree-structured Parzen estimators through Tune's HyperOptSearch; no grid_search axes."""
-
-    type: Literal["hyperopt"] = "hyperopt"
-    n_initial_points: int = Field(20, ge=1, description="random draws before TPE takes over")
-    gamma: float = Field(0.25, gt=0, lt=1, description="TPE's quantile separating good from bad")
-
-
-# ---- schedulers ------------------------------------------------------------------------------
-
-
-class FifoScheduler(_Strict):
-    """Every trial runs until its `stop` criteria."""
-
-    type: Literal["fifo"] = "fifo"
-
-
-class HyperBandScheduler(_Strict):
-    """Tune's synchronous HyperBand: brackets of successive halving, paused trials resumed."""
-
-    type: Literal["hyperband"] = "hyperband"
-    time_attr: str = Field("training_iteration", description="the result key that measures time")
-    max_t: int = Field(81, gt=0, description="most time units one trial may run")
-    reduction_factor: float = Field(3, gt=1, description="keep 1/reduction_factor at each rung")
-    stop_last_trials: bool = Field(True, description="stop trials that reach max_t")
-
-
-class AshaScheduler(_Strict):
-    """Asynchronous successive halving: stops laggards at each rung without pausing anyone."""
-
-    type: Literal["asha"] = "asha"
-    time_attr: str = Field("training_iteration", description="the result key that measures time")
-    max_t: int = Field(100, gt=0, description="most time units one trial may run")
-    grace_period: int = Field(1, gt=0, description="time units before a trial can be stopped")
-    reduction_factor: float = Field(4, gt=1, description="keep 1/reduction_factor at each rung")
-    brackets: int = Field(1, ge=1, description="number of brackets")
-    stop_last_trials: bool = Field(True, description="stop trials that reach max_t")
-
-
-class MedianScheduler(_Strict):
-    """Median stopping: stop a trial whose best result is below the median of others' so far."""
-
-    type: Literal["median"] = "median"
-    time_attr: str = Field("time_total_s", description="the result key that measures time")
-    grace_period: float = Field(60.0, ge=0, description="time units before a trial can be stopped")
-    min_samples_required: int = Field(3, ge=1, description="trials needed to compute a median")
-    min_time_slice: int = Field(0, ge=0, description="time units a trial runs before it can pause")
-    hard_stop: bool = Field(True, description="stop (not pause) trials below the median")
+# ---- searchers and schedulers: their options models come from the tables in `methods` ------
 
 
 def _shorthand(value: Any) -> Any:
@@ -112,10 +51,11 @@ def _shorthand(value: Any) -> Any:
     return {"type": value} if isinstance(value, str) else value
 
 
-SEARCHES = ("grid", "random", "hyperopt")
-SCHEDULERS = ("fifo", "hyperband", "asha", "median")
-_SearchModel = GridSearch | RandomSearch | HyperOptSearch
-_SchedulerModel = FifoScheduler | HyperBandScheduler | AshaScheduler | MedianScheduler
+SEARCHES = tuple(SEARCHERS)
+SCHEDULER_NAMES = tuple(SCHEDULERS)
+# The unions of the tables' options models (built at import: a type checker sees Any).
+_SearchModel: Any = Union[tuple(s.options for s in SEARCHERS.values())]  # noqa: UP007
+_SchedulerModel: Any = Union[tuple(s.options for s in SCHEDULERS.values())]  # noqa: UP007
 SearchSpec = Annotated[
     _SearchModel,
     Field(discriminator="type"),
@@ -124,7 +64,7 @@ SearchSpec = Annotated[
 SchedulerSpec = Annotated[
     _SchedulerModel,
     Field(discriminator="type"),
-    BeforeValidator(_shorthand, json_schema_input_type=Literal[SCHEDULERS] | _SchedulerModel),
+    BeforeValidator(_shorthand, json_schema_input_type=Literal[SCHEDULER_NAMES] | _SchedulerModel),
 ]
 
 
@@ -204,9 +144,9 @@ class Settings(_Strict):
         pattern=SCOPE_PATTERN,
         description="which value ranks a trial: last (default), all (best ever), avg, last-N-avg",
     )
-    search: SearchSpec | None = Field(None, description="grid | random | hyperopt (default grid)")
+    search: SearchSpec | None = Field(None, description=" | ".join(SEARCHES) + " (default grid)")
     scheduler: SchedulerSpec | None = Field(
-        None, description="fifo | hyperband | asha | median (default fifo)"
+        None, description=" | ".join(SCHEDULER_NAMES) + " (default fifo)"
     )
     max_concurrent_trials: int | None = Field(
         None, ge=1, description="trials at once (all that fit)"
@@ -284,8 +224,8 @@ class Experiment:
     max_failures: int
     metric: str | None
     mode: Mode | None
-    search: GridSearch | RandomSearch | HyperOptSearch
-    scheduler: FifoScheduler | HyperBandScheduler | AshaScheduler | MedianScheduler
+    search: Options  # one of methods.SEARCHERS' options models
+    scheduler: Options  # one of methods.SCHEDULERS' options models
     max_concurrent_trials: int | None
     seed: int | None
     storage_path: str
@@ -549,8 +489,8 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         max_failures=exp.max_failures,
         metric=pick("metric"),
         mode=pick("mode"),
-        search=pick("search", GridSearch()),
-        scheduler=pick("scheduler", FifoScheduler()),
+        search=pick("search", GridOptions()),
+        scheduler=pick("scheduler", FifoOptions()),
         max_concurrent_trials=pick("max_concurrent_trials"),
         seed=pick("seed"),
         storage_path=pick("storage_path", "results"),
@@ -614,7 +554,7 @@ def _to_spec_error(target: Any, err: Any) -> SpecError:
     if kind == "union_tag_not_found":
         return SpecError("needs a 'type' key", path=path, suggestion="write type: <name>")
     if shown and shown[-1] in ("search", "scheduler") and kind.endswith("_type"):
-        choices = SEARCHES if shown[-1] == "search" else SCHEDULERS
+        choices = SEARCHES if shown[-1] == "search" else SCHEDULER_NAMES
         return SpecError(
             f"must be a name or a mapping with a 'type' key, but got {value!r}",
             path=path,

@@ -1,0 +1,50 @@
+"""The trainable contract: what a trainable module declares (`INFO`), so the app never guesses.
+
+A leaf module: `trainables/` and the registry import it, and it imports nothing of the app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# Keys Tune adds to every result of a function trainable; a stop or metric may use them.
+AUTO_METRICS = (
+    "training_iteration",
+    "time_total_s",
+    "time_this_iter_s",
+    "time_since_restore",
+    "iterations_since_restore",
+    "timestamp",
+)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One config key a trainable reads: its type, default and a one-line doc."""
+
+    name: str
+    type: type
+    default: Any
+    doc: str
+
+
+@dataclass(frozen=True)
+class TrainableInfo:
+    """What a trainable module declares, so the runner never guesses."""
+
+    name: str
+    fn: Callable[..., Any]
+    doc: str
+    metric: str
+    mode: Literal["min", "max"]
+    metrics: tuple[str, ...]  # every key it reports, beyond Tune's AUTO_METRICS
+    knobs: tuple[Knob, ...] = ()
+    simulations: int = 0  # default parallel simulations per trial; > 0: it needs at least one
+    head_cpu: float = 1.0  # CPUs of the trial's own process (its head bundle)
+    smoke: dict[str, Any] = field(default_factory=dict)  # config overrides for --smoke
+
+    @property
+    def reported(self) -> tuple[str, ...]:
+        return self.metrics + AUTO_METRICS
