@@ -14,9 +14,10 @@ import pytest
 
 from tune_app import spec
 from tune_app.logs import JsonlResults
+from tune_app.outcome import summarize
 from tune_app.plan import make_plan
 from tune_app.results import read_experiment
-from tune_app.runner import SpecStopper, summarize
+from tune_app.runner import SpecStopper
 
 
 def trial(trial_id, **config):

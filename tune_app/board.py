@@ -8,7 +8,6 @@ its status and its last metric values, from the moment it starts.
 from __future__ import annotations
 
 import json
-import math
 import re
 import socket
 import sys
@@ -109,7 +108,7 @@ class TrialBoard(TBXLoggerCallback):
         step = result.get("timesteps_total") or result["training_iteration"]  # as Tune's
         for key in STEP_KEYS:
             value = result.get(key)
-            if isinstance(value, int | float) and math.isfinite(value):
+            if scoring.finite(value) is not None:
                 self._trial_writer[trial].add_scalar(TAG_PREFIX + key, value, global_step=step)
         value = scoring.finite(flatten_dict(result).get(self.metric)) if self.metric else None
         if value is not None:

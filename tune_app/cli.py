@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tune_app.analyze import FORMATS
 from tune_app.errors import SpecErrors, TuneAppError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130  # bad input exits with its error's code, 2
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -96,7 +97,7 @@ def _cluster_cpus(args: argparse.Namespace) -> float | None:
 def cmd_resume(args: argparse.Namespace) -> int:
     from tune_app.resume import resume_plan
 
-    plan, _ = resume_plan(args.dir, force=args.force, cpus=_cluster_cpus(args))
+    plan = resume_plan(args.dir, force=args.force, cpus=_cluster_cpus(args))
     from tune_app.hyperband import RESUME_NOTE
 
     hyperband = [
@@ -117,7 +118,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:
     """Expectations, the JUnit report, the summary table and the exit code of a run."""
-    from tune_app import expect, runner
+    from tune_app import expect
+    from tune_app.outcome import missing_keys_error
     from tune_app.report import print_outcomes, print_summaries
 
     outcomes = [
@@ -131,7 +133,7 @@ def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:
     print_outcomes(outcomes)
     for ep, summary in zip(plan.experiments, summaries, strict=True):
         if summary.missing and not summary.interrupted:  # stopped early, keys may yet come
-            raise runner.missing_keys_error(ep, summary).with_file(str(plan.spec.file))
+            raise missing_keys_error(ep, summary).with_file(str(plan.spec.file))
     stopped = [ep for ep, s in zip(plan.experiments, summaries, strict=True) if s.interrupted]
     if stopped:
         folders = " ".join(ep.location for ep in stopped)
@@ -278,9 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("analyze", cmd_analyze, "the trials of a run, from its files (no Ray needed)")
     p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument(
-        "--format", choices=("table", "json", "csv"), default="table", help="default: table"
-    )
+    p.add_argument("--format", choices=FORMATS, default="table", help="default: table")
     p.add_argument("--top", type=int, metavar="N", help="only the N best trials of each experiment")
 
     p = command("report", cmd_report, "an offline HTML page of a run's plots and trials (no Ray)")

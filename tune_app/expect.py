@@ -6,14 +6,14 @@ Every experiment has at least one expectation: at most `max_errored_trials` erro
 
 from __future__ import annotations
 
-import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
 from tune_app.layout import write_text
+from tune_app.outcome import Summary
 from tune_app.plan import ExperimentPlan, Plan
-from tune_app.runner import Summary
+from tune_app.scoring import finite
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,8 @@ def check(ep: ExperimentPlan, summary: Summary, smoke: bool = False) -> list[Out
         if smoke:
             outcomes.append(Outcome(ep.name, name, True, "not checked under --smoke", True))
             continue
-        value = best.values.get(key) if best is not None else None
-        if value is None or not math.isfinite(value):
+        value = finite(best.values.get(key)) if best is not None else None
+        if value is None:
             where = f"best trial {best.trial_id}" if best else "no trial with a metric"
             outcomes.append(Outcome(ep.name, name, False, f"{where} has no value of {key}"))
             continue

@@ -22,6 +22,7 @@ from matplotlib.ticker import MaxNLocator
 
 from tune_app import scoring
 from tune_app.results import UNFINISHED, ExperimentResults, TrialRecord
+from tune_app.scoring import finite
 
 ITERATION = "training_iteration"
 LOGGED_AT = "logged_at"  # unix time the driver logged a result
@@ -221,7 +222,7 @@ def _png(fig: Figure) -> bytes:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return finite(value) is not None
 
 
 def _category(value: Any) -> str:

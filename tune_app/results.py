@@ -9,7 +9,6 @@ result) and the trial folders' `error.txt`. A file cut short by a killed run is 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from tune_app.layout import (
     trial_id_of,
 )
 from tune_app.rllib import from_rllib
-from tune_app.scoring import DEFAULT_SCOPE
+from tune_app.scoring import DEFAULT_SCOPE, finite
 from tune_app.storage import open_runs
 
 FINISHED = "TERMINATED"
@@ -304,13 +303,6 @@ def _best(values: list[float], mode: str | None) -> float | None:
     if not values:
         return None
     return max(values) if mode == "max" else min(values)
-
-
-def finite(value: Any) -> float | None:
-    """A reported number as a float, or None for NaN, infinities, bools and non-numbers."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
 
 
 def _reached(last: dict[str, Any], stop: dict[str, float]) -> bool:

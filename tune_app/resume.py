@@ -18,11 +18,9 @@ from tune_app.plan import Plan, make_plan
 from tune_app.storage import is_uri, open_runs
 
 
-def resume_plan(
-    folder: str | Path, *, force: bool = False, cpus: float | None = None
-) -> tuple[Plan, list[str]]:
-    """The plan continuing the runs in `folder` (a path or a cloud URI), and warnings (a forced
-    spec change)."""
+def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None = None) -> Plan:
+    """The plan continuing the runs in `folder` (a path or a cloud URI); a forced spec change is
+    among its warnings."""
     found = open_runs(folder)
     runs = [r.local for r in found]
     infos = [_run_info(r) for r in runs]
@@ -71,7 +69,7 @@ def resume_plan(
         warnings=(*plan.warnings, *warnings),
         smoke=smoke,
     )
-    return plan, warnings
+    return plan
 
 
 def _same(location: str) -> str:

@@ -19,6 +19,8 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from tune_app.scoring import finite
+
 RETURN_MEAN = "env_runners/episode_return_mean"
 # The mean return and length of the last `metrics_num_episodes_for_smoothing` episodes (RLlib's
 # old `episode_reward_mean` / `episode_len_mean`), computed by the app across iterations.
@@ -34,15 +36,6 @@ _TRAINED_COUNTS = ("num_module_steps_trained", "num_env_steps_trained")
 
 def is_nan(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isnan(value)
-
-
-def finite(value: Any) -> float | None:
-    """`value` as a float when it is a finite number (numpy's too), else None (NaN, inf, text,
-    missing)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
 def drop_no_data(result: dict[str, Any]) -> dict[str, Any]:
@@ -151,6 +144,6 @@ def diverged(flat: Mapping[str, Any], metric: str | None) -> tuple[str, Any] | N
     keys += [k for k in flat if k.startswith("learners/") and k.endswith("loss")]
     for key in keys:
         value = flat.get(key)
-        if isinstance(value, numbers.Real) and not math.isfinite(value):
+        if isinstance(value, numbers.Real) and finite(value) is None:
             return key, value
     return None

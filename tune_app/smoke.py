@@ -12,7 +12,7 @@ from typing import Any
 
 from tune_app import rllib
 from tune_app.registry import TrainableRef
-from tune_app.space import Domain
+from tune_app.space import Domain, map_domains
 from tune_app.spec import Experiment
 
 MAX_SAMPLES = 2
@@ -57,11 +57,9 @@ def overrides(ref: TrainableRef) -> dict[str, Any]:
 
 def cut_grids(space: Any) -> Any:
     """The parsed space with every grid axis cut to its first values."""
-    if isinstance(space, Domain):
-        args = space.args[:MAX_GRID_VALUES] if space.is_grid else space.args
-        return Domain(space.kind, tuple(cut_grids(a) for a in args))
-    if isinstance(space, dict):
-        return {k: cut_grids(v) for k, v in space.items()}
-    if isinstance(space, list):
-        return [cut_grids(v) for v in space]
-    return space
+
+    def cut(d: Domain) -> Domain:
+        args = d.args[:MAX_GRID_VALUES] if d.is_grid else d.args
+        return Domain(d.kind, tuple(cut_grids(a) for a in args))
+
+    return map_domains(space, cut)

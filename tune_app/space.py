@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tune_app.errors import SpecError, did_you_mean
+from tune_app.scoring import finite
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Domain:
 
 
 def _number(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+    return finite(x) is not None and isinstance(x, int | float)
 
 
 def _integer(x: Any) -> bool:
@@ -52,7 +53,6 @@ class _Rule:
     params: tuple[str, ...]
     integer: bool
     check: Callable[..., str | None]
-    optional: tuple[str, ...] = ()
     doc: str = ""
 
 
@@ -171,7 +171,7 @@ def _parse_domain(kind: str, args: Any, path: str) -> Domain:
             )
         return Domain(kind, tuple(parse_space(a, f"{path}[{i}]") for i, a in enumerate(args)))
     rule = RULES[kind]
-    names = rule.params + rule.optional
+    names = rule.params
     form = f"{kind}: [{', '.join(rule.params)}]"
     if not isinstance(args, list) or not len(rule.params) <= len(args) <= len(names):
         raise SpecError(
@@ -189,7 +189,7 @@ def _parse_domain(kind: str, args: Any, path: str) -> Domain:
         )
     problem = rule.check(*args)
     if problem:
-        raise SpecError(f"{kind}: {problem}", path=path, suggestion=f"write {form}")
+        raise SpecError(f"{kind}: {problem}", path=path, suggestion=f"write {form}: {rule.doc}")
     return Domain(kind, tuple(args))
 
 
@@ -197,69 +197,61 @@ def _contains_domain(value: Any) -> bool:
     return any(True for _ in iter_domains(parse_space(value, "")))
 
 
-def iter_domains(space: Any, path: str = "") -> Iterator[tuple[str, Domain]]:
-    """Every `Domain` in a parsed space, with its dotted path relative to the config."""
+def outer_domains(space: Any, path: str = "") -> Iterator[tuple[str, Domain]]:
+    """The outermost `Domain`s of a parsed space (not values nested in them), with their dotted
+    paths relative to the config: the one walk over mappings and lists the helpers below share."""
     if isinstance(space, Domain):
         yield path, space
-        if space.is_grid:
-            for i, v in enumerate(space.args):
-                yield from iter_domains(v, f"{path}[{i}]")
     elif isinstance(space, dict):
         for k, v in space.items():
-            yield from iter_domains(v, f"{path}.{k}" if path else str(k))
+            yield from outer_domains(v, f"{path}.{k}" if path else str(k))
     elif isinstance(space, list):
         for i, v in enumerate(space):
-            yield from iter_domains(v, f"{path}[{i}]")
+            yield from outer_domains(v, f"{path}[{i}]")
+
+
+def map_domains(space: Any, fn: Callable[[Domain], Any]) -> Any:
+    """`space` with every outermost `Domain` replaced by `fn(domain)`; mappings and lists are
+    rebuilt, constants kept."""
+    if isinstance(space, Domain):
+        return fn(space)
+    if isinstance(space, dict):
+        return {k: map_domains(v, fn) for k, v in space.items()}
+    if isinstance(space, list):
+        return [map_domains(v, fn) for v in space]
+    return space
+
+
+def iter_domains(space: Any, path: str = "") -> Iterator[tuple[str, Domain]]:
+    """Every `Domain` in a parsed space, those nested in grid values too, with their paths."""
+    for at, domain in outer_domains(space, path):
+        yield at, domain
+        if domain.is_grid:
+            for i, v in enumerate(domain.args):
+                yield from iter_domains(v, f"{at}[{i}]")
 
 
 def grid_size(space: Any) -> int:
     """Number of configurations the grid axes of a parsed space cross to (1 without grid axes)."""
-    if isinstance(space, Domain):
-        if space.is_grid:
-            return sum(grid_size(v) for v in space.args)
-        return 1
-    if isinstance(space, dict):
-        return math.prod(grid_size(v) for v in space.values())
-    if isinstance(space, list):
-        return math.prod(grid_size(v) for v in space)
-    return 1
+    return math.prod(
+        sum(grid_size(v) for v in d.args) if d.is_grid else 1 for _, d in outer_domains(space)
+    )
 
 
-def searched_paths(space: Any, path: str = "") -> list[str]:
+def searched_paths(space: Any) -> list[str]:
     """Dotted paths of the searched parameters: the outermost domains, not values nested in them."""
-    if isinstance(space, Domain):
-        return [path]
-    if isinstance(space, dict):
-        items = ((f"{path}.{k}" if path else str(k), v) for k, v in space.items())
-    elif isinstance(space, list):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(space))
-    else:
-        return []
-    return [p for sub, v in items for p in searched_paths(v, sub)]
+    return [path for path, _ in outer_domains(space)]
 
 
 def to_tune(space: Any) -> Any:
     """The parsed space as Tune's `param_space`: every `Domain` becomes Tune's domain object."""
-    if isinstance(space, Domain):
-        if space.is_grid:
-            return Domain("grid_search", tuple(to_tune(v) for v in space.args)).to_tune()
-        return space.to_tune()
-    if isinstance(space, dict):
-        return {k: to_tune(v) for k, v in space.items()}
-    if isinstance(space, list):
-        return [to_tune(v) for v in space]
-    return space
 
+    def tune_domain(d: Domain) -> Any:
+        if d.is_grid:
+            return Domain("grid_search", tuple(to_tune(v) for v in d.args)).to_tune()
+        return d.to_tune()
 
-def to_plain(space: Any) -> Any:
-    """The parsed space back in the spec's own YAML form (for the spec as run and for docs)."""
-    if isinstance(space, Domain):
-        return {space.kind: [to_plain(a) for a in space.args]}
-    if isinstance(space, dict):
-        return {k: to_plain(v) for k, v in space.items()}
-    if isinstance(space, list):
-        return [to_plain(v) for v in space]
-    return space
+    return map_domains(space, tune_domain)
 
 
 def representative(space: Any) -> Any:
@@ -268,10 +260,4 @@ def representative(space: Any) -> Any:
     Grid and choice axes give their first value, every other domain its first argument (a lower
     bound or a mean).
     """
-    if isinstance(space, Domain):
-        return representative(space.args[0])
-    if isinstance(space, dict):
-        return {k: representative(v) for k, v in space.items()}
-    if isinstance(space, list):
-        return [representative(v) for v in space]
-    return space
+    return map_domains(space, lambda d: representative(d.args[0]))
