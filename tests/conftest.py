@@ -13,6 +13,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SEARCH_SPACES = ROOT / "search_spaces"
 
 
+def pytest_collection_modifyitems(items):
+    """A test using the session's Ray instance is marked `ray`, so `pytest -m "not ray"` runs
+    the pure suite alone."""
+    for item in items:
+        if "ray_session" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)
+
+
 @pytest.fixture(scope="session")
 def ray_session():
     """One local Ray for every test that runs trials (ray.init costs seconds)."""

@@ -17,6 +17,9 @@ import pytest
 
 from tests.conftest import free_port
 
+# These start Ray clusters, servers and drivers of their own.
+pytestmark = [pytest.mark.e2e, pytest.mark.ray]
+
 RAY = str(Path(sys.executable).with_name("ray"))
 
 TRAINABLE = '''

@@ -89,6 +89,7 @@ def test_the_best_so_far_follows_the_scope_and_a_nan_stopped_trial_is_errored():
     assert (snap.done, snap.errored) == (0, 1)
 
 
+@pytest.mark.e2e
 def test_a_failing_trial_prints_one_line_and_no_traceback_when_piped(tmp_path):
     import shutil
     import subprocess

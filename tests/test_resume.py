@@ -102,6 +102,7 @@ def steps_spec(tmp_path):
     return write
 
 
+@pytest.mark.e2e
 def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, tmp_path):
     spec_file = steps_spec(steps="{grid_search: [3, 14]}", sleep=0.4)
     results = tmp_path / "out" / "e" / "results.jsonl"
@@ -216,6 +217,7 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
     assert summary["counts"] == {"TERMINATED": 4} and not summary["interrupted"]
 
 
+@pytest.mark.e2e
 def test_ctrl_c_exits_130_with_a_resumable_state(steps_spec, tmp_path):
     spec_file = steps_spec(steps=30, sleep=0.2)
     results = tmp_path / "out" / "e" / "results.jsonl"

@@ -18,6 +18,10 @@ import pytest
 from tests.conftest import free_port
 from tests.test_cluster import TRAINABLE
 
+# These start Ray clusters, servers and drivers of their own.
+pytestmark = [pytest.mark.e2e, pytest.mark.ray]
+
+
 BUCKET = "results"
 SPEC = """
 metric: score
