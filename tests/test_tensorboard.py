@@ -23,15 +23,15 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.plugins.hparams import api_pb2, metadata
 
 from tune_app import spec
-from tune_app.board import (
+from tune_app.plan import make_plan
+from tune_app.space import Domain
+from tune_app.tensorboard import (
     TrialBoard,
     hparam_info,
     hparam_value,
     metric_keys,
     searched_values,
 )
-from tune_app.plan import make_plan
-from tune_app.space import Domain
 
 from .conftest import ROOT, SEARCH_SPACES
 

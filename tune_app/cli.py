@@ -22,8 +22,8 @@ EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130  # bad input exits with its e
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from tune_app import spec
+    from tune_app.console import plan_text
     from tune_app.plan import make_plan
-    from tune_app.report import plan_text
 
     loaded = spec.load(args.spec)
     plan = make_plan(loaded, storage_path=args.storage_path, smoke=args.smoke)
@@ -119,8 +119,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:
     """Expectations, the JUnit report, the summary table and the exit code of a run."""
     from tune_app import expect
+    from tune_app.console import print_outcomes, print_summaries
     from tune_app.outcome import missing_keys_error
-    from tune_app.report import print_outcomes, print_summaries
 
     outcomes = [
         o
@@ -146,19 +146,19 @@ def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from tune_app import report
+    from tune_app import console
     from tune_app.registry import registered
     from tune_app.rllib import ALGORITHMS
 
     table = registered()
     if args.name is None:
-        print(report.trainables_text(table.values()))
+        print(console.trainables_text(table.values()))
         print()
-        print(report.algorithms_text(ALGORITHMS))
+        print(console.algorithms_text(ALGORITHMS))
     elif args.name in table:
-        print(report.trainables_text([table[args.name]]))
+        print(console.trainables_text([table[args.name]]))
     elif args.name in ALGORITHMS:
-        print(report.algorithm_keys_text(args.name))
+        print(console.algorithm_keys_text(args.name))
     else:
         from tune_app.errors import TuneAppError, did_you_mean
 
@@ -181,7 +181,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from tune_app import html_report, results
+    from tune_app import report, results
     from tune_app.storage import is_uri
 
     experiments = results.load(args.dir)
@@ -189,7 +189,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.out or ("." if is_uri(args.dir) else args.dir))
     if out.is_dir():
         out /= "report.html"
-    print(html_report.write(experiments, out, source=str(args.dir)))
+    print(report.write(experiments, out, source=str(args.dir)))
     return EXIT_OK
 
 
@@ -201,7 +201,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_tensorboard(args: argparse.Namespace) -> int:
-    from tune_app.board import serve
+    from tune_app.tensorboard import serve
 
     serve(Path(args.dir), host=args.host, port=args.port)  # until Ctrl-C
     return EXIT_OK

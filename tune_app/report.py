@@ -1,207 +1,253 @@
-"""Terminal reports: the plan `validate` prints, and the summary a run ends with."""
+"""`tune_app report`: a run as one self-contained HTML page, from its files alone.
+
+Each PNG is written beside the page (`<page>_files/`) and embedded in it as a data URI, with the
+CSS inline and no external script, font or server, so the page opens offline from disk.
+"""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+import base64
+import re
+from datetime import datetime
+from html import escape
+from pathlib import Path
 
-from tune_app import scoring
-from tune_app.plan import Plan, describe_scheduler, describe_search
+from tune_app import plots, scoring
+from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
+from tune_app.results import ERRORED, UNFINISHED, ExperimentResults, TrialRecord
 
-if TYPE_CHECKING:
-    from tune_app.contract import TrainableInfo
-    from tune_app.expect import Outcome
-    from tune_app.outcome import Summary
+# Marks the page rendered once every image decoded, so a headless browser can check it.
+_CHECK_IMAGES = """
+window.addEventListener("load", () => {
+  const images = Array.from(document.images);
+  const ok = images.every((img) => img.complete && img.naturalWidth > 0);
+  document.body.dataset.imageCount = String(images.length);
+  document.body.dataset.images = ok ? "ok" : "broken";
+});
+"""
 
-
-def trainables_text(infos: Iterable[TrainableInfo]) -> str:
-    """Each registered trainable: what it is, its metric, what it reports, its knobs."""
-    blocks = []
-    for info in infos:
-        lines = [
-            f"{info.name}: {info.doc}",
-            f"  metric      {info.metric} ({info.mode})",
-            f"  reports     {', '.join(info.metrics)}",
-        ]
-        if info.simulations:
-            lines.append(
-                f"  simulations {info.simulations} by default (head bundle {info.head_cpu:g} CPU)"
-            )
-        for knob in info.knobs:
-            default = "required" if knob.default is None else f"default {knob.default!r}"
-            lines.append(f"  {knob.name:<11} {knob.type.__name__}, {default}: {knob.doc}")
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
-
-
-def algorithms_text(names: Iterable[str]) -> str:
-    """Each RLlib algorithm: its default metric, its bundles by default, its main knobs."""
-    from tune_app import rllib
-
-    blocks = []
-    for name in names:
-        keys = rllib.algorithm_keys(name)
-        runners = keys.defaults.get("num_env_runners", 0)
-        lines = [
-            f"{name}: RLlib algorithm (new API stack, torch); needs env:",
-            f"  metric      {rllib.METRIC} ({rllib.MODE})",
-            f"  simulations {runners} env runners by default (simulations: sets num_env_runners)",
-        ]
-        for knob, default in rllib.shown_knobs(name):
-            lines.append(f"  {knob:<26} default {default!r}")
-        lines.append(f"  ({len(keys.defaults)} keys in all: tune_app list {name})")
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
+_CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2933;
+  margin: 0 auto; padding: 24px 32px 48px; max-width: 1100px; background: #fff; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 36px 0 4px; padding-top: 12px; border-top: 2px solid #e3e6eb; }
+h3 { font-size: 15px; margin: 24px 0 8px; color: #3e4c59; }
+.meta { color: #616e7c; margin: 2px 0; }
+code { font: 12px/1.4 ui-monospace, "SFMono-Regular", Menlo, monospace; }
+.note { padding: 8px 12px; border-radius: 4px; margin: 10px 0; }
+.warn { background: #fff8e1; border-left: 4px solid #f9a825; }
+.best { background: #e8f5e9; border-left: 4px solid #2e7d32; }
+.note ul { margin: 4px 0; padding-left: 20px; }
+figure { margin: 8px 0 16px; }
+figure img { max-width: 100%; height: auto; display: block; }
+figcaption { color: #616e7c; font-size: 12px; }
+table { border-collapse: collapse; font-size: 13px; margin: 4px 0 12px; }
+th, td { padding: 4px 10px; border-bottom: 1px solid #e3e6eb; text-align: left;
+  vertical-align: top; }
+th { background: #f5f7fa; font-weight: 600; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.error td { background: #fdecea; }
+tr.unfinished td { color: #616e7c; font-style: italic; }
+tr.top td { font-weight: 600; }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px;
+  margin-right: 6px; vertical-align: baseline; }
+nav a { margin-right: 14px; }
+"""
 
 
-def algorithm_keys_text(name: str) -> str:
-    """Every config key an RLlib algorithm accepts, with its default."""
-    from tune_app import rllib
+def write(experiments: list[ExperimentResults], out: Path, source: str) -> Path:
+    """Write the page for `experiments` (read from `source`) to `out`, its PNGs beside it."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    images = out.with_name(f"{out.stem}_files")
+    sections = []
+    for exp in experiments:
+        figures = _figures(exp)
+        if figures:
+            images.mkdir(exist_ok=True)
+        for name, (_, png) in figures.items():
+            (images / name).write_bytes(png)
+        sections.append(_section(exp, figures, images.name))
+    out.write_text(_page(source, experiments, sections), encoding="utf-8")
+    return out
 
-    keys = rllib.algorithm_keys(name)
-    lines = [f"{name}: {len(keys.defaults)} config keys (default value)"]
-    lines += [f"  {k} = {_brief(v)}" for k, v in sorted(keys.defaults.items())]
-    lines.append("legacy keys read under their new names: " + ", ".join(sorted(rllib.RENAMED)))
-    return "\n".join(lines)
+
+def _figures(exp: ExperimentResults) -> dict[str, tuple[str, bytes]]:
+    """PNG file name -> (caption, bytes) of the experiment's figures that have data."""
+    colors = plots.trial_colors(exp)
+    prefix = re.sub(r"[^A-Za-z0-9_.-]+", "_", exp.folder.name) or "experiment"
+    early = " ▼ marks where the scheduler stopped a trial." if exp.scheduler != "fifo" else ""
+    drawn = {
+        "curves": (
+            "Learning curves: one line per trial; a failed trial is dashed and crossed (✕) at "
+            "its last result." + early,
+            plots.learning_curves(exp, colors),
+        ),
+        "best-over-time": (
+            "The best metric so far against wall time since the run's first result; grey dots "
+            "are single results.",
+            plots.best_over_time(exp),
+        ),
+        "params": (
+            "Each searched parameter against the trial's best metric; hollow: stopped by the "
+            "scheduler, ✕: failed.",
+            plots.params_vs_metric(exp, colors),
+        ),
+    }
+    return {f"{prefix}-{key}.png": (cap, png) for key, (cap, png) in drawn.items() if png}
 
 
-def _brief(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _page(source: str, experiments: list[ExperimentResults], sections: list[str]) -> str:
+    nav = ""
+    if len(experiments) > 1:
+        links = (f'<a href="#{_anchor(e)}">{escape(e.name)}</a>' for e in experiments)
+        nav = f"<nav>{''.join(links)}</nav>"
+    generated = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tune_app report: {escape(source.rstrip("/").rsplit("/", 1)[-1] or source)}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<h1>tune_app report</h1>
+<p class="meta"><code>{escape(source)}</code> · {len(experiments)} experiment(s) ·
+generated {escape(generated)}</p>
+{nav}
+{"".join(sections)}
+<script>{_CHECK_IMAGES}</script>
+</body>
+</html>
+"""
 
 
-def plan_text(plan: Plan) -> str:
-    """The plan as plain text: per experiment what runs, how many trials, on what resources."""
-    n = len(plan.experiments)
-    lines = [
-        f"{plan.spec.file}: {n} experiment{'s' * (n != 1)} ({plan.spec.form} form), "
-        f"checked against {plan.cpus:g} CPUs"
+def _section(exp: ExperimentResults, figures: dict[str, tuple[str, bytes]], folder: str) -> str:
+    parts = [f'<section id="{_anchor(exp)}">', f"<h2>{escape(exp.name)}</h2>", _meta(exp)]
+    parts.append(_problems(exp))
+    best = exp.best_trial
+    if best is not None:
+        shown = ", ".join(f"{k} = {_shown(v)}" for k, v in best.params.items())
+        parts.append(
+            f'<p class="note best">Best: trial <b>{escape(best.trial_id)}</b>, '
+            f"{escape(str(exp.metric))} = <b>{escape(_shown(best.score))}</b> "
+            f"({escape(scoring.describe(exp.scope))})"
+            + (f"; {escape(shown)}" if shown else "")
+            + "</p>"
+        )
+    parts.append(_failures(exp))
+    for name, (caption, png) in figures.items():
+        data = base64.b64encode(png).decode("ascii")
+        parts.append(
+            f'<figure><img src="data:image/png;base64,{data}" alt="{escape(caption)}">'
+            f'<figcaption>{escape(caption)} <a href="{escape(folder)}/{escape(name)}">PNG</a>'
+            "</figcaption></figure>"
+        )
+    if exp.metric is None:
+        parts.append('<p class="note warn">No metric is known (run.json is lost?): no plots.</p>')
+    parts.append("<h3>Trials, best first</h3>" + _trials_table(exp))
+    parts.append(f'<p class="meta">folder: <code>{escape(exp.where)}</code></p></section>')
+    return "\n".join(p for p in parts if p)
+
+
+def _meta(exp: ExperimentResults) -> str:
+    metric = f"{exp.metric} ({exp.mode})" if exp.metric else "no metric"
+    stop = ", ".join(f"{k} ≥ {_shown(v)}" for k, v in exp.stop.items()) or "none"
+    counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts().items()))
+    state = "finished" if exp.finished else "not finished"
+    items = [
+        f"metric {metric}",
+        f"scheduler {exp.scheduler}",
+        f"stop {stop}",
+        f"{len(exp.trials)} trial{'' if len(exp.trials) == 1 else 's'}: {counts or 'none yet'}",
+        state,
     ]
-    for ep in plan.experiments:
-        exp = ep.experiment
-        ref = ep.trainable
-        what = (
-            f"registered: {ref.info.doc}"
-            if ref.info
-            else "RLlib algorithm"
-            if ref.kind == "rllib"
-            else "module:function"
+    return f'<p class="meta">{escape(" · ".join(items))}</p>'
+
+
+def _problems(exp: ExperimentResults) -> str:
+    """Notes on an unfinished run and on the files that could not be read in full."""
+    notes = []
+    if not exp.finished:
+        notes.append(
+            '<p class="note warn">This run did not finish (interrupted, killed or still '
+            "running): the page shows what its files hold so far. "
+            f"<code>tune_app resume {escape(exp.where)}</code> continues it.</p>"
         )
-        if ep.env is not None:
-            what += f", env {ep.env.env}"
-        trials = f"{ep.trials}" if ep.trials_exact else f"up to {ep.trials}"
-        at_once = int(plan.cpus // ep.trial_cpus) if ep.trial_cpus else ep.trials
-        if exp.max_concurrent_trials:
-            at_once = min(at_once, exp.max_concurrent_trials)
-        stop = ", ".join(f"{k} >= {v:g}" for k, v in exp.stop.items()) or "none (trainable ends)"
-        rows = [
-            ("trainable", f"{exp.run} ({what})"),
-            ("trials", f"{trials} (num_samples {exp.num_samples})"),
-            ("searched", ", ".join(ep.searched) or "nothing (constants only)"),
-            ("search", describe_search(exp)),
-            ("scheduler", describe_scheduler(exp)),
-            (
-                "metric",
-                f"{ep.metric} ({ep.mode}; a trial ranks by its "
-                f"{scoring.describe(ep.experiment.scope)}, scope {ep.experiment.scope})"
-                if ep.metric
-                else "none",
-            ),
-            ("stop", stop),
-            (
-                "bundles",
-                f"{list(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; "
-                f"{at_once} trial{'s' * (at_once != 1)} at once",
-            ),
-            ("iterations", f"at most {ep.iterations} in all" if ep.iterations else "not bounded"),
-            ("expect", _expectations(exp)),
-            ("results", ep.location),
-        ]
-        lines.append(f"\n{exp.name}")
-        lines += [f"  {k:<11}{v}" for k, v in rows]
-    return "\n".join(lines)
-
-
-def print_summaries(plan: Plan, summaries: list[Summary], width: int | None = None) -> None:
-    """A table per experiment: status counts, the best trial, its config and metric."""
-    from rich.console import Console
-    from rich.table import Table
-
-    # A log file is no terminal: rich would cut the table to 80 columns.
-    console = Console(width=width or (None if sys.stdout.isatty() else 200))
-    table = Table(title="tune_app results")
-    # On a narrow terminal the long cells fold; trial ids and times are never cut.
-    table.add_column("experiment", overflow="fold")
-    table.add_column("trials", overflow="fold")
-    table.add_column("best trial", no_wrap=True, min_width=11)
-    table.add_column("metric", overflow="fold")
-    table.add_column("config", overflow="fold", ratio=2)
-    table.add_column("wall time", no_wrap=True)
-    for ep, s in zip(plan.experiments, summaries, strict=True):
-        counts = ", ".join(f"{v} {k.lower()}" for k, v in sorted(s.counts.items()))
-        best = s.best
-        table.add_row(
-            s.experiment,
-            counts or "none",
-            best.trial_id if best else "-",
-            f"{s.metric} = {best.metric:.6g}" if best and best.metric is not None else "-",
-            _short(best.config, ep.searched) if best else "-",
-            f"{s.wall_time_s:.1f} s",
+    if exp.problems:
+        items = "".join(f"<li><code>{escape(p)}</code></li>" for p in exp.problems)
+        notes.append(
+            '<div class="note warn problems"><b>Files that could not be read in full</b> '
+            f"(the rest was read):<ul>{items}</ul></div>"
         )
-    console.print(table)
-    for ep, s in zip(plan.experiments, summaries, strict=True):
-        console.print(f"results: {ep.location}", highlight=False)
-        for line in failures_text(s.trials).splitlines():
-            console.print(line, highlight=False, markup=False)
-        for note in s.notes:
-            console.print(f"  note: {note}", highlight=False, markup=False)
+    return "".join(notes)
 
 
-def failures_text(trials: list[Any]) -> str:
-    """Failed trials grouped by cause, each group with its trials and one error's first lines."""
-    groups: dict[str, list[Any]] = {}
-    for t in trials:
-        if t.cause:
-            groups.setdefault(t.cause, []).append(t)
-    lines = []
-    for cause, members in sorted(groups.items(), key=lambda item: -len(item[1])):
+def _failures(exp: ExperimentResults) -> str:
+    groups = exp.failed_by_cause()
+    if not groups:
+        return ""
+    rows = []
+    for cause, members in groups.items():
+        message = next((t.failure.message for t in members if t.failure and t.failure.message), "")
+        first_line = message.splitlines()[0] if message else ""
         ids = ", ".join(t.trial_id for t in members)
-        lines.append(f"  failed, {cause} ({len(members)}): {ids}")
-        lines += [f"    {line}" for line in (members[0].error or "").splitlines()]
-    retried = [t for t in trials if t.failures and not t.cause]
-    if retried:
-        ids = ", ".join(f"{t.trial_id} ({t.failures}x)" for t in retried)
-        lines.append(f"  recovered after failures: {ids}")
-    return "\n".join(lines)
+        rows.append(
+            f'<tr data-cause="{escape(cause)}"><td>{escape(cause)}</td>'
+            f'<td class="num">{len(members)}</td><td>{escape(ids)}</td>'
+            f"<td><code>{escape(first_line)}</code></td></tr>"
+        )
+    return (
+        '<h3>Failures by cause</h3><table class="failures"><thead><tr><th>cause</th>'
+        "<th>trials</th><th>ids</th><th>error (first line)</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
-def _expectations(exp: Any) -> str:
-    expect = exp.expect
-    parts = [
-        f"{key} {op} {value:g}"
-        for key, bound in expect.metrics.items()
-        for op, value in ((">=", bound.min), ("<=", bound.max))
-        if value is not None
+def _trials_table(exp: ExperimentResults) -> str:
+    ranked = exp.ranked()
+    if not ranked:
+        return '<p class="meta">No trials yet.</p>'
+    colors = plots.trial_colors(exp)
+    head = [
+        "#", "trial", "status", *exp.searched, "iterations", "score", "best", "last",
+        "stopped early",
+    ]  # fmt: skip
+    header = "".join(f"<th>{escape(h)}</th>" for h in head)
+    best = exp.best_trial
+    rows = [
+        _trial_row(i, t, exp.searched, colors[t.trial_id], t is best)
+        for i, t in enumerate(ranked, 1)
     ]
-    return ", ".join([*parts, f"errored trials <= {expect.max_errored_trials}"])
+    return (
+        f'<table class="trials"><thead><tr>{header}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
-def print_outcomes(outcomes: list[Outcome]) -> None:
-    """One line per expectation that failed or was skipped; passing ones stay quiet."""
-    for o in outcomes:
-        if o.skipped:
-            print(f"[{o.experiment}] expect {o.name}: skipped ({o.message})")
-        elif not o.passed:
-            print(f"[{o.experiment}] expectation failed: {o.name}; {o.message}", file=sys.stderr)
+def _trial_row(rank: int, t: TrialRecord, searched: list[str], color: str, top: bool) -> str:
+    status = t.status.lower() + (" (early)" if t.stopped_early else "")
+    if t.failure is not None:
+        status = f"error: {t.failure.cause}"
+    classes = [c for c, on in (("error", t.status == ERRORED), ("top", top)) if on]
+    if t.status == UNFINISHED:
+        classes.append("unfinished")
+    early = f"at iteration {t.iterations}" if t.stopped_early else ""
+    cells = [
+        f'<td class="num">{rank}</td>',
+        f'<td><span class="swatch" style="background:{color}"></span>{escape(t.trial_id)}</td>',
+        f"<td>{escape(status)}</td>",
+        *(f"<td>{escape(_shown(t.params.get(k)))}</td>" for k in searched),
+        f'<td class="num">{t.iterations}</td>',
+        f'<td class="num">{escape(_shown(t.score))}</td>',
+        f'<td class="num">{escape(_shown(t.best))}</td>',
+        f'<td class="num">{escape(_shown(t.last))}</td>',
+        f'<td class="early">{early}</td>',
+    ]
+    return (
+        f'<tr data-trial="{escape(t.trial_id)}" class="{" ".join(classes)}">{"".join(cells)}</tr>'
+    )
 
 
-def _short(config: dict[str, Any], searched: tuple[str, ...]) -> str:
-    """The searched values of a config, as `a=1, b.c=2`."""
-    out = []
-    for path in searched or tuple(config):
-        value: Any = config
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        out.append(f"{path}={value:.4g}" if isinstance(value, float) else f"{path}={value}")
-    return ", ".join(out)
+def _anchor(exp: ExperimentResults) -> str:
+    return "exp-" + re.sub(r"[^A-Za-z0-9_-]+", "-", exp.folder.name)

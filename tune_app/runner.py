@@ -21,7 +21,6 @@ from ray import tune
 from ray.tune.utils import flatten_dict
 
 from tune_app import progress, storage
-from tune_app.board import TrialBoard
 from tune_app.cluster import cluster_address, local_pythonpath, runtime_env
 from tune_app.errors import SpecError
 from tune_app.layout import (
@@ -37,6 +36,7 @@ from tune_app.plan import ExperimentPlan, Plan
 from tune_app.rllib import RESULT_GROUPS, to_rllib
 from tune_app.rllib_metrics import diverged
 from tune_app.space import to_tune
+from tune_app.tensorboard import TrialBoard
 
 # Our stopper names a missing metric clearly; Tune's own check would raise from deep inside fit().
 os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")

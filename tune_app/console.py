@@ -1,0 +1,207 @@
+"""Terminal reports: the plan `validate` prints, and the summary a run ends with."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from tune_app import scoring
+from tune_app.plan import Plan, describe_scheduler, describe_search
+
+if TYPE_CHECKING:
+    from tune_app.contract import TrainableInfo
+    from tune_app.expect import Outcome
+    from tune_app.outcome import Summary
+
+
+def trainables_text(infos: Iterable[TrainableInfo]) -> str:
+    """Each registered trainable: what it is, its metric, what it reports, its knobs."""
+    blocks = []
+    for info in infos:
+        lines = [
+            f"{info.name}: {info.doc}",
+            f"  metric      {info.metric} ({info.mode})",
+            f"  reports     {', '.join(info.metrics)}",
+        ]
+        if info.simulations:
+            lines.append(
+                f"  simulations {info.simulations} by default (head bundle {info.head_cpu:g} CPU)"
+            )
+        for knob in info.knobs:
+            default = "required" if knob.default is None else f"default {knob.default!r}"
+            lines.append(f"  {knob.name:<11} {knob.type.__name__}, {default}: {knob.doc}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def algorithms_text(names: Iterable[str]) -> str:
+    """Each RLlib algorithm: its default metric, its bundles by default, its main knobs."""
+    from tune_app import rllib
+
+    blocks = []
+    for name in names:
+        keys = rllib.algorithm_keys(name)
+        runners = keys.defaults.get("num_env_runners", 0)
+        lines = [
+            f"{name}: RLlib algorithm (new API stack, torch); needs env:",
+            f"  metric      {rllib.METRIC} ({rllib.MODE})",
+            f"  simulations {runners} env runners by default (simulations: sets num_env_runners)",
+        ]
+        for knob, default in rllib.shown_knobs(name):
+            lines.append(f"  {knob:<26} default {default!r}")
+        lines.append(f"  ({len(keys.defaults)} keys in all: tune_app list {name})")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def algorithm_keys_text(name: str) -> str:
+    """Every config key an RLlib algorithm accepts, with its default."""
+    from tune_app import rllib
+
+    keys = rllib.algorithm_keys(name)
+    lines = [f"{name}: {len(keys.defaults)} config keys (default value)"]
+    lines += [f"  {k} = {_brief(v)}" for k, v in sorted(keys.defaults.items())]
+    lines.append("legacy keys read under their new names: " + ", ".join(sorted(rllib.RENAMED)))
+    return "\n".join(lines)
+
+
+def _brief(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def plan_text(plan: Plan) -> str:
+    """The plan as plain text: per experiment what runs, how many trials, on what resources."""
+    n = len(plan.experiments)
+    lines = [
+        f"{plan.spec.file}: {n} experiment{'s' * (n != 1)} ({plan.spec.form} form), "
+        f"checked against {plan.cpus:g} CPUs"
+    ]
+    for ep in plan.experiments:
+        exp = ep.experiment
+        ref = ep.trainable
+        what = (
+            f"registered: {ref.info.doc}"
+            if ref.info
+            else "RLlib algorithm"
+            if ref.kind == "rllib"
+            else "module:function"
+        )
+        if ep.env is not None:
+            what += f", env {ep.env.env}"
+        trials = f"{ep.trials}" if ep.trials_exact else f"up to {ep.trials}"
+        at_once = int(plan.cpus // ep.trial_cpus) if ep.trial_cpus else ep.trials
+        if exp.max_concurrent_trials:
+            at_once = min(at_once, exp.max_concurrent_trials)
+        stop = ", ".join(f"{k} >= {v:g}" for k, v in exp.stop.items()) or "none (trainable ends)"
+        rows = [
+            ("trainable", f"{exp.run} ({what})"),
+            ("trials", f"{trials} (num_samples {exp.num_samples})"),
+            ("searched", ", ".join(ep.searched) or "nothing (constants only)"),
+            ("search", describe_search(exp)),
+            ("scheduler", describe_scheduler(exp)),
+            (
+                "metric",
+                f"{ep.metric} ({ep.mode}; a trial ranks by its "
+                f"{scoring.describe(ep.experiment.scope)}, scope {ep.experiment.scope})"
+                if ep.metric
+                else "none",
+            ),
+            ("stop", stop),
+            (
+                "bundles",
+                f"{list(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; "
+                f"{at_once} trial{'s' * (at_once != 1)} at once",
+            ),
+            ("iterations", f"at most {ep.iterations} in all" if ep.iterations else "not bounded"),
+            ("expect", _expectations(exp)),
+            ("results", ep.location),
+        ]
+        lines.append(f"\n{exp.name}")
+        lines += [f"  {k:<11}{v}" for k, v in rows]
+    return "\n".join(lines)
+
+
+def print_summaries(plan: Plan, summaries: list[Summary], width: int | None = None) -> None:
+    """A table per experiment: status counts, the best trial, its config and metric."""
+    from rich.console import Console
+    from rich.table import Table
+
+    # A log file is no terminal: rich would cut the table to 80 columns.
+    console = Console(width=width or (None if sys.stdout.isatty() else 200))
+    table = Table(title="tune_app results")
+    # On a narrow terminal the long cells fold; trial ids and times are never cut.
+    table.add_column("experiment", overflow="fold")
+    table.add_column("trials", overflow="fold")
+    table.add_column("best trial", no_wrap=True, min_width=11)
+    table.add_column("metric", overflow="fold")
+    table.add_column("config", overflow="fold", ratio=2)
+    table.add_column("wall time", no_wrap=True)
+    for ep, s in zip(plan.experiments, summaries, strict=True):
+        counts = ", ".join(f"{v} {k.lower()}" for k, v in sorted(s.counts.items()))
+        best = s.best
+        table.add_row(
+            s.experiment,
+            counts or "none",
+            best.trial_id if best else "-",
+            f"{s.metric} = {best.metric:.6g}" if best and best.metric is not None else "-",
+            _short(best.config, ep.searched) if best else "-",
+            f"{s.wall_time_s:.1f} s",
+        )
+    console.print(table)
+    for ep, s in zip(plan.experiments, summaries, strict=True):
+        console.print(f"results: {ep.location}", highlight=False)
+        for line in failures_text(s.trials).splitlines():
+            console.print(line, highlight=False, markup=False)
+        for note in s.notes:
+            console.print(f"  note: {note}", highlight=False, markup=False)
+
+
+def failures_text(trials: list[Any]) -> str:
+    """Failed trials grouped by cause, each group with its trials and one error's first lines."""
+    groups: dict[str, list[Any]] = {}
+    for t in trials:
+        if t.cause:
+            groups.setdefault(t.cause, []).append(t)
+    lines = []
+    for cause, members in sorted(groups.items(), key=lambda item: -len(item[1])):
+        ids = ", ".join(t.trial_id for t in members)
+        lines.append(f"  failed, {cause} ({len(members)}): {ids}")
+        lines += [f"    {line}" for line in (members[0].error or "").splitlines()]
+    retried = [t for t in trials if t.failures and not t.cause]
+    if retried:
+        ids = ", ".join(f"{t.trial_id} ({t.failures}x)" for t in retried)
+        lines.append(f"  recovered after failures: {ids}")
+    return "\n".join(lines)
+
+
+def _expectations(exp: Any) -> str:
+    expect = exp.expect
+    parts = [
+        f"{key} {op} {value:g}"
+        for key, bound in expect.metrics.items()
+        for op, value in ((">=", bound.min), ("<=", bound.max))
+        if value is not None
+    ]
+    return ", ".join([*parts, f"errored trials <= {expect.max_errored_trials}"])
+
+
+def print_outcomes(outcomes: list[Outcome]) -> None:
+    """One line per expectation that failed or was skipped; passing ones stay quiet."""
+    for o in outcomes:
+        if o.skipped:
+            print(f"[{o.experiment}] expect {o.name}: skipped ({o.message})")
+        elif not o.passed:
+            print(f"[{o.experiment}] expectation failed: {o.name}; {o.message}", file=sys.stderr)
+
+
+def _short(config: dict[str, Any], searched: tuple[str, ...]) -> str:
+    """The searched values of a config, as `a=1, b.c=2`."""
+    out = []
+    for path in searched or tuple(config):
+        value: Any = config
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        out.append(f"{path}={value:.4g}" if isinstance(value, float) else f"{path}={value}")
+    return ", ".join(out)
