@@ -375,8 +375,8 @@ def test_validate_warns_when_the_results_folder_holds_a_run(cli, write_spec, tmp
 def test_the_summary_table_fits_80_columns_without_cutting_trial_ids(write_spec, capsys):
     from tune_app import spec
     from tune_app.console import print_summaries
-    from tune_app.outcome import Summary, TrialSummary
     from tune_app.plan import make_plan
+    from tune_app.rundir.outcome import Summary, TrialSummary
 
     plan = make_plan(spec.load(write_spec(GOOD)), cpus=2)
     config = {"alpha": 0.123456789, "beta": 2, "comment": "x" * 120}

@@ -83,7 +83,9 @@ def pins() -> dict[str, Version]:
 @functools.cache
 def local_modules() -> set[str]:
     names = {"tune_app", "trainables", "benchmarks", "tests"}
-    for folder in ("tune_app", "trainables", "benchmarks", "tests"):
+    # The app's own modules are always imported as tune_app.x (tune_app/tensorboard.py is not
+    # the tensorboard package); scripts and tests may import their neighbours by bare name.
+    for folder in ("trainables", "benchmarks", "tests"):
         names |= {p.stem for p in (ROOT / folder).rglob("*.py")}
         names |= {p.name for p in (ROOT / folder).rglob("*") if p.is_dir()}
     return names

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tune_app import results
+from tune_app.rundir import read as results
 
 from .test_analyze import _experiment
 

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from tune_app import spec
-from tune_app.logs import JsonlResults
-from tune_app.outcome import summarize
+from tune_app.callbacks import JsonlResults
 from tune_app.plan import make_plan
-from tune_app.results import read_experiment
+from tune_app.rundir.outcome import summarize
+from tune_app.rundir.read import read_experiment
 from tune_app.runner import SpecStopper
 
 

@@ -13,8 +13,8 @@ import json
 from typing import Any, Literal
 
 from tune_app import scoring
-from tune_app.layout import jsonable
-from tune_app.results import ExperimentResults, TrialRecord
+from tune_app.rundir.layout import jsonable
+from tune_app.rundir.read import ExperimentResults, TrialRecord
 
 Format = Literal["table", "json", "csv"]
 FORMATS = ("table", "json", "csv")

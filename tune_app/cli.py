@@ -120,7 +120,7 @@ def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:
     """Expectations, the JUnit report, the summary table and the exit code of a run."""
     from tune_app import expect
     from tune_app.console import print_outcomes, print_summaries
-    from tune_app.outcome import missing_keys_error
+    from tune_app.rundir.outcome import missing_keys_error
 
     outcomes = [
         o
@@ -172,7 +172,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from tune_app import analyze, results
+    from tune_app import analyze
+    from tune_app.rundir import read as results
 
     if args.top is not None and args.top < 1:
         raise TuneAppError(f"--top must be at least 1, got {args.top}")
@@ -181,8 +182,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from tune_app import report, results
-    from tune_app.storage import is_uri
+    from tune_app import report
+    from tune_app.rundir import read as results
+    from tune_app.rundir.storage import is_uri
 
     experiments = results.load(args.dir)
     # Beside the results, or here when they are on cloud storage.

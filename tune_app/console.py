@@ -12,7 +12,7 @@ from tune_app.plan import Plan, describe_scheduler, describe_search
 if TYPE_CHECKING:
     from tune_app.contract import TrainableInfo
     from tune_app.expect import Outcome
-    from tune_app.outcome import Summary
+    from tune_app.rundir.outcome import Summary
 
 
 def trainables_text(infos: Iterable[TrainableInfo]) -> str:

@@ -10,9 +10,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from tune_app.layout import write_text
-from tune_app.outcome import Summary
 from tune_app.plan import ExperimentPlan, Plan
+from tune_app.rundir.layout import write_text
+from tune_app.rundir.outcome import Summary
 from tune_app.scoring import finite
 
 

@@ -17,10 +17,10 @@ from tune_app.envs import EnvRef, resolve_env
 from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.methods import scheduler_of, searcher_of
 from tune_app.registry import TrainableRef, resolve
+from tune_app.rundir.storage import is_uri, staging_dir
 from tune_app.smoke import shrink
 from tune_app.space import LIST_KINDS, RULES, Domain, grid_size, iter_domains, searched_paths
 from tune_app.spec import Experiment, Mode, Spec
-from tune_app.storage import is_uri, staging_dir
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from tune_app import scoring
-from tune_app.results import UNFINISHED, ExperimentResults, TrialRecord
+from tune_app.rundir.read import UNFINISHED, ExperimentResults, TrialRecord
 from tune_app.scoring import finite
 
 ITERATION = "training_iteration"

@@ -19,8 +19,8 @@ from ray import tune
 from ray.tune.utils import flatten_dict
 
 from tune_app import failures, scoring
-from tune_app.results import flatten
 from tune_app.rllib_metrics import diverged
+from tune_app.rundir.read import flatten
 from tune_app.scoring import finite
 
 SNAPSHOT_PERIOD_S = 0.5

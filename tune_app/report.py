@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tune_app import plots, scoring
 from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
-from tune_app.results import ERRORED, UNFINISHED, ExperimentResults, TrialRecord
+from tune_app.rundir.read import ERRORED, UNFINISHED, ExperimentResults, TrialRecord
 
 # Marks the page rendered once every image decoded, so a headless browser can check it.
 _CHECK_IMAGES = """

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from tune_app import spec
 from tune_app.errors import SpecError
-from tune_app.layout import RUN_FILE, SPEC_FILE
 from tune_app.plan import Plan, make_plan
-from tune_app.storage import is_uri, open_runs
+from tune_app.rundir.layout import RUN_FILE, SPEC_FILE
+from tune_app.rundir.storage import is_uri, open_runs
 
 
 def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None = None) -> Plan:

@@ -20,21 +20,23 @@ import ray
 from ray import tune
 from ray.tune.utils import flatten_dict
 
-from tune_app import progress, storage
+from tune_app import progress
+from tune_app.callbacks import JsonlResults, relocate
 from tune_app.cluster import cluster_address, local_pythonpath, runtime_env
 from tune_app.errors import SpecError
-from tune_app.layout import (
+from tune_app.methods import Context, scheduler_of, searcher_of
+from tune_app.plan import ExperimentPlan, Plan
+from tune_app.rllib import RESULT_GROUPS, to_rllib
+from tune_app.rllib_metrics import diverged
+from tune_app.rundir import storage
+from tune_app.rundir.layout import (
     RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
     write_json,
 )
-from tune_app.logs import JsonlResults, mark_finished_trials, relocate, write_run_files
-from tune_app.methods import Context, scheduler_of, searcher_of
-from tune_app.outcome import Summary, summarize, summary_dict
-from tune_app.plan import ExperimentPlan, Plan
-from tune_app.rllib import RESULT_GROUPS, to_rllib
-from tune_app.rllib_metrics import diverged
+from tune_app.rundir.outcome import Summary, summarize, summary_dict
+from tune_app.rundir.write import mark_finished_trials, write_run_files
 from tune_app.space import to_tune
 from tune_app.tensorboard import TrialBoard
 

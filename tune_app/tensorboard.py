@@ -20,9 +20,9 @@ from ray.tune.utils import flatten_dict
 
 from tune_app import scoring
 from tune_app.errors import SpecError
-from tune_app.layout import find_runs, jsonable
 from tune_app.rllib import from_rllib
 from tune_app.rllib_metrics import diverged
+from tune_app.rundir.layout import find_runs, jsonable
 from tune_app.space import Domain, iter_domains
 
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tune_app import layout
 from tune_app.errors import SpecError
-from tune_app.layout import (
+from tune_app.rundir import layout
+from tune_app.rundir.layout import (
     FINISHED_FILE,
     RESULTS_FILE,
     RUN_FILE,

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from tune_app import failures, scoring
 from tune_app.errors import SpecError, did_you_mean
-from tune_app.layout import saved_trials, trial_id_of
 from tune_app.rllib import from_rllib
 from tune_app.rllib_metrics import diverged
+from tune_app.rundir.layout import saved_trials, trial_id_of
 from tune_app.scoring import finite
 
 if TYPE_CHECKING:

@@ -15,7 +15,8 @@ from typing import Any
 
 from tune_app import failures, scoring
 from tune_app.failures import Failure
-from tune_app.layout import (
+from tune_app.rllib import from_rllib
+from tune_app.rundir.layout import (
     FINISHED_FILE,
     RESULTS_FILE,
     RUN_FILE,
@@ -23,9 +24,8 @@ from tune_app.layout import (
     saved_trials,
     trial_id_of,
 )
-from tune_app.rllib import from_rllib
+from tune_app.rundir.storage import open_runs
 from tune_app.scoring import DEFAULT_SCOPE, finite
-from tune_app.storage import open_runs
 
 FINISHED = "TERMINATED"
 ERRORED = "ERROR"

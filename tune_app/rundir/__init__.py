@@ -1,0 +1,12 @@
+"""The run folder, Ray-free: where everything a run leaves lives, how it is written and read.
+
+- `layout`: the paths and file names of a run folder, atomic and fsynced writes, Tune's saved
+  state read without Ray;
+- `write`: the run manifest (`run.json`), the spec as run, the journal of ended trials;
+- `outcome`: what an experiment ended with (`summary.json`), computed from Tune's results;
+- `read`: a run read back from its files alone (`analyze`, `report`, `resume`);
+- `storage`: cloud URIs: staging, pulling and mirroring.
+
+Nothing outside this package builds a path inside a run folder or knows a URI scheme; the Ray
+callbacks that append rows and journal lines during a run (`tune_app.callbacks`) write through it.
+"""
