@@ -7,7 +7,7 @@ importing Ray, so a spec that cannot run fails here with nothing written.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +128,9 @@ def _plan_experiment(
     written = exp
     config_ok = True
     if ref.kind == "rllib":
-        exp, failed = _translate_rllib(exp, warnings, gym_env=env is None or env.kind == "gym")
+        exp, failed = rllib.translate_experiment(
+            exp, warnings, gym_env=env is None or env.kind == "gym"
+        )
         if failed is not None:
             errors.errors.append(failed)
             config_ok = False
@@ -148,7 +150,8 @@ def _plan_experiment(
     bundles: tuple[dict[str, float], ...] = ()
     with errors.check():
         if ref.kind == "rllib" and config_ok:
-            bundles = _rllib_bundles(exp, written, env, cpus, rllib_checks)
+            gym_id = env.env if env is not None and env.kind == "gym" else None
+            bundles = rllib.trial_bundles(exp, written, gym_id, cpus, rllib_checks)
         elif ref.kind != "rllib":
             bundles = _bundles(exp, ref)
             _check_fits(exp, bundles, cpus)
@@ -391,167 +394,6 @@ def _env(exp: Experiment, ref: TrainableRef, spec_dir: Path, warnings: list[str]
         where = "env" if exp.env is not None else "config.env"
         warnings.append(f"{exp.key_path}.{where}: {found.note}")
     return found
-
-
-def _translate_rllib(
-    exp: Experiment, warnings: list[str], gym_env: bool
-) -> tuple[Experiment, SpecError | None]:
-    """The experiment with RLlib's legacy config keys and metric names in new-stack spelling,
-    and the config's translation errors (the metric names are translated all the same, so the
-    rest of the experiment is checked in the same pass)."""
-    where = exp.key_path
-    failed: SpecError | None = None
-    try:
-        translated = rllib.translate_config(exp.run, exp.config, gym_env=gym_env)
-    except SpecError as err:
-        failed = err.under(where)
-        translated = rllib.Translated(config={}, warnings=())
-    config = dict(translated.config)
-    config.pop("env", None)  # the EnvRef carries it
-    warnings.extend(f"{where}.{w}" for w in translated.warnings)
-    # The spec's simulations and resources are the algorithm's env runners and main process.
-    for spec_key, value, key in (
-        ("simulations", exp.simulations, "num_env_runners"),
-        (
-            "simulations",
-            exp.simulations is not None and exp.cpu_per_simulation,
-            "num_cpus_per_env_runner",
-        ),
-        ("resources_per_trial", exp.resources and exp.resources.cpu, "num_cpus_for_main_process"),
-        ("resources_per_trial", exp.resources and exp.resources.gpu, "num_gpus_per_learner"),
-    ):
-        if value is None or value is False:
-            continue
-        if key in config and config[key] != value:
-            if failed is not None:
-                continue
-            raise SpecError(
-                f"{spec_key} sets {key} to {value:g}, but config.{key} is {config[key]}",
-                path=f"{where}.{spec_key}",
-                suggestion="set only one of them",
-            )
-        config[key] = value
-
-    def metric(key: str, at: str) -> str:
-        new, warning = rllib.translate_metric(key, f"{where}.{at}")
-        if warning:
-            warnings.append(warning)
-        return new
-
-    stop = {metric(k, f"stop.{k}"): v for k, v in exp.stop.items()}
-    expect = exp.expect.model_copy(
-        update={"metrics": {metric(k, f"expect.{k}"): v for k, v in exp.expect.metrics.items()}}
-    )
-    scheduler = exp.scheduler
-    time_attr = getattr(scheduler, "time_attr", None)
-    if time_attr:
-        scheduler = scheduler.model_copy(
-            update={"time_attr": metric(time_attr, "scheduler.time_attr")}
-        )
-    checkpoint = exp.checkpoint
-    if checkpoint.checkpoint_score_attribute:
-        checkpoint = checkpoint.model_copy(
-            update={
-                "checkpoint_score_attribute": metric(
-                    checkpoint.checkpoint_score_attribute,
-                    "checkpoint_config.checkpoint_score_attribute",
-                )
-            }
-        )
-    translated_exp = replace(
-        exp,
-        config=config if failed is None else exp.config,
-        stop=stop,
-        expect=expect,
-        metric=metric(exp.metric, "metric") if exp.metric else None,
-        scheduler=scheduler,
-        checkpoint=checkpoint,
-    )
-    return translated_exp, failed
-
-
-# Spec keys that set an RLlib resource key, legacy names included, for messages.
-_RESOURCE_SPELLINGS = {
-    "num_env_runners": ("num_env_runners", "num_workers", "num_rollout_workers"),
-    "num_learners": ("num_learners", "num_learner_workers"),
-    "evaluation_num_env_runners": ("evaluation_num_env_runners", "evaluation_num_workers"),
-}
-
-
-def _rllib_bundles(
-    exp: Experiment, written: Experiment, env: EnvRef | None, cpus: float, rllib_checks: bool
-) -> tuple[dict[str, float], ...]:
-    """The trial's bundles as RLlib sizes them; a trial that cannot fit is refused naming the
-    keys the user wrote and what would fit."""
-    config = dict(exp.config)
-    if env is not None and env.kind == "gym":
-        config["env"] = env.env
-    try:
-        res = rllib.resources(exp.run, config)
-        bundles = rllib.check_with_rllib(exp.run, config) if rllib_checks else res.bundles
-    except SpecError as err:
-        raise err.under(exp.key_path) from None
-    if res.cpus <= cpus:
-        return bundles
-
-    def spelled(key: str, default: Any) -> tuple[str, str]:
-        """The key path the user wrote for `key` (or the new name), and how it was set."""
-        if key == "num_env_runners" and written.simulations is not None:
-            return f"{exp.key_path}.simulations", f"simulations: {written.simulations}"
-        given = written.config if isinstance(written.config, dict) else {}
-        for name in _RESOURCE_SPELLINGS[key]:
-            if name in given:
-                return f"{exp.key_path}.config.{name}", f"{name}: {given[name]}"
-        return f"{exp.key_path}.config.{key}", f"RLlib's default {key}: {default}"
-
-    parts = [f"{res.main:g} for the main process"]
-    if res.env_runners:
-        parts.append(f"{res.env_runners} env runners x {res.cpus_per_env_runner:g}")
-    if res.eval_env_runners:
-        parts.append(f"{res.eval_env_runners} evaluation env runners")
-    if res.learners:
-        parts.append(f"{res.learners} learners x {res.cpus_per_learner:g}")
-    runners_path, runners_how = spelled("num_env_runners", res.env_runners)
-    learners_path, learners_how = spelled("num_learners", res.learners)
-    runners_key = runners_path.rsplit(".", 1)[-1]
-    learners_key = learners_path.rsplit(".", 1)[-1]
-    per_runner = res.cpus_per_env_runner
-    fixed = res.cpus - res.env_runners * per_runner
-    # Without learners the main process trains: it needs max(its CPUs, a learner's).
-    fixed_alone = fixed - res.learners * res.cpus_per_learner
-    fixed_alone = max(fixed_alone, fixed_alone - res.main + max(res.main, res.cpus_per_learner))
-
-    def most_runners(room: float) -> int:
-        return int(room // per_runner) if per_runner else res.env_runners
-
-    def runners_hint(k: int) -> str:
-        return f"{runners_key}: {k}" if runners_key != "simulations" else f"simulations: {k}"
-
-    if res.env_runners and most_runners(cpus - fixed) >= 1:
-        path, how = runners_path, runners_how
-        hint = f"set {runners_hint(most_runners(cpus - fixed))} to fit"
-    elif res.learners and most_runners(cpus - fixed_alone) >= 1:
-        path, how = learners_path, learners_how
-        k = min(res.env_runners or 1, most_runners(cpus - fixed_alone))
-        hint = f"set {learners_key}: 0 (the main process then trains) and {runners_hint(k)} to fit"
-    elif res.env_runners and fixed <= cpus:
-        path, how = runners_path, runners_how
-        hint = f"set {runners_hint(0)} to fit (the main process then samples)"
-    elif res.learners and fixed_alone <= cpus:
-        path, how = learners_path, learners_how
-        hint = f"set {learners_key}: 0 (the main process then trains) to fit"
-    elif res.eval_env_runners:
-        path, how = f"{exp.key_path}.config", "evaluation env runners"
-        hint = "set evaluation_num_env_runners: 0 to fit"
-    else:
-        path, how = f"{exp.key_path}.config", "its main process"
-        hint = "lower num_cpus_for_main_process or num_cpus_per_learner"
-    raise SpecError(
-        f"one {exp.run} trial needs {res.cpus:g} CPUs ({' + '.join(parts)}; {how}) but the "
-        f"machine has {cpus:g}",
-        path=path,
-        suggestion=hint,
-    )
 
 
 def _bundles(exp: Experiment, ref: TrainableRef) -> tuple[dict[str, float], ...]:
