@@ -34,7 +34,7 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 USED_INDIRECTLY = {
     "torch": "RLlib's new API stack runs its models on torch",
     "hyperopt": "the hyperopt search, through ray.tune.search.hyperopt",
-    "pandas": "Tune's Result.metrics_dataframe, read by runner._last_reported",
+    "pandas": "Tune's Result.metrics_dataframe, read by rundir.outcome._score",
     "moto": "tests/test_s3.py starts moto's S3 server as a command",
     "flask": "moto's server mode",
     "flask-cors": "moto's server mode",

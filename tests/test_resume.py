@@ -235,8 +235,8 @@ def test_ctrl_c_exits_130_with_a_resumable_state(steps_spec, tmp_path):
 def test_the_finished_journal_corrects_tune_stale_saved_statuses(tmp_path):
     """Tune never re-saves a paused trial that HyperBand stops without a live actor; the journal
     of ended trials decides its status after the run and before a resume."""
-    from tune_app.rundir.write import mark_finished_trials
     from tune_app.rundir.layout import FINISHED_FILE, saved_trials
+    from tune_app.rundir.write import mark_finished_trials
 
     def entry(trial_id: str, status: str) -> list[str]:
         return [json.dumps({"trial_id": trial_id, "status": status}), json.dumps({})]

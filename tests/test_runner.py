@@ -9,7 +9,7 @@ import pytest
 
 from tune_app import spec
 from tune_app.plan import make_plan
-from tune_app.runner import _scheduler
+from tune_app.tuner import _scheduler
 
 USER_MODULE = '''
 from ray import tune

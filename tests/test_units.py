@@ -17,7 +17,7 @@ from tune_app.callbacks import JsonlResults
 from tune_app.plan import make_plan
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_experiment
-from tune_app.runner import SpecStopper
+from tune_app.tuner import SpecStopper
 
 
 def trial(trial_id, **config):

@@ -89,7 +89,7 @@ def _run_or_interrupt(plan: Any, opts: Any) -> list[Any]:
 
 def _cluster_cpus(args: argparse.Namespace) -> float | None:
     """On a cluster, trial sizes are checked against the cluster once joined, not this machine."""
-    from tune_app.cluster import cluster_address
+    from tune_app.runner import cluster_address
 
     return math.inf if cluster_address(args.address) else None
 

@@ -1,7 +1,10 @@
-"""The runner: a checked `Plan` to Ray Tune Tuners, searchers, schedulers and callbacks.
+"""The runner: a checked `Plan` run on Ray, one Tuner per experiment (built by `tuner`),
+experiments at the same time, and where Ray runs: a local Ray sized to the machine, or a cluster
+joined with `--address` / RAY_ADDRESS, with this package, `trainables/` and the user's modules
+shipped to its nodes as Ray `py_modules`.
 
-One Tuner per experiment. Ray is started here (or joined, with an address) only after the plan
-is valid, and the results' folders are created only once the cluster is known to fit the plan.
+Ray is started (or joined) only after the plan is valid, and the results' folders are created
+only once the cluster is known to fit the plan.
 """
 
 from __future__ import annotations
@@ -18,27 +21,22 @@ from typing import Any
 
 import ray
 from ray import tune
-from ray.tune.utils import flatten_dict
 
+import trainables
+import tune_app
 from tune_app import progress
-from tune_app.callbacks import JsonlResults, relocate
-from tune_app.cluster import cluster_address, local_pythonpath, runtime_env
+from tune_app.callbacks import relocate
 from tune_app.errors import SpecError
-from tune_app.methods import Context, scheduler_of, searcher_of
 from tune_app.plan import ExperimentPlan, Plan
-from tune_app.rllib import RESULT_GROUPS, to_rllib
-from tune_app.rllib_metrics import diverged
 from tune_app.rundir import storage
 from tune_app.rundir.layout import (
-    RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
     write_json,
 )
 from tune_app.rundir.outcome import Summary, summarize, summary_dict
 from tune_app.rundir.write import mark_finished_trials, write_run_files
-from tune_app.space import to_tune
-from tune_app.tensorboard import TrialBoard
+from tune_app.tuner import build_tuner, param_space, state_period
 
 # Our stopper names a missing metric clearly; Tune's own check would raise from deep inside fit().
 os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
@@ -160,7 +158,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     else:
         pgf = tune.PlacementGroupFactory(list(ep.bundles))
         trainable = tune.with_resources(loaded.trainable, pgf)
-    os.environ["TUNE_GLOBAL_CHECKPOINT_S"] = _state_period(ep)
+    os.environ["TUNE_GLOBAL_CHECKPOINT_S"] = state_period(ep)
     began = time.monotonic()
     earlier, finished = _earlier_wall_time(ep) if opts.resume else (0.0, False)
     if opts.resume:
@@ -172,7 +170,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             ep.location, trainable=trainable, param_space=param_space(ep, loaded.env)
         )
     else:
-        tuner = _tuner(ep, trainable, loaded, opts)
+        tuner = build_tuner(ep, trainable, loaded.env, opts)
     grid = tuner.fit()
     # Tune's final save can keep a stale status: a paused trial that a scheduler stops without a
     # live actor is never re-saved (HyperBand does this). The journal knows how each trial ended.
@@ -196,158 +194,12 @@ def _earlier_wall_time(ep: ExperimentPlan) -> tuple[float, bool]:
     return wall, not summary.get("interrupted")
 
 
-# A user's own TUNE_GLOBAL_CHECKPOINT_S wins over the app's choice.
-_USER_STATE_PERIOD = os.environ.get("TUNE_GLOBAL_CHECKPOINT_S")
-
-
-def _state_period(ep: ExperimentPlan) -> str:
-    """How often Tune saves its experiment state. Its default (10 s or more) makes a killed
-    driver resume trials from checkpoints up to that old: the app saves every second while the
-    state is small. RLlib trials keep Tune's default: their large configs make each save cost
-    CPU the trials need (about 17% of PPO's sampling on 2 cores, saving every second)."""
-    if _USER_STATE_PERIOD:
-        return _USER_STATE_PERIOD
-    if ep.trainable.kind == "rllib":
-        return "auto"
-    return f"{max(1.0, min(10.0, ep.trials / 100)):g}"
-
-
 def _mark_finished(ep: ExperimentPlan) -> None:
     """Patch Tune's saved state with the journal of ended trials, wherever the state lives."""
     if ep.storage_uri:
         storage.pull_state(ep.storage_uri, ep.storage_dir)
     if mark_finished_trials(ep.storage_dir) and ep.storage_uri:
         storage.push_state(ep.storage_dir, ep.storage_uri)
-
-
-def _tuner(ep: ExperimentPlan, trainable: Any, loaded: Loaded, opts: RunOptions) -> tune.Tuner:
-    exp = ep.experiment
-    is_rllib = ep.trainable.kind == "rllib"
-    stopper = SpecStopper(exp.stop, ep.metric, late=is_rllib)
-    return tune.Tuner(
-        trainable,
-        param_space=param_space(ep, loaded.env),
-        tune_config=tune.TuneConfig(
-            metric=ep.metric,
-            mode=ep.mode,
-            search_alg=_searcher(ep),
-            scheduler=_scheduler(ep),
-            num_samples=exp.num_samples,
-            max_concurrent_trials=(
-                exp.max_concurrent_trials if searcher_of(exp.search).limits_concurrency else None
-            ),
-            # A fresh trial process costs 1.5-2 s; function trainables reset cleanly instead.
-            # RLlib algorithms cannot reset their env runners to a new config.
-            reuse_actors=not is_rllib,
-        ),
-        run_config=tune.RunConfig(
-            name=exp.name,
-            storage_path=ep.storage_root,
-            stop=stopper,
-            callbacks=_callbacks(ep, opts),
-            failure_config=tune.FailureConfig(max_failures=exp.max_failures),
-            checkpoint_config=tune.CheckpointConfig(
-                num_to_keep=exp.checkpoint.num_to_keep,
-                checkpoint_score_attribute=exp.checkpoint.checkpoint_score_attribute,
-                checkpoint_score_order=exp.checkpoint.checkpoint_score_order,
-                # Function trainables checkpoint themselves (the plan refuses these for them).
-                checkpoint_frequency=exp.checkpoint.checkpoint_frequency,
-                checkpoint_at_end=exp.checkpoint.checkpoint_at_end,
-            ),
-            verbose=2 if opts.verbosity >= 2 else 0,
-        ),
-    )
-
-
-def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
-    # TrialBoard replaces Tune's default TensorBoard logger (Tune adds one only if none is given).
-    callbacks: list[tune.Callback] = [
-        JsonlResults(ep.storage_dir / RESULTS_FILE, ep.name, mirror_to=ep.storage_uri),
-        TrialBoard.for_experiment(ep),
-    ]
-    callbacks.append(
-        progress.ProgressCallback(
-            ep.name,
-            ep.metric,
-            ep.mode,
-            ep.searched,
-            _iteration_bound(ep.experiment.stop),
-            scope=ep.experiment.scope,
-        )
-    )
-    return callbacks
-
-
-def _iteration_bound(stop: dict[str, float]) -> int | None:
-    bound = stop.get("training_iteration")
-    return int(bound) if bound else None
-
-
-def param_space(ep: ExperimentPlan, env: Any) -> dict[str, Any]:
-    """The experiment's config as Tune's param_space; the env rides in it, as in RLlib."""
-    space = to_tune(ep.experiment.config)
-    if ep.trainable.kind == "rllib":
-        space = to_rllib(space)
-    if env is not None:
-        space.setdefault("env", env)
-    return space
-
-
-class SpecStopper(tune.Stopper):
-    """The spec's `stop` thresholds: a key reaching its value ends the trial.
-
-    Also a guard: a stop key or the metric missing from a trial's first result ends the search at
-    once, where Tune would warn once and run the trial to its natural end (or forever). With
-    `late`, keys in RLlib's result groups are exempt: episode returns appear only once an episode
-    has ended, evaluation results every `evaluation_interval` iterations. A trial whose metric
-    (or an RLlib loss) turns NaN or infinite is stopped: it has diverged, and the summary counts
-    it as failed. RLlib's "no episode finished yet" NaNs never get here (`rllib_metrics`).
-    """
-
-    def __init__(
-        self,
-        criteria: dict[str, float],
-        metric: str | None = None,
-        late: bool = False,
-    ) -> None:
-        self.criteria = dict(criteria)
-        self.metric = metric
-        wanted = dict.fromkeys([*criteria, *([metric] if metric else [])])
-        self.required = [k for k in wanted if not (late and k.startswith(RESULT_GROUPS))]
-        self.seen: set[str] = set()
-        self.missing = False
-
-    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        flat = flatten_dict(result)
-        if diverged(flat, self.metric):
-            return True
-        if trial_id not in self.seen:
-            self.seen.add(trial_id)
-            if any(k not in flat for k in self.required):
-                self.missing = True
-                return True
-        return any(k in flat and _reached(flat[k], v) for k, v in self.criteria.items())
-
-    def stop_all(self) -> bool:
-        return self.missing
-
-
-def _reached(value: Any, threshold: float) -> bool:
-    try:
-        return bool(value >= threshold)
-    except TypeError:
-        return False
-
-
-def _searcher(ep: ExperimentPlan) -> Any:
-    exp = ep.experiment
-    ctx = Context(seed=exp.seed, max_concurrent_trials=exp.max_concurrent_trials)
-    return searcher_of(exp.search).build(exp.search, ctx)
-
-
-def _scheduler(ep: ExperimentPlan) -> Any:
-    sched = ep.experiment.scheduler
-    return scheduler_of(sched).build(sched, Context(seed=ep.experiment.seed))
 
 
 def _refuse_existing(plan: Plan) -> None:
@@ -414,3 +266,65 @@ def _check_cluster(plan: Plan) -> None:
                     path=f"{ep.experiment.key_path}.resources_per_trial",
                     suggestion="ask for fewer resources per trial",
                 )
+
+
+# ---- where Ray runs ---------------------------------------------------------------------
+
+# A spec folder's own .py files travel with it (a trainable's helpers live beside it), up to this.
+MAX_SIBLING_BYTES = 1_000_000
+
+
+def cluster_address(given: str | None) -> str | None:
+    """The cluster to join: `--address`, else RAY_ADDRESS, else None (start a local Ray)."""
+    return given or os.environ.get("RAY_ADDRESS") or None
+
+
+def local_pythonpath(plan: Plan) -> str | None:
+    """PYTHONPATH for a local Ray this process starts: the user modules' folders first. Workers
+    inherit it, so Ray's pre-started workers serve the first trials (a runtime env would make
+    every worker start afresh: about 2 s before the first result)."""
+    folders = sorted({f for ep in plan.experiments for f in _search_path(ep)})
+    if not folders:
+        return None
+    existing = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join(dict.fromkeys([*folders, *filter(None, existing.split(os.pathsep))]))
+
+
+def runtime_env(plan: Plan) -> dict[str, Any]:
+    """The runtime env of the driver's job on a cluster: the code itself, as py_modules."""
+    modules = [_package_dir(tune_app), _package_dir(trainables)]
+    for ep in plan.experiments:
+        for name in _user_modules(ep):
+            modules += _module_files(name.split(".")[0], _search_path(ep))
+    return {"py_modules": list(dict.fromkeys(modules))}
+
+
+def _search_path(ep: Any) -> tuple[str, ...]:
+    env_path = ep.env.search_path if ep.env is not None else ()
+    return (*ep.trainable.search_path, *env_path)
+
+
+def _user_modules(ep: Any) -> list[str]:
+    names = []
+    if ep.trainable.kind == "function":
+        names.append(ep.trainable.run.split(":")[0])
+    if ep.env is not None and ep.env.kind == "class":
+        names.append(ep.env.env.split(":")[0])
+    return names
+
+
+def _module_files(top: str, folders: tuple[str, ...]) -> list[str]:
+    """The files of a user's top-level module found in `folders` (an installed one travels not:
+    the cluster's image must have it), with the small .py files beside it."""
+    for folder in map(Path, folders):
+        package, single = folder / top, folder / f"{top}.py"
+        if package.is_dir() or single.is_file():
+            found = [str(package if package.is_dir() else single)]
+            siblings = sorted(p for p in folder.glob("*.py") if p.name != single.name)
+            found += [str(p) for p in siblings if p.stat().st_size <= MAX_SIBLING_BYTES]
+            return found
+    return []
+
+
+def _package_dir(module: Any) -> str:
+    return str(Path(module.__file__).resolve().parent)

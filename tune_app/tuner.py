@@ -1,0 +1,166 @@
+"""Building one experiment's Tuner from its plan: the param space, searcher, scheduler, stopper
+and callbacks, and how often Tune saves its state."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ray import tune
+
+from tune_app import progress
+from tune_app.callbacks import JsonlResults
+from tune_app.methods import Context, scheduler_of, searcher_of
+from tune_app.plan import ExperimentPlan
+from tune_app.rllib import RESULT_GROUPS, to_rllib
+from tune_app.rllib_metrics import diverged
+from tune_app.rundir.layout import RESULTS_FILE
+from tune_app.rundir.outcome import flatten_result
+from tune_app.space import to_tune
+from tune_app.tensorboard import TrialBoard
+
+# A user's own TUNE_GLOBAL_CHECKPOINT_S wins over the app's choice.
+_USER_STATE_PERIOD = os.environ.get("TUNE_GLOBAL_CHECKPOINT_S")
+
+
+def state_period(ep: ExperimentPlan) -> str:
+    """How often Tune saves its experiment state. Its default (10 s or more) makes a killed
+    driver resume trials from checkpoints up to that old: the app saves every second while the
+    state is small. RLlib trials keep Tune's default: their large configs make each save cost
+    CPU the trials need (about 17% of PPO's sampling on 2 cores, saving every second)."""
+    if _USER_STATE_PERIOD:
+        return _USER_STATE_PERIOD
+    if ep.trainable.kind == "rllib":
+        return "auto"
+    return f"{max(1.0, min(10.0, ep.trials / 100)):g}"
+
+
+def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: Any) -> tune.Tuner:
+    """A new Tuner for `ep`: `trainable` sized to its bundles, `env` riding in the config."""
+    exp = ep.experiment
+    is_rllib = ep.trainable.kind == "rllib"
+    stopper = SpecStopper(exp.stop, ep.metric, late=is_rllib)
+    return tune.Tuner(
+        trainable,
+        param_space=param_space(ep, env),
+        tune_config=tune.TuneConfig(
+            metric=ep.metric,
+            mode=ep.mode,
+            search_alg=_searcher(ep),
+            scheduler=_scheduler(ep),
+            num_samples=exp.num_samples,
+            max_concurrent_trials=(
+                exp.max_concurrent_trials if searcher_of(exp.search).limits_concurrency else None
+            ),
+            # A fresh trial process costs 1.5-2 s; function trainables reset cleanly instead.
+            # RLlib algorithms cannot reset their env runners to a new config.
+            reuse_actors=not is_rllib,
+        ),
+        run_config=tune.RunConfig(
+            name=exp.name,
+            storage_path=ep.storage_root,
+            stop=stopper,
+            callbacks=_callbacks(ep, opts),
+            failure_config=tune.FailureConfig(max_failures=exp.max_failures),
+            checkpoint_config=tune.CheckpointConfig(
+                num_to_keep=exp.checkpoint.num_to_keep,
+                checkpoint_score_attribute=exp.checkpoint.checkpoint_score_attribute,
+                checkpoint_score_order=exp.checkpoint.checkpoint_score_order,
+                # Function trainables checkpoint themselves (the plan refuses these for them).
+                checkpoint_frequency=exp.checkpoint.checkpoint_frequency,
+                checkpoint_at_end=exp.checkpoint.checkpoint_at_end,
+            ),
+            verbose=2 if opts.verbosity >= 2 else 0,
+        ),
+    )
+
+
+def _callbacks(ep: ExperimentPlan, opts: Any) -> list[tune.Callback]:
+    # TrialBoard replaces Tune's default TensorBoard logger (Tune adds one only if none is given).
+    callbacks: list[tune.Callback] = [
+        JsonlResults(ep.storage_dir / RESULTS_FILE, ep.name, mirror_to=ep.storage_uri),
+        TrialBoard.for_experiment(ep),
+    ]
+    callbacks.append(
+        progress.ProgressCallback(
+            ep.name,
+            ep.metric,
+            ep.mode,
+            ep.searched,
+            _iteration_bound(ep.experiment.stop),
+            scope=ep.experiment.scope,
+        )
+    )
+    return callbacks
+
+
+def _iteration_bound(stop: dict[str, float]) -> int | None:
+    bound = stop.get("training_iteration")
+    return int(bound) if bound else None
+
+
+def param_space(ep: ExperimentPlan, env: Any) -> dict[str, Any]:
+    """The experiment's config as Tune's param_space; the env rides in it, as in RLlib."""
+    space = to_tune(ep.experiment.config)
+    if ep.trainable.kind == "rllib":
+        space = to_rllib(space)
+    if env is not None:
+        space.setdefault("env", env)
+    return space
+
+
+class SpecStopper(tune.Stopper):
+    """The spec's `stop` thresholds: a key reaching its value ends the trial.
+
+    Also a guard: a stop key or the metric missing from a trial's first result ends the search at
+    once, where Tune would warn once and run the trial to its natural end (or forever). With
+    `late`, keys in RLlib's result groups are exempt: episode returns appear only once an episode
+    has ended, evaluation results every `evaluation_interval` iterations. A trial whose metric
+    (or an RLlib loss) turns NaN or infinite is stopped: it has diverged, and the summary counts
+    it as failed. RLlib's "no episode finished yet" NaNs never get here (`rllib_metrics`).
+    """
+
+    def __init__(
+        self,
+        criteria: dict[str, float],
+        metric: str | None = None,
+        late: bool = False,
+    ) -> None:
+        self.criteria = dict(criteria)
+        self.metric = metric
+        wanted = dict.fromkeys([*criteria, *([metric] if metric else [])])
+        self.required = [k for k in wanted if not (late and k.startswith(RESULT_GROUPS))]
+        self.seen: set[str] = set()
+        self.missing = False
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        flat = flatten_result(result)
+        if diverged(flat, self.metric):
+            return True
+        if trial_id not in self.seen:
+            self.seen.add(trial_id)
+            if any(k not in flat for k in self.required):
+                self.missing = True
+                return True
+        return any(k in flat and _reached(flat[k], v) for k, v in self.criteria.items())
+
+    def stop_all(self) -> bool:
+        return self.missing
+
+
+def _reached(value: Any, threshold: float) -> bool:
+    try:
+        return bool(value >= threshold)
+    except TypeError:
+        return False
+
+
+def _searcher(ep: ExperimentPlan) -> Any:
+    exp = ep.experiment
+    ctx = Context(seed=exp.seed, max_concurrent_trials=exp.max_concurrent_trials)
+    return searcher_of(exp.search).build(exp.search, ctx)
+
+
+def _scheduler(ep: ExperimentPlan) -> Any:
+    sched = ep.experiment.scheduler
+    return scheduler_of(sched).build(sched, Context(seed=ep.experiment.seed))
