@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SEARCH_SPACES = ROOT / "search_spaces"
+USER_MODULES = ROOT / "tests" / "user_modules"  # trainables and envs a user would write
 
 
 def pytest_collection_modifyitems(items):
@@ -69,3 +71,10 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def user_module(name: str, folder: Path, as_name: str | None = None) -> Path:
+    """Copy tests/user_modules/`name` into `folder` (as `as_name`), beside a spec that names it."""
+    target = Path(folder) / (as_name or name)
+    shutil.copy(USER_MODULES / name, target)
+    return target

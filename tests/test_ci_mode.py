@@ -10,7 +10,7 @@ from junitparser import Failure, JUnitXml, Skipped
 from tune_app import spec
 from tune_app.plan import make_plan
 
-from .conftest import SEARCH_SPACES
+from .conftest import SEARCH_SPACES, user_module
 
 BIG_GRID = """
 metric: mean_accuracy
@@ -64,25 +64,13 @@ def test_every_example_runs_under_smoke(path, ray_session, cli, tmp_path):
         assert all(t["iterations"] <= 2 for t in summary["trials"])
 
 
-RAISES = '''
-from ray import tune
-
-
-def train(config):
-    """Reports x, and fails for x == 2."""
-    if config["x"] == 2:
-        raise ValueError("x must not be 2")
-    tune.report({"score": float(config["x"])})
-'''
-
-
 def _junit(path):
     suites = list(JUnitXml.fromfile(str(path)))
     return {case.name: case for suite in suites for case in suite}, suites
 
 
 def test_unmet_expectation_exits_1_and_is_a_junit_failure(ray_session, cli, write_spec, tmp_path):
-    (tmp_path / "mods.py").write_text(RAISES)
+    user_module("raises.py", tmp_path, "mods.py")
     path = write_spec("""
 metric: score
 mode: max
@@ -110,7 +98,7 @@ experiments:
 def test_errored_trials_fail_the_run_unless_expect_allows_them(
     ray_session, cli, write_spec, tmp_path
 ):
-    (tmp_path / "mods.py").write_text(RAISES)
+    user_module("raises.py", tmp_path, "mods.py")
     text = "e:\n  run: mods:train\n  config: {{x: {{grid_search: [1, 2]}}}}\n{extra}"
     strict = write_spec(text.format(extra=""), "strict.yaml")
     report = tmp_path / "strict.xml"

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from .conftest import user_module
+
 GOOD = "e:\n  run: my_func\n  stop: {training_iteration: 2}\n  config: {alpha: 0.5, beta: 1}\n"
 
 # (spec text, key path in the message, words that must appear: allowed values, hints)
@@ -296,16 +298,6 @@ def test_list_shows_rllib_algorithms_and_every_key_of_one(cli):
     assert wrong.code == 2 and "did you mean 'PPO'" in wrong.err
 
 
-SENTINEL = """
-import pathlib
-pathlib.Path(__file__).with_name("imported.txt").write_text("module code ran")
-
-
-def train(config):
-    pass
-"""
-
-
 @pytest.mark.parametrize(
     "run",
     [
@@ -319,7 +311,7 @@ def train(config):
 def test_run_values_outside_the_three_forms_are_refused_before_any_import(
     cli, write_spec, tmp_path, run
 ):
-    (tmp_path / "sentinel.py").write_text(SENTINEL)
+    user_module("sentinel.py", tmp_path, "sentinel.py")
     spec_file = write_spec(f"e:\n  run: {run!r}\n")
     result = cli("run", spec_file, "--storage-path", tmp_path / "o")
     assert result.code == 2 and "e.run" in result.err
@@ -328,7 +320,7 @@ def test_run_values_outside_the_three_forms_are_refused_before_any_import(
 
 
 def test_validate_finds_a_user_module_without_running_it(cli, write_spec, tmp_path):
-    (tmp_path / "sentinel.py").write_text(SENTINEL)
+    user_module("sentinel.py", tmp_path, "sentinel.py")
     result = cli("validate", write_spec("e: {run: 'sentinel:train'}\n"))
     assert result.code == 0, result.err
     assert not (tmp_path / "imported.txt").exists()

@@ -15,47 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import free_port, user_module
 
 # These start Ray clusters, servers and drivers of their own.
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 RAY = str(Path(sys.executable).with_name("ray"))
 
-TRAINABLE = '''
-import importlib.util
-import json
-import os
-import tempfile
-import time
-
-import ray
-from ray import tune
-
-import helper  # a module beside this one: must reach the workers too
-
-
-def train(config):
-    """Reports which node ran it and where its module was imported from on that node."""
-    step = 0
-    checkpoint = tune.get_checkpoint()
-    if checkpoint:
-        with checkpoint.as_directory() as folder:
-            with open(os.path.join(folder, "step.json")) as f:
-                step = json.load(f)["step"]
-    node = ray.get_runtime_context().get_node_id()
-    origin = importlib.util.find_spec("helper").origin
-    while step < config["steps"]:
-        step += 1
-        time.sleep(config["sleep"])
-        with tempfile.TemporaryDirectory() as folder:
-            with open(os.path.join(folder, "step.json"), "w") as f:
-                json.dump({"step": step}, f)
-            tune.report(
-                {"score": helper.scale(config["x"], step), "node": node, "helper": origin},
-                checkpoint=tune.Checkpoint.from_directory(folder),
-            )
-'''
 
 SPEC = """
 metric: score
@@ -160,7 +126,7 @@ def _rows(path):
 
 @pytest.fixture
 def spec_dir(tmp_path):
-    (tmp_path / "nodes.py").write_text(TRAINABLE)
+    user_module("nodes.py", tmp_path, "nodes.py")
     (tmp_path / "helper.py").write_text("def scale(x, step):\n    return x * step\n")
     return tmp_path
 

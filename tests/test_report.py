@@ -15,6 +15,7 @@ import pytest
 
 from tune_app.rundir import read as results
 
+from .conftest import user_module
 from .test_analyze import _experiment
 
 CHROMIUM = shutil.which("chromium")
@@ -27,17 +28,6 @@ PLOTS_PER_EXPERIMENT = 3  # learning curves, best over wall time, parameters aga
 
 # score = width / 16 * step + x. The [32, 32] net raises at step 3, before ASHA's only rung (3);
 # [16] and [8] reach that rung after [64, 64] has, below it, so ASHA stops them there.
-STEPS = """
-from ray import tune
-
-
-def train(config):
-    width = sum(config["layers"])
-    for step in range(1, 7):
-        if width == 64 and step == 3:
-            raise ValueError("loss diverged at step 3")
-        tune.report({"score": width / 16 * step + config["x"]})
-"""
 
 SPEC = """
 metric: score
@@ -60,7 +50,7 @@ def finished_run(ray_session, tmp_path_factory) -> Path:
     from tune_app.cli import main
 
     folder = tmp_path_factory.mktemp("report")
-    (folder / "steps.py").write_text(STEPS)
+    user_module("report_steps.py", folder, "steps.py")
     (folder / "spec.yaml").write_text(SPEC)
     code = main(["run", str(folder / "spec.yaml"), "--storage-path", str(folder / "o"), "-q"])
     assert code == 1  # the failed trial

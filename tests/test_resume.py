@@ -14,34 +14,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-CHECKPOINTED = '''
-import json
-import os
-import tempfile
-import time
-
-from ray import tune
-
-
-def train(config):
-    """Counts to config["steps"], sleeping each step, with a checkpoint at every step."""
-    step = 0
-    checkpoint = tune.get_checkpoint()
-    if checkpoint:
-        with checkpoint.as_directory() as folder:
-            with open(os.path.join(folder, "state.json")) as f:
-                step = json.load(f)["step"]
-    while step < config["steps"]:
-        step += 1
-        time.sleep(config["sleep"])
-        with tempfile.TemporaryDirectory() as folder:
-            with open(os.path.join(folder, "state.json"), "w") as f:
-                json.dump({"step": step}, f)
-            tune.report(
-                {"score": config["x"] * step, "step": step},
-                checkpoint=tune.Checkpoint.from_directory(folder),
-            )
-'''
+from .conftest import user_module
 
 SPEC = """
 metric: score
@@ -92,7 +65,7 @@ def _wait_for(predicate, proc, timeout=90):
 
 @pytest.fixture
 def steps_spec(tmp_path):
-    (tmp_path / "steps.py").write_text(CHECKPOINTED)
+    user_module("checkpointed_steps.py", tmp_path, "steps.py")
 
     def write(steps, sleep):
         path = tmp_path / "spec.yaml"
@@ -294,7 +267,7 @@ experiments:
     ids=["fifo", "asha", "median", "hyperband"],
 )
 def test_a_search_killed_mid_way_resumes_to_the_end_under_every_scheduler(tmp_path, scheduler):
-    (tmp_path / "steps.py").write_text(CHECKPOINTED)
+    user_module("checkpointed_steps.py", tmp_path, "steps.py")
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(SCHEDULED.format(scheduler=scheduler))
     folder = tmp_path / "out" / "e"
@@ -342,7 +315,7 @@ experiments:
 
 @pytest.mark.e2e
 def test_ctrl_c_with_two_experiments_prints_the_resume_command_for_both(tmp_path):
-    (tmp_path / "steps.py").write_text(CHECKPOINTED)
+    user_module("checkpointed_steps.py", tmp_path, "steps.py")
     (tmp_path / "spec.yaml").write_text(TWO)
     out = tmp_path / "out"
     proc = _start("run", "spec.yaml", "--storage-path", out, cwd=tmp_path)

@@ -12,6 +12,8 @@ from tune_app.errors import SpecError
 from tune_app.plan import make_plan
 from tune_app.space import Domain
 
+from .conftest import user_module
+
 
 def plan_of(write_spec, text):
     return make_plan(spec.load(write_spec(text)), cpus=2, rllib_checks=True)
@@ -234,32 +236,8 @@ def test_bad_rllib_experiments_name_the_key(write_spec, text, where, words):
     assert words in str(err.value)
 
 
-ENV_MODULE = '''
-import gymnasium as gym
-import numpy as np
-
-
-class Corridor(gym.Env):
-    """Walk right to the end of a corridor; reward 1 at the end."""
-
-    def __init__(self, config=None):
-        self.length = 5
-        self.observation_space = gym.spaces.Box(0.0, 5.0, (1,), np.float32)
-        self.action_space = gym.spaces.Discrete(2)
-
-    def reset(self, *, seed=None, options=None):
-        self.pos = 0
-        return np.array([self.pos], np.float32), {}
-
-    def step(self, action):
-        self.pos = max(0, self.pos + (1 if action == 1 else -1))
-        done = self.pos >= self.length
-        return np.array([self.pos], np.float32), float(done), done, False, {}
-'''
-
-
 def test_custom_env_class_beside_the_spec_is_loaded(write_spec, tmp_path):
-    (tmp_path / "corridor_env.py").write_text(ENV_MODULE)
+    user_module("corridor_env.py", tmp_path, "corridor_env.py")
     plan = plan_of(write_spec, "e:\n  run: PPO\n  env: corridor_env:Corridor\n  simulations: 1\n")
     (ep,) = plan.experiments
     assert ep.env.kind == "class"

@@ -11,27 +11,12 @@ from tune_app import spec
 from tune_app.plan import make_plan
 from tune_app.tuner import _scheduler
 
-USER_MODULE = '''
-from ray import tune
-
-def train(config):
-    """Reports score = x * step for a few steps."""
-    for step in range(1, config.get("steps", 3) + 1):
-        tune.report({"score": config["x"] * step, "step": step})
-
-
-def legacy(config, reporter):
-    """The original function API: loops until the spec's stop criteria end it."""
-    step = 0
-    while True:
-        step += 1
-        reporter(score=config["x"] * step)
-'''
+from .conftest import user_module
 
 
 @pytest.fixture
 def user_spec(write_spec, tmp_path):
-    (tmp_path / "my_trainables.py").write_text(USER_MODULE)
+    user_module("my_trainables.py", tmp_path, "my_trainables.py")
     return write_spec
 
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port
-from tests.test_cluster import TRAINABLE
+from tests.conftest import free_port, user_module
 
 # These start Ray clusters, servers and drivers of their own.
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -104,7 +103,7 @@ def _tune_app(env, staging, *args, cwd):
 
 @pytest.fixture
 def spec_dir(tmp_path):
-    (tmp_path / "nodes.py").write_text(TRAINABLE)
+    user_module("nodes.py", tmp_path, "nodes.py")
     (tmp_path / "helper.py").write_text("def scale(x, step):\n    return x * step\n")
     return tmp_path
 

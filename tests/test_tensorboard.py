@@ -33,19 +33,7 @@ from tune_app.tensorboard import (
     searched_values,
 )
 
-from .conftest import ROOT, SEARCH_SPACES
-
-FLAKY = '''
-from ray import tune
-
-
-def train(config):
-    """mean_accuracy = i ** alpha for three steps; alpha 0.6 fails before its first report."""
-    if config["alpha"] == 0.6:
-        raise ValueError("alpha 0.6 is refused")
-    for i in range(1, 4):
-        tune.report({"mean_accuracy": i ** config["alpha"], "loss": config["beta"] / i})
-'''
+from .conftest import ROOT, SEARCH_SPACES, user_module
 
 SPEC = """
 experiments:
@@ -80,7 +68,7 @@ class FakeTrial:
 
 def _board(folder: Path) -> TrialBoard:
     (folder / "spec.yaml").write_text(SPEC)
-    (folder / "board_flaky.py").write_text(FLAKY)
+    user_module("board_flaky.py", folder, "board_flaky.py")
     plan = make_plan(spec.load(folder / "spec.yaml"), storage_path=str(folder / "out"))
     return TrialBoard.for_experiment(plan.experiments[0])
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -88,10 +89,9 @@ def _run_or_interrupt(plan: Any, opts: Any) -> list[Any]:
 
 
 def _cluster_cpus(args: argparse.Namespace) -> float | None:
-    """On a cluster, trial sizes are checked against the cluster once joined, not this machine."""
-    from tune_app.runner import cluster_address
-
-    return math.inf if cluster_address(args.address) else None
+    """On a cluster, trial sizes are checked against the cluster once joined, not this machine.
+    (The runner's cluster_address rule, read here without importing Ray: a bad spec never does.)"""
+    return math.inf if args.address or os.environ.get("RAY_ADDRESS") else None
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
