@@ -127,7 +127,7 @@ def _rows(path):
 @pytest.fixture
 def spec_dir(tmp_path):
     user_module("nodes.py", tmp_path, "nodes.py")
-    (tmp_path / "helper.py").write_text("def scale(x, step):\n    return x * step\n")
+    user_module("helper.py", tmp_path)
     return tmp_path
 
 

@@ -20,7 +20,7 @@ from ray.tune.utils import flatten_dict
 
 from tune_app import failures, scoring
 from tune_app.rllib_metrics import diverged
-from tune_app.rundir.read import flatten
+from tune_app.rundir.layout import flatten
 from tune_app.scoring import finite
 
 SNAPSHOT_PERIOD_S = 0.5

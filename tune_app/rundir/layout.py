@@ -115,3 +115,17 @@ def find_runs(folder: Path) -> list[Path]:
             suggestion="give an experiment folder, e.g. results/<experiment>",
         )
     return found
+
+
+def flatten(tree: dict[str, Any], sep: str = ".", prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as one level of joined key paths: a config's dotted paths
+    (`model_config.fcnet_hiddens`), or with `sep="/"` a result's keys as Tune names them
+    (`env_runners/episode_return_mean`). Empty mappings stay as values."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, sep, f"{path}{sep}"))
+        else:
+            flat[path] = value
+    return flat

@@ -13,23 +13,16 @@ from tune_app import failures, scoring
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.rllib import from_rllib
 from tune_app.rllib_metrics import diverged
-from tune_app.rundir.layout import saved_trials, trial_id_of
+from tune_app.rundir.layout import flatten, saved_trials, trial_id_of
 from tune_app.scoring import finite
 
 if TYPE_CHECKING:
     from tune_app.plan import ExperimentPlan
 
 
-def flatten_result(result: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten_result(result: dict[str, Any]) -> dict[str, Any]:
     """A nested result as one level of `/`-joined keys, as Tune flattens it (env_runners/...)."""
-    flat: dict[str, Any] = {}
-    for key, value in result.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            flat.update(flatten_result(value, f"{path}/"))
-        else:
-            flat[path] = value
-    return flat
+    return flatten(result, "/")
 
 
 @dataclass

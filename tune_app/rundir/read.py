@@ -21,6 +21,7 @@ from tune_app.rundir.layout import (
     RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
+    flatten,
     saved_trials,
     trial_id_of,
 )
@@ -195,18 +196,6 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         location=location or str(folder),
         scope=scope,
     )
-
-
-def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as one level of dotted key paths (`model_config.fcnet_hiddens`)."""
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            flat.update(flatten(value, f"{path}."))
-        else:
-            flat[path] = value
-    return flat
 
 
 def _numbers(row: dict[str, Any]) -> dict[str, float]:
