@@ -313,9 +313,11 @@ SHOWN_KNOBS = (
 
 def algorithm_class(name: str) -> Any:
     """The Algorithm class named `name` (imports RLlib)."""
+    cls = getattr(importlib.import_module(ALGORITHMS[name]), name)
     # RLlib logs a notice about its new API stack for every config it builds; the plan says it.
+    # Set after the import: importing RLlib sets its logger's level.
     logging.getLogger("ray.rllib").setLevel(logging.ERROR)
-    return getattr(importlib.import_module(ALGORITHMS[name]), name)
+    return cls
 
 
 def app_algorithm(name: str) -> Any:
