@@ -19,6 +19,9 @@ from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_experiment
 from tune_app.tuner import SpecStopper
 
+from .conftest import user_module
+from .test_scoring import SPEC
+
 
 def trial(trial_id, **config):
     return SimpleNamespace(trial_id=trial_id, config=config)
@@ -119,20 +122,9 @@ def result(trial_id, scores, error=None, **last):
     )
 
 
-SPEC = """
-metric: score
-mode: max
-{scope}
-experiments:
-  e:
-    run: curves:train
-    config: {{case: {{grid_search: [a, b]}}}}
-"""
-
-
 @pytest.mark.parametrize(("scope", "best"), [("", "b"), ("scope: all", "a")])
 def test_summarize_picks_the_best_under_the_scope(tmp_path, scope, best):
-    (tmp_path / "curves.py").write_text("def train(config):\n    pass\n")
+    user_module("curves.py", tmp_path)
     ep = plan_of(tmp_path, SPEC.format(scope=scope))
     grid = [result("a", [9.0, 1.0]), result("b", [4.0, 5.0, None])]
     summary = summarize(ep, grid, 1.0)
@@ -143,7 +135,7 @@ def test_summarize_picks_the_best_under_the_scope(tmp_path, scope, best):
 
 
 def test_summarize_reports_a_crash_not_missing_keys(tmp_path):
-    (tmp_path / "curves.py").write_text("def train(config):\n    pass\n")
+    user_module("curves.py", tmp_path)
     ep = plan_of(tmp_path, SPEC.format(scope=""))
     crashed = SimpleNamespace(
         metrics={},
@@ -159,7 +151,7 @@ def test_summarize_reports_a_crash_not_missing_keys(tmp_path):
 
 
 def test_summarize_counts_a_nan_metric_as_a_failure(tmp_path):
-    (tmp_path / "curves.py").write_text("def train(config):\n    pass\n")
+    user_module("curves.py", tmp_path)
     ep = plan_of(tmp_path, SPEC.format(scope=""))
     summary = summarize(ep, [result("a", [1.0, float("nan")])], 1.0)
     (a,) = summary.trials

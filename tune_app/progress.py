@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ray import tune
-from ray.tune.utils import flatten_dict
 
 from tune_app import failures, scoring
 from tune_app.rllib_metrics import diverged
@@ -92,7 +91,7 @@ class ProgressCallback(tune.Callback):
         self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
     ) -> None:
         if self.metric:
-            value = finite(flatten_dict(result).get(self.metric))
+            value = finite(flatten(result, "/").get(self.metric))
             if value is not None:
                 self._values.setdefault(trial.trial_id, []).append(value)
 
@@ -103,7 +102,7 @@ class ProgressCallback(tune.Callback):
             self._send(trials)
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        last = flatten_dict(trial.last_result or {})
+        last = flatten(trial.last_result or {}, "/")
         params = _params(trial.config, self.searched)
         bad = diverged(last, self.metric)
         if bad is not None:  # stopped for a NaN metric: failed, as the summary counts it
@@ -141,7 +140,7 @@ class ProgressCallback(tune.Callback):
         best, best_trial = None, None
         progress = 0.0
         for trial in trials:
-            last = flatten_dict(trial.last_result or {})
+            last = flatten(trial.last_result or {}, "/")
             status = trial.status
             if status == "TERMINATED" and diverged(last, self.metric):
                 status = "ERROR"  # stopped for a NaN metric: failed, as the summary counts it

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ray.tune.logger import TBXLoggerCallback
-from ray.tune.utils import flatten_dict
 
 from tune_app import scoring
 from tune_app.errors import SpecError
 from tune_app.rllib import from_rllib
 from tune_app.rllib_metrics import diverged
-from tune_app.rundir.layout import find_runs, jsonable
+from tune_app.rundir.layout import find_runs, flatten, jsonable
 from tune_app.space import Domain, iter_domains
 
 if TYPE_CHECKING:
@@ -110,7 +109,7 @@ class TrialBoard(TBXLoggerCallback):
             value = result.get(key)
             if scoring.finite(value) is not None:
                 self._trial_writer[trial].add_scalar(TAG_PREFIX + key, value, global_step=step)
-        value = scoring.finite(flatten_dict(result).get(self.metric)) if self.metric else None
+        value = scoring.finite(flatten(result, "/").get(self.metric)) if self.metric else None
         if value is not None:
             values = self.values.setdefault(trial.trial_id, [])
             values.append(value)
@@ -122,7 +121,7 @@ class TrialBoard(TBXLoggerCallback):
     def log_trial_end(self, trial: Trial, failed: bool = False) -> None:
         if trial not in self._trial_writer:  # ended before it started (its actor failed)
             self.log_trial_start(trial)
-        last = flatten_dict(trial.last_result or {})
+        last = flatten(trial.last_result or {}, "/")
         self._write(trial, session_end(failed or diverged(last, self.metric) is not None))
         super().log_trial_end(trial, failed)
 
