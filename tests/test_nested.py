@@ -72,9 +72,10 @@ experiments:
     stop: {training_iteration: 4}
     config:
       lr: {grid_search: [0.05, 0.2]}
-      episodes: 3
-      population: 16
+      episodes: 12
+      population: 32
 """)
+    # Tasks long enough (~0.2 s) that scheduling jitter on a busy machine cannot hide the overlap.
     assert cli("run", spec_file, "--storage-path", tmp_path / "o", "-q").code == 0
     trials = rows_by_trial(tmp_path / "o" / "es")
     assert len(trials) == 2
