@@ -368,12 +368,12 @@ def test_the_summary_table_fits_80_columns_without_cutting_trial_ids(write_spec,
     from tune_app import spec
     from tune_app.console import print_summaries
     from tune_app.plan import make_plan
-    from tune_app.rundir.outcome import Summary, TrialSummary
+    from tune_app.rundir.records import RunSummary, TrialOutcome
 
     plan = make_plan(spec.load(write_spec(GOOD)), cpus=2)
     config = {"alpha": 0.123456789, "beta": 2, "comment": "x" * 120}
-    best = TrialSummary("a1b2c_00017", "TERMINATED", config, 0.987654321, 2, "t")
-    summary = Summary("e", "mean_accuracy", "max", 12.5, {"TERMINATED": 18}, best, [best])
+    best = TrialOutcome("a1b2c_00017", "TERMINATED", config, 0.987654321, 2, "t")
+    summary = RunSummary("e", "mean_accuracy", "max", 12.5, [best])
     print_summaries(plan, [summary], width=80)
     out = capsys.readouterr().out
     assert max(len(line) for line in out.splitlines()) <= 80

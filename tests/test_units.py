@@ -129,7 +129,7 @@ def test_summarize_picks_the_best_under_the_scope(tmp_path, scope, best):
     grid = [result("a", [9.0, 1.0]), result("b", [4.0, 5.0, None])]
     summary = summarize(ep, grid, 1.0)
     assert summary.best.trial_id == best
-    metrics = {t.trial_id: t.metric for t in summary.trials}
+    metrics = {t.trial_id: t.score for t in summary.trials}
     assert metrics == ({"a": 1.0, "b": 5.0} if not scope else {"a": 9.0, "b": 5.0})
     assert summary.counts == {"TERMINATED": 2} and summary.missing == {}
 
@@ -180,3 +180,27 @@ def test_stopper_waits_for_rllibs_late_keys_and_stops_on_a_nan_loss():
     assert not stop("a", {"env_runners": {"num_episodes": 0}, "training_iteration": 1})
     assert not stop.stop_all()
     assert stop("a", {"learners": {"default_policy": {"total_loss": math.inf}}})
+
+
+def test_the_summary_is_read_back_as_the_same_trial_outcomes(tmp_path):
+    """The runner writes `RunSummary.to_json()`; `analyze` reads the same objects back, so the
+    two can never disagree about a trial's score, status or the best trial."""
+    from tune_app.rundir.layout import write_json
+    from tune_app.rundir.records import RunSummary
+
+    user_module("curves.py", tmp_path)
+    ep = plan_of(tmp_path, SPEC.format(scope="scope: all"))
+    grid = [
+        result("a", [9.0, 1.0]),
+        result("b", [4.0, 5.0, None]),
+        result("c", [2.0], error=ValueError("bad")),
+    ]
+    summary = summarize(ep, grid, 3.5)
+    write_json(ep.storage_dir / "summary.json", summary.to_json())
+    assert RunSummary.from_json(summary.to_json()) == summary
+    read = read_experiment(ep.storage_dir)
+    assert sorted(read.trials, key=lambda t: t.trial_id) == summary.trials
+    assert read.best_trial == summary.best and summary.best.trial_id == "a"
+    assert read.failed_by_cause()["ValueError"][0].error == "ValueError: bad"
+    assert (summary.best.last, summary.best.best) == (1.0, 9.0)
+    assert read.finished and read.counts == {"TERMINATED": 2, "ERROR": 1}

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from tune_app import scoring
 from tune_app.rundir.layout import jsonable
-from tune_app.rundir.read import ExperimentResults, TrialRecord
+from tune_app.rundir.read import ExperimentResults
+from tune_app.rundir.records import TrialOutcome
 
 Format = Literal["table", "json", "csv"]
 FORMATS = ("table", "json", "csv")
@@ -40,7 +41,7 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
             "mode": exp.mode,
             "searched": exp.searched,
             "finished": exp.finished,
-            "counts": exp.counts(),
+            "counts": exp.counts,
             "best": _trial_dict(best) if best else None,
             "trials": [_trial_dict(t) for t in exp.ranked()[:top]],
             "failed": {
@@ -52,7 +53,7 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
     )
 
 
-def _trial_dict(t: TrialRecord) -> dict[str, Any]:
+def _trial_dict(t: TrialOutcome) -> dict[str, Any]:
     return {
         "trial_id": t.trial_id,
         "status": t.status,
@@ -115,7 +116,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
         if exp.metric
         else "no metric"
     )
-    counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts().items()))
+    counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts.items()))
     table = Table(title=f"{exp.name}: {metric}; {counts or 'no trials'}; {state}")
     numeric = ("iter", "score", "best", "last")
     for col in ("trial", "status", *exp.searched, *numeric):

@@ -12,7 +12,7 @@ from tune_app.plan import Plan, describe_scheduler, describe_search
 if TYPE_CHECKING:
     from tune_app.contract import TrainableInfo
     from tune_app.expect import Outcome
-    from tune_app.rundir.outcome import Summary
+    from tune_app.rundir.records import RunSummary
 
 
 def trainables_text(infos: Iterable[TrainableInfo]) -> str:
@@ -123,7 +123,7 @@ def plan_text(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def print_summaries(plan: Plan, summaries: list[Summary], width: int | None = None) -> None:
+def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None = None) -> None:
     """A table per experiment: status counts, the best trial, its config and metric."""
     from rich.console import Console
     from rich.table import Table
@@ -145,7 +145,7 @@ def print_summaries(plan: Plan, summaries: list[Summary], width: int | None = No
             s.experiment,
             counts or "none",
             best.trial_id if best else "-",
-            f"{s.metric} = {best.metric:.6g}" if best and best.metric is not None else "-",
+            f"{s.metric} = {best.score:.6g}" if best and best.score is not None else "-",
             _short(best.config, ep.searched) if best else "-",
             f"{s.wall_time_s:.1f} s",
         )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.rundir.layout import write_text
-from tune_app.rundir.outcome import Summary
+from tune_app.rundir.records import RunSummary
 from tune_app.scoring import finite
 
 
@@ -27,13 +27,13 @@ class Outcome:
     skipped: bool = False
 
 
-def _causes(summary: Summary) -> str:
+def _causes(summary: RunSummary) -> str:
     if not summary.failed:
         return ""
     return " (" + ", ".join(f"{cause}: {len(ids)}" for cause, ids in summary.failed.items()) + ")"
 
 
-def check(ep: ExperimentPlan, summary: Summary, smoke: bool = False) -> list[Outcome]:
+def check(ep: ExperimentPlan, summary: RunSummary, smoke: bool = False) -> list[Outcome]:
     """Check an experiment's expectations against its summary."""
     expect = ep.experiment.expect
     errored = summary.errored
@@ -66,7 +66,7 @@ def check(ep: ExperimentPlan, summary: Summary, smoke: bool = False) -> list[Out
     return outcomes
 
 
-def junit_xml(plan: Plan, summaries: list[Summary], outcomes: list[Outcome]) -> str:
+def junit_xml(plan: Plan, summaries: list[RunSummary], outcomes: list[Outcome]) -> str:
     """A JUnit XML report: one test case per trial and one per expectation, a suite each."""
     root = ET.Element("testsuites", name=f"tune_app {plan.spec.file.name}")
     for ep, summary in zip(plan.experiments, summaries, strict=True):
@@ -83,7 +83,7 @@ def junit_xml(plan: Plan, summaries: list[Summary], outcomes: list[Outcome]) -> 
             )
             ET.SubElement(case, "system-out").text = (
                 f"config: {trial.config}\niterations: {trial.iterations}\n"
-                f"{summary.metric}: {trial.metric}"
+                f"{summary.metric}: {trial.score}"
             )
             if trial.error:
                 failures += 1
@@ -109,6 +109,8 @@ def junit_xml(plan: Plan, summaries: list[Summary], outcomes: list[Outcome]) -> 
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_junit(path: Path, plan: Plan, summaries: list[Summary], outcomes: list[Outcome]) -> None:
+def write_junit(
+    path: Path, plan: Plan, summaries: list[RunSummary], outcomes: list[Outcome]
+) -> None:
     """Write the JUnit report atomically (a CI job never reads half a file)."""
     write_text(path, junit_xml(plan, summaries, outcomes))

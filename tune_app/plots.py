@@ -21,7 +21,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from tune_app import scoring
-from tune_app.rundir.read import UNFINISHED, ExperimentResults, TrialRecord
+from tune_app.rundir.read import ExperimentResults
+from tune_app.rundir.records import UNFINISHED, TrialOutcome
 from tune_app.scoring import finite
 
 ITERATION = "training_iteration"
@@ -176,7 +177,7 @@ def _series(steps: Iterable[dict[str, float]], x_key: str, y_key: str) -> list[t
     ]
 
 
-def _legend_label(t: TrialRecord, best: bool) -> str:
+def _legend_label(t: TrialOutcome, best: bool) -> str:
     notes = {
         "best": best,
         "failed": t.failure is not None,
@@ -187,7 +188,7 @@ def _legend_label(t: TrialRecord, best: bool) -> str:
     return t.trial_id + (f" ({', '.join(shown)})" if shown else "")
 
 
-def _marker_proxies(trials: list[TrialRecord]) -> list[Line2D]:
+def _marker_proxies(trials: list[TrialOutcome]) -> list[Line2D]:
     proxies = []
     if any(t.failure for t in trials):
         proxies.append(

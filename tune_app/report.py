@@ -14,7 +14,8 @@ from pathlib import Path
 
 from tune_app import plots, scoring
 from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
-from tune_app.rundir.read import ERRORED, UNFINISHED, ExperimentResults, TrialRecord
+from tune_app.rundir.read import ExperimentResults
+from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome
 
 # Marks the page rendered once every image decoded, so a headless browser can check it.
 _CHECK_IMAGES = """
@@ -153,7 +154,7 @@ def _section(exp: ExperimentResults, figures: dict[str, tuple[str, bytes]], fold
 def _meta(exp: ExperimentResults) -> str:
     metric = f"{exp.metric} ({exp.mode})" if exp.metric else "no metric"
     stop = ", ".join(f"{k} ≥ {_shown(v)}" for k, v in exp.stop.items()) or "none"
-    counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts().items()))
+    counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts.items()))
     state = "finished" if exp.finished else "not finished"
     items = [
         f"metric {metric}",
@@ -225,7 +226,7 @@ def _trials_table(exp: ExperimentResults) -> str:
     )
 
 
-def _trial_row(rank: int, t: TrialRecord, searched: list[str], color: str, top: bool) -> str:
+def _trial_row(rank: int, t: TrialOutcome, searched: list[str], color: str, top: bool) -> str:
     status = t.status.lower() + (" (early)" if t.stopped_early else "")
     if t.failure is not None:
         status = f"error: {t.failure.cause}"

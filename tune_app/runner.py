@@ -10,7 +10,6 @@ only once the cluster is known to fit the plan.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -34,7 +33,9 @@ from tune_app.rundir.layout import (
     SUMMARY_FILE,
     write_json,
 )
-from tune_app.rundir.outcome import Summary, summarize, summary_dict
+from tune_app.rundir.outcome import summarize
+from tune_app.rundir.read import read_summary
+from tune_app.rundir.records import RunSummary
 from tune_app.rundir.write import mark_finished_trials, write_run_files
 from tune_app.tuner import build_tuner, param_space, state_period
 
@@ -53,7 +54,7 @@ class RunOptions:
     resume: bool = False  # continue the runs in the plan's folders (Tune's saved state)
 
 
-def run(plan: Plan, opts: RunOptions) -> list[Summary]:
+def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     """Run (or resume) every experiment of `plan`; raises SpecError before writing anything."""
     if not opts.resume:
         _refuse_existing(plan)
@@ -98,7 +99,7 @@ def _load(ep: ExperimentPlan) -> Loaded:
 
 def _run_concurrently(
     plan: Plan, loaded: list[Loaded], opts: RunOptions, view: progress.View | None
-) -> list[Summary]:
+) -> list[RunSummary]:
     """Fit every experiment's Tuner at once, each in a zero-CPU task on this node.
 
     Tune's `run_experiments` cannot give experiments their own searchers and schedulers, so each
@@ -133,7 +134,7 @@ def _run_concurrently(
         raise
 
 
-def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOptions) -> Summary:
+def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOptions) -> RunSummary:
     """Build (or restore) and fit one experiment's Tuner, then write its summary."""
     if opts.board is not None:
         progress.attach(ep.name, progress.Relay(opts.board))
@@ -177,7 +178,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     _mark_finished(ep)
     # A finished run resumed runs nothing: its wall time stays what it was.
     summary = summarize(ep, grid, earlier if finished else earlier + time.monotonic() - began)
-    write_json(ep.storage_dir / SUMMARY_FILE, summary_dict(summary))
+    write_json(ep.storage_dir / SUMMARY_FILE, summary.to_json())
     if ep.storage_uri:
         storage.push(ep.storage_dir, ep.storage_uri)
     return summary
@@ -186,12 +187,10 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
 def _earlier_wall_time(ep: ExperimentPlan) -> tuple[float, bool]:
     """The wall time a resumed run already spent (from the summary an interrupted or finished
     run wrote; a killed run left none), and whether that run had finished."""
-    try:
-        summary = json.loads((ep.storage_dir / SUMMARY_FILE).read_text())
-        wall = float(summary["wall_time_s"])
-    except (OSError, ValueError, KeyError, TypeError):
+    summary = read_summary(ep.storage_dir)
+    if summary is None:
         return 0.0, False
-    return wall, not summary.get("interrupted")
+    return summary.wall_time_s, not summary.interrupted
 
 
 def _mark_finished(ep: ExperimentPlan) -> None:
@@ -230,11 +229,8 @@ def _refuse_existing(plan: Plan) -> None:
 
 def _unfinished(folder: Path) -> bool:
     """Whether the run in `folder` left trials unfinished (or never wrote its summary)."""
-    try:
-        summary = json.loads((folder / SUMMARY_FILE).read_text())
-    except (OSError, ValueError):
-        return True
-    return bool(summary.get("interrupted"))
+    summary = read_summary(folder)
+    return summary is None or summary.interrupted
 
 
 def _init_ray(plan: Plan, opts: RunOptions) -> None:

@@ -3,7 +3,8 @@
 - `layout`: the paths and file names of a run folder, atomic and fsynced writes, Tune's saved
   state read without Ray;
 - `write`: the run manifest (`run.json`), the spec as run, the journal of ended trials;
-- `outcome`: what an experiment ended with (`summary.json`), computed from Tune's results;
+- `records`: the types written and read back: `TrialOutcome`, `RunSummary` (summary.json);
+- `outcome`: what an experiment ended with, computed from Tune's results;
 - `read`: a run read back from its files alone (`analyze`, `report`, `resume`);
 - `storage`: cloud URIs: staging, pulling and mirroring.
 

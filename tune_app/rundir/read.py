@@ -9,7 +9,7 @@ result) and the trial folders' `error.txt`. A file cut short by a killed run is 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,80 +25,85 @@ from tune_app.rundir.layout import (
     saved_trials,
     trial_id_of,
 )
+from tune_app.rundir.records import (
+    ERRORED,
+    FINISHED,
+    UNFINISHED,
+    RunSummary,
+    TrialOutcome,
+    best_value,
+    last_value,
+    stopped_early,
+)
 from tune_app.rundir.storage import open_runs
-from tune_app.scoring import DEFAULT_SCOPE, finite
+from tune_app.scoring import DEFAULT_SCOPE
 
-FINISHED = "TERMINATED"
-ERRORED = "ERROR"
-UNFINISHED = "UNFINISHED"  # running or pending when the run stopped; a resume continues it
-
-
-@dataclass(frozen=True)
-class TrialRecord:
-    """One trial as its files tell it."""
-
-    trial_id: str
-    status: str  # TERMINATED, ERROR or UNFINISHED
-    params: dict[str, Any]  # searched key path -> value
-    iterations: int
-    last: float | None  # the metric's last value
-    best: float | None  # the metric's best value over the trial's iterations
-    time_total_s: float
-    failure: Failure | None = None
-    failures: int = 0  # failures Tune saw, retried ones included
-    stopped_early: bool = False  # ended by the scheduler before its stop criteria or peers
-    folder: str | None = None  # the trial's folder name, when there is one
-    score: float | None = None  # what ranks it: the metric under the run's scope (scoring)
+__all__ = [
+    "ERRORED",
+    "FINISHED",
+    "UNFINISHED",
+    "ExperimentResults",
+    "load",
+    "read_experiment",
+    "read_summary",
+]
 
 
 @dataclass
 class ExperimentResults:
-    """An experiment's trials, their histories and what could not be read."""
+    """An experiment read back: its `RunSummary` (as summary.json holds it, completed from the
+    other files, or rebuilt from them when the run was killed), every trial's history, and what
+    could not be read."""
 
-    name: str
+    summary: RunSummary
     folder: Path
-    metric: str | None
-    mode: str | None
     searched: list[str]
     scheduler: str
     stop: dict[str, float]
-    trials: list[TrialRecord]
     history: dict[str, list[dict[str, float]]]  # trial id -> its results, numbers only, flat
     problems: list[str] = field(default_factory=list)
     finished: bool = False  # the run ended on its own (not interrupted, not killed)
     location: str = ""  # where the run is, as the user names it: a folder or a cloud URI
-    scope: str = DEFAULT_SCOPE  # which value of the metric ranks a trial (run.json)
+
+    @property
+    def name(self) -> str:
+        return self.summary.experiment
+
+    @property
+    def metric(self) -> str | None:
+        return self.summary.metric
+
+    @property
+    def mode(self) -> str | None:
+        return self.summary.mode
+
+    @property
+    def scope(self) -> str:
+        return self.summary.scope
+
+    @property
+    def trials(self) -> list[TrialOutcome]:
+        return self.summary.trials
 
     @property
     def where(self) -> str:
         return self.location or str(self.folder)
 
-    def ranked(self) -> list[TrialRecord]:
+    def ranked(self) -> list[TrialOutcome]:
         """Trials best first by their score (the run's scope); trials without one last."""
-        sign = -1.0 if self.mode == "max" else 1.0
-        return sorted(
-            self.trials,
-            key=lambda t: (t.score is None, sign * t.score if t.score is not None else 0.0),
-        )
+        return self.summary.ranked()
 
     @property
-    def best_trial(self) -> TrialRecord | None:
-        ranked = self.ranked()
-        return ranked[0] if ranked and ranked[0].score is not None else None
+    def best_trial(self) -> TrialOutcome | None:
+        return self.summary.best
 
-    def failed_by_cause(self) -> dict[str, list[TrialRecord]]:
+    def failed_by_cause(self) -> dict[str, list[TrialOutcome]]:
         """Failed trials grouped by cause, the largest group first."""
-        groups: dict[str, list[TrialRecord]] = {}
-        for t in self.trials:
-            if t.failure is not None:
-                groups.setdefault(t.failure.cause, []).append(t)
-        return dict(sorted(groups.items(), key=lambda item: -len(item[1])))
+        return self.summary.by_cause()
 
+    @property
     def counts(self) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for t in self.trials:
-            found[t.status] = found.get(t.status, 0) + 1
-        return found
+        return self.summary.counts
 
 
 def load(folder: str | Path) -> list[ExperimentResults]:
@@ -109,92 +114,117 @@ def load(folder: str | Path) -> list[ExperimentResults]:
     return [read_experiment(run.local, run.location) for run in open_runs(folder)]
 
 
+def read_summary(folder: Path) -> RunSummary | None:
+    """The summary a run wrote when it ended (Ctrl-C included); None when there is none or it
+    cannot be read (a killed run)."""
+    problems: list[str] = []
+    data = _read_json(folder / SUMMARY_FILE, problems)
+    return RunSummary.from_json(data) if data is not None else None
+
+
 def read_experiment(folder: Path, location: str | None = None) -> ExperimentResults:
     """One experiment folder, read as far as its files allow; `location` names it (a cloud
     URI whose files were pulled into `folder`)."""
     problems: list[str] = []
     info = _read_json(folder / RUN_FILE, problems) or {}
-    summary = None
+    written = None
     if (folder / SUMMARY_FILE).exists():  # absent until the run ends
-        summary = _read_json(folder / SUMMARY_FILE, problems)
+        data = _read_json(folder / SUMMARY_FILE, problems)
+        written = RunSummary.from_json(data) if data is not None else None
     rows = _read_jsonl(folder / RESULTS_FILE, problems)
     journal = {
         r["trial_id"]: r for r in _read_jsonl(folder / FINISHED_FILE, problems) if "trial_id" in r
     }
     saved = saved_trials(folder)
-    ended = {t["trial_id"]: t for t in (summary or {}).get("trials", []) if "trial_id" in t}
+    ended = {t.trial_id: t for t in written.trials} if written else {}
 
-    metric = info.get("metric") or (summary or {}).get("metric")
-    mode = info.get("mode") or (summary or {}).get("mode")
-    scope = str(info.get("scope") or DEFAULT_SCOPE)
+    metric = info.get("metric") or (written.metric if written else None)
+    mode = info.get("mode") or (written.mode if written else None)
+    scope = str(info.get("scope") or (written.scope if written else DEFAULT_SCOPE))
     configs: dict[str, dict[str, Any]] = {}
     history: dict[str, list[dict[str, float]]] = {}
     for row in rows:
         trial_id = str(row.get("trial_id"))
         if isinstance(row.get("config"), dict):
-            configs[trial_id] = flatten(from_rllib(row["config"]))
+            configs[trial_id] = from_rllib(row["config"])
         history.setdefault(trial_id, []).append(_numbers(row))
     for trial_id in [*journal, *saved, *ended]:  # trials that never reported still count
         history.setdefault(trial_id, [])
 
-    searched = list(info.get("searched") or _varying(configs))
+    flat_configs = {k: flatten(v) for k, v in configs.items()}
+    searched = list(info.get("searched") or _varying(flat_configs))
     stop = {str(k): v for k, v in (info.get("stop") or {}).items()}
     scheduler = str(info.get("scheduler") or "fifo")
     folders = _trial_folders(folder)
     most = max((_iterations(h) for h in history.values()), default=0)
     trials = []
     for trial_id, steps in history.items():
-        done = ended.get(trial_id, {})
-        status = (
-            done.get("status")
-            or journal.get(trial_id, {}).get("status")
-            or _final(saved.get(trial_id, (UNFINISHED, 0))[0])
-        )
         values = [s[metric] for s in steps if metric and metric in s]
-        # The last value reported: an RLlib iteration without a finished episode has none.
-        last_value = values[-1] if values else None
-        failure = _failure(done, folders.get(trial_id), status)
-        if failure is None and steps and metric and metric in steps[-1] and last_value is None:
-            failure = failures.non_finite(metric, "nan", _iterations(steps))
+        iterations = _iterations(steps)
+        if trial_id in ended and ended[trial_id].status in (FINISHED, ERRORED):
+            # As the run wrote it (an unfinished one may have run on in a resume since); fields
+            # an older summary.json lacks come from the history.
+            trial = ended[trial_id]
+            if not trial.params:
+                trial.params = {k: flat_configs.get(trial_id, {}).get(k) for k in searched}
+            if trial.last is None:
+                trial.last = last_value(values)
+            if trial.best is None:
+                trial.best = best_value(values, mode)
+            trials.append(trial)
+            continue
+        status = journal.get(trial_id, {}).get("status") or _final(
+            saved.get(trial_id, (UNFINISHED, 0))[0]
+        )
+        failure = _failure(folders.get(trial_id), status)
+        if failure is None and steps and metric and metric in steps[-1] and values[-1] is None:
+            failure = failures.non_finite(metric, "nan", iterations)
         if failure is not None:
             status = ERRORED
-        iterations = _iterations(steps)
         trials.append(
-            TrialRecord(
+            TrialOutcome(
                 trial_id=trial_id,
                 status=status,
-                params={k: configs.get(trial_id, {}).get(k) for k in searched},
-                iterations=iterations,
-                last=finite(last_value),
-                best=_best([v for v in values if finite(v) is not None], mode),
+                config=configs.get(trial_id, {}),
                 score=scoring.score(values, scope, mode),
-                time_total_s=float(steps[-1].get("time_total_s", 0.0)) if steps else 0.0,
-                failure=failure,
-                failures=saved.get(trial_id, ("", int(done.get("failures", 0) or 0)))[1],
-                stopped_early=(
-                    scheduler != "fifo"
-                    and status == FINISHED
-                    and iterations < most
-                    and not _reached(steps[-1] if steps else {}, stop)
-                ),
+                iterations=iterations,
                 folder=folders[trial_id].name if trial_id in folders else None,
+                error=failure.message if failure else None,
+                time_total_s=float(steps[-1].get("time_total_s", 0.0)) if steps else 0.0,
+                cause=failure.cause if failure else None,
+                failures=saved.get(trial_id, ("", 0))[1],
+                params={k: flat_configs.get(trial_id, {}).get(k) for k in searched},
+                last=last_value(values),
+                best=best_value(values, mode),
+                stopped_early=stopped_early(
+                    scheduler, status, iterations, most, steps[-1] if steps else {}, stop
+                ),
             )
         )
-    interrupted = bool(summary and summary.get("interrupted"))
-    return ExperimentResults(
-        name=str(info.get("experiment") or folder.name),
-        folder=folder,
+    summary = RunSummary(
+        experiment=str(info.get("experiment") or (written.experiment if written else "")),
         metric=metric,
         mode=mode,
+        wall_time_s=written.wall_time_s if written else 0.0,
+        trials=trials,
+        missing=written.missing if written else {},
+        reported=written.reported if written else [],
+        interrupted=written.interrupted if written else False,
+        notes=written.notes if written else [],
+        scope=scope,
+    )
+    if not summary.experiment:
+        summary = replace(summary, experiment=folder.name)
+    return ExperimentResults(
+        summary=summary,
+        folder=folder,
         searched=searched,
         scheduler=scheduler,
         stop=stop,
-        trials=trials,
         history=history,
         problems=problems,
-        finished=summary is not None and not interrupted,
+        finished=written is not None and not written.interrupted,
         location=location or str(folder),
-        scope=scope,
     )
 
 
@@ -266,9 +296,8 @@ def _trial_folders(folder: Path) -> dict[str, Path]:
     return found
 
 
-def _failure(done: dict[str, Any], trial_folder: Path | None, status: str) -> Failure | None:
-    if done.get("cause"):
-        return Failure(str(done["cause"]), str(done.get("error") or ""))
+def _failure(trial_folder: Path | None, status: str) -> Failure | None:
+    """Why a trial that ended in error failed, from its error.txt."""
     if status != ERRORED:
         return None
     error_file = trial_folder / "error.txt" if trial_folder else None
@@ -286,16 +315,6 @@ def _final(status: str) -> str:
 
 def _iterations(steps: list[dict[str, Any]]) -> int:
     return int(max((s.get("training_iteration") or 0 for s in steps), default=0))
-
-
-def _best(values: list[float], mode: str | None) -> float | None:
-    if not values:
-        return None
-    return max(values) if mode == "max" else min(values)
-
-
-def _reached(last: dict[str, Any], stop: dict[str, float]) -> bool:
-    return any(isinstance(last.get(k), int | float) and last[k] >= v for k, v in stop.items())
 
 
 def _varying(configs: dict[str, dict[str, Any]]) -> list[str]:

@@ -1,0 +1,185 @@
+"""The records a run leaves and `analyze` reads: one `TrialOutcome` per trial and one
+`RunSummary` per experiment, written as summary.json by the runner and read back as the same
+types. Ray-free and plan-free, so every reader can import them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from tune_app import scoring
+from tune_app.failures import Failure
+from tune_app.scoring import DEFAULT_SCOPE
+
+FINISHED = "TERMINATED"
+ERRORED = "ERROR"
+UNFINISHED = "UNFINISHED"  # running or pending when the run stopped; a resume continues it
+
+# Attribute -> its key in summary.json, where the two differ (the file's names came first).
+_JSON_NAMES = {"score": "metric", "folder": "path"}
+
+
+@dataclass
+class TrialOutcome:
+    """One trial as the run ended it, or as its files tell it after a kill."""
+
+    trial_id: str
+    status: str  # TERMINATED, ERROR or UNFINISHED
+    config: dict[str, Any]  # the trial's config, cut to the keys the spec wrote
+    score: float | None  # what ranks it: the metric under the experiment's scope (scoring)
+    iterations: int
+    folder: str | None = None  # the trial's folder, relative to the experiment's
+    error: str | None = None  # the first lines of its last error
+    time_total_s: float = 0.0
+    values: dict[str, float | None] = field(default_factory=dict)  # expect's keys
+    cause: str | None = None  # what failed it: an exception type, "killed", "out of memory", ...
+    failures: int = 0  # failures Tune saw, retried ones included
+    params: dict[str, Any] = field(default_factory=dict)  # searched key path -> value
+    last: float | None = None  # the metric's last value (None when it was not finite)
+    best: float | None = None  # the metric's best value over the trial's iterations
+    stopped_early: bool = False  # ended by the scheduler before its stop criteria or peers
+
+    @property
+    def failure(self) -> Failure | None:
+        return Failure(self.cause, self.error or "") if self.cause else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {_JSON_NAMES.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrialOutcome:
+        """A trial as summary.json holds it; keys an older file lacks take their defaults."""
+        known = {f.name: _JSON_NAMES.get(f.name, f.name) for f in fields(cls)}
+        values = {name: data[key] for name, key in known.items() if key in data}
+        values.setdefault("trial_id", "?")
+        values.setdefault("status", UNFINISHED)
+        values.setdefault("config", {})
+        values.setdefault("score", None)
+        values.setdefault("iterations", 0)
+        return cls(**values)
+
+
+@dataclass
+class RunSummary:
+    """What one experiment ended with; written as summary.json, read back by `analyze`."""
+
+    experiment: str
+    metric: str | None
+    mode: str | None
+    wall_time_s: float
+    trials: list[TrialOutcome] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)  # spec key path -> key never reported
+    reported: list[str] = field(default_factory=list)  # every result key any trial reported
+    interrupted: bool = False  # trials left unfinished (Ctrl-C): resumable
+    notes: list[str] = field(default_factory=list)  # what the run could not judge, and why
+    scope: str = DEFAULT_SCOPE  # which value of the metric ranks a trial
+
+    @property
+    def counts(self) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for t in self.trials:
+            found[t.status] = found.get(t.status, 0) + 1
+        return found
+
+    @property
+    def errored(self) -> int:
+        return self.counts.get(ERRORED, 0)
+
+    def ranked(self) -> list[TrialOutcome]:
+        """Trials best first by their score; trials without one last, in their order."""
+        return ranked(self.trials, self.mode)
+
+    @property
+    def best(self) -> TrialOutcome | None:
+        """The trial with the best score; None without a mode or a scored trial."""
+        if self.mode is None:
+            return None
+        top = self.ranked()
+        return top[0] if top and top[0].score is not None else None
+
+    @property
+    def failed(self) -> dict[str, list[str]]:
+        """Cause -> ids of the trials it failed, the largest group first."""
+        return {cause: [t.trial_id for t in group] for cause, group in self.by_cause().items()}
+
+    def by_cause(self) -> dict[str, list[TrialOutcome]]:
+        """Failed trials grouped by cause, the largest group first."""
+        groups: dict[str, list[TrialOutcome]] = {}
+        for t in self.trials:
+            if t.cause:
+                groups.setdefault(t.cause, []).append(t)
+        return dict(sorted(groups.items(), key=lambda item: -len(item[1])))
+
+    def to_json(self) -> dict[str, Any]:
+        """summary.json's content: the fields, plus the counts, best and failures they imply."""
+        best = self.best
+        return {
+            "experiment": self.experiment,
+            "metric": self.metric,
+            "mode": self.mode,
+            "scope": self.scope,
+            "wall_time_s": self.wall_time_s,
+            "counts": self.counts,
+            "best": best.to_json() if best else None,
+            "trials": [t.to_json() for t in self.trials],
+            "missing": self.missing,
+            "reported": self.reported,
+            "interrupted": self.interrupted,
+            "failed": self.failed,
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunSummary:
+        return cls(
+            experiment=str(data.get("experiment") or ""),
+            metric=data.get("metric"),
+            mode=data.get("mode"),
+            wall_time_s=float(data.get("wall_time_s") or 0.0),
+            trials=[
+                TrialOutcome.from_json(t) for t in data.get("trials") or [] if isinstance(t, dict)
+            ],
+            missing=dict(data.get("missing") or {}),
+            reported=list(data.get("reported") or []),
+            interrupted=bool(data.get("interrupted")),
+            notes=list(data.get("notes") or []),
+            scope=str(data.get("scope") or DEFAULT_SCOPE),
+        )
+
+
+def ranked(trials: list[TrialOutcome], mode: str | None) -> list[TrialOutcome]:
+    """Trials best first by their score under `mode`; trials without one last."""
+    sign = -1.0 if mode == "max" else 1.0
+    return sorted(
+        trials, key=lambda t: (t.score is None, sign * t.score if t.score is not None else 0.0)
+    )
+
+
+def best_value(values: list[float], mode: str | None) -> float | None:
+    """The best finite value of a trial's metric under `mode`."""
+    finite = [v for v in (scoring.finite(x) for x in values) if v is not None]
+    if not finite:
+        return None
+    return max(finite) if mode == "max" else min(finite)
+
+
+def last_value(values: list[Any]) -> float | None:
+    """The metric's last reported value; None when it was not finite (a diverged trial)."""
+    return scoring.finite(values[-1]) if values else None
+
+
+def stopped_early(
+    scheduler: str,
+    status: str,
+    iterations: int,
+    most: int,
+    last_row: dict[str, Any],
+    stop: dict[str, Any],
+) -> bool:
+    """Ended by the scheduler: finished with fewer iterations than its longest peer, its stop
+    criteria unmet. FIFO never stops a trial early."""
+    reached = any(
+        isinstance(last_row.get(k), int | float) and last_row[k] >= v for k, v in stop.items()
+    )
+    return scheduler != "fifo" and status == FINISHED and iterations < most and not reached
