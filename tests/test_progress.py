@@ -114,3 +114,39 @@ def test_a_failing_trial_prints_one_line_and_no_traceback_when_piped(tmp_path):
     assert "Traceback" not in text and "\x1b[" not in text
     failed = [ln for ln in text.splitlines() if ln.startswith("[e] trial ") and "failed" in ln]
     assert len(failed) == 1 and failed[0].endswith("failed: ValueError: boom at x=2, x=2")
+
+
+def test_run_says_where_results_go_before_ray_is_even_imported(tmp_path):
+    """The start line comes first: nothing printed for the seconds Ray takes to import and start
+    was the complaint. `-X importtime` logs each import as it happens, in the same stream."""
+    import subprocess
+    import sys
+
+    from .conftest import SEARCH_SPACES
+
+    command = [sys.executable, "-u", "-X", "importtime", "-m", "tune_app", "run"]
+    command += [str(SEARCH_SPACES / "grid.yaml"), "--smoke", "--storage-path", str(tmp_path)]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path
+    )
+    seen = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line.rstrip("\n"))
+            if _imports_ray(line):  # Ray's own package imported: enough
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    start = [i for i, line in enumerate(seen) if line.startswith("tune_app: starting")]
+    ray = [i for i, line in enumerate(seen) if _imports_ray(line)]
+    assert start and ray and start[0] < ray[0], seen[-5:]
+    assert seen[start[0]] == (
+        f"tune_app: starting 4 trials (--smoke); results in {tmp_path}/smoke/my_experiment"
+    )
+
+
+def _imports_ray(line: str) -> bool:
+    """An `-X importtime` line for the `ray` package itself (`import time: ... |   ray`)."""
+    return line.startswith("import time:") and line.split("|")[-1].strip() == "ray"

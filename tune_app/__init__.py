@@ -1,3 +1,20 @@
-"""tune_app: hyperparameter searches on Ray Tune and RLlib from one YAML spec file."""
+"""tune_app: hyperparameter searches on Ray Tune and RLlib from one YAML spec file.
+
+`tune_app.run(spec)` runs a spec, `tune_app.load(folder)` reads a run back as a DataFrame (see
+`tune_app.api`); importing the package imports neither Ray nor pandas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["RunResult", "load", "read", "run", "validate"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from tune_app import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'tune_app' has no attribute {name!r}")

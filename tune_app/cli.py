@@ -60,12 +60,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         rllib_checks=True,
     )
     _print_warnings(plan.warnings)
+    _started(plan, args, "starting")
 
     from tune_app import runner
 
     verbosity = 0 if args.quiet else 2 if args.verbose else 1
     opts = runner.RunOptions(address=args.address, verbosity=verbosity, command=tuple(args.argv))
     return _finish(plan, _run_or_interrupt(plan, opts), args)
+
+
+def _started(plan: Any, args: argparse.Namespace, verb: str) -> None:
+    """Say at once, before Ray starts (seconds), that the run began and where results go."""
+    if not args.quiet:
+        from tune_app.console import start_line
+
+        print(start_line(plan, verb), flush=True)
 
 
 def _run_or_interrupt(plan: Any, opts: Any) -> list[Any]:
@@ -106,6 +115,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if ep.experiment.scheduler.type == "hyperband"
     ]
     _print_warnings([*plan.warnings, *hyperband])
+    _started(plan, args, "resuming")
 
     from tune_app import runner
 
@@ -192,6 +202,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     if out.is_dir():
         out /= "report.html"
     print(report.write(experiments, out, source=str(args.dir)))
+    return EXIT_OK
+
+
+def cmd_best(args: argparse.Namespace) -> int:
+    from tune_app import best
+
+    if args.seeds is not None and args.seeds < 1:
+        raise TuneAppError(f"--seeds must be at least 1, got {args.seeds}")
+    data, found = best.best_spec(args.dir, seeds=args.seeds)
+    print(best.render(data, found, args.format, source=str(args.dir)))
     return EXIT_OK
 
 
@@ -284,6 +304,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
     p.add_argument("--format", choices=FORMATS, default="table", help="default: table")
     p.add_argument("--top", type=int, metavar="N", help="only the N best trials of each experiment")
+
+    p = command("best", cmd_best, "the best configuration of a run as a ready spec (no Ray)")
+    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
+    p.add_argument(
+        "--format",
+        choices=("yaml", "json", "overrides"),
+        default="yaml",
+        help="a spec file (default), its JSON, or experiment.config.path=value lines",
+    )
+    p.add_argument(
+        "--seeds",
+        type=int,
+        metavar="N",
+        help="run the best configuration on N evaluation seeds (config.seed), apart from tuning's",
+    )
 
     p = command("report", cmd_report, "an offline HTML page of a run's plots and trials (no Ray)")
     p.add_argument("dir", help="an experiment folder, or the storage folder holding several")

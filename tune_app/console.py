@@ -123,6 +123,19 @@ def plan_text(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+def start_line(plan: Plan, verb: str = "starting") -> str:
+    """The line a run prints at once, before Ray starts: what runs and where its results go."""
+    trials = sum(ep.trials for ep in plan.experiments)
+    where = ", ".join(ep.location for ep in plan.experiments)
+    what = (
+        f"{trials} trial{'s' if trials != 1 else ''}"
+        if len(plan.experiments) == 1
+        else f"{len(plan.experiments)} experiments, {trials} trials"
+    )
+    smoke = " (--smoke)" if plan.smoke else ""
+    return f"tune_app: {verb} {what}{smoke}; results in {where}"
+
+
 def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None = None) -> None:
     """A table per experiment: status counts, the best trial, its config and metric."""
     from rich.console import Console

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from tune_app import spec
+from tune_app.api import DICT_SPEC
 from tune_app.errors import SpecError
 from tune_app.plan import Plan, make_plan
 from tune_app.rundir.layout import RUN_FILE, SPEC_FILE
@@ -34,7 +35,8 @@ def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None =
     as_run = (runs[0] / SPEC_FILE).read_text(encoding="utf-8")
     warnings = []
     now = spec_file.read_text(encoding="utf-8") if spec_file.exists() else ""
-    if now != as_run:
+    # A spec given to tune_app.run as a mapping has no file to compare: it runs as it was run.
+    if now != as_run and spec_file.name != DICT_SPEC:
         diff = "".join(
             difflib.unified_diff(
                 as_run.splitlines(keepends=True),

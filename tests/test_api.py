@@ -1,0 +1,156 @@
+"""The Python API (`tune_app.run`, `tune_app.load`) and `tune_app best`: the same errors as
+the CLI, a typed result, the run read back as a DataFrame, the best configuration as a spec that
+reproduces it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+import tune_app
+from tune_app.errors import SpecError
+
+from .conftest import user_module
+
+# my_trainables.train reports score = x * step for `steps` steps; `nested` is not read.
+SPEC = {
+    "metric": "score",
+    "mode": "max",
+    "experiments": {
+        "e": {
+            "run": "my_trainables:train",
+            "config": {
+                "x": {"grid_search": [1.0, 3.0, 2.0]},
+                "steps": 2,
+                "nested": {"gamma": {"grid_search": [1, 2]}},
+            },
+        }
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def finished(ray_session, tmp_path_factory):
+    """One small run through the API, shared by the tests that read it back. A spec given as a
+    mapping finds `module:function` trainables in the current folder."""
+    folder = tmp_path_factory.mktemp("api")
+    user_module("my_trainables.py", folder)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        return tune_app.run(SPEC, storage_path=folder / "out"), folder / "out"
+
+
+def test_run_returns_a_typed_result(finished):
+    result, out = finished
+    assert result.exit_code == 0 and result.passed
+    summary = result.experiments["e"]
+    assert summary.counts == {"TERMINATED": 6}
+    best = result.best["e"]
+    assert best is not None and best.params["x"] == 3.0 and best.score == 6.0
+    assert best.score == max(t.score for t in summary.trials)
+    path = result.summary_paths["e"]
+    assert path == f"{out / 'e'}/summary.json"
+    assert json.loads(open(path).read())["best"]["trial_id"] == best.trial_id
+
+
+def test_load_gives_the_trials_as_analyze_ranks_them(finished, cli):
+    result, out = finished
+    frame = tune_app.load(out)
+    shown = json.loads(cli("analyze", out, "--format", "json").out)[0]
+    assert list(frame["trial_id"]) == [t["trial_id"] for t in shown["trials"]]
+    assert list(frame["score"]) == [t["score"] for t in shown["trials"]]
+    assert {"config/x", "config/nested.gamma", "status", "iterations"} <= set(frame.columns)
+    assert frame.iloc[0]["config/x"] == 3.0 and len(frame) == 6
+    assert result.frame()["trial_id"].tolist() == frame["trial_id"].tolist()
+
+
+def test_a_dict_spec_resumes_without_a_spec_file(finished):
+    from tune_app.resume import resume_plan
+
+    _, out = finished
+    (ep,) = resume_plan(out / "e").experiments  # no "spec file changed" refusal
+    assert ep.name == "e" and ep.trials == 6
+
+
+def test_bad_input_raises_the_clis_error_and_writes_nothing(tmp_path, cli):
+    bad = {"e": {"run": "my_fnuc", "config": {"alpha": 1}}}
+    with pytest.raises(SpecError) as raised:
+        tune_app.run(bad, storage_path=tmp_path / "out")
+    assert "my_fnuc" in str(raised.value) and "my_func" in str(raised.value)  # the near miss
+    assert not (tmp_path / "out").exists()
+    spec_file = tmp_path / "bad.yaml"
+    spec_file.write_text(yaml.safe_dump(bad))
+    assert cli("run", spec_file).code == 2
+    with pytest.raises(SpecError, match="bad.yaml"):
+        tune_app.run(spec_file, storage_path=tmp_path / "out")
+
+
+def test_importing_the_package_imports_neither_ray_nor_pandas():
+    code = "import sys, tune_app; print(sorted(m for m in ('ray', 'pandas') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_best_prints_a_spec_that_reproduces_the_best_trial(finished, cli, tmp_path):
+    result, out = finished
+    best = result.best["e"]
+    printed = cli("best", out / "e")
+    assert printed.code == 0, printed.err
+    data = yaml.safe_load(printed.out)
+    exp = data["experiments"]["e-best"]
+    gamma = best.params["nested.gamma"]
+    assert exp["config"] == {"x": 3.0, "steps": 2, "nested": {"gamma": gamma}}
+    spec_file = tmp_path / "best.yaml"
+    spec_file.write_text(printed.out)
+    user_module("my_trainables.py", tmp_path)
+    checked = tune_app.validate(spec_file, storage_path=tmp_path / "again")
+    assert [ep.trials for ep in checked.experiments] == [1]
+    again = tune_app.run(spec_file, storage_path=tmp_path / "again")
+    (trial,) = again.experiments["e-best"].trials
+    assert trial.params == {} and trial.config["x"] == 3.0
+    assert trial.score == pytest.approx(best.score)  # a deterministic trainable: the same value
+
+
+def test_best_formats_and_evaluation_seeds(finished, cli):
+    result, out = finished
+    best = result.best["e"]
+    lines = cli("best", out, "--format", "overrides").out.splitlines()
+    assert lines == [
+        "e.config.x=3.0",
+        f"e.config.nested.gamma={json.dumps(best.params['nested.gamma'])}",
+    ]
+    data = json.loads(cli("best", out, "--format", "json", "--seeds", "3").out)
+    seeds = data["experiments"]["e-best"]["config"]["seed"]["grid_search"]
+    assert len(seeds) == 3 and len(set(seeds)) == 3
+    assert "search" not in data and "num_samples" not in data["experiments"]["e-best"]
+
+
+def test_best_of_a_run_without_a_score_says_why(tmp_path, cli):
+    folder = tmp_path / "e"
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"experiment": "e", "metric": "m", "mode": "max"}))
+    (folder / "spec.yaml").write_text("e: {run: my_func}\n")
+    (folder / "tuner.pkl").write_bytes(b"")
+    printed = cli("best", folder)
+    assert printed.code == 2 and "no trial of experiment 'e' has a score" in printed.err
+
+
+def test_best_seeds_need_a_trainable_that_takes_a_seed(tmp_path, cli):
+    from .conftest import SEARCH_SPACES
+
+    folder = tmp_path / "e"
+    folder.mkdir()
+    (folder / "spec.yaml").write_text((SEARCH_SPACES / "grid.yaml").read_text())
+    (folder / "tuner.pkl").write_bytes(b"")
+    run = {"experiment": "my_experiment", "metric": "mean_accuracy", "mode": "max"}
+    (folder / "run.json").write_text(json.dumps({**run, "searched": ["alpha", "beta"]}))
+    row = {"trial_id": "t1", "training_iteration": 1, "mean_accuracy": 3.0}
+    (folder / "results.jsonl").write_text(json.dumps({**row, "config": {"alpha": 1, "beta": 2}}))
+    assert "alpha: 1" in cli("best", folder).out
+    printed = cli("best", folder, "--seeds", "2")
+    assert printed.code == 2
+    assert "trainable 'my_func' of experiment 'my_experiment' takes no 'seed'" in printed.err
