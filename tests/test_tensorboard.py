@@ -1,11 +1,15 @@
-"""`tune_app tensorboard`: every trial one run with its scalars, and on the HParams tab its
+"""`tune_app tensorboard`: every trial one run with its scalars in groups (the spec's keys first,
+no bookkeeping, no timers unless asked), and on the HParams tab one row per trial with its
 searched parameters, status and metrics from its start, checked through a real TensorBoard."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import math
 import pickle
+import re
 import select
 import signal
 import socket
@@ -26,11 +30,15 @@ from tune_app import spec
 from tune_app.plan import make_plan
 from tune_app.space import Domain
 from tune_app.tensorboard import (
+    BOOKKEEPING,
+    SPEC_GROUP,
+    TagLayout,
     TrialBoard,
     hparam_info,
     hparam_value,
     metric_keys,
     searched_values,
+    trial_name,
 )
 
 from .conftest import ROOT, SEARCH_SPACES, user_module
@@ -148,8 +156,11 @@ def test_searched_values_follow_the_dotted_paths_only() -> None:
     ],
 )
 def test_hparam_columns_carry_the_spec_domain(domain: Domain, kind: str | None, expected) -> None:
-    info = hparam_info("p", domain)
-    assert info.name == "p" and info.differs
+    column = hparam_info("p", domain)
+    info = api_pb2.HParamInfo(name=column.name)
+    if column.domain is not None:
+        column.domain.update_hparam_info(info)
+    assert info.name == "p"
     assert info.WhichOneof("domain") == kind
     if kind == "domain_discrete":
         assert [v.number_value or v.string_value for v in info.domain_discrete.values] == expected
@@ -167,6 +178,219 @@ def test_metrics_are_the_spec_metric_stop_keys_and_the_declared_ones() -> None:
     )
 
 
+RLLIB = TagLayout(named=("env_runners/episode_return_mean", "training_iteration"))
+
+
+@pytest.mark.parametrize(
+    ("layout", "key", "tag"),
+    [
+        pytest.param(
+            RLLIB,
+            "env_runners/episode_return_mean",
+            "0_spec/env_runners/episode_return_mean",
+            id="metric",
+        ),
+        pytest.param(RLLIB, "training_iteration", "0_spec/training_iteration", id="stop key"),
+        pytest.param(
+            RLLIB,
+            "learners/default_policy/total_loss",
+            "learners/default_policy/total_loss",
+            id="own group",
+        ),
+        pytest.param(
+            RLLIB,
+            "num_env_steps_sampled_lifetime",
+            "metrics/num_env_steps_sampled_lifetime",
+            id="top level",
+        ),
+        pytest.param(RLLIB, "time_this_iter_s", "metrics/time_this_iter_s", id="tune timing"),
+        pytest.param(TagLayout(), "training_iteration", None, id="step: not named"),
+        pytest.param(RLLIB, "done", None, id="done"),
+        pytest.param(RLLIB, "should_checkpoint", None, id="should_checkpoint"),
+        pytest.param(RLLIB, "iterations_since_restore", None, id="iterations_since_restore"),
+        pytest.param(RLLIB, "time_since_restore", None, id="time_since_restore"),
+        pytest.param(RLLIB, "pid", None, id="pid"),
+        pytest.param(RLLIB, "timers/training_step", None, id="timers group"),
+        pytest.param(RLLIB, "env_runners/env_step_timer", None, id="a _timer"),
+        pytest.param(
+            RLLIB,
+            "learners/__all_modules__/learner_connector/timers/connectors/numpy_to_tensor",
+            None,
+            id="connector timers",
+        ),
+        pytest.param(
+            TagLayout(include=("timers",)),
+            "timers/training_step",
+            "timers/training_step",
+            id="include group",
+        ),
+        pytest.param(
+            TagLayout(include=("timers",)),
+            "env_runners/env_step_timer",
+            None,
+            id="include: that group only",
+        ),
+        pytest.param(
+            TagLayout(include=("*timer*",)),
+            "env_runners/env_step_timer",
+            "env_runners/env_step_timer",
+            id="include glob",
+        ),
+        pytest.param(
+            TagLayout(include=("done",)), "done", "metrics/done", id="include bookkeeping"
+        ),
+        pytest.param(
+            TagLayout(exclude=("perf",)), "perf/cpu_util_percent", None, id="exclude group"
+        ),
+        pytest.param(
+            TagLayout(exclude=("perf/",)), "perf/cpu_util_percent", None, id="exclude group/"
+        ),
+        pytest.param(
+            TagLayout(exclude=("perf",)), "perfect", "metrics/perfect", id="prefix is a group"
+        ),
+        pytest.param(
+            TagLayout(exclude=("env_runners/*_max",)),
+            "env_runners/episode_len_max",
+            None,
+            id="exclude glob",
+        ),
+        pytest.param(
+            TagLayout(include=("env_runners/episode_len_max",), exclude=("env_runners",)),
+            "env_runners/episode_len_max",
+            "env_runners/episode_len_max",
+            id="include wins",
+        ),
+        pytest.param(
+            TagLayout(named=("env_runners/episode_len_max",), exclude=("env_runners",)),
+            "env_runners/episode_len_max",
+            "0_spec/env_runners/episode_len_max",
+            id="the spec's keys always",
+        ),
+    ],
+)
+def test_keys_are_grouped_and_bookkeeping_and_timers_left_out(layout, key, tag) -> None:
+    assert layout.tag(key) == tag
+
+
+def test_a_result_is_written_the_spec_keys_first_numbers_only() -> None:
+    result = {
+        "env_runners": {"episode_return_mean": 21.5, "episode_len_max": float("nan")},
+        "learners": {"default_policy": {"entropy": 0.6}},
+        "training_iteration": 2,
+        "done": False,
+        "hostname": "vm",
+        "config": {"lr": 0.1},
+    }
+    assert list(RLLIB.scalars(result).items()) == [
+        ("0_spec/env_runners/episode_return_mean", 21.5),
+        ("0_spec/training_iteration", 2.0),
+        ("learners/default_policy/entropy", 0.6),
+    ]
+
+
+TB_SPEC = """
+metric: mean_accuracy
+mode: max
+tensorboard: {include: timers}
+experiments:
+  inherits:
+    run: my_func
+    stop: {training_iteration: 2}
+    expect: {mean_accuracy: {min: 0}, max_errored_trials: 0}
+    config: {alpha: 0.5, beta: 1}
+  own:
+    run: my_func
+    tensorboard: {exclude: [timesteps_*, "*_s"]}
+    config: {alpha: 0.5, beta: 1}
+"""
+
+
+def test_the_spec_key_is_inherited_and_overridden(tmp_path: Path) -> None:
+    (tmp_path / "spec.yaml").write_text(TB_SPEC)
+    inherits, own = make_plan(spec.load(tmp_path / "spec.yaml")).experiments
+    assert TagLayout.for_experiment(inherits) == TagLayout(
+        named=("mean_accuracy", "training_iteration"), include=("timers",)
+    )
+    # An experiment's own `tensorboard` replaces the file's.
+    assert TagLayout.for_experiment(own) == TagLayout(
+        named=("mean_accuracy",), exclude=("timesteps_*", "*_s")
+    )
+    # HParams shows only metrics TensorBoard has: not my_func's excluded timesteps_total.
+    assert metric_keys(inherits) == ("mean_accuracy", "training_iteration", "timesteps_total")
+    assert metric_keys(own) == ("mean_accuracy",)
+
+
+@pytest.mark.parametrize(
+    ("written", "path", "words"),
+    [
+        pytest.param(
+            "tensorboard: timers",
+            "tensorboard",
+            ["must be a mapping", "allowed: include, exclude"],
+            id="not a mapping",
+        ),
+        pytest.param(
+            "tensorboard: {includes: [timers]}",
+            "tensorboard.includes",
+            ["unknown key 'includes'", "did you mean 'include'"],
+            id="misspelt",
+        ),
+        pytest.param(
+            "tensorboard: {include: 3}",
+            "tensorboard.include",
+            ["a group prefix or a glob, or a list of them", "got 3", "(timers)"],
+            id="not a list",
+        ),
+        pytest.param(
+            "tensorboard: {exclude: [timers, 'a b']}",
+            "tensorboard.exclude.1",
+            ["a group prefix or a glob, but got 'a b'", "no spaces"],
+            id="space",
+        ),
+        pytest.param(
+            "tensorboard: {exclude: ['']}", "tensorboard.exclude.0", ["but got ''"], id="empty"
+        ),
+    ],
+)
+def test_a_bad_tensorboard_key_is_refused_in_one_line(cli, tmp_path, written, path, words) -> None:
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(
+        f"{written}\nexperiments:\n  e: {{run: my_func, config: {{alpha: 1, beta: 1}}}}\n"
+    )
+    before = sorted(tmp_path.rglob("*"))
+    result = cli("validate", spec_file)
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert f"{spec_file}: {path}: " in result.err
+    for word in words:
+        assert word in result.err
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_tunes_own_tensorboard_logger_is_not_added() -> None:
+    """TrialBoard is the run's one TensorBoard logger; Tune's CSV and JSON loggers stay, even
+    with Tune's automatic loggers turned off."""
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback, TBXLoggerCallback
+    from ray.tune.utils.callback import _create_default_callbacks
+
+    from tune_app.tuner import _callbacks
+
+    ep = make_plan(spec.load(SEARCH_SPACES / "grid.yaml")).experiments[0]
+    for auto in ("0", "1"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", auto)
+            callbacks = _create_default_callbacks(_callbacks(ep, None))
+        kinds = [
+            type(c)
+            for c in callbacks
+            if isinstance(c, TBXLoggerCallback | CSVLoggerCallback | JsonLoggerCallback)
+        ]
+        assert sorted(k.__name__ for k in kinds) == [
+            "CSVLoggerCallback",
+            "JsonLoggerCallback",
+            "TrialBoard",
+        ]
+
+
 def test_a_trial_is_listed_from_its_start_and_ends_with_its_status(tmp_path: Path) -> None:
     board = _board(tmp_path)
     trial = FakeTrial(str(tmp_path / "trial"), {"alpha": 0.4, "act": "tanh", "beta": 1})
@@ -180,18 +404,27 @@ def test_a_trial_is_listed_from_its_start_and_ends_with_its_status(tmp_path: Pat
         "alpha": 0.4,
         "act": "tanh",
     }
+    assert started[metadata.SESSION_START_INFO_TAG].group_name == "00000_fake"  # its row
     experiment = started[metadata.EXPERIMENT_TAG]
     assert [h.name for h in experiment.hparam_infos] == ["alpha", "act"]
     # The trial's score (how the summary ranks it) first, then the metrics.
     assert [m.name.tag for m in experiment.metric_infos] == [
         "tune_app/score",
-        "ray/tune/mean_accuracy",
-        "ray/tune/training_iteration",
+        "0_spec/mean_accuracy",
+        "0_spec/training_iteration",
     ]
     assert experiment.metric_infos[0].display_name == "score: mean_accuracy (last value)"
 
     for step, accuracy in enumerate([1.5, 0.5], 1):
-        result = {"mean_accuracy": accuracy, "training_iteration": step, "time_total_s": 0.5}
+        result = {
+            "mean_accuracy": accuracy,
+            "loss": 1 / step,
+            "training_iteration": step,
+            "time_total_s": 0.5,
+            "done": False,
+            "iterations_since_restore": step,
+            "config": {"alpha": 0.4},
+        }
         board.on_trial_result(0, [trial], trial, result)
     trial.last_result = result
     board.on_trial_complete(0, [trial], trial)
@@ -199,7 +432,15 @@ def test_a_trial_is_listed_from_its_start_and_ends_with_its_status(tmp_path: Pat
     assert ended.status == api_pb2.STATUS_SUCCESS
     events = EventAccumulator(str(tmp_path / "trial"))
     events.Reload()
-    assert {"ray/tune/training_iteration", "ray/tune/time_total_s"} <= set(events.Tags()["scalars"])
+    # The spec's metric and stop key first; no bookkeeping (done, iterations_since_restore).
+    assert set(events.Tags()["scalars"]) == {
+        "0_spec/mean_accuracy",
+        "0_spec/training_iteration",
+        "metrics/loss",
+        "metrics/time_total_s",
+        "tune_app/score",
+    }
+    assert [e.value for e in events.Scalars("0_spec/mean_accuracy")] == [1.5, 0.5]
     assert [e.value for e in events.Scalars("tune_app/score")] == [1.5, 0.5]  # scope: last
 
 
@@ -280,14 +521,17 @@ class Served:
                 self.process.wait()
         return self.process.returncode
 
+    def scalar_tags(self) -> dict[str, list[str]]:
+        """Run -> its scalar tags, as the Time Series dashboard gets them."""
+        return self.get("data/plugin/timeseries/tags")["scalars"]["runTagInfo"]
 
-@pytest.fixture(scope="module")
-def served(board_run, tmp_path_factory) -> Iterator[Served]:
-    """`tune_app tensorboard` on the run's folder, once every trial's data is loaded."""
-    stderr = tmp_path_factory.mktemp("served") / "stderr.txt"
+
+@contextlib.contextmanager
+def _serve(folder: Path, stderr: Path, loaded: Any) -> Iterator[Served]:
+    """`tune_app tensorboard` on `folder`, once `loaded(served)` holds (60 s at most)."""
     with stderr.open("w") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tune_app", "tensorboard", str(board_run), "--port", "0"],
+            [sys.executable, "-m", "tune_app", "tensorboard", str(folder), "--port", "0"],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=err,
@@ -301,13 +545,137 @@ def served(board_run, tmp_path_factory) -> Iterator[Served]:
         assert " at http://" in line, f"{line!r} {stderr.read_text()}"
         url = line.split(" at ", 1)[1].split()[0]
         board = Served(url, process, stderr)
-        while len(board.session_groups()) < 4:  # three trials and the one left running
+        while not loaded(board):
             assert time.monotonic() < deadline, "TensorBoard did not load the runs in 60 s"
             time.sleep(0.5)
         yield board
     finally:
         Served("", process, stderr).stop()
         process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def served(board_run, tmp_path_factory) -> Iterator[Served]:
+    """`tune_app tensorboard` on the run's folder, once every trial's data is loaded."""
+    stderr = tmp_path_factory.mktemp("served") / "stderr.txt"
+    # Three trials and the one left running.
+    with _serve(board_run, stderr, lambda board: len(board.session_groups()) >= 4) as board:
+        yield board
+
+
+_NUMBER_REST = re.compile(r"[0-9]*(\.[0-9]*)?([eE][-+]?[0-9]*)?")  # what follows a digit
+
+
+def _compare_tags(a: str, b: str) -> int:
+    """TensorBoard's order of tags (`compareTagNames` of its frontend), by which it orders its
+    groups: digits (compared as numbers) and `/` before any other character."""
+
+    def first(c: str) -> bool:
+        return c == "/" or "0" <= c <= "9"
+
+    i = j = 0
+    while True:
+        if i == len(a) or j == len(b):
+            return (i < len(a)) - (j < len(b))
+        if "0" <= a[i] <= "9" and "0" <= b[j] <= "9":
+            m, n = _number_end(a, i), _number_end(b, j)
+            x, y = _number(a[i:m]), _number(b[j:n])
+            if x != y and not (math.isnan(x) or math.isnan(y)):
+                return -1 if x < y else 1
+            i, j = m, n
+            continue
+        if first(a[i]) != first(b[j]):
+            return -1 if first(a[i]) else 1
+        if not first(a[i]) and a[i] != b[j]:
+            return -1 if a[i] < b[j] else 1
+        i, j = i + 1, j + 1
+
+
+def _number_end(text: str, start: int) -> int:
+    """Where the number at `start` ends: digits, then a `.` part, then an exponent."""
+    return _NUMBER_REST.match(text, start + 1).end()  # it matches the empty string too
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:  # `1e`: JavaScript's NaN
+        return math.nan
+
+
+def _groups(tags: list[str]) -> list[str]:
+    """The tags' groups, in the order TensorBoard's Time Series dashboard shows them."""
+    ordered = sorted(tags, key=functools.cmp_to_key(_compare_tags))
+    return list(dict.fromkeys(tag.split("/", 1)[0] for tag in ordered))
+
+
+def _rllib_result(step: int) -> dict[str, Any]:
+    """A result shaped as PPO's on RLlib's new API stack, a few of each kind of its ~100 keys."""
+    connector_timers = {"timers": {"connectors": {"numpy_to_tensor": 1e-5}}}
+    return {
+        "env_runners": {
+            "episode_return_mean": 20.0 + step,
+            "num_env_steps_sampled": 400,
+            "env_step_timer": 1e-4,
+            "env_to_module_connector": connector_timers,
+        },
+        "learners": {
+            "default_policy": {"total_loss": 1.0 / step},
+            "__all_modules__": {"learner_connector": connector_timers},
+        },
+        "timers": {"training_iteration": 1.2, "env_runner_sampling_timer": 0.9},
+        "fault_tolerance": {"num_healthy_workers": 1},
+        "perf": {"cpu_util_percent": 50.0},
+        "num_env_steps_sampled_lifetime": 400 * step,
+        **{k: step for k in ("training_iteration", "iterations_since_restore", "pid")},
+        **{k: 1.2 * step for k in ("time_this_iter_s", "time_total_s", "time_since_restore")},
+        **{k: False for k in ("done", "should_checkpoint")},
+        "timestamp": 1_700_000_000 + step,
+        "hostname": "vm",
+        "config": {"lr": 1e-3},
+    }
+
+
+def test_served_tags_put_the_metric_first_and_timers_only_when_asked(tmp_path: Path) -> None:
+    """Two RLlib-like trials, one with `tensorboard: {include: [timers]}`, as TensorBoard shows
+    them: the metric's group first, no bookkeeping, RLlib's groups, timers only where asked."""
+    metric = "env_runners/episode_return_mean"
+    named = (metric, "training_iteration")
+    layouts = {
+        "default": TagLayout(named=named),
+        "timers": TagLayout(named=named, include=("timers",)),
+    }
+    for number, (run, layout) in enumerate(layouts.items()):
+        hparams = {"lr": Domain("loguniform", (1e-4, 1e-2))}
+        board = TrialBoard(hparams, named, metric, layout=layout)
+        trial = FakeTrial(str(tmp_path / "e" / run), {"lr": 1e-3}, f"ab12c_0000{number}")
+        board.on_trial_start(0, [trial], trial)
+        for step in (1, 2):
+            board.on_trial_result(0, [trial], trial, _rllib_result(step))
+        trial.last_result = _rllib_result(2)
+        board.on_trial_complete(0, [trial], trial)
+    (tmp_path / "e" / "run.json").write_text("{}")  # what `tune_app tensorboard` looks for
+
+    def loaded(served: Served) -> bool:
+        tags = served.scalar_tags()
+        return all("tune_app/score" in tags.get(run, ()) for run in layouts)
+
+    with _serve(tmp_path / "e", tmp_path / "stderr.txt", loaded) as served:
+        tags = served.scalar_tags()
+        rows = {g["name"] for g in served.session_groups()}
+    assert rows == {"00000_ab12c", "00001_ab12c"}  # one row per trial, told apart at once
+    for shown in tags.values():
+        groups = _groups(shown)
+        assert groups[0] == SPEC_GROUP and f"{SPEC_GROUP}/{metric}" in shown
+        assert {"env_runners", "learners", "fault_tolerance", "perf", "metrics"} <= set(groups)
+        assert {f"metrics/{key}" for key in BOOKKEEPING}.isdisjoint(shown)
+        assert f"{SPEC_GROUP}/training_iteration" in shown  # a stop key, so shown
+        assert f"env_runners/{metric}" not in shown and metric not in shown  # once, first
+    assert not [t for t in tags["default"] if "timer" in t]
+    assert {t for t in tags["timers"] if "timer" in t} == {
+        "timers/training_iteration",
+        "timers/env_runner_sampling_timer",
+    }
 
 
 def _trials(folder: Path) -> list[dict[str, Any]]:
@@ -321,13 +689,28 @@ def test_it_serves_on_localhost_a_free_port(served: Served) -> None:
 
 
 def test_every_reported_metric_is_a_scalar_of_its_trial(board_run, served: Served) -> None:
-    tags = served.get("data/plugin/scalars/tags")
+    tags = served.scalar_tags()
     for trial in _trials(board_run):
         if trial["status"] == "ERROR":
             assert trial["path"] not in tags  # it failed before reporting
             continue
-        reported = {"mean_accuracy", "loss", "training_iteration", "time_total_s"}
-        assert {f"ray/tune/{k}" for k in reported} <= set(tags[trial["path"]])
+        # The spec's metric and stop key, the trial's own keys and Tune's timing; no `done`,
+        # `should_checkpoint`, `iterations_since_restore`, `time_since_restore`, `timestamp`...
+        assert set(tags[trial["path"]]) == {
+            "0_spec/mean_accuracy",
+            "0_spec/training_iteration",
+            "metrics/loss",
+            "metrics/time_this_iter_s",
+            "metrics/time_total_s",
+            "tune_app/score",
+        }
+
+
+def test_the_first_group_served_is_the_spec_metric(board_run, served: Served) -> None:
+    tags = served.scalar_tags()
+    shown = [tag for run in tags.values() for tag in run]
+    assert _groups(shown) == [SPEC_GROUP, "metrics", "tune_app"]
+    assert f"{SPEC_GROUP}/mean_accuracy" in shown
 
 
 def test_hparams_columns_are_the_searched_parameters_and_the_metric(served: Served) -> None:
@@ -338,14 +721,18 @@ def test_hparams_columns_are_the_searched_parameters_and_the_metric(served: Serv
     assert columns["act"]["domainDiscrete"] == ["relu", "tanh"]
     metrics = [m["name"]["tag"] for m in experiment["metricInfos"]]
     # The score the summary ranks trials by comes first.
-    assert metrics == ["tune_app/score", "ray/tune/mean_accuracy", "ray/tune/training_iteration"]
+    assert metrics == ["tune_app/score", "0_spec/mean_accuracy", "0_spec/training_iteration"]
 
 
 def test_every_trial_is_listed_with_its_values_status_and_metric(board_run, served) -> None:
     groups = {g["name"]: g for g in served.session_groups()}
     status = {"TERMINATED": "STATUS_SUCCESS", "ERROR": "STATUS_FAILURE"}
+    # One row per trial, named by its number first: `00001_3c0de` for trial `3c0de_00001`.
+    names = [trial_name(t["trial_id"]) for t in _trials(board_run)]
+    assert set(groups) == {*names, "00000_fake"}
+    assert len({name[:5] for name in names}) == 3
     for trial in _trials(board_run):
-        group = groups[trial["path"]]
+        group = groups[trial_name(trial["trial_id"])]
         assert group["hparams"] == {k: trial["config"][k] for k in ("alpha", "act")}
         (session,) = group["sessions"]
         assert session["status"] == status[trial["status"]]
@@ -353,11 +740,11 @@ def test_every_trial_is_listed_with_its_values_status_and_metric(board_run, serv
         if trial["status"] == "ERROR":
             assert trial["config"]["alpha"] == 0.6 and values == {}
         else:
-            assert values["ray/tune/mean_accuracy"] == pytest.approx(trial["metric"], rel=1e-6)
-            assert values["ray/tune/training_iteration"] == 3
-    (running,) = groups["running_trial"]["sessions"]
+            assert values["0_spec/mean_accuracy"] == pytest.approx(trial["metric"], rel=1e-6)
+            assert values["0_spec/training_iteration"] == 3
+    (running,) = groups["00000_fake"]["sessions"]  # the one left running
     assert running["status"] == "STATUS_UNKNOWN" and not running.get("endTimeSecs")
-    assert groups["running_trial"]["hparams"] == {"alpha": 0.4, "act": "relu"}
+    assert groups["00000_fake"]["hparams"] == {"alpha": 0.4, "act": "relu"}
 
 
 def test_ctrl_c_stops_it_with_exit_130_and_no_traceback(served: Served) -> None:

@@ -28,7 +28,7 @@ from pydantic import (
 from tune_app.errors import Collector, SpecError, SpecErrors, did_you_mean
 from tune_app.methods import SCHEDULERS, SEARCHERS, FifoOptions, GridOptions, Options
 from tune_app.scoring import DEFAULT_SCOPE, SCOPE_PATTERN, SCOPES
-from tune_app.space import parse_space
+from tune_app.space import KINDS, LIST_KINDS, RULES, parse_space
 
 Mode = Literal["min", "max"]
 
@@ -123,13 +123,41 @@ class ExpectSpec(_Strict):
     )
 
 
+class ExpectAsWritten(BaseModel):
+    """`expect:` as a file writes it, for the JSON Schema: the count beside metrics' bounds."""
+
+    model_config = ConfigDict(extra="allow", title="Expect")
+    __pydantic_extra__: dict[str, Bound]  # every other key is a metric
+    max_errored_trials: int = Field(0, ge=0, description="errored trials allowed")
+
+
 ExpectInput = Annotated[
     ExpectSpec,
-    BeforeValidator(
-        _split_expect,
-        json_schema_input_type=dict[str, Bound | Annotated[int, Field(ge=0)]],
-    ),
+    BeforeValidator(_split_expect, json_schema_input_type=ExpectAsWritten),
 ]
+
+
+def _one_pattern(value: Any) -> Any:
+    """`include: timers` is short for `include: [timers]`."""
+    return (value,) if isinstance(value, str) else value
+
+
+KEY_PATTERN = r"^\S+$"  # a result key, a group prefix or a glob: no spaces, as in Tune's keys
+KeyPattern = Annotated[str, Field(pattern=KEY_PATTERN)]
+KeyPatterns = Annotated[
+    tuple[KeyPattern, ...],
+    BeforeValidator(_one_pattern, json_schema_input_type=KeyPattern | list[KeyPattern]),
+]
+
+
+class TensorBoardSpec(_Strict):
+    """Which result keys TensorBoard shows besides the spec's metric, stop and expect keys
+    (always shown, first). A pattern is a key, a group prefix (`timers`) or a glob (`*_timer`)."""
+
+    include: KeyPatterns = Field(
+        (), description="keys shown though off by default (Tune's bookkeeping, RLlib's timers)"
+    )
+    exclude: KeyPatterns = Field((), description="keys not shown (include wins)")
 
 
 class Settings(_Strict):
@@ -155,6 +183,9 @@ class Settings(_Strict):
     storage_path: str | None = Field(None, description="results folder (default ./results)")
     expect: ExpectInput | None = Field(
         None, description="checked after the run: metric bounds, max_errored_trials"
+    )
+    tensorboard: TensorBoardSpec | None = Field(
+        None, description="result keys TensorBoard shows: include, exclude (timers are off)"
     )
 
 
@@ -235,6 +266,7 @@ class Experiment:
     key_path: str  # where the experiment sits in its file, for messages
     expect: ExpectSpec = ExpectSpec()
     scope: str = DEFAULT_SCOPE  # which value of its metric ranks a trial (see tune_app.scoring)
+    tensorboard: TensorBoardSpec = TensorBoardSpec()  # result keys shown beyond the spec's
 
 
 @dataclass(frozen=True)
@@ -249,11 +281,97 @@ class Spec:
 
 
 def json_schema() -> dict[str, Any]:
-    """The JSON Schema of a spec file, either form, for editors."""
-    schema = TypeAdapter(AppSpec | dict[str, ExperimentSpec]).json_schema()
-    schema["title"] = "tune_app spec"
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    return schema
+    """The JSON Schema of a spec file, either form, for editors: it accepts what `load` does.
+
+    Pydantic's schema of the models, plus what the loader reads before the models see a file:
+    the form chosen by an `experiments` key, experiment names, the `resources` alias and Tune's
+    legacy keys, `type` naming a search or scheduler, and the search spaces in `config`.
+    """
+    defs = TypeAdapter(AppSpec | dict[str, ExperimentSpec]).json_schema()["$defs"]
+    names = {"pattern": NAME_PATTERN, "description": "a plain folder name"}
+    defs["AppSpec"]["properties"]["experiments"]["propertyNames"] = names
+    options = [s.options for s in SEARCHERS.values()] + [s.options for s in SCHEDULERS.values()]
+    for model in options:
+        # The model's default `type` does not make it optional: the union is chosen by it.
+        defs[model.__name__]["required"] = ["type"]
+    _schema_renamed_keys(defs)
+    defs["ConfigValue"] = _schema_config_value()
+    config = defs["ExperimentSpec"]["properties"]["config"]
+    config["additionalProperties"] = {"$ref": "#/$defs/ConfigValue"}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "tune_app spec",
+        "anyOf": [
+            {"$ref": "#/$defs/AppSpec"},
+            {
+                "title": "classic form: every top-level key names an experiment",
+                "type": "object",
+                "not": {"required": ["experiments"]},  # that key makes a file the app form
+                "propertyNames": names,
+                "additionalProperties": {"$ref": "#/$defs/ExperimentSpec"},
+            },
+        ],
+        "$defs": defs,
+    }
+
+
+def _schema_renamed_keys(defs: dict[str, Any]) -> None:
+    """Add ALIASES and LEGACY_KEYS to the experiment with their targets' schemas, each one
+    excluding its target, as `_translate_legacy` reads them."""
+    experiment = defs["ExperimentSpec"]
+    keys = experiment["properties"]
+    exclusive = []
+    for alias, key in ALIASES.items():
+        keys[alias] = {**keys[key], "title": alias, "description": f"alias of {key}"}
+        exclusive.append({"not": {"required": [alias, key]}})
+    for old, (new, shown) in LEGACY_KEYS.items():
+        target: dict[str, Any] = experiment
+        for part in new:
+            if "$ref" in target:
+                target = defs[target["$ref"].rsplit("/", 1)[-1]]
+            target = target["properties"][part]
+        keys[old] = {
+            **target,
+            "title": old,
+            "description": f"legacy Tune key, read as {shown}",
+            "deprecated": True,
+        }
+        clash: dict[str, Any] = {"required": [old, new[0]]}
+        if len(new) > 1:
+            clash["properties"] = {new[0]: {"required": [new[-1]]}}
+        exclusive.append({"not": clash})
+    experiment["allOf"] = exclusive
+
+
+def _schema_config_value() -> dict[str, Any]:
+    """A `config` value: a constant, or a one-key search-space mapping `space.parse_space`
+    reads (its arguments checked), with mappings and lists walked as it walks them."""
+    kinds: dict[str, dict[str, Any]] = {
+        kind: {"type": "array", "minItems": 1, "description": f"{kind}: [a, b, ...]: {doc}"}
+        for kind, doc in LIST_KINDS.items()
+    }
+    for kind, rule in RULES.items():
+        number = "integer" if rule.integer else "number"
+        kinds[kind] = {
+            "type": "array",
+            "prefixItems": [{"type": number, "title": param} for param in rule.params],
+            "minItems": len(rule.params),
+            "maxItems": len(rule.params),
+            "description": f"{kind}: [{', '.join(rule.params)}]: {rule.doc}",
+        }
+    return {
+        "description": "a constant, or a search space: a mapping of one key, one of "
+        + ", ".join(KINDS),
+        "allOf": [
+            {
+                "if": {"type": "object", "required": [kind], "maxProperties": 1},
+                "then": {"properties": {kind: args}},
+            }
+            for kind, args in kinds.items()
+        ],
+        "additionalProperties": {"$ref": "#/$defs/ConfigValue"},
+        "items": {"$ref": "#/$defs/ConfigValue"},
+    }
 
 
 # ---- loading ---------------------------------------------------------------------------------
@@ -266,7 +384,9 @@ class _Loader(yaml.SafeLoader):
         seen: set[Any] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, typing.Hashable) and key in seen:
+            if not isinstance(key, typing.Hashable):
+                continue  # PyYAML's own "unhashable key" error follows, naming the line
+            if key in seen:
                 mark = key_node.start_mark
                 raise SpecError(
                     f"duplicate key '{key}' at line {mark.line + 1}",
@@ -319,6 +439,13 @@ def read_yaml_text(text: str, path: Path) -> Any:
     except SpecError as err:
         raise err.with_file(file) from None
     except yaml.constructor.ConstructorError as err:
+        if "unhashable key" in str(err.problem):
+            raise SpecError(
+                f"a mapping or a list is used as a key{_at(err.problem_mark)}",
+                file=file,
+                suggestion="keys are names; `x: {{grid_search: [1]}}` has one pair of braces "
+                "too many: `x: {grid_search: [1]}`",
+            ) from None
         raise SpecError(
             f"unsupported YAML tag ({_first_line(err.problem)}){_at(err.problem_mark)}",
             file=file,
@@ -478,6 +605,18 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
 
     if not isinstance(exp.config, dict):
         raise SpecError("must be a mapping", path=f"{path}.config")
+    search = pick("search", GridOptions())
+    scheduler = pick("scheduler")
+    pairs_with = SEARCHERS[search.type].pairs_with
+    if pairs_with is not None and scheduler is None:
+        scheduler = SCHEDULERS[pairs_with].options.model_validate({"type": pairs_with})
+    elif pairs_with is not None and scheduler.type != pairs_with:
+        raise SpecError(
+            f"search {search.type} works only with scheduler {pairs_with}, not {scheduler.type}",
+            path=f"{path}.scheduler" if exp.scheduler is not None else "scheduler",
+            allowed=[pairs_with],
+            suggestion=f"write scheduler: {{type: {pairs_with}}} or leave scheduler out",
+        )
     return Experiment(
         name=name,
         run=exp.run,
@@ -489,8 +628,8 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         max_failures=exp.max_failures,
         metric=pick("metric"),
         mode=pick("mode"),
-        search=pick("search", GridOptions()),
-        scheduler=pick("scheduler", FifoOptions()),
+        search=search,
+        scheduler=scheduler or FifoOptions(),
         max_concurrent_trials=pick("max_concurrent_trials"),
         seed=pick("seed"),
         storage_path=pick("storage_path", "results"),
@@ -500,6 +639,7 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         key_path=path,
         expect=pick("expect", ExpectSpec()),
         scope=pick("scope", DEFAULT_SCOPE),
+        tensorboard=pick("tensorboard", TensorBoardSpec()),
     )
 
 
@@ -566,6 +706,23 @@ def _to_spec_error(target: Any, err: Any) -> SpecError:
             path=path,
             allowed=SCOPES,
             suggestion="last ranks trials by where their curves ended, all by their best value",
+        )
+    if _walk(target, loc)[1] is TensorBoardSpec and kind.endswith("_type"):
+        return SpecError(
+            f"must be a mapping, but got {value!r}",
+            path=path,
+            allowed=list(TensorBoardSpec.model_fields),
+            suggestion="write tensorboard: {include: [timers]}",
+        )
+    # An `include` or `exclude` list, or one of its patterns.
+    if any(_walk(target, loc[:-i])[1] is TensorBoardSpec for i in (1, 2) if len(loc) > i):
+        what = "a result key, a group prefix or a glob"
+        what += "" if loc[-1].isdigit() else ", or a list of them"
+        return SpecError(
+            f"must be {what}, but got {value!r}",
+            path=path,
+            allowed="keys as Tune names them (env_runners/episode_return_mean), group prefixes "
+            "(timers), globs (*_timer); no spaces",
         )
     if kind == "string_pattern_mismatch" and loc[-1] == "run":
         return SpecError(

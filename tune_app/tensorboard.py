@@ -1,17 +1,24 @@
-"""TensorBoard for runs: per-trial scalars and HParams from each trial's start, and the server.
+"""TensorBoard for runs: per-trial scalars in groups, HParams from each trial's start, the server.
 
-Each trial folder holds one events file (Tune's TensorBoard logger, extended here), so TensorBoard
-shows every trial as one run with its scalars and, on the HParams tab, its searched parameters,
-its status and its last metric values, from the moment it starts.
+Each trial folder holds one events file, written by `TrialBoard` in place of Tune's TensorBoard
+logger. Its scalars come in TensorBoard groups (a tag's prefix before the first `/`): first the
+keys the spec names (metric, stop, expect), then every other group by name: RLlib's own
+(`env_runners`, `learners`, ...), `metrics` for top-level keys, `tune_app/score`. Tune's
+bookkeeping keys and RLlib's timers are left out unless the spec's `tensorboard.include` asks
+for them. On the HParams tab each trial is a row from the moment it starts, named by its trial
+number, with its searched parameters, its status and its last metric values.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import socket
 import sys
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,12 +36,32 @@ if TYPE_CHECKING:
 
     from tune_app.plan import ExperimentPlan
 
-TAG_PREFIX = "ray/tune/"  # Tune's logger writes result key `a/b` as scalar `ray/tune/a/b`
+# TensorBoard orders groups by name, digits before letters, and opens the first two: the group
+# of the spec's keys starts with one so it comes first.
+SPEC_GROUP = "0_spec"
+OTHER_GROUP = "metrics"  # the group of top-level keys (a key without `/` would be a group alone)
 SCORE_TAG = "tune_app/score"  # the trial's score under the experiment's scope
-# Result keys Tune's logger leaves out: the step keys (written here too: a stop or metric may name
-# them) and keys that are no metric at all.
-STEP_KEYS = ("time_total_s", "training_iteration")
-NOT_SCALARS = ("timestamp", "pid", "config", "trial_id", "date", "hostname", "node_ip", "done")
+# Keys Tune adds to every result that say nothing about the trial's progress (the step is the
+# x axis already); shown only when the spec names them or `include` asks for them.
+BOOKKEEPING = (
+    "done",
+    "should_checkpoint",
+    "training_iteration",
+    "iterations_since_restore",
+    "time_since_restore",
+    "timesteps_since_restore",
+    "timestamp",
+    "pid",
+    "date",
+    "hostname",
+    "node_ip",
+    "trial_id",
+    "experiment_tag",
+    "checkpoint_dir_name",
+)
+# RLlib's timers (about 30 keys of a PPO result): its `timers` group, the `timers` inside its
+# connector pipelines, and the `*_timer` keys of its env runners and learners.
+TIMERS = ("timers", "*/timers/*", "*_timer")
 # Samplers drawing from [lower, upper] (give or take the upper bound) show as a range filter.
 _INTERVALS = (
     "uniform",
@@ -50,12 +77,73 @@ FLUSH_S = 1.0  # how late an event may reach the disk (Tune's writers take 30 s)
 _SEGMENT = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 
 
-class TrialBoard(TBXLoggerCallback):
-    """Tune's TensorBoard logger with HParams of the searched parameters written as trials start.
+def matches(key: str, patterns: Iterable[str]) -> bool:
+    """Whether a result key (`a/b/c`) is one of `patterns`: the key, a group prefix of it
+    (`a`, `a/b`) or a glob matching it (`*` spans `/`)."""
+    for pattern in patterns:
+        prefix = pattern if pattern.endswith("/") else pattern + "/"
+        if key == pattern or key.startswith(prefix) or fnmatch.fnmatchcase(key, pattern):
+            return True
+    return False
 
-    Tune writes HParams only when a trial ends (none for a trial that errored before reporting),
-    and of every config key; this writes the experiment's config and a session start when a trial
-    starts, and its end with a status, into the events file of the trial's scalars.
+
+@dataclass(frozen=True)
+class TagLayout:
+    """Which result keys an experiment's trials show in TensorBoard, and under which tags.
+
+    `named` are the spec's keys, always shown, in the first group. Any other key is shown if
+    `include` matches it, else unless `exclude`, `BOOKKEEPING` or `TIMERS` does; under its own
+    group when it has one, else under OTHER_GROUP.
+    """
+
+    named: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    @classmethod
+    def for_experiment(cls, ep: ExperimentPlan) -> TagLayout:
+        exp = ep.experiment
+        named = [ep.metric] if ep.metric else []
+        named += [*exp.stop, *exp.expect.metrics]
+        board = exp.tensorboard
+        return cls(tuple(dict.fromkeys(named)), board.include, board.exclude)
+
+    def tag(self, key: str) -> str | None:
+        """The scalar tag of result key `key` (flattened with `/`), or None: not shown."""
+        if key in self.named:
+            return f"{SPEC_GROUP}/{key}"
+        if not matches(key, self.include) and (
+            key in BOOKKEEPING or matches(key, TIMERS) or matches(key, self.exclude)
+        ):
+            return None
+        return key if "/" in key else f"{OTHER_GROUP}/{key}"
+
+    def scalars(self, result: dict[str, Any]) -> dict[str, float]:
+        """A result's shown numbers by tag, the spec's keys first; NaNs and infinities left out."""
+        flat = flatten({k: v for k, v in result.items() if k != "config"}, "/")
+        keys = [*(k for k in self.named if k in flat), *(k for k in flat if k not in self.named)]
+        shown = {}
+        for key in keys:
+            tag, value = self.tag(key), scoring.finite(flat[key])
+            if tag is not None and value is not None:
+                shown[tag] = value
+        return shown
+
+
+def trial_name(trial_id: str) -> str:
+    """A trial's HParams row: its number, then its experiment's id prefix (`00003_3c0de` for
+    Tune's `3c0de_00003`), so rows differ at the start yet stay unique across experiments."""
+    prefix, _, number = trial_id.rpartition("_")
+    return f"{number}_{prefix}" if prefix else trial_id
+
+
+class TrialBoard(TBXLoggerCallback):
+    """Tune's TensorBoard logger, with the scalars of `TagLayout` and HParams from the start.
+
+    Tune writes every result key under one `ray/tune/` group, and HParams only when a trial ends
+    (none for a trial that errored before reporting) and of every config key. This writes the
+    experiment's config and a session start when a trial starts, its end with a status, into
+    the events file of the trial's scalars. Being a TBXLoggerCallback, Tune adds no other.
     """
 
     def __init__(
@@ -65,6 +153,7 @@ class TrialBoard(TBXLoggerCallback):
         metric: str | None,
         scope: str = scoring.DEFAULT_SCOPE,
         mode: str | None = "max",
+        layout: TagLayout | None = None,
     ) -> None:
         super().__init__()
         self._summary_writer_cls = _summary_writer
@@ -72,6 +161,7 @@ class TrialBoard(TBXLoggerCallback):
         self.metrics = tuple(metrics)
         self.metric = metric
         self.scope, self.mode = scope, mode
+        self.layout = layout or TagLayout(named=(metric,) if metric else ())
         self.values: dict[str, list[float]] = {}  # trial id -> its metric values so far
         self.created = time.time()
 
@@ -84,6 +174,7 @@ class TrialBoard(TBXLoggerCallback):
             ep.metric,
             scope=ep.experiment.scope,
             mode=ep.mode,
+            layout=TagLayout.for_experiment(ep),
         )
 
     @property
@@ -92,31 +183,34 @@ class TrialBoard(TBXLoggerCallback):
         shown = {}
         if self.metric:
             shown[SCORE_TAG] = f"score: {self.metric} ({scoring.describe(self.scope)})"
-        shown.update({TAG_PREFIX + k: k for k in self.metrics})
+        for key in self.metrics:
+            tag = self.layout.tag(key)
+            if tag is not None:
+                shown[tag] = key
         return shown
 
     def log_trial_start(self, trial: Trial) -> None:
         super().log_trial_start(trial)
         # Also on a restart (resume, retry, unpause); TensorBoard keeps the first of each tag.
         self._write(trial, experiment_summary(self.hparams, self.shown_metrics, self.created))
-        self._write(trial, session_start(searched_values(trial.config, self.hparams)))
+        values = searched_values(trial.config, self.hparams)
+        self._write(trial, session_start(values, trial_name(trial.trial_id)))
 
     def log_trial_result(self, iteration: int, trial: Trial, result: dict) -> None:
         if trial not in self._trial_writer:
             self.log_trial_start(trial)
+        writer = self._trial_writer[trial]
         step = result.get("timesteps_total") or result["training_iteration"]  # as Tune's
-        for key in STEP_KEYS:
-            value = result.get(key)
-            if scoring.finite(value) is not None:
-                self._trial_writer[trial].add_scalar(TAG_PREFIX + key, value, global_step=step)
+        for tag, number in self.layout.scalars(result).items():
+            writer.add_scalar(tag, number, global_step=step)
         value = scoring.finite(flatten(result, "/").get(self.metric)) if self.metric else None
         if value is not None:
             values = self.values.setdefault(trial.trial_id, [])
             values.append(value)
             # The score as the summary ranks trials, so HParams sorts them the same way.
             score = scoring.score(values, self.scope, self.mode)
-            self._trial_writer[trial].add_scalar(SCORE_TAG, score, global_step=step)
-        super().log_trial_result(iteration, trial, result)
+            writer.add_scalar(SCORE_TAG, score, global_step=step)
+        writer.flush()
 
     def log_trial_end(self, trial: Trial, failed: bool = False) -> None:
         if trial not in self._trial_writer:  # ended before it started (its actor failed)
@@ -139,6 +233,11 @@ class TrialBoard(TBXLoggerCallback):
         # Tune pickles its run config for resume; open event writers cannot travel.
         return {**self.__dict__, "_trial_writer": {}, "_trial_result": {}}
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A run begun by an earlier version, resumed: its pickle holds no layout.
+        state.setdefault("layout", TagLayout(named=tuple(state.get("metrics", ()))))
+        self.__dict__.update(state)
+
 
 def _summary_writer(logdir: str, flush_secs: float = FLUSH_S) -> Any:
     """Tune's writer, flushing every FLUSH_S: its `flush()` leaves queued events unwritten."""
@@ -148,12 +247,14 @@ def _summary_writer(logdir: str, flush_secs: float = FLUSH_S) -> Any:
 
 
 def metric_keys(ep: ExperimentPlan) -> tuple[str, ...]:
-    """Result keys the HParams table shows: the metric, stop and expect keys, the declared ones."""
+    """Result keys the HParams table shows: the metric, stop and expect keys, the declared ones,
+    each only if it is a scalar TensorBoard shows."""
     keys = [ep.metric] if ep.metric else []
     keys += [*ep.experiment.stop, *ep.experiment.expect.metrics]
     if ep.trainable.info is not None:
         keys += ep.trainable.info.metrics
-    return tuple(k for k in dict.fromkeys(keys) if k not in NOT_SCALARS)
+    layout = TagLayout.for_experiment(ep)
+    return tuple(k for k in dict.fromkeys(keys) if layout.tag(k) is not None)
 
 
 def hparam_value(value: Any) -> bool | float | str:
@@ -183,73 +284,51 @@ def searched_values(config: dict[str, Any], hparams: dict[str, Domain]) -> dict[
 
 def hparam_info(path: str, domain: Domain) -> Any:
     """The HParams column of a searched path: its discrete values, its range, or just its name."""
-    from tensorboard.plugins.hparams import api_pb2
+    # The plugin's API; `hparams.api` re-exports it but imports Keras (TensorFlow) first.
     from tensorboard.plugins.hparams import summary_v2 as hp
 
-    # Searched, so it differs between trials: TensorBoard shows such columns first.
-    info = api_pb2.HParamInfo(name=path, differs=True)
     if domain.kind in ("grid_search", "choice"):
         values = list(dict.fromkeys(hparam_value(v) for v in domain.args))
         nested = any(next(iter_domains(v), None) for v in domain.args)
         if not nested and len({type(v) for v in values}) == 1:
-            hp.Discrete(values).update_hparam_info(info)
+            return hp.HParam(path, hp.Discrete(values))
     elif domain.kind in _INTERVALS:
-        hp.RealInterval(float(domain.args[0]), float(domain.args[1])).update_hparam_info(info)
-    return info
+        return hp.HParam(path, hp.RealInterval(float(domain.args[0]), float(domain.args[1])))
+    return hp.HParam(path)
 
 
 def experiment_summary(
     hparams: dict[str, Domain], metrics: dict[str, str], created: float | None = None
 ) -> Any:
     """The HParams experiment: the searched paths, and the metrics as scalar tags of each trial."""
-    from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2
     from tensorboard.plugins.hparams import summary_v2 as hp
 
-    experiment = api_pb2.Experiment(
-        hparam_infos=[hparam_info(p, d) for p, d in hparams.items()],
-        metric_infos=[
-            hp.Metric(tag, display_name=name).as_proto() for tag, name in metrics.items()
-        ],
+    return hp.hparams_config_pb(
+        hparams=[hparam_info(p, d) for p, d in hparams.items()],
+        metrics=[hp.Metric(tag, display_name=name) for tag, name in metrics.items()],
         time_created_secs=created,
     )
-    return _summary("experiment", plugin_data_pb2.HParamsPluginData(experiment=experiment))
 
 
-def session_start(values: dict[str, bool | float | str]) -> Any:
-    """A trial's HParams session start; no group name, so each trial is its own row."""
-    from tensorboard.plugins.hparams import plugin_data_pb2
+def session_start(values: dict[str, bool | float | str], name: str) -> Any:
+    """A trial's HParams session start, its row named `name` (trials never share a row)."""
+    from tensorboard.plugins.hparams import summary_v2 as hp
 
-    info = plugin_data_pb2.SessionStartInfo(start_time_secs=time.time())
-    for name, value in values.items():
-        field = (
-            "bool_value"
-            if isinstance(value, bool)
-            else "number_value"
-            if isinstance(value, float)
-            else "string_value"
-        )
-        setattr(info.hparams[name], field, value)
-    return _summary(
-        "session_start_info", plugin_data_pb2.HParamsPluginData(session_start_info=info)
-    )
+    return hp.hparams_pb(values, trial_id=name, start_time_secs=time.time())
 
 
 def session_end(failed: bool) -> Any:
     """A trial's HParams session end: success or failure."""
-    from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2
+    from tensorboard.compat.proto import summary_pb2
+    from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 
+    # The plugin's own writer of this (`summary.session_end_pb`) needs TensorFlow; this is it.
     status = api_pb2.STATUS_FAILURE if failed else api_pb2.STATUS_SUCCESS
     info = plugin_data_pb2.SessionEndInfo(status=status, end_time_secs=time.time())
-    return _summary("session_end_info", plugin_data_pb2.HParamsPluginData(session_end_info=info))
-
-
-def _summary(name: str, data: Any) -> Any:
-    from tensorboard.compat.proto import summary_pb2
-    from tensorboard.plugins.hparams import metadata
-
+    data = plugin_data_pb2.HParamsPluginData(session_end_info=info)
     summary = summary_pb2.Summary()
     summary.value.add(
-        tag=f"_hparams_/{name}",
+        tag=metadata.SESSION_END_INFO_TAG,
         metadata=metadata.create_summary_metadata(data),
         tensor=metadata.NULL_TENSOR,
     )

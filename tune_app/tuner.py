@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from ray import tune
+from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from tune_app import progress
 from tune_app.callbacks import JsonlResults
@@ -76,10 +77,15 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: Any) -> tune
 
 
 def _callbacks(ep: ExperimentPlan, opts: Any) -> list[tune.Callback]:
-    # TrialBoard replaces Tune's default TensorBoard logger (Tune adds one only if none is given).
+    # Tune adds its CSV, JSON and TensorBoard loggers unless one of each kind is given (or
+    # TUNE_DISABLE_AUTO_CALLBACK_LOGGERS is set). TrialBoard is the TensorBoard one, so Tune's,
+    # writing every key under `ray/tune/`, is not added. The CSV and JSON ones are given here,
+    # whatever the environment says: Tune's results, and the app, read their files back.
     callbacks: list[tune.Callback] = [
         JsonlResults(ep.storage_dir / RESULTS_FILE, ep.name, mirror_to=ep.storage_uri),
         TrialBoard.for_experiment(ep),
+        CSVLoggerCallback(),
+        JsonLoggerCallback(),
     ]
     callbacks.append(
         progress.ProgressCallback(
@@ -157,10 +163,14 @@ def _reached(value: Any, threshold: float) -> bool:
 
 def _searcher(ep: ExperimentPlan) -> Any:
     exp = ep.experiment
-    ctx = Context(seed=exp.seed, max_concurrent_trials=exp.max_concurrent_trials)
+    ctx = Context(
+        seed=exp.seed, max_concurrent_trials=exp.max_concurrent_trials, folder=ep.storage_dir
+    )
     return searcher_of(exp.search).build(exp.search, ctx)
 
 
 def _scheduler(ep: ExperimentPlan) -> Any:
     sched = ep.experiment.scheduler
-    return scheduler_of(sched).build(sched, Context(seed=ep.experiment.seed))
+    exp = ep.experiment
+    ctx = Context(seed=exp.seed, searcher=exp.search.type, folder=ep.storage_dir)
+    return scheduler_of(sched).build(sched, ctx)
