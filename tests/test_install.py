@@ -34,7 +34,11 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 USED_INDIRECTLY = {
     "torch": "RLlib's new API stack runs its models on torch",
     "hyperopt": "the hyperopt search, through ray.tune.search.hyperopt",
-    "pandas": "Tune's Result.metrics_dataframe, read by rundir.outcome._score",
+    "pandas": "Tune's Result.metrics_dataframe, read by rundir.outcome._history",
+    "cmaes": "optuna's CmaEsSampler (search: {type: optuna, sampler: cmaes})",
+    "hpbandster": "search: bohb, through ray.tune.search.bohb",
+    "configspace": "search: bohb, through ray.tune.search.bohb",
+    "scikit-learn": "scheduler: pb2, through ray.tune.schedulers.pb2",
     "moto": "tests/test_s3.py starts moto's S3 server as a command",
     "flask": "moto's server mode",
     "flask-cors": "moto's server mode",

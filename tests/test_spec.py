@@ -176,6 +176,13 @@ def test_duplicate_keys_are_refused(tmp_path):
         spec.load(path)
 
 
+def test_a_mapping_as_a_key_is_a_spec_error_not_a_crash(tmp_path):
+    path = tmp_path / "braces.yaml"
+    path.write_text("e:\n  run: my_func\n  config:\n    x: {{grid_search: [1]}}\n")
+    with pytest.raises(SpecError, match="a mapping or a list is used as a key at line 4"):
+        spec.load(path)
+
+
 @pytest.mark.parametrize("path", sorted(SEARCH_SPACES.glob("*.yaml")), ids=lambda p: p.name)
 def test_every_example_spec_validates_and_plans(path):
     import jsonschema
@@ -229,22 +236,44 @@ def test_the_spec_offers_exactly_the_methods_of_the_tables():
         assert f'"{name}"' in schema
     for table in (methods.SEARCHERS, methods.SCHEDULERS):
         for name, entry in table.items():
-            assert entry.name == name and entry.options().type == name
+            assert entry.name == name and entry.options.model_fields["type"].default == name
 
 
-@pytest.mark.parametrize(
-    ("table", "name", "ray_class"),
-    [
-        ("SEARCHERS", "grid", "BasicVariantGenerator"),
-        ("SEARCHERS", "random", "BasicVariantGenerator"),
-        ("SEARCHERS", "hyperopt", "HyperOptSearch"),
-        ("SCHEDULERS", "fifo", "FIFOScheduler"),
-        ("SCHEDULERS", "hyperband", "HyperBandScheduler"),
-        ("SCHEDULERS", "asha", "AsyncHyperBandScheduler"),
-        ("SCHEDULERS", "median", "MedianStoppingRule"),
-    ],
-)
+# Options a built entry needs beyond its defaults.
+REQUIRED_OPTIONS = {
+    "pbt": {"hyperparam_mutations": {"lr": {"uniform": [0.001, 0.1]}, "width": [8, 16]}},
+    "pb2": {"hyperparam_bounds": {"lr": [0.001, 0.1]}},
+}
+BUILT = [
+    ("SEARCHERS", "grid", "BasicVariantGenerator"),
+    ("SEARCHERS", "random", "BasicVariantGenerator"),
+    ("SEARCHERS", "hyperopt", "HyperOptSearch"),
+    ("SEARCHERS", "optuna", "OptunaSearch"),
+    ("SEARCHERS", "bohb", "TuneBOHB"),
+    ("SCHEDULERS", "fifo", "FIFOScheduler"),
+    ("SCHEDULERS", "hyperband", "HyperBandScheduler"),
+    ("SCHEDULERS", "asha", "AsyncHyperBandScheduler"),
+    ("SCHEDULERS", "median", "MedianStoppingRule"),
+    ("SCHEDULERS", "pbt", "PopulationBasedTraining"),
+    ("SCHEDULERS", "pb2", "PB2"),
+]
+
+
+def test_every_entry_has_a_build_test():
+    assert {(t, n) for t, n, _ in BUILT} == {
+        (t, n) for t in ("SEARCHERS", "SCHEDULERS") for n in getattr(methods, t)
+    }
+
+
+@pytest.mark.parametrize(("table", "name", "ray_class"), BUILT)
 def test_every_entry_builds_its_tune_object(table, name, ray_class):
     entry = getattr(methods, table)[name]
-    built = entry.build(entry.options(), methods.Context(seed=3, max_concurrent_trials=2))
+    options = entry.options.model_validate({"type": name, **REQUIRED_OPTIONS.get(name, {})})
+    built = entry.build(options, methods.Context(seed=3, max_concurrent_trials=2))
     assert ray_class in [c.__name__ for c in type(built).__mro__]
+
+
+def test_bohb_gets_hyperband_for_bohb():
+    entry = methods.SCHEDULERS["hyperband"]
+    built = entry.build(entry.options.model_validate({}), methods.Context(searcher="bohb"))
+    assert "HyperBandForBOHB" in [c.__name__ for c in type(built).__mro__]

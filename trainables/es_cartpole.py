@@ -160,4 +160,5 @@ INFO = TrainableInfo(
     simulations=2,
     head_cpu=0.0,
     smoke={"population": 8},
+    checkpoints=True,
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import asdict
 from typing import Any, Literal
 
 from tune_app import scoring
@@ -49,6 +50,7 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
                 for cause, members in exp.failed_by_cause().items()
             },
             "problems": exp.problems,
+            "clones": [asdict(c) for c in exp.clones],
         }
     )
 
@@ -69,6 +71,23 @@ def _trial_dict(t: TrialOutcome) -> dict[str, Any]:
         "error": t.failure.message if t.failure else None,
         "folder": t.folder,
     }
+
+
+def trial_rows(
+    experiments: list[ExperimentResults], top: int | None = None
+) -> list[dict[str, Any]]:
+    """Every trial as one flat row, best first within each experiment: `tune_app.load`'s
+    DataFrame. Searched parameters are `config/<path>` columns, as in Tune's DataFrames."""
+    rows = []
+    for e in experiments:
+        for t in e.ranked()[:top]:
+            row = {"experiment": e.name, **_trial_dict(t)}
+            params = row.pop("params")
+            at = list(row).index("status") + 1
+            items = list(row.items())
+            items[at:at] = [(f"config/{k}", params.get(k)) for k in e.searched]
+            rows.append(dict(items))
+    return rows
 
 
 def _csv(experiments: list[ExperimentResults], top: int | None) -> str:
@@ -149,12 +168,27 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
         first = members[0].failure
         if first is not None and first.message:
             lines.append(f"  {first.message.splitlines()[0]}")
+    lines += [f"clone: {line}" for line in clone_lines(exp)]
     lines += [f"skipped: {p}" for p in exp.problems]
     lines.append(f"folder: {exp.where}")
     text = io.StringIO()
     console = Console(file=text, width=120, color_system=None, force_terminal=False)
     console.print(table)
     return text.getvalue().rstrip("\n") + "\n" + "\n".join(lines)
+
+
+def clone_lines(exp: ExperimentResults) -> list[str]:
+    """PBT's exploits as `analyze` and `report` show them, one line each, in order."""
+    return [
+        f"{c.trial_id} at iteration {c.iteration} copied {c.from_trial} (iteration "
+        f"{c.from_iteration})"
+        + (
+            ": " + ", ".join(f"{k} {cell(a)} -> {cell(b)}" for k, (a, b) in c.changed.items())
+            if c.changed
+            else ""
+        )
+        for c in exp.clones
+    ]
 
 
 def cell(value: Any) -> str:

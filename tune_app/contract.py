@@ -44,6 +44,7 @@ class TrainableInfo:
     simulations: int = 0  # default parallel simulations per trial; > 0: it needs at least one
     head_cpu: float = 1.0  # CPUs of the trial's own process (its head bundle)
     smoke: dict[str, Any] = field(default_factory=dict)  # config overrides for --smoke
+    checkpoints: bool = False  # it reports checkpoints and resumes from them (PBT, resume)
 
     @property
     def reported(self) -> tuple[str, ...]:

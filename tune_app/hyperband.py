@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ray.tune.experiment import Trial
-from ray.tune.schedulers import HyperBandScheduler
+from ray.tune.schedulers import HyperBandForBOHB, HyperBandScheduler
 
 RESUME_NOTE = (
     "Tune does not save HyperBand's brackets: the unfinished trials continue from their "
@@ -21,8 +21,8 @@ RESUME_NOTE = (
 )
 
 
-class ResumableHyperBand(HyperBandScheduler):
-    """Tune's HyperBandScheduler whose brackets hold only trials that can still report."""
+class _FinishedTrialsStayOut(HyperBandScheduler):
+    """Brackets hold only trials that can still report (mixed into Tune's HyperBands)."""
 
     def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
         if trial.status in (Trial.TERMINATED, Trial.ERROR):
@@ -40,3 +40,11 @@ class ResumableHyperBand(HyperBandScheduler):
     def on_trial_error(self, tune_controller: Any, trial: Trial) -> None:
         if trial in self._trial_info:
             super().on_trial_error(tune_controller, trial)
+
+
+class ResumableHyperBand(_FinishedTrialsStayOut, HyperBandScheduler):
+    """Tune's HyperBandScheduler whose brackets hold only trials that can still report."""
+
+
+class ResumableHyperBandForBOHB(_FinishedTrialsStayOut, HyperBandForBOHB):
+    """Tune's HyperBand for BOHB, likewise."""

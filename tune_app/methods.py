@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Options(BaseModel):
@@ -33,6 +34,8 @@ class Context:
 
     seed: int | None = None
     max_concurrent_trials: int | None = None
+    folder: Path | None = None  # the experiment's results folder (a searcher's own files)
+    searcher: str = "grid"  # the experiment's searcher (BOHB pairs with its own HyperBand)
 
 
 # ---- searchers -------------------------------------------------------------------------------
@@ -58,6 +61,34 @@ class HyperOptOptions(Options):
     gamma: float = Field(0.25, gt=0, lt=1, description="TPE's quantile separating good from bad")
 
 
+class OptunaOptions(Options):
+    """Optuna's samplers through Tune's OptunaSearch; the study is kept in the run folder's
+    optuna.db, which `optuna-dashboard sqlite:///DIR/optuna.db` opens."""
+
+    type: Literal["optuna"] = "optuna"
+    sampler: Literal["tpe", "cmaes", "random", "qmc"] = Field(
+        "tpe", description="tpe (default), cmaes (CMA-ES), random or qmc (quasi-Monte Carlo)"
+    )
+    n_startup_trials: int = Field(
+        10, ge=0, description="random draws before tpe or cmaes takes over"
+    )
+
+
+class BohbOptions(Options):
+    """BOHB: a TPE-like model proposing configurations for HyperBand's brackets (hpbandster).
+    Pairs with `scheduler: hyperband`, which is chosen for it when the spec names none."""
+
+    type: Literal["bohb"] = "bohb"
+    min_points_in_model: int | None = Field(
+        None, ge=1, description="results before the model is used (default: parameters + 1)"
+    )
+    top_n_percent: int = Field(15, gt=0, lt=100, description="percent of results called good")
+    num_samples: int = Field(64, ge=1, description="candidates drawn to optimise the model")
+    random_fraction: float = Field(1 / 3, ge=0, le=1, description="share of random proposals")
+    bandwidth_factor: float = Field(3, gt=0, description="widens the model's kernels to sample")
+    min_bandwidth: float = Field(1e-3, gt=0, description="narrowest kernel bandwidth")
+
+
 def _variants(options: Options, ctx: Context) -> Any:
     from ray.tune.search import BasicVariantGenerator
 
@@ -74,6 +105,41 @@ def _hyperopt(options: Options, ctx: Context) -> Any:
     return HyperOptSearch(**options.options(), random_state_seed=ctx.seed)
 
 
+def _optuna(options: Options, ctx: Context) -> Any:
+    import optuna
+    from ray.tune.search.optuna import OptunaSearch
+
+    assert isinstance(options, OptunaOptions)
+    seed, startup = ctx.seed, options.n_startup_trials
+    samplers: dict[str, Callable[[], Any]] = {
+        "tpe": lambda: optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup),
+        "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=startup),
+        "random": lambda: optuna.samplers.RandomSampler(seed=seed),
+        "qmc": lambda: optuna.samplers.QMCSampler(seed=seed),
+    }
+    storage = None
+    if ctx.folder is not None:
+        storage = optuna.storages.RDBStorage(f"sqlite:///{Path(ctx.folder).resolve() / OPTUNA_DB}")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # one line per trial otherwise
+    return OptunaSearch(
+        sampler=samplers[options.sampler](),
+        seed=seed,
+        storage=storage,
+        study_name=ctx.folder.name if ctx.folder is not None else None,
+    )
+
+
+def _bohb(options: Options, ctx: Context) -> Any:
+    from ray.tune.search.bohb import TuneBOHB
+
+    return TuneBOHB(
+        bohb_config=options.options(), seed=ctx.seed, max_concurrent=ctx.max_concurrent_trials or 0
+    )
+
+
+OPTUNA_DB = "optuna.db"  # in the experiment's folder
+
+
 @dataclass(frozen=True)
 class Searcher:
     """One entry of the searcher table."""
@@ -86,6 +152,7 @@ class Searcher:
     needs_sampled: bool = False  # at least one sampled (non-grid) value to search
     exact_trials: bool = True  # the trial count is known before the run
     limits_concurrency: bool = False  # TuneConfig.max_concurrent_trials applies (not its own)
+    pairs_with: str | None = None  # the one scheduler it works with, chosen when none is named
 
 
 SEARCHERS: dict[str, Searcher] = {
@@ -102,6 +169,24 @@ SEARCHERS: dict[str, Searcher] = {
             needs_sampled=True,
             exact_trials=False,
             limits_concurrency=True,
+        ),
+        Searcher(
+            "optuna",
+            OptunaOptions,
+            _optuna,
+            needs_metric=True,
+            takes_grid=False,
+            needs_sampled=True,
+            limits_concurrency=True,
+        ),
+        Searcher(
+            "bohb",
+            BohbOptions,
+            _bohb,
+            needs_metric=True,
+            takes_grid=False,
+            needs_sampled=True,
+            pairs_with="hyperband",
         ),
     )
 }
@@ -149,6 +234,84 @@ class MedianOptions(Options):
     hard_stop: bool = Field(True, description="stop (not pause) trials below the median")
 
 
+class PbtOptions(Options):
+    """Population-based training: every `perturbation_interval`, trials in the bottom quantile
+    copy a top trial's checkpoint and config, then perturb the mutated keys. Needs a trainable
+    that checkpoints (RLlib's algorithms do; a function trainable reports a checkpoint)."""
+
+    type: Literal["pbt"] = "pbt"
+    time_attr: str = Field("training_iteration", description="the result key that measures time")
+    perturbation_interval: float = Field(4, gt=0, description="time units between perturbations")
+    burn_in_period: float = Field(0, ge=0, description="time units before the first perturbation")
+    hyperparam_mutations: dict[str, Any] = Field(
+        min_length=1,
+        description="config key -> a search-space mapping (resampled), a list (picked from), or "
+        "a mapping of those for nested keys",
+    )
+    quantile_fraction: float = Field(
+        0.25, ge=0, le=0.5, description="share of trials copied from, and copying"
+    )
+    resample_probability: float = Field(
+        0.25, ge=0, le=1, description="chance a mutated key is redrawn, not perturbed"
+    )
+    perturbation_factors: tuple[float, float] = Field(
+        (1.2, 0.8), description="a continuous value is multiplied by one of these"
+    )
+    synch: bool = Field(False, description="perturb all trials at once at each interval")
+
+    @field_validator("hyperparam_mutations")
+    @classmethod
+    def _spaces(cls, value: dict[str, Any]) -> dict[str, Any]:
+        _check_mutations(value, "hyperparam_mutations")
+        return value
+
+    def options(self) -> dict[str, Any]:
+        from tune_app.space import parse_space, to_tune
+
+        found = super().options()
+        found["hyperparam_mutations"] = to_tune(parse_space(self.hyperparam_mutations, ""))
+        found["perturbation_factors"] = tuple(self.perturbation_factors)
+        return found
+
+
+class Pb2Options(Options):
+    """Population-based bandits: PBT whose explore step picks new values with a Gaussian-process
+    bandit within `hyperparam_bounds` (continuous keys only)."""
+
+    type: Literal["pb2"] = "pb2"
+    time_attr: str = Field("training_iteration", description="the result key that measures time")
+    perturbation_interval: float = Field(4, gt=0, description="time units between perturbations")
+    hyperparam_bounds: dict[str, list[float]] = Field(
+        min_length=1, description="config key -> [low, high]"
+    )
+    quantile_fraction: float = Field(
+        0.25, ge=0, le=0.5, description="share of trials copied from, and copying"
+    )
+    synch: bool = Field(False, description="perturb all trials at once at each interval")
+
+    @field_validator("hyperparam_bounds")
+    @classmethod
+    def _ordered(cls, value: dict[str, list[float]]) -> dict[str, list[float]]:
+        for key, bounds in value.items():
+            if len(bounds) != 2 or not bounds[0] < bounds[1]:
+                raise ValueError(f"{key}: write [low, high] with low below high, got {bounds}")
+        return value
+
+
+def _check_mutations(value: Any, path: str) -> None:
+    """PBT's mutations as `space` parses them; grid axes make no sense there."""
+    from tune_app.errors import SpecError
+    from tune_app.space import iter_domains, parse_space
+
+    try:
+        parsed = parse_space(value, path)
+    except SpecError as err:
+        raise ValueError(f"{err.path}: {err.what}") from None
+    for where, domain in iter_domains(parsed, path):
+        if domain.is_grid:
+            raise ValueError(f"{where}: a mutation is redrawn, not a grid; write choice: [...]")
+
+
 def _fifo(options: Options, ctx: Context) -> Any:
     from ray.tune.schedulers import FIFOScheduler
 
@@ -156,8 +319,10 @@ def _fifo(options: Options, ctx: Context) -> Any:
 
 
 def _hyperband(options: Options, ctx: Context) -> Any:
-    from tune_app.hyperband import ResumableHyperBand
+    from tune_app.hyperband import ResumableHyperBand, ResumableHyperBandForBOHB
 
+    if ctx.searcher == "bohb":  # BOHB's brackets: its own HyperBand, without pipelining
+        return ResumableHyperBandForBOHB(**options.options())
     return ResumableHyperBand(**options.options())
 
 
@@ -173,6 +338,19 @@ def _median(options: Options, ctx: Context) -> Any:
     return MedianStoppingRule(**options.options())
 
 
+def _pbt(options: Options, ctx: Context) -> Any:
+    from tune_app.population import AppPBT
+
+    # Each clone (who copied whom, when, what changed) goes to the run folder's clones.jsonl.
+    return AppPBT(folder=ctx.folder, **options.options(), log_config=True)
+
+
+def _pb2(options: Options, ctx: Context) -> Any:
+    from tune_app.population import AppPB2
+
+    return AppPB2(folder=ctx.folder, **options.options(), log_config=True)
+
+
 @dataclass(frozen=True)
 class Scheduler:
     """One entry of the scheduler table."""
@@ -182,6 +360,7 @@ class Scheduler:
     build: Callable[[Any, Context], Any]
     needs_metric: bool = True  # it compares trials by the metric
     bounds_time: bool = False  # `max_t` of `time_attr` bounds every trial
+    population: bool = False  # trials copy each other's checkpoints (needs checkpoints)
 
 
 SCHEDULERS: dict[str, Scheduler] = {
@@ -191,6 +370,8 @@ SCHEDULERS: dict[str, Scheduler] = {
         Scheduler("hyperband", HyperBandOptions, _hyperband, bounds_time=True),
         Scheduler("asha", AshaOptions, _asha, bounds_time=True),
         Scheduler("median", MedianOptions, _median),
+        Scheduler("pbt", PbtOptions, _pbt, population=True),
+        Scheduler("pb2", Pb2Options, _pb2, population=True),
     )
 }
 

@@ -144,6 +144,7 @@ def _plan_experiment(
         lambda: _check_knobs(exp, ref),
         lambda: _check_search(exp, metric),
         lambda: _check_checkpoints(exp, ref),
+        lambda: _check_population(exp, ref, warnings),
     ):
         with errors.check():
             check()
@@ -354,6 +355,40 @@ def _check_checkpoints(exp: Experiment, ref: TrainableRef) -> None:
                 "trainable saves checkpoints itself",
                 path=f"{exp.key_path}.checkpoint_config.{key}",
             )
+
+
+def _check_population(exp: Experiment, ref: TrainableRef, warnings: list[str]) -> None:
+    """PBT and PB2 copy checkpoints between trials: a trainable that saves none is never
+    exploited, and a mutated key the trainable does not read changes nothing."""
+    entry = scheduler_of(exp.scheduler)
+    if not entry.population:
+        return
+    where = f"{exp.key_path}.scheduler"
+    options = exp.scheduler.model_dump()
+    mutated = list(options.get("hyperparam_mutations") or options.get("hyperparam_bounds") or {})
+    if ref.info is not None:
+        if not ref.info.checkpoints:
+            raise SpecError(
+                f"scheduler {entry.name} copies checkpoints between trials, but trainable "
+                f"'{ref.run}' saves none",
+                path=where,
+                suggestion="use a trainable that reports tune.Checkpoint (es_cartpole) or an "
+                "RLlib algorithm, or another scheduler",
+            )
+        knobs = [k.name for k in ref.info.knobs]
+        for key in mutated:
+            if key not in knobs:
+                raise SpecError(
+                    f"trainable '{ref.run}' has no config key '{key}' to mutate",
+                    path=f"{where}.{key}",
+                    allowed=knobs,
+                    suggestion=did_you_mean(key, knobs),
+                )
+    elif ref.kind != "rllib":
+        warnings.append(
+            f"{where}: {entry.name} exploits only trials that report checkpoints "
+            "(tune.report(..., checkpoint=...)) and restore from tune.get_checkpoint()"
+        )
 
 
 def _check_fits(exp: Experiment, bundles: tuple[dict[str, float], ...], cpus: float) -> None:

@@ -21,6 +21,7 @@ SUMMARY_FILE = "summary.json"
 RUN_FILE = "run.json"
 FINISHED_FILE = "finished.jsonl"
 SPEC_FILE = "spec.yaml"
+CLONES_FILE = "clones.jsonl"  # PBT and PB2: who copied whom, when, what changed
 
 # Tune names a trial's folder `<trainable>_<id>_<index>_<params>_<date>`, the id `abcde_00001`.
 _TRIAL_ID = re.compile(r"(?:^|_)([0-9a-f]{5}_\d{5})(?:_|$)")

@@ -17,6 +17,7 @@ from tune_app import failures, scoring
 from tune_app.failures import Failure
 from tune_app.rllib import from_rllib
 from tune_app.rundir.layout import (
+    CLONES_FILE,
     FINISHED_FILE,
     RESULTS_FILE,
     RUN_FILE,
@@ -29,6 +30,7 @@ from tune_app.rundir.records import (
     ERRORED,
     FINISHED,
     UNFINISHED,
+    CloneEvent,
     RunSummary,
     TrialOutcome,
     best_value,
@@ -64,6 +66,7 @@ class ExperimentResults:
     problems: list[str] = field(default_factory=list)
     finished: bool = False  # the run ended on its own (not interrupted, not killed)
     location: str = ""  # where the run is, as the user names it: a folder or a cloud URI
+    clones: list[CloneEvent] = field(default_factory=list)  # PBT's and PB2's exploits, in order
 
     @property
     def name(self) -> str:
@@ -225,6 +228,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         problems=problems,
         finished=written is not None and not written.interrupted,
         location=location or str(folder),
+        clones=[CloneEvent.from_json(r) for r in _read_jsonl(folder / CLONES_FILE, problems)],
     )
 
 

@@ -148,6 +148,28 @@ class RunSummary:
         )
 
 
+@dataclass(frozen=True)
+class CloneEvent:
+    """One exploit of population-based training: `trial_id` took `from_trial`'s checkpoint and
+    config at their iterations, then `changed` the mutated keys (path -> [before, after])."""
+
+    trial_id: str
+    from_trial: str
+    iteration: int  # the copying trial's iteration when it copied
+    from_iteration: int  # the copied trial's iteration (its checkpoint's, at most)
+    changed: dict[str, list[Any]] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CloneEvent:
+        return cls(
+            trial_id=str(data.get("trial_id")),
+            from_trial=str(data.get("from_trial")),
+            iteration=int(data.get("iteration") or 0),
+            from_iteration=int(data.get("from_iteration") or 0),
+            changed={str(k): list(v) for k, v in (data.get("changed") or {}).items()},
+        )
+
+
 def ranked(trials: list[TrialOutcome], mode: str | None) -> list[TrialOutcome]:
     """Trials best first by their score under `mode`; trials without one last."""
     sign = -1.0 if mode == "max" else 1.0

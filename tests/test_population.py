@@ -1,0 +1,220 @@
+"""Search power: PBT and PB2 (a mutation reaches the code that uses it, clones recorded and
+shown), Optuna's samplers (seeded, a study file per experiment) and BOHB (paired with its
+HyperBand)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tune_app import spec
+from tune_app.errors import SpecError
+from tune_app.plan import make_plan
+
+from .conftest import user_module
+
+PBT = """
+metric: value
+mode: max
+seed: 3
+search: random
+scheduler:
+  type: pbt
+  perturbation_interval: 2
+  quantile_fraction: 0.5
+  resample_probability: 1.0
+  hyperparam_mutations:
+    lr: {uniform: [0.0, 1.0]}
+experiments:
+  climb:
+    run: pbt_climb:train
+    num_samples: 4
+    stop: {training_iteration: 8}
+    config:
+      lr: {uniform: [0.0, 1.0]}
+"""
+
+
+def rows_of(folder):
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    by_trial: dict[str, dict[int, dict]] = {}
+    for row in rows:
+        by_trial.setdefault(row["trial_id"], {})[row["training_iteration"]] = row
+    return by_trial
+
+
+def test_pbt_mutations_reach_the_trainable_and_clones_are_recorded(
+    ray_session, cli, write_spec, tmp_path
+):
+    user_module("pbt_climb.py", tmp_path)
+    spec_file = write_spec(PBT)
+    assert cli("run", spec_file, "--storage-path", tmp_path / "o", "-q").code == 0
+    folder = tmp_path / "o" / "climb"
+    clones = [json.loads(x) for x in (folder / "clones.jsonl").read_text().splitlines()]
+    assert clones, "4 trials, the bottom half copies the top half every 2 iterations"
+    rows = rows_of(folder)
+    last = {}
+    for clone in clones:
+        assert clone["trial_id"] != clone["from_trial"]
+        assert set(clone["changed"]) == {"lr"}  # resample_probability 1: always redrawn
+        last[clone["trial_id"]] = clone
+    for trial_id, clone in last.items():
+        before, after = clone["changed"]["lr"]
+        # The first result after its last clone: the new lr is what the trainable read...
+        later = [r for i, r in sorted(rows[trial_id].items()) if i > clone["from_iteration"]]
+        assert later and later[0]["lr_seen"] == pytest.approx(after)
+        assert later[-1]["lr_seen"] == pytest.approx(after) and before != after
+    for trial_rows in rows.values():
+        # ...and it went on from the copied checkpoint, not from scratch.
+        assert all(r["step"] == i for i, r in trial_rows.items())
+    shown = json.loads(cli("analyze", folder, "--format", "json").out)[0]
+    assert len(shown["clones"]) == len(clones)
+    assert shown["clones"][0]["changed"]["lr"] == clones[0]["changed"]["lr"]
+    text = cli("analyze", folder).out
+    first = clones[0]
+    assert f"clone: {first['trial_id']} at iteration {first['iteration']} copied" in text
+    assert cli("report", folder).code == 0
+    html = (folder / "report.html").read_text()
+    assert html.count("copied") == len(clones)
+
+
+def test_pbt_mutates_an_rllib_learners_learning_rate(ray_session, cli, write_spec, tmp_path):
+    spec_file = write_spec("""
+seed: 1
+search: random
+scheduler:
+  type: pbt
+  perturbation_interval: 2
+  quantile_fraction: 0.5
+  resample_probability: 1.0
+  hyperparam_mutations:
+    lr: {loguniform: [1.0e-5, 1.0e-2]}
+experiments:
+  ppo:
+    run: PPO
+    env: CartPole-v1
+    num_samples: 2
+    stop: {training_iteration: 8}  # perturbations at 2, 4 and 6: the worse trial copies
+    config:
+      lr: {loguniform: [1.0e-5, 1.0e-2]}
+      train_batch_size: 128
+      minibatch_size: 64
+      num_epochs: 1
+      num_env_runners: 0
+""")
+    assert cli("run", spec_file, "--storage-path", tmp_path / "o", "-q").code == 0
+    folder = tmp_path / "o" / "ppo"
+    clones = [json.loads(x) for x in (folder / "clones.jsonl").read_text().splitlines()]
+    assert clones
+    rows = rows_of(folder)
+    last = {clone["trial_id"]: clone for clone in clones}  # rows after a trial's last clone
+    for clone in last.values():
+        before, after = clone["changed"]["lr"]
+        learner = [
+            r["learners"]["default_policy"]["default_optimizer_learning_rate"]
+            for i, r in sorted(rows[clone["trial_id"]].items())
+            if i > clone["from_iteration"]
+        ]
+        # The learner's optimizer runs with the mutated lr, not the restored checkpoint's.
+        assert learner and all(lr == pytest.approx(after) for lr in learner), (clone, learner)
+        assert before != pytest.approx(after)
+
+
+def plan_of(write_spec, text, tmp_path):
+    return make_plan(spec.load(write_spec(text)), cpus=2, storage_path=str(tmp_path / "o"))
+
+
+def test_bohb_comes_with_its_hyperband_and_refuses_another(write_spec, tmp_path):
+    text = """
+metric: score
+mode: max
+search: bohb
+experiments:
+  e:
+    run: quadratic:train
+    num_samples: 4
+    config: {x: {uniform: [0, 1]}, y: {uniform: [0, 1]}}
+"""
+    user_module("quadratic.py", tmp_path)
+    (ep,) = plan_of(write_spec, text, tmp_path).experiments
+    assert ep.experiment.scheduler.type == "hyperband"
+    with pytest.raises(SpecError) as raised:
+        plan_of(write_spec, text.replace("search: bohb", "search: bohb\nscheduler: asha"), tmp_path)
+    assert "search bohb works only with scheduler hyperband, not asha" in str(raised.value)
+    assert "scheduler:" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "message"),
+    [
+        ("{type: pbt, hyperparam_mutations: {lr: {grid_search: [1, 2]}}}", "not a grid"),
+        ("{type: pbt, hyperparam_mutations: {lr: {uniform: [1]}}}", "uniform takes 2 arguments"),
+        ("{type: pbt}", "hyperparam_mutations"),
+        ("{type: pb2, hyperparam_bounds: {lr: [0.5, 0.1]}}", "low below high"),
+        ("{type: pbt, hyperparam_mutations: {lrr: [0.1, 0.2]}}", "no config key 'lrr'"),
+    ],
+)
+def test_population_schedulers_refuse_bad_options(write_spec, tmp_path, scheduler, message):
+    text = f"""
+scheduler: {scheduler}
+experiments:
+  e:
+    run: es_cartpole
+    config: {{lr: 0.1}}
+"""
+    with pytest.raises(SpecError, match=message):
+        plan_of(write_spec, text, tmp_path)
+
+
+def test_pbt_refuses_a_trainable_that_saves_no_checkpoints(write_spec, tmp_path):
+    text = """
+scheduler: {type: pbt, hyperparam_mutations: {alpha: [0.1, 0.2]}}
+experiments:
+  e: {run: my_func, config: {alpha: 0.1}}
+"""
+    with pytest.raises(SpecError, match="copies checkpoints between trials, but trainable"):
+        plan_of(write_spec, text, tmp_path)
+
+
+SAMPLED = """
+metric: score
+mode: max
+seed: 7
+search: {search}
+experiments:
+  e:
+    run: quadratic:train
+    num_samples: 4
+    max_concurrent_trials: 1
+    config: {{x: {{uniform: [0, 1]}}, y: {{uniform: [0, 1]}}, steps: 2}}
+"""
+
+
+def test_optuna_is_seeded_and_keeps_its_study_beside_the_results(
+    ray_session, cli, write_spec, tmp_path
+):
+    import optuna
+
+    user_module("quadratic.py", tmp_path)
+    spec_file = write_spec(SAMPLED.format(search="{type: optuna, sampler: qmc}"))
+    drawn = []
+    for run in ("a", "b"):
+        assert cli("run", spec_file, "--storage-path", tmp_path / run, "-q").code == 0
+        frame = json.loads(cli("analyze", tmp_path / run / "e", "--format", "json").out)[0]
+        drawn.append(sorted((t["params"]["x"], t["params"]["y"]) for t in frame["trials"]))
+        storage = f"sqlite:///{tmp_path / run / 'e' / 'optuna.db'}"
+        study = optuna.load_study(study_name="e", storage=storage)
+        assert len([t for t in study.trials if t.value is not None]) == 4
+    assert drawn[0] == drawn[1] and len(set(drawn[0])) == 4  # seeded: the same 4 draws
+
+
+def test_bohb_runs_its_brackets(ray_session, cli, write_spec, tmp_path):
+    user_module("quadratic.py", tmp_path)
+    text = SAMPLED.format(search="bohb").replace("steps: 2", "steps: 9")
+    text = text.replace("num_samples: 4", "num_samples: 6")
+    spec_file = write_spec(text + "    scheduler: {type: hyperband, max_t: 9}\n")
+    assert cli("run", spec_file, "--storage-path", tmp_path / "o", "-q").code == 0
+    shown = json.loads(cli("analyze", tmp_path / "o" / "e", "--format", "json").out)[0]
+    assert shown["counts"] == {"TERMINATED": 6}
+    assert any(t["stopped_early"] for t in shown["trials"])  # HyperBand cut the weaker ones
