@@ -124,8 +124,8 @@ def test_best_formats_and_evaluation_seeds(finished, cli):
         f"e.config.nested.gamma={json.dumps(best.params['nested.gamma'])}",
     ]
     data = json.loads(cli("best", out, "--format", "json", "--seeds", "3").out)
-    seeds = data["experiments"]["e-best"]["config"]["seed"]["grid_search"]
-    assert len(seeds) == 3 and len(set(seeds)) == 3
+    seeds = data["experiments"]["e-best"]["seeds"]  # the seeds axis, on evaluation seeds
+    assert seeds == [10000, 10001, 10002] and "seed" not in data["experiments"]["e-best"]["config"]
     assert "search" not in data and "num_samples" not in data["experiments"]["e-best"]
 
 

@@ -51,6 +51,9 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
             },
             "problems": exp.problems,
             "clones": [asdict(c) for c in exp.clones],
+            "seeds": exp.summary.seeds,
+            "aggregate": exp.summary.aggregate if exp.summary.seeds else None,
+            "configurations": [asdict(c) for c in exp.summary.configurations()],
         }
     )
 
@@ -168,6 +171,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
         first = members[0].failure
         if first is not None and first.message:
             lines.append(f"  {first.message.splitlines()[0]}")
+    lines += configuration_lines(exp)
     lines += [f"clone: {line}" for line in clone_lines(exp)]
     lines += [f"skipped: {p}" for p in exp.problems]
     lines.append(f"folder: {exp.where}")
@@ -175,6 +179,42 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     console = Console(file=text, width=120, color_system=None, force_terminal=False)
     console.print(table)
     return text.getvalue().rstrip("\n") + "\n" + "\n".join(lines)
+
+
+def configuration_cells(exp: ExperimentResults) -> list[dict[str, str]]:
+    """With seeds: each configuration as text cells (rank, params, seeds, aggregate, interval,
+    each seed's score), best first; `analyze` and `report` show the same."""
+    out = []
+    for rank, c in enumerate(exp.summary.configurations(), 1):
+        low_high = f"[{cell(c.interval[0])}, {cell(c.interval[1])}]" if c.interval else "-"
+        out.append(
+            {
+                "rank": str(rank),
+                "params": ", ".join(f"{k}={cell(v)}" for k, v in c.params.items()) or "-",
+                "seeds": str(len(c.trial_ids)),
+                "score": cell(c.score),
+                "interval": low_high,
+                "per_seed": ", ".join(
+                    f"{seed}: {cell(score)}" for seed, score in zip(c.seeds, c.scores, strict=True)
+                ),
+            }
+        )
+    return out
+
+
+def configuration_lines(exp: ExperimentResults) -> list[str]:
+    """The configurations over seeds, a line each (the table's footer in `analyze`)."""
+    rows = configuration_cells(exp)
+    if not rows:
+        return []
+    head = (
+        f"configurations over {len(exp.summary.seeds)} seeds, by the {exp.summary.aggregate} "
+        "of their seeds' scores (95% bootstrap interval):"
+    )
+    return [head] + [
+        f"  {r['rank']}. {r['params']}: {r['score']} {r['interval']} ({r['per_seed']})"
+        for r in rows
+    ]
 
 
 def clone_lines(exp: ExperimentResults) -> list[str]:

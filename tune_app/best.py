@@ -1,9 +1,11 @@
-"""`tune_app best`: a finished run's best configuration as a ready spec, constants only.
+"""`tune_app best` and `tune_app evaluate`: a finished run's best configurations as a ready spec,
+constants only.
 
 The spec as run (the run folder's copy) is taken as written, every searched parameter replaced by
-the best trial's value, the searcher and scheduler dropped (one configuration: FIFO), and the
-experiment renamed `<name>-best` so its results do not land in the tuning run's folder. With
-`seeds`, each experiment becomes a grid over evaluation seeds, apart from the seeds of tuning.
+a chosen configuration's value, the searcher and scheduler dropped (one configuration: FIFO),
+and each experiment renamed (`<name>-best`, or `<name>-top<rank>` for several) so its results do
+not land in the tuning run's folder. A run with seeds is judged by its configurations' aggregate
+over seeds. With `seeds`, each experiment runs on evaluation seeds, apart from the seeds of tuning.
 """
 
 from __future__ import annotations
@@ -22,29 +24,34 @@ from tune_app.rundir.layout import SPEC_FILE
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.rundir.records import TrialOutcome
 from tune_app.rundir.storage import open_runs
+from tune_app.seeds import SEED_KEY
 
 Format = Literal["yaml", "json", "overrides"]
 FORMATS = ("yaml", "json", "overrides")
 EVAL_SEED_BASE = 10_000  # evaluation seeds start here, away from the seeds a search tried
-SUFFIX = "-best"
 # Keys that only matter when several configurations are tried.
-SEARCH_KEYS = ("search", "scheduler", "num_samples", "seed", "max_concurrent_trials")
+SEARCH_KEYS = ("search", "scheduler", "num_samples", "seed", "max_concurrent_trials", "seeds")
 
 
 @dataclass(frozen=True)
 class Best:
-    """One experiment's best trial and where it came from."""
+    """One chosen configuration of an experiment, and where it came from."""
 
-    experiment: str
-    trial: TrialOutcome
-    params: dict[str, Any]  # searched dotted config path -> the best trial's value
+    experiment: str  # the tuning run's experiment
+    name: str  # the experiment that runs it: <experiment>-best or <experiment>-top<rank>
+    rank: int
+    trial: TrialOutcome  # its best trial
+    params: dict[str, Any]  # searched dotted config path -> value (the seed left out)
+    score: float  # the trial's score, or with seeds the configuration's aggregate
+    judged: str  # how the score was taken, in words
     metric: str
-    scope: str
 
 
-def best_spec(folder: str | Path, seeds: int | None = None) -> tuple[dict[str, Any], list[Best]]:
-    """The spec (as plain data) running the best configuration of every experiment in `folder`,
-    and the best trials it came from. Raises SpecError when a run has no best trial."""
+def best_spec(
+    folder: str | Path, seeds: int | None = None, top: int = 1
+) -> tuple[dict[str, Any], list[Best]]:
+    """The spec (as plain data) running the `top` best configurations of every experiment in
+    `folder`, and where they came from. Raises SpecError when a run has no scored trial."""
     runs = open_runs(folder)
     texts = {(r.local / SPEC_FILE).read_text(encoding="utf-8") for r in runs}
     if len(texts) != 1:
@@ -55,68 +62,90 @@ def best_spec(folder: str | Path, seeds: int | None = None) -> tuple[dict[str, A
     spec_path = runs[0].local / SPEC_FILE
     raw = spec.read_yaml_text(texts.pop(), spec_path)
     parsed = spec.parse(copy.deepcopy(raw), spec_path)
-    found = [_best(read_experiment(r.local, r.location)) for r in runs]
-    wanted = {b.experiment: b for b in found}
+    found = [b for r in runs for b in _top(read_experiment(r.local, r.location), top)]
     if parsed.form == "app":
         out = {k: v for k, v in raw.items() if k not in (*SEARCH_KEYS, "experiments")}
-        out["experiments"] = _experiments(raw["experiments"], wanted, seeds)
+        out["experiments"] = _experiments(raw["experiments"], found, seeds)
     else:
-        out = _experiments(raw, wanted, seeds)
+        out = _experiments(raw, found, seeds)
     spec.parse(copy.deepcopy(out), Path("<best>"))  # a bug here must not reach the user's run
     return out, found
 
 
 def render(data: dict[str, Any], found: list[Best], fmt: Format, source: str) -> str:
-    """The spec as YAML or JSON, or the best values as `experiment.config.path=value` lines."""
+    """The spec as YAML or JSON, or the chosen values as `experiment.config.path=value` lines."""
     if fmt == "overrides":
         return "\n".join(
-            f"{b.experiment}.config.{path}={json.dumps(value)}"
+            f"{b.experiment if b.rank == 1 else b.name}.config.{path}={json.dumps(value)}"
             for b in found
             for path, value in b.params.items()
         )
     if fmt == "json":
         return json.dumps(data, indent=2)
-    head = [f"# The best configuration of {source}, as found by `tune_app best`:"]
+    head = [f"# The best configurations of {source}, as found by `tune_app best`:"]
     head += [
-        f"#   {b.experiment}: trial {b.trial.trial_id}, {b.metric} = {b.trial.score:.6g} "
-        f"({scoring.describe(b.scope)})"
+        f"#   {b.name}: {b.metric} = {b.score:.6g} ({b.judged}), trial {b.trial.trial_id}"
         for b in found
     ]
     return "\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=False).rstrip("\n")
 
 
-def _best(exp: ExperimentResults) -> Best:
-    trial = exp.best_trial
-    if trial is None or exp.metric is None:
+def _top(exp: ExperimentResults, top: int) -> list[Best]:
+    """The experiment's `top` best distinct configurations."""
+    if exp.metric is None or exp.best_trial is None:
         raise SpecError(
             f"{exp.where}: no trial of experiment '{exp.name}' has a score"
             + ("" if exp.metric else " (the run has no metric)"),
             suggestion="see `tune_app analyze` for what each trial reported",
         )
-    missing = [k for k in exp.searched if k not in trial.params]
-    if missing:
-        raise SpecError(
-            f"{exp.where}: the best trial's values of {', '.join(missing)} were not recorded"
-        )
-    return Best(exp.name, trial, {k: trial.params[k] for k in exp.searched}, exp.metric, exp.scope)
+    searched = [k for k in exp.searched if k != SEED_KEY]
+    chosen: list[tuple[dict[str, Any], float, TrialOutcome, str]] = []
+    by_id = {t.trial_id: t for t in exp.trials}
+    if exp.summary.seeds:
+        how = f"{exp.summary.aggregate} of its seeds"
+        for c in exp.summary.configurations():
+            if c.score is None:
+                continue
+            order = [t.trial_id for t in exp.ranked()]
+            best = min((by_id[i] for i in c.trial_ids), key=lambda t: order.index(t.trial_id))
+            chosen.append((c.params, c.score, best, how))
+    else:
+        seen = set()
+        for t in exp.ranked():
+            if t.score is None:
+                continue
+            params = {k: t.params.get(k) for k in searched}
+            key = json.dumps(params, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                chosen.append((params, t.score, t, scoring.describe(exp.scope)))
+    out = []
+    for rank, (params, score, trial, how) in enumerate(chosen[:top], 1):
+        missing = [k for k in searched if k not in params]
+        if missing:
+            raise SpecError(
+                f"{exp.where}: the values of {', '.join(missing)} were not recorded for trial "
+                f"{trial.trial_id}"
+            )
+        name = f"{exp.name}-best" if top == 1 else f"{exp.name}-top{rank}"
+        out.append(Best(exp.name, name, rank, trial, params, score, how, exp.metric))
+    return out
 
 
-def _experiments(
-    written: dict[str, Any], wanted: dict[str, Best], seeds: int | None
-) -> dict[str, Any]:
-    """The experiments of `wanted`, as written, with their best values and no searcher."""
+def _experiments(written: dict[str, Any], found: list[Best], seeds: int | None) -> dict[str, Any]:
+    """Each chosen configuration's experiment, as written, with its values and no searcher."""
     out: dict[str, Any] = {}
-    for name, exp in written.items():
-        if name not in wanted:
-            continue
-        exp = {k: copy.deepcopy(v) for k, v in exp.items() if k not in SEARCH_KEYS}
+    for b in found:
+        exp = {
+            k: copy.deepcopy(v) for k, v in written[b.experiment].items() if k not in SEARCH_KEYS
+        }
         config = exp.setdefault("config", {})
-        for path, value in wanted[name].params.items():
-            _set(config, path.split("."), value, f"{name}.config.{path}")
+        for path, value in b.params.items():
+            _set(config, path.split("."), value, f"{b.experiment}.config.{path}")
         if seeds:
-            _check_takes_seed(name, exp.get("run"))
-            config["seed"] = {"grid_search": [EVAL_SEED_BASE + i for i in range(seeds)]}
-        out[name + SUFFIX] = exp
+            _check_takes_seed(b.experiment, exp.get("run"))
+            exp["seeds"] = [EVAL_SEED_BASE + i for i in range(seeds)]
+        out[b.name] = exp
     return out
 
 
@@ -125,7 +154,7 @@ def _check_takes_seed(name: str, run: Any) -> None:
     from tune_app.registry import registered
 
     info = registered().get(str(run))
-    if info is not None and "seed" not in {k.name for k in info.knobs}:
+    if info is not None and SEED_KEY not in {k.name for k in info.knobs}:
         raise SpecError(
             f"--seeds: trainable '{run}' of experiment '{name}' takes no 'seed' config key, so "
             "it cannot be run on evaluation seeds",
@@ -139,7 +168,23 @@ def _set(tree: dict[str, Any], keys: list[str], value: Any, where: str) -> None:
     for key in keys[:-1]:
         tree = tree.get(key) if isinstance(tree, dict) else None  # type: ignore[assignment]
         if not isinstance(tree, dict):
-            raise SpecError(f"{where} is not in the spec as run; cannot place its best value")
+            raise SpecError(f"{where} is not in the spec as run; cannot place its value")
     if keys[-1] not in tree:
-        raise SpecError(f"{where} is not in the spec as run; cannot place its best value")
+        raise SpecError(f"{where} is not in the spec as run; cannot place its value")
     tree[keys[-1]] = value
+
+
+def evaluation_home(folder: str | Path) -> tuple[Path, str]:
+    """Where `evaluate` writes its spec (beside the spec file of the run, so its trainable
+    modules resolve as they did) and the storage folder its results go to (the run's)."""
+    import json as json_
+
+    from tune_app.rundir.layout import RUN_FILE
+
+    run = open_runs(folder)[0]
+    info = json_.loads((run.local / RUN_FILE).read_text(encoding="utf-8"))
+    spec_file = Path(str(info.get("spec_file") or "spec.yaml"))
+    stem = spec_file.stem if spec_file.name != "<dict>" else "spec"
+    home = spec_file.parent if spec_file.parent.is_dir() else Path.cwd()
+    root = run.location.rsplit("/", 1)[0] if run.uri else str(Path(run.local).parent)
+    return home / f"{stem}-evaluate.yaml", root

@@ -215,6 +215,25 @@ def cmd_best(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from tune_app import best
+    from tune_app.api import run
+    from tune_app.console import evaluation_text, print_outcomes
+
+    if args.top < 1 or args.seeds < 1:
+        raise TuneAppError(f"--top and --seeds must be at least 1, got {args.top}, {args.seeds}")
+    data, found = best.best_spec(args.dir, seeds=args.seeds, top=args.top)
+    spec_file, root = best.evaluation_home(args.dir)
+    text = best.render(data, found, "yaml", source=str(args.dir))
+    spec_file.write_text(text + "\n", encoding="utf-8")
+    print(f"tune_app: the top {args.top} configurations on {args.seeds} fresh seeds: {spec_file}")
+    verbosity = 0 if args.quiet else 1
+    result = run(spec_file, storage_path=args.storage_path or root, verbosity=verbosity)
+    print(evaluation_text(found, result.summaries))
+    print_outcomes(result.outcomes)  # the spec's expect holds for each configuration too
+    return result.exit_code
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from tune_app.spec import json_schema
 
@@ -319,6 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="run the best configuration on N evaluation seeds (config.seed), apart from tuning's",
     )
+
+    p = command("evaluate", cmd_evaluate, "re-run a run's top configurations on fresh seeds (Ray)")
+    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
+    p.add_argument("--top", type=int, default=3, metavar="K", help="configurations (default 3)")
+    p.add_argument("--seeds", type=int, default=5, metavar="N", help="fresh seeds (default 5)")
+    p.add_argument("--storage-path", help="results folder (default: beside the run's)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the evaluation")
 
     p = command("report", cmd_report, "an offline HTML page of a run's plots and trials (no Ray)")
     p.add_argument("dir", help="an experiment folder, or the storage folder holding several")

@@ -97,7 +97,14 @@ def plan_text(plan: Plan) -> str:
         stop = ", ".join(f"{k} >= {v:g}" for k, v in exp.stop.items()) or "none (trainable ends)"
         rows = [
             ("trainable", f"{exp.run} ({what})"),
-            ("trials", f"{trials} (num_samples {exp.num_samples})"),
+            (
+                "trials",
+                f"{trials} ({ep.trials // len(exp.seeds)} configurations x {len(exp.seeds)} "
+                f"seeds {list(exp.seeds)}, judged by their {exp.aggregate}; num_samples "
+                f"{exp.num_samples})"
+                if exp.seeds
+                else f"{trials} (num_samples {exp.num_samples})",
+            ),
             ("searched", ", ".join(ep.searched) or "nothing (constants only)"),
             ("search", describe_search(exp)),
             ("scheduler", describe_scheduler(exp)),
@@ -121,6 +128,39 @@ def plan_text(plan: Plan) -> str:
         lines.append(f"\n{exp.name}")
         lines += [f"  {k:<11}{v}" for k, v in rows]
     return "\n".join(lines)
+
+
+def evaluation_text(found: list[Any], summaries: list[RunSummary]) -> str:
+    """`evaluate`'s table: each configuration's tuning score against its aggregate over the
+    fresh seeds, with the 95% bootstrap interval."""
+    from rich.table import Table
+
+    table = Table(title="evaluation on fresh seeds")
+    for column in ("configuration", "tuning", "seeds", "evaluation", "95% interval"):
+        table.add_column(column, overflow="fold")
+    by_name = {s.experiment: s for s in summaries}
+    for b in found:
+        s = by_name.get(b.name)
+        configs = s.configurations() if s is not None else []
+        c = configs[0] if configs else None
+        interval = f"[{c.interval[0]:.6g}, {c.interval[1]:.6g}]" if c and c.interval else "-"
+        table.add_row(
+            f"{b.name}: " + ", ".join(f"{k}={v}" for k, v in b.params.items()),
+            f"{b.score:.6g} ({b.judged})",
+            str(len(c.trial_ids)) if c else "0",
+            f"{c.score:.6g} ({s.aggregate})" if c and c.score is not None and s else "-",
+            interval,
+        )
+    return _rendered(table)
+
+
+def _rendered(renderable: Any) -> str:
+    from rich.console import Console
+
+    console = Console(width=120, color_system=None, force_terminal=False, record=True)
+    with console.capture() as captured:
+        console.print(renderable)
+    return captured.get().rstrip("\n")
 
 
 def start_line(plan: Plan, verb: str = "starting") -> str:
@@ -154,12 +194,26 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
     for ep, s in zip(plan.experiments, summaries, strict=True):
         counts = ", ".join(f"{v} {k.lower()}" for k, v in sorted(s.counts.items()))
         best = s.best
+        configs = s.configurations()
+        top = configs[0] if configs and configs[0].score is not None else None
         table.add_row(
             s.experiment,
             counts or "none",
-            best.trial_id if best else "-",
-            f"{s.metric} = {best.score:.6g}" if best and best.score is not None else "-",
-            _short(best.config, ep.searched) if best else "-",
+            _best_of(top, s) if top is not None else best.trial_id if best else "-",
+            (
+                f"{s.metric} = {top.score:.6g} ({s.aggregate} of {len(top.trial_ids)} seeds)"
+                if top is not None
+                else f"{s.metric} = {best.score:.6g}"
+                if best and best.score is not None
+                else "-"
+            ),
+            (
+                ", ".join(f"{k}={v}" for k, v in top.params.items())
+                if top is not None
+                else _short(best.config, ep.searched)
+                if best
+                else "-"
+            ),
             f"{s.wall_time_s:.1f} s",
         )
     console.print(table)
@@ -169,6 +223,12 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
             console.print(line, highlight=False, markup=False)
         for note in s.notes:
             console.print(f"  note: {note}", highlight=False, markup=False)
+
+
+def _best_of(configuration: Any, summary: RunSummary) -> str:
+    """The best trial of a configuration run on seeds."""
+    order = [t.trial_id for t in summary.ranked()]
+    return min(configuration.trial_ids, key=order.index)
 
 
 def failures_text(trials: list[Any]) -> str:

@@ -14,6 +14,7 @@ from tune_app.plan import ExperimentPlan, Plan
 from tune_app.rundir.layout import write_text
 from tune_app.rundir.records import RunSummary
 from tune_app.scoring import finite
+from tune_app.seeds import aggregate
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,26 @@ def check(ep: ExperimentPlan, summary: RunSummary, smoke: bool = False) -> list[
         )
     ]
     best = summary.best
+    configs = summary.configurations()
+    by_id = {t.trial_id: t for t in summary.trials}
     for key, bound in expect.metrics.items():
         parts = [f"{key} >= {bound.min:g}"] if bound.min is not None else []
         parts += [f"{key} <= {bound.max:g}"] if bound.max is not None else []
         name = " and ".join(parts)
         if smoke:
             outcomes.append(Outcome(ep.name, name, True, "not checked under --smoke", True))
+            continue
+        if configs:  # seeds: the best configuration, its key aggregated over its seeds
+            values = [finite(by_id[i].values.get(key)) for i in configs[0].trial_ids]
+            value = aggregate([v for v in values if v is not None], summary.aggregate)
+            name_ = f"best configuration ({summary.aggregate} of {len(values)} seeds)"
+            if value is None:
+                outcomes.append(Outcome(ep.name, name, False, f"{name_} has no value of {key}"))
+                continue
+            ok = (bound.min is None or value >= bound.min) and (
+                bound.max is None or value <= bound.max
+            )
+            outcomes.append(Outcome(ep.name, name, ok, f"{name_}: {key} = {value:.6g}"))
             continue
         value = finite(best.values.get(key)) if best is not None else None
         if value is None:

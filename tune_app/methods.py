@@ -342,13 +342,15 @@ def _pbt(options: Options, ctx: Context) -> Any:
     from tune_app.population import AppPBT
 
     # Each clone (who copied whom, when, what changed) goes to the run folder's clones.jsonl.
-    return AppPBT(folder=ctx.folder, **options.options(), log_config=True)
+    # require_attrs=False: an RLlib iteration in which no episode finished has no return; PBT
+    # skips it instead of failing the trial (a metric never reported is caught by the stopper).
+    return AppPBT(folder=ctx.folder, **options.options(), log_config=True, require_attrs=False)
 
 
 def _pb2(options: Options, ctx: Context) -> Any:
     from tune_app.population import AppPB2
 
-    return AppPB2(folder=ctx.folder, **options.options(), log_config=True)
+    return AppPB2(folder=ctx.folder, **options.options(), log_config=True, require_attrs=False)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.methods import scheduler_of, searcher_of
 from tune_app.registry import TrainableRef, resolve
 from tune_app.rundir.storage import is_uri, staging_dir
+from tune_app.seeds import SEED_KEY
 from tune_app.smoke import shrink
 from tune_app.space import LIST_KINDS, RULES, Domain, grid_size, iter_domains, searched_paths
 from tune_app.spec import Experiment, Mode, Spec
@@ -145,6 +146,7 @@ def _plan_experiment(
         lambda: _check_search(exp, metric),
         lambda: _check_checkpoints(exp, ref),
         lambda: _check_population(exp, ref, warnings),
+        lambda: _check_seeds(exp, ref),
     ):
         with errors.check():
             check()
@@ -157,7 +159,7 @@ def _plan_experiment(
             bundles = _bundles(exp, ref)
             _check_fits(exp, bundles, cpus)
     errors.raise_any()
-    trials = grid_size(exp.config) * exp.num_samples
+    trials = grid_size(exp.config) * exp.num_samples * max(1, len(exp.seeds))
     where = storage or exp.storage_path
     uri = None
     if is_uri(where):
@@ -179,7 +181,7 @@ def _plan_experiment(
             else (root if root.is_absolute() else Path.cwd() / root) / exp.name
         ),
         storage_uri=uri,
-        searched=tuple(searched_paths(exp.config)),
+        searched=tuple(searched_paths(exp.config)) + ((SEED_KEY,) if exp.seeds else ()),
     )
 
 
@@ -388,6 +390,35 @@ def _check_population(exp: Experiment, ref: TrainableRef, warnings: list[str]) -
         warnings.append(
             f"{where}: {entry.name} exploits only trials that report checkpoints "
             "(tune.report(..., checkpoint=...)) and restore from tune.get_checkpoint()"
+        )
+
+
+def _check_seeds(exp: Experiment, ref: TrainableRef) -> None:
+    """The seeds axis passes each seed as config.seed: the trainable must read it, the config
+    must not set it too, and the searcher must take repeated configurations."""
+    if not exp.seeds:
+        return
+    where = f"{exp.key_path}.seeds"
+    if isinstance(exp.config, dict) and SEED_KEY in exp.config:
+        raise SpecError(
+            "config.seed is set by the seeds axis; the config must not set it too",
+            path=f"{exp.key_path}.config.seed",
+            suggestion="remove config.seed, or remove seeds",
+        )
+    if ref.info is not None and SEED_KEY not in {k.name for k in ref.info.knobs}:
+        raise SpecError(
+            f"trainable '{ref.run}' takes no 'seed' config key, so it cannot run on seeds",
+            path=where,
+            allowed=[k.name for k in ref.info.knobs],
+            suggestion="use a trainable that reads config['seed'] (es_cartpole, RLlib's)",
+        )
+    entry = searcher_of(exp.search)
+    if entry.pairs_with is not None:
+        raise SpecError(
+            f"search {entry.name} runs its own brackets and cannot judge a configuration by "
+            "several seeds",
+            path=where,
+            suggestion="use search: optuna, hyperopt, random or grid with seeds",
         )
 
 

@@ -18,7 +18,7 @@ import jinja2
 
 from tune_app import plots, scoring
 from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
-from tune_app.analyze import clone_lines
+from tune_app.analyze import clone_lines, configuration_cells
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome
 
@@ -103,6 +103,8 @@ class Section:
     columns: tuple[str, ...]
     rows: tuple[TrialRow, ...]  # best first
     clones: tuple[str, ...] = ()  # PBT's exploits: who copied whom, when, what changed
+    configurations: tuple[dict[str, str], ...] = ()  # with seeds: aggregates, best first
+    aggregate: str = ""  # how a configuration's seeds are judged
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,8 @@ def _section(exp: ExperimentResults, figures: tuple[Figure, ...], files: str) ->
         finished=exp.finished,
         problems=tuple(exp.problems),
         clones=tuple(clone_lines(exp)),
+        configurations=tuple(configuration_cells(exp)),
+        aggregate=exp.summary.aggregate,
         best=_best(exp),
         failures=_failures(exp),
         figures=figures,

@@ -28,6 +28,7 @@ from pydantic import (
 from tune_app.errors import Collector, SpecError, SpecErrors, did_you_mean
 from tune_app.methods import SCHEDULERS, SEARCHERS, FifoOptions, GridOptions, Options
 from tune_app.scoring import DEFAULT_SCOPE, SCOPE_PATTERN, SCOPES
+from tune_app.seeds import DEFAULT_AGGREGATE, seed_values
 from tune_app.space import KINDS, LIST_KINDS, RULES, parse_space
 
 Mode = Literal["min", "max"]
@@ -180,6 +181,14 @@ class Settings(_Strict):
         None, ge=1, description="trials at once (all that fit)"
     )
     seed: int | None = Field(None, description="seeds the searcher, so runs draw the same configs")
+    seeds: Annotated[int, Field(ge=1)] | Annotated[list[int], Field(min_length=1)] | None = Field(
+        None,
+        description="run every configuration once per seed, passed as config.seed: N (seeds "
+        "0..N-1) or a list",
+    )
+    aggregate: Literal["mean", "iqm", "median"] | None = Field(
+        None, description="how a configuration's seeds are judged: mean (default), iqm, median"
+    )
     storage_path: str | None = Field(None, description="results folder (default ./results)")
     expect: ExpectInput | None = Field(
         None, description="checked after the run: metric bounds, max_errored_trials"
@@ -259,6 +268,8 @@ class Experiment:
     scheduler: Options  # one of methods.SCHEDULERS' options models
     max_concurrent_trials: int | None
     seed: int | None
+    seeds: tuple[int, ...]  # the seeds axis: each configuration runs once per seed; () none
+    aggregate: str  # how a configuration's seeds are judged (tune_app.seeds)
     storage_path: str
     simulations: int | None  # None: the trainable's default
     cpu_per_simulation: float
@@ -480,6 +491,15 @@ def _parse_in(path: Path, data: Any, text: str) -> Spec:
         raise err.with_file(str(path)) from None
 
 
+def _seeds(seeds: int | list[int] | None, path: str) -> tuple[int, ...]:
+    if seeds is None:
+        return ()
+    values = seed_values(seeds)
+    if len(set(values)) != len(values):
+        raise SpecError(f"seeds must differ, but got {values}", path=f"{path}.seeds")
+    return tuple(values)
+
+
 def parse(data: Any, file: Path, text: str = "") -> Spec:
     """Validate already-parsed YAML `data` as a spec of either form."""
     if data is None:
@@ -632,6 +652,8 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         scheduler=scheduler or FifoOptions(),
         max_concurrent_trials=pick("max_concurrent_trials"),
         seed=pick("seed"),
+        seeds=_seeds(pick("seeds"), path),
+        aggregate=pick("aggregate", DEFAULT_AGGREGATE),
         storage_path=pick("storage_path", "results"),
         simulations=exp.simulations,
         cpu_per_simulation=exp.cpu_per_simulation,

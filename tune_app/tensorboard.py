@@ -29,6 +29,7 @@ from tune_app.errors import SpecError
 from tune_app.rllib import from_rllib
 from tune_app.rllib_metrics import diverged
 from tune_app.rundir.layout import find_runs, flatten, jsonable
+from tune_app.seeds import SEED_KEY
 from tune_app.space import Domain, iter_domains
 
 if TYPE_CHECKING:
@@ -168,8 +169,10 @@ class TrialBoard(TBXLoggerCallback):
     @classmethod
     def for_experiment(cls, ep: ExperimentPlan) -> TrialBoard:
         domains = dict(iter_domains(ep.experiment.config))
+        if ep.experiment.seeds:  # the seeds axis: a column of its own
+            domains[SEED_KEY] = Domain("choice", tuple(ep.experiment.seeds))
         return cls(
-            {p: domains[p] for p in ep.searched},
+            {p: domains[p] for p in ep.searched if p in domains},
             metric_keys(ep),
             ep.metric,
             scope=ep.experiment.scope,

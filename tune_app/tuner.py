@@ -17,6 +17,7 @@ from tune_app.rllib import RESULT_GROUPS, to_rllib
 from tune_app.rllib_metrics import diverged
 from tune_app.rundir.layout import RESULTS_FILE
 from tune_app.rundir.outcome import flatten_result
+from tune_app.seeds import SEED_KEY
 from tune_app.space import to_tune
 from tune_app.tensorboard import TrialBoard
 
@@ -49,7 +50,8 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: Any) -> tune
             mode=ep.mode,
             search_alg=_searcher(ep),
             scheduler=_scheduler(ep),
-            num_samples=exp.num_samples,
+            # A searcher repeated on seeds: one suggestion per configuration, one trial per seed.
+            num_samples=exp.num_samples * (_repeats(ep) or 1),
             max_concurrent_trials=(
                 exp.max_concurrent_trials if searcher_of(exp.search).limits_concurrency else None
             ),
@@ -108,6 +110,9 @@ def _iteration_bound(stop: dict[str, float]) -> int | None:
 def param_space(ep: ExperimentPlan, env: Any) -> dict[str, Any]:
     """The experiment's config as Tune's param_space; the env rides in it, as in RLlib."""
     space = to_tune(ep.experiment.config)
+    exp = ep.experiment
+    if exp.seeds and searcher_of(exp.search).takes_grid:
+        space[SEED_KEY] = tune.grid_search(list(exp.seeds))  # one more axis: every seed
     if ep.trainable.kind == "rllib":
         space = to_rllib(space)
     if env is not None:
@@ -166,7 +171,19 @@ def _searcher(ep: ExperimentPlan) -> Any:
     ctx = Context(
         seed=exp.seed, max_concurrent_trials=exp.max_concurrent_trials, folder=ep.storage_dir
     )
-    return searcher_of(exp.search).build(exp.search, ctx)
+    searcher = searcher_of(exp.search).build(exp.search, ctx)
+    if _repeats(ep):
+        from tune_app.repeat import SeedRepeater
+
+        return SeedRepeater(searcher, exp.seeds, exp.aggregate)
+    return searcher
+
+
+def _repeats(ep: ExperimentPlan) -> int:
+    """Seeds a model-based searcher repeats each configuration on (grid and random searches
+    get the seeds as a grid axis instead); 0 without seeds."""
+    exp = ep.experiment
+    return len(exp.seeds) if exp.seeds and not searcher_of(exp.search).takes_grid else 0
 
 
 def _scheduler(ep: ExperimentPlan) -> Any:

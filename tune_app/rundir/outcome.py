@@ -119,6 +119,8 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         interrupted=interrupted,
         notes=notes,
         scope=ep.experiment.scope,
+        seeds=list(ep.experiment.seeds),
+        aggregate=ep.experiment.aggregate,
     )
 
 

@@ -39,6 +39,7 @@ from tune_app.rundir.records import (
 )
 from tune_app.rundir.storage import open_runs
 from tune_app.scoring import DEFAULT_SCOPE
+from tune_app.seeds import DEFAULT_AGGREGATE
 
 __all__ = [
     "ERRORED",
@@ -215,6 +216,10 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         interrupted=written.interrupted if written else False,
         notes=written.notes if written else [],
         scope=scope,
+        seeds=list(info.get("seeds") or (written.seeds if written else [])),
+        aggregate=str(
+            info.get("aggregate") or (written.aggregate if written else DEFAULT_AGGREGATE)
+        ),
     )
     if not summary.experiment:
         summary = replace(summary, experiment=folder.name)

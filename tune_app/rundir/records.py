@@ -5,12 +5,13 @@ types. Ray-free and plan-free, so every reader can import them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from tune_app import scoring
 from tune_app.failures import Failure
 from tune_app.scoring import DEFAULT_SCOPE
+from tune_app.seeds import DEFAULT_AGGREGATE, Configuration, group
 
 FINISHED = "TERMINATED"
 ERRORED = "ERROR"
@@ -74,6 +75,13 @@ class RunSummary:
     interrupted: bool = False  # trials left unfinished (Ctrl-C): resumable
     notes: list[str] = field(default_factory=list)  # what the run could not judge, and why
     scope: str = DEFAULT_SCOPE  # which value of the metric ranks a trial
+    seeds: list[int] = field(default_factory=list)  # the seeds axis; empty without one
+    aggregate: str = DEFAULT_AGGREGATE  # how a configuration's seeds are judged
+
+    def configurations(self) -> list[Configuration]:
+        """With seeds: the configurations, each with its seeds' trials and their aggregate
+        score and interval, best first. Without seeds: none."""
+        return group(self.trials, self.aggregate, self.mode) if self.seeds else []
 
     @property
     def counts(self) -> dict[str, int]:
@@ -128,6 +136,9 @@ class RunSummary:
             "interrupted": self.interrupted,
             "failed": self.failed,
             "notes": self.notes,
+            "seeds": self.seeds,
+            "aggregate": self.aggregate,
+            "configurations": [asdict(c) for c in self.configurations()],
         }
 
     @classmethod
@@ -145,6 +156,8 @@ class RunSummary:
             interrupted=bool(data.get("interrupted")),
             notes=list(data.get("notes") or []),
             scope=str(data.get("scope") or DEFAULT_SCOPE),
+            seeds=list(data.get("seeds") or []),
+            aggregate=str(data.get("aggregate") or DEFAULT_AGGREGATE),
         )
 
 

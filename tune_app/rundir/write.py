@@ -80,6 +80,8 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         "metric": ep.metric,
         "mode": ep.mode,
         "scope": exp.scope,
+        "seeds": list(exp.seeds),
+        "aggregate": exp.aggregate,
         "searched": list(ep.searched),
         "scheduler": exp.scheduler.type,
         "stop": dict(exp.stop),

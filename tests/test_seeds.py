@@ -1,0 +1,190 @@
+"""Seeds as an axis: every configuration runs on each seed and is judged by its aggregate (mean,
+iqm, median) with a bootstrap interval, by the searcher, `best`, `expect`, `analyze` and
+`report`; `evaluate` re-runs the top configurations on fresh seeds."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from tune_app import seeds, spec
+from tune_app.errors import SpecError
+from tune_app.plan import make_plan
+
+from .conftest import user_module
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [("mean", 22 / 5), ("median", 3.0), ("iqm", 3.0)],  # iqm of 5 values: the middle 3
+)
+def test_aggregates(how, expected):
+    assert seeds.aggregate([1.0, 2.0, 3.0, 4.0, 12.0], how) == pytest.approx(expected)
+    assert seeds.aggregate([], how) is None
+
+
+def test_iqm_drops_a_quarter_at_each_end():
+    values = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 100.0]
+    assert seeds.aggregate(values, "iqm") == pytest.approx(3.5)  # mean of 2, 3, 4, 5
+
+
+def test_the_bootstrap_interval_holds_the_aggregate_and_is_repeatable():
+    values = [1.0, 2.0, 3.0, 4.0, 12.0]
+    low, high = seeds.bootstrap_interval(values, "mean")
+    assert low < seeds.aggregate(values, "mean") < high
+    assert (low, high) == seeds.bootstrap_interval(values, "mean")
+    assert seeds.bootstrap_interval([1.0], "mean") is None
+    steady = seeds.bootstrap_interval([5.0, 5.0, 5.0], "mean")
+    assert steady == (5.0, 5.0)
+
+
+def test_trials_group_into_configurations_by_aggregate():
+    def trial(i, x, seed, score):
+        return SimpleNamespace(trial_id=i, params={"x": x, "seed": seed}, config={}, score=score)
+
+    trials = [trial("a", 1, 0, 10.0), trial("b", 1, 1, -2.0), trial("c", 2, 0, 5.0)]
+    trials.append(trial("d", 2, 1, 5.0))
+    top, other = seeds.group(trials, "mean", "max")
+    assert top.params == {"x": 2} and top.score == 5.0 and top.trial_ids == ["c", "d"]
+    assert other.params == {"x": 1} and other.seeds == [0, 1]
+    assert seeds.group(trials, "mean", "min")[0].params == {"x": 1}
+
+
+def plan_of(tmp_path, text):
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    return make_plan(spec.load(path), cpus=2, storage_path=str(tmp_path / "o"))
+
+
+def test_seeds_multiply_the_trials_and_show_in_validate(tmp_path, cli):
+    text = """
+experiments:
+  e:
+    run: es_cartpole
+    seeds: 3
+    config: {lr: {grid_search: [0.1, 0.2]}}
+"""
+    (ep,) = plan_of(tmp_path, text).experiments
+    assert ep.trials == 6 and ep.experiment.seeds == (0, 1, 2)
+    assert "seed" in ep.searched
+    shown = cli("validate", tmp_path / "spec.yaml").out
+    assert "6 (2 configurations x 3 seeds" in shown
+
+
+@pytest.mark.parametrize(
+    ("experiment", "message"),
+    [
+        ("{run: my_func, seeds: 2, config: {alpha: 1}}", "takes no 'seed' config key"),
+        ("{run: es_cartpole, seeds: 2, config: {seed: 1}}", "config.seed is set by the seeds"),
+        ("{run: es_cartpole, seeds: [1, 1]}", "seeds must differ"),
+        ("{run: es_cartpole, seeds: 0}", "seeds"),
+        (
+            "{run: es_cartpole, seeds: 2, search: bohb, config: {lr: {uniform: [0.1, 1]}}}",
+            "cannot judge a configuration by several seeds",
+        ),
+    ],
+)
+def test_bad_seeds_are_refused(tmp_path, experiment, message):
+    with pytest.raises(SpecError, match=message):
+        plan_of(tmp_path, f"experiments:\n  e: {experiment}\n")
+
+
+GRID = """
+metric: score
+mode: max
+experiments:
+  lottery:
+    run: seeded:train
+    seeds: 3
+    config: {x: {grid_search: [1, 2]}}
+    expect: {score: {min: 4.5}}
+"""
+
+
+@pytest.fixture(scope="module")
+def seeded_run(ray_session, tmp_path_factory):
+    from tune_app.cli import main
+
+    folder = tmp_path_factory.mktemp("seeds")
+    user_module("seeded.py", folder)
+    (folder / "spec.yaml").write_text(GRID)
+    code = main(["run", str(folder / "spec.yaml"), "--storage-path", str(folder / "o"), "-q"])
+    return code, folder
+
+
+def test_a_configuration_is_judged_by_its_seeds_not_its_luckiest_trial(seeded_run, cli):
+    code, folder = seeded_run
+    assert code == 0  # expect: the best configuration's mean is 5 (its luckiest trial, 10)
+    summary = json.loads((folder / "o" / "lottery" / "summary.json").read_text())
+    assert summary["best"]["params"]["x"] == 1  # the luckiest single trial
+    top, other = summary["configurations"]
+    assert top["params"] == {"x": 2} and top["score"] == 5.0
+    assert other["params"] == {"x": 1} and other["score"] == pytest.approx(10 / 3)
+    assert sorted(top["seeds"]) == [0, 1, 2]
+    low, high = other["interval"]
+    assert low < 10 / 3 < high
+    shown = json.loads(cli("analyze", folder / "o", "--format", "json").out)[0]
+    assert shown["configurations"][0]["params"] == {"x": 2} and shown["aggregate"] == "mean"
+    assert "configurations over 3 seeds" in cli("analyze", folder / "o").out
+    assert cli("report", folder / "o" / "lottery").code == 0
+    html = (folder / "o" / "lottery" / "report.html").read_text()
+    assert "Configurations over seeds" in html and "x=2" in html
+
+
+def test_best_takes_the_best_configuration_over_seeds(seeded_run, cli):
+    _, folder = seeded_run
+    data = yaml.safe_load(cli("best", folder / "o" / "lottery").out)
+    exp = data["experiments"]["lottery-best"]
+    assert exp["config"] == {"x": 2} and "seeds" not in exp
+    again = yaml.safe_load(cli("best", folder / "o", "--seeds", "2").out)
+    assert again["experiments"]["lottery-best"]["seeds"] == [10000, 10001]
+
+
+def test_evaluate_reruns_the_top_configurations_on_fresh_seeds(seeded_run, cli):
+    _, folder = seeded_run
+    result = cli("evaluate", folder / "o" / "lottery", "--top", "2", "--seeds", "2", "-q")
+    # The spec's expect (score >= 4.5) holds for x=2 and fails for x=1 on the fresh seeds.
+    assert result.code == 1
+    assert "[lottery-top2] expectation failed: score >= 4.5" in result.err
+    assert "lottery-top1" not in result.err
+    assert (folder / "spec-evaluate.yaml").exists()
+    evaluated = {}
+    for name in ("lottery-top1", "lottery-top2"):
+        summary = json.loads((folder / "o" / name / "summary.json").read_text())
+        (config,) = summary["configurations"]
+        assert sorted(config["seeds"]) == [10000, 10001]
+        evaluated[name] = config
+    top1 = json.loads((folder / "o" / "lottery-top1" / "summary.json").read_text())
+    assert {t["config"]["x"] for t in top1["trials"]} == {2}  # a constant now, not searched
+    assert evaluated["lottery-top1"]["score"] == 5.0
+    assert evaluated["lottery-top2"]["score"] == 0.0  # x=1 on seeds 10000, 10001: 0 and 0
+    assert "evaluation on fresh seeds" in result.out and "lottery-top2: x=1" in result.out
+
+
+def test_a_model_based_searcher_repeats_each_configuration_on_every_seed(
+    ray_session, cli, tmp_path
+):
+    user_module("quadratic.py", tmp_path)
+    (tmp_path / "spec.yaml").write_text("""
+metric: score
+mode: max
+seed: 1
+search: {type: optuna, sampler: random}
+experiments:
+  e:
+    run: quadratic:train
+    num_samples: 2
+    seeds: [7, 8]
+    aggregate: median
+    config: {x: {uniform: [0, 1]}, y: {uniform: [0, 1]}}
+""")
+    assert cli("run", tmp_path / "spec.yaml", "--storage-path", tmp_path / "o", "-q").code == 0
+    summary = json.loads((tmp_path / "o" / "e" / "summary.json").read_text())
+    assert len(summary["trials"]) == 4 and summary["aggregate"] == "median"
+    configurations = summary["configurations"]
+    assert len(configurations) == 2
+    for c in configurations:
+        assert sorted(c["seeds"]) == [7, 8]

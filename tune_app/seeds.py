@@ -1,0 +1,95 @@
+"""Seeds as an axis: every configuration runs once per seed, and is judged by an aggregate of
+its seeds' scores (mean, interquartile mean or median) with a bootstrap confidence interval.
+
+Grid and random searches get the seeds as one more grid axis of the config key `seed`; a
+model-based searcher is wrapped in `SeedRepeater`, which asks it for a configuration once, runs
+it on every seed and tells it the aggregate (`tune_app.repeat`). Ray-free.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+SEED_KEY = "seed"  # the config key each trial's seed is passed in (RLlib's debugging seed too)
+AGGREGATES = ("mean", "iqm", "median")
+DEFAULT_AGGREGATE = "mean"
+CONFIDENCE = 0.95
+BOOTSTRAP_DRAWS = 2000
+
+
+def aggregate(values: Sequence[float], how: str = DEFAULT_AGGREGATE) -> float | None:
+    """The aggregate of the finite values: mean, iqm (mean of the middle half) or median."""
+    finite = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if finite.size == 0:
+        return None
+    if how == "mean":
+        return float(finite.mean())
+    if how == "median":
+        return float(np.median(finite))
+    if how == "iqm":
+        ordered = np.sort(finite)
+        cut = int(math.floor(ordered.size * 0.25))  # scipy's trim_mean(x, 0.25)
+        return float(ordered[cut : ordered.size - cut].mean())
+    raise ValueError(f"unknown aggregate {how!r}; allowed: {', '.join(AGGREGATES)}")
+
+
+def bootstrap_interval(
+    values: Sequence[float], how: str = DEFAULT_AGGREGATE, seed: int = 0
+) -> tuple[float, float] | None:
+    """A percentile bootstrap interval of the aggregate (95%); None for fewer than 2 values.
+    Seeded, so a report shows the same interval each time it is drawn."""
+    finite = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if finite.size < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    draws = rng.choice(finite, size=(BOOTSTRAP_DRAWS, finite.size), replace=True)
+    stats = np.array([aggregate(row, how) for row in draws], dtype=float)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(stats, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+@dataclass
+class Configuration:
+    """One configuration run on several seeds: its trials and their aggregate score."""
+
+    params: dict[str, Any]  # the searched values, the seed left out
+    trial_ids: list[str] = field(default_factory=list)
+    seeds: list[Any] = field(default_factory=list)
+    scores: list[float | None] = field(default_factory=list)  # each seed's trial's score
+    score: float | None = None  # the aggregate
+    interval: tuple[float, float] | None = None
+
+
+def group(
+    trials: Sequence[Any], how: str = DEFAULT_AGGREGATE, mode: str | None = "max"
+) -> list[Configuration]:
+    """Trials (TrialOutcomes) grouped by their searched values without the seed, best aggregate
+    first; configurations without a score last."""
+    found: dict[str, Configuration] = {}
+    for t in trials:
+        params = {k: v for k, v in t.params.items() if k != SEED_KEY}
+        key = repr(sorted(params.items(), key=lambda item: item[0]))
+        config = found.setdefault(key, Configuration(params=params))
+        config.trial_ids.append(t.trial_id)
+        config.seeds.append(t.params.get(SEED_KEY, t.config.get(SEED_KEY)))
+        config.scores.append(t.score)
+    for config in found.values():
+        numbers = [s for s in config.scores if s is not None]
+        config.score = aggregate(numbers, how)
+        config.interval = bootstrap_interval(numbers, how)
+    sign = -1.0 if mode == "max" else 1.0
+    return sorted(
+        found.values(),
+        key=lambda c: (c.score is None, sign * c.score if c.score is not None else 0.0),
+    )
+
+
+def seed_values(seeds: int | Sequence[int]) -> list[int]:
+    """`seeds: 5` is seeds 0 to 4; a list is taken as written."""
+    return list(range(seeds)) if isinstance(seeds, int) else list(seeds)
