@@ -161,7 +161,7 @@ def test_translated_keys_reach_the_effective_config(name, config, checks):
         assert getter(cfg) == expected
     # One warning per legacy key (sub-keys of a translated mapping warn each).
     for key in config:
-        if rllib._is_legacy(name, key):
+        if rllib.is_legacy(key):
             assert any(f"config.{key}" in w for w in warnings), key
 
 

@@ -473,7 +473,7 @@ def translate_config(name: str, config: Any, *, gym_env: bool = True) -> Transla
     t = _Translation(name=name, keys=algorithm_keys(name), given=config, gym_env=gym_env)
     errors = Collector()
     # New-stack keys first, so that a legacy key setting the same thing is reported against it.
-    ordered = sorted(config, key=lambda k: _is_legacy(name, k))
+    ordered = sorted(config, key=is_legacy)
     for key in ordered:
         with errors.check():
             _translate_key(t, key, config[key], f"config.{key}")
@@ -502,7 +502,8 @@ def _fragments_for_n_step(t: _Translation) -> None:
         )
 
 
-def _is_legacy(name: str, key: str) -> bool:
+def is_legacy(key: str) -> bool:
+    """Whether `key` is an old-stack key the app translates (renamed, handled or a no-op)."""
     return key in RENAMED or key in _HANDLERS or key in NO_OPS or key in NO_OP_DEFAULTS
 
 

@@ -4,7 +4,7 @@ and callbacks, and how often Tune saves its state."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
@@ -20,6 +20,9 @@ from tune_app.rundir.outcome import flatten_result
 from tune_app.seeds import SEED_KEY
 from tune_app.space import to_tune
 from tune_app.tensorboard import TrialBoard
+
+if TYPE_CHECKING:
+    from tune_app.runner import RunOptions  # runner imports this module
 
 # A user's own TUNE_GLOBAL_CHECKPOINT_S wins over the app's choice.
 _USER_STATE_PERIOD = os.environ.get("TUNE_GLOBAL_CHECKPOINT_S")
@@ -37,7 +40,7 @@ def state_period(ep: ExperimentPlan) -> str:
     return f"{max(1.0, min(10.0, ep.trials / 100)):g}"
 
 
-def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: Any) -> tune.Tuner:
+def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) -> tune.Tuner:
     """A new Tuner for `ep`: `trainable` sized to its bundles, `env` riding in the config."""
     exp = ep.experiment
     is_rllib = ep.trainable.kind == "rllib"
@@ -78,7 +81,7 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: Any) -> tune
     )
 
 
-def _callbacks(ep: ExperimentPlan, opts: Any) -> list[tune.Callback]:
+def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
     # Tune adds its CSV, JSON and TensorBoard loggers unless one of each kind is given (or
     # TUNE_DISABLE_AUTO_CALLBACK_LOGGERS is set). TrialBoard is the TensorBoard one, so Tune's,
     # writing every key under `ray/tune/`, is not added. The CSV and JSON ones are given here,
