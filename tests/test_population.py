@@ -218,3 +218,28 @@ def test_bohb_runs_its_brackets(ray_session, cli, write_spec, tmp_path):
     shown = json.loads(cli("analyze", tmp_path / "o" / "e", "--format", "json").out)[0]
     assert shown["counts"] == {"TERMINATED": 6}
     assert any(t["stopped_early"] for t in shown["trials"])  # HyperBand cut the weaker ones
+
+
+@pytest.mark.parametrize("scheduler", ["{type: hyperband, max_t: 8, reduction_factor: 2}", "asha", "median", "pbt"])
+def test_schedulers_skip_results_without_the_metric(
+    ray_session, cli, write_spec, tmp_path, scheduler
+):
+    """RLlib leaves the return out of an iteration in which no episode finished; no scheduler
+    may crash or fail a trial on that (HyperBand's halving read the missing key)."""
+    user_module("gappy.py", tmp_path)
+    if scheduler == "pbt":
+        scheduler = "{type: pbt, perturbation_interval: 2, hyperparam_mutations: {x: [1, 2, 3]}}"
+    spec_file = write_spec(f"""
+metric: score
+mode: max
+scheduler: {scheduler}
+experiments:
+  e:
+    run: gappy:train
+    config: {{x: {{grid_search: [1, 2, 3]}}}}
+""")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    assert result.code == 0, result.err
+    summary = json.loads((tmp_path / "o" / "e" / "summary.json").read_text())
+    assert summary["counts"] == {"TERMINATED": 3}
+    assert summary["best"]["params"]["x"] == 3 or scheduler.startswith("{type: pbt")

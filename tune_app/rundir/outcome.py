@@ -48,6 +48,9 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
     for result in grid:
         flat = flatten_result(dict(result.metrics or {}))
         seen_keys.update(flat)
+        # Keys of earlier results too: the last may lack one (an RLlib iteration without a
+        # finished episode, a trainable that reports a key every other step).
+        seen_keys.update(_columns(result))
         reporting += bool(flat.get("training_iteration"))
         episodes = max(episodes, finite(flat.get("env_runners/num_episodes_lifetime")) or 0.0)
         history = _history(result, str(ep.metric)) if ep.metric else []
@@ -122,6 +125,17 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         seeds=list(ep.experiment.seeds),
         aggregate=ep.experiment.aggregate,
     )
+
+
+def _columns(result: Any) -> list[str]:
+    """The keys any of a trial's results held a value for (Tune's progress.csv)."""
+    try:
+        frame = result.metrics_dataframe
+    except Exception:  # noqa: BLE001 - progress.csv unreadable: the last result stands
+        return []
+    if frame is None:
+        return []
+    return [str(c) for c in frame.columns if frame[c].notna().any()]
 
 
 def _history(result: Any, key: str) -> list[Any]:
