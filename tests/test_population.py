@@ -220,7 +220,9 @@ def test_bohb_runs_its_brackets(ray_session, cli, write_spec, tmp_path):
     assert any(t["stopped_early"] for t in shown["trials"])  # HyperBand cut the weaker ones
 
 
-@pytest.mark.parametrize("scheduler", ["{type: hyperband, max_t: 8, reduction_factor: 2}", "asha", "median", "pbt"])
+@pytest.mark.parametrize(
+    "scheduler", ["{type: hyperband, max_t: 8, reduction_factor: 2}", "asha", "median", "pbt"]
+)
 def test_schedulers_skip_results_without_the_metric(
     ray_session, cli, write_spec, tmp_path, scheduler
 ):
