@@ -10,6 +10,8 @@ import pytest
 
 from tune_app import progress
 
+from .conftest import user_module
+
 
 def _trial(status, config, trial_id="t", **result):
     return SimpleNamespace(status=status, config=config, last_result=result, trial_id=trial_id)
@@ -143,8 +145,38 @@ def test_run_says_where_results_go_before_ray_is_even_imported(tmp_path):
     ray = [i for i, line in enumerate(seen) if _imports_ray(line)]
     assert start and ray and start[0] < ray[0], seen[-5:]
     assert seen[start[0]] == (
-        f"tune_app: starting 4 trials (--smoke); results in {tmp_path}/smoke/my_experiment"
+        f"tune_app: starting grid.yaml --smoke, 1 experiment; results in "
+        f"{tmp_path}/smoke/my_experiment"
     )
+
+
+def test_the_start_line_comes_before_a_user_module_is_imported(tmp_path, write_spec):
+    """A user's trainable module may import Ray itself (seconds): the line comes first."""
+    import subprocess
+    import sys
+
+    user_module("report_steps.py", tmp_path)
+    spec_file = write_spec("e: {run: report_steps:train, config: {steps: 1}}\n")
+    command = [sys.executable, "-u", "-X", "importtime", "-m", "tune_app", "run", str(spec_file)]
+    proc = subprocess.Popen(
+        [*command, "--storage-path", str(tmp_path / "o")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+    )
+    seen = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line.rstrip("\n"))
+            if line.startswith("import time:") and line.split("|")[-1].strip() == "report_steps":
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    start = [i for i, line in enumerate(seen) if line.startswith("tune_app: starting spec.yaml")]
+    assert start and start[0] < len(seen) - 1, seen[-5:]  # before the module's own import line
 
 
 def _imports_ray(line: str) -> bool:

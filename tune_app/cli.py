@@ -52,6 +52,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tune_app.plan import make_plan
 
     loaded = spec.load(args.spec)
+    if not args.quiet:  # at once: planning imports the trainables, which may import Ray
+        from tune_app.console import start_line
+
+        print(start_line(loaded, args.storage_path, args.smoke), flush=True)
     plan = make_plan(
         loaded,
         cpus=_cluster_cpus(args),
@@ -60,21 +64,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         rllib_checks=True,
     )
     _print_warnings(plan.warnings)
-    _started(plan, args, "starting")
 
     from tune_app import runner
 
     verbosity = 0 if args.quiet else 2 if args.verbose else 1
     opts = runner.RunOptions(address=args.address, verbosity=verbosity, command=tuple(args.argv))
     return _finish(plan, _run_or_interrupt(plan, opts), args)
-
-
-def _started(plan: Any, args: argparse.Namespace, verb: str) -> None:
-    """Say at once, before Ray starts (seconds), that the run began and where results go."""
-    if not args.quiet:
-        from tune_app.console import start_line
-
-        print(start_line(plan, verb), flush=True)
 
 
 def _run_or_interrupt(plan: Any, opts: Any) -> list[Any]:
@@ -106,6 +101,8 @@ def _cluster_cpus(args: argparse.Namespace) -> float | None:
 def cmd_resume(args: argparse.Namespace) -> int:
     from tune_app.resume import resume_plan
 
+    if not args.quiet:  # at once: planning imports the trainables, which may import Ray
+        print(f"tune_app: resuming {args.dir}", flush=True)
     plan = resume_plan(args.dir, force=args.force, cpus=_cluster_cpus(args))
     from tune_app.hyperband import RESUME_NOTE
 
@@ -115,7 +112,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if ep.experiment.scheduler.type == "hyperband"
     ]
     _print_warnings([*plan.warnings, *hyperband])
-    _started(plan, args, "resuming")
 
     from tune_app import runner
 

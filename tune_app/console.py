@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from tune_app.contract import TrainableInfo
     from tune_app.expect import Outcome
     from tune_app.rundir.records import RunSummary
+    from tune_app.spec import Spec
 
 
 def trainables_text(infos: Iterable[TrainableInfo]) -> str:
@@ -163,17 +164,18 @@ def _rendered(renderable: Any) -> str:
     return captured.get().rstrip("\n")
 
 
-def start_line(plan: Plan, verb: str = "starting") -> str:
-    """The line a run prints at once, before Ray starts: what runs and where its results go."""
-    trials = sum(ep.trials for ep in plan.experiments)
-    where = ", ".join(ep.location for ep in plan.experiments)
-    what = (
-        f"{trials} trial{'s' if trials != 1 else ''}"
-        if len(plan.experiments) == 1
-        else f"{len(plan.experiments)} experiments, {trials} trials"
-    )
-    smoke = " (--smoke)" if plan.smoke else ""
-    return f"tune_app: {verb} {what}{smoke}; results in {where}"
+def start_line(spec: Spec, storage: str | None, smoke: bool, verb: str = "starting") -> str:
+    """The line a run prints at once, from the spec alone (before the trainables are imported,
+    which may import Ray): that it started and where its results go."""
+    from tune_app.plan import locate
+
+    where = []
+    for exp in spec.experiments:
+        folder, uri = locate(exp, storage, smoke)
+        where.append(uri or str(folder))
+    n = len(spec.experiments)
+    what = f"{spec.file.name}{' --smoke' if smoke else ''}, {n} experiment{'s' if n != 1 else ''}"
+    return f"tune_app: {verb} {what}; results in {', '.join(where)}"
 
 
 def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None = None) -> None:

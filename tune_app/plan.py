@@ -160,11 +160,7 @@ def _plan_experiment(
             _check_fits(exp, bundles, cpus)
     errors.raise_any()
     trials = grid_size(exp.config) * exp.num_samples * max(1, len(exp.seeds))
-    where = storage or exp.storage_path
-    uri = None
-    if is_uri(where):
-        uri = f"{where.rstrip('/')}{'/smoke' if smoke else ''}/{exp.name}"
-    root = Path(where).expanduser() / ("smoke" if smoke else "")
+    storage_dir, uri = locate(exp, storage, smoke)
     return ExperimentPlan(
         experiment=exp,
         trainable=ref,
@@ -175,14 +171,21 @@ def _plan_experiment(
         trials_exact=searcher_of(exp.search).exact_trials,
         bundles=bundles,
         iterations=_iteration_bound(exp, trials),
-        storage_dir=(
-            staging_dir(uri)
-            if uri
-            else (root if root.is_absolute() else Path.cwd() / root) / exp.name
-        ),
+        storage_dir=storage_dir,
         storage_uri=uri,
         searched=tuple(searched_paths(exp.config)) + ((SEED_KEY,) if exp.seeds else ()),
     )
+
+
+def locate(exp: Experiment, storage: str | None, smoke: bool) -> tuple[Path, str | None]:
+    """Where an experiment's results go: its folder (for cloud storage, the local staging
+    folder) and its URI on cloud storage, if there. Needs the spec only, not the trainable."""
+    where = storage or exp.storage_path
+    if is_uri(where):
+        uri = f"{where.rstrip('/')}{'/smoke' if smoke else ''}/{exp.name}"
+        return staging_dir(uri), uri
+    root = Path(where).expanduser() / ("smoke" if smoke else "")
+    return (root if root.is_absolute() else Path.cwd() / root) / exp.name, None
 
 
 def _metric_and_mode(exp: Experiment, ref: TrainableRef) -> tuple[str | None, Mode | None]:
