@@ -210,7 +210,10 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
                 else "-"
             ),
             (
-                ", ".join(f"{k}={v}" for k, v in top.params.items())
+                ", ".join(
+                    f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                    for k, v in top.params.items()
+                )
                 if top is not None
                 else _short(best.config, ep.searched)
                 if best
