@@ -188,3 +188,46 @@ experiments:
     assert len(configurations) == 2
     for c in configurations:
         assert sorted(c["seeds"]) == [7, 8]
+
+
+def test_an_early_stopping_scheduler_sees_the_configurations_aggregate():
+    from ray.tune.schedulers import FIFOScheduler
+
+    from tune_app import methods
+    from tune_app.repeat import JudgesBySeeds, SeededASHA
+
+    class Recorder(FIFOScheduler):
+        def on_trial_result(self, tune_controller, trial, result):
+            self.seen.append((trial.trial_id, result["score"]))
+            return FIFOScheduler.CONTINUE
+
+    class Probe(JudgesBySeeds, Recorder):
+        pass
+
+    probe = Probe()
+    probe._metric, probe.how, probe.seen = "score", "mean", []
+
+    def trial(i, x, seed):
+        return SimpleNamespace(trial_id=i, config={"x": x, "seed": seed})
+
+    a0, a1, b0 = trial("a0", 1, 0), trial("a1", 1, 1), trial("b0", 2, 0)
+    probe.on_trial_result(None, a0, {"score": 10.0})
+    probe.on_trial_result(None, b0, {"score": 5.0})
+    probe.on_trial_result(None, a1, {"score": 0.0})  # x=1 so far: 10 and 0
+    probe.on_trial_result(None, a0, {"score": 12.0})  # a0's latest replaces its earlier
+    assert probe.seen == [("a0", 10.0), ("b0", 5.0), ("a1", 5.0), ("a0", 6.0)]
+    entry = methods.SCHEDULERS["asha"]
+    built = entry.build(entry.options.model_validate({}), methods.Context(seeds_aggregate="iqm"))
+    assert isinstance(built, SeededASHA) and built.how == "iqm"
+
+
+def test_seeds_are_refused_under_population_based_training(tmp_path):
+    text = """
+experiments:
+  e:
+    run: es_cartpole
+    seeds: 2
+    scheduler: {type: pbt, hyperparam_mutations: {lr: [0.1, 0.2]}}
+"""
+    with pytest.raises(SpecError, match="copies single trials"):
+        plan_of(tmp_path, text)

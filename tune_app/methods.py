@@ -36,6 +36,7 @@ class Context:
     max_concurrent_trials: int | None = None
     folder: Path | None = None  # the experiment's results folder (a searcher's own files)
     searcher: str = "grid"  # the experiment's searcher (BOHB pairs with its own HyperBand)
+    seeds_aggregate: str | None = None  # with seeds: how a configuration's seeds are judged
 
 
 # ---- searchers -------------------------------------------------------------------------------
@@ -323,19 +324,34 @@ def _hyperband(options: Options, ctx: Context) -> Any:
 
     if ctx.searcher == "bohb":  # BOHB's brackets: its own HyperBand, without pipelining
         return ResumableHyperBandForBOHB(**options.options())
+    if ctx.seeds_aggregate:
+        return _seeded("hyperband", options, ctx)
     return ResumableHyperBand(**options.options())
 
 
 def _asha(options: Options, ctx: Context) -> Any:
     from ray.tune.schedulers import ASHAScheduler
 
+    if ctx.seeds_aggregate:
+        return _seeded("asha", options, ctx)
     return ASHAScheduler(**options.options())
 
 
 def _median(options: Options, ctx: Context) -> Any:
     from ray.tune.schedulers import MedianStoppingRule
 
+    if ctx.seeds_aggregate:
+        return _seeded("median", options, ctx)
     return MedianStoppingRule(**options.options())
+
+
+def _seeded(name: str, options: Options, ctx: Context) -> Any:
+    """The scheduler judging each configuration by its seeds' aggregate (tune_app.repeat)."""
+    from tune_app.repeat import SEEDED
+
+    scheduler = SEEDED[name](**options.options())
+    scheduler.how = ctx.seeds_aggregate or "mean"
+    return scheduler
 
 
 def _pbt(options: Options, ctx: Context) -> Any:

@@ -423,6 +423,13 @@ def _check_seeds(exp: Experiment, ref: TrainableRef) -> None:
             path=where,
             suggestion="use search: optuna, hyperopt, random or grid with seeds",
         )
+    if scheduler_of(exp.scheduler).population:
+        raise SpecError(
+            f"scheduler {exp.scheduler.type} copies single trials into others, so the seeds of "
+            "a configuration would not stay one configuration",
+            path=where,
+            suggestion="use scheduler fifo, asha, hyperband or median with seeds",
+        )
 
 
 def _check_fits(exp: Experiment, bundles: tuple[dict[str, float], ...], cpus: float) -> None:

@@ -1,15 +1,21 @@
-"""A model-based searcher run on seeds: each configuration it suggests runs once per seed, and
-it is told the configuration's aggregate score, never a single seed's (see `seeds`)."""
+"""Searchers and schedulers on seeds (see `seeds`): a model-based searcher suggests each
+configuration once, it runs once per seed, and the searcher is told the configuration's
+aggregate; an early-stopping scheduler sees each result's metric as the aggregate of that
+configuration's seeds so far."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from ray.tune.experiment import Trial
+from ray.tune.schedulers import ASHAScheduler, MedianStoppingRule, TrialScheduler
 from ray.tune.search import Repeater
 from ray.tune.search.repeater import TRIAL_INDEX
 
+from tune_app.hyperband import ResumableHyperBand
 from tune_app.seeds import SEED_KEY, aggregate
 
 
@@ -45,3 +51,41 @@ class SeedRepeater(Repeater):
                 result={metric: told if told is not None else np.nan},
                 **kwargs,
             )
+
+
+class JudgesBySeeds(TrialScheduler):
+    """Mixed into a scheduler: each result's metric is replaced by the aggregate of the latest
+    values of every seed of the same configuration so far, so the seeds of a configuration are
+    stopped, paused or kept together, by the configuration's aggregate, not one seed's luck."""
+
+    how: str = "mean"
+
+    def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
+        metric = getattr(self, "_metric", None)
+        if metric and metric in result and result[metric] is not None:
+            group = json.dumps(
+                {k: v for k, v in trial.config.items() if k != SEED_KEY},
+                sort_keys=True,
+                default=str,
+            )
+            latest = self.__dict__.setdefault("_seed_latest", {}).setdefault(group, {})
+            latest[trial.trial_id] = result[metric]
+            told = aggregate(list(latest.values()), self.how)
+            if told is not None:
+                result = {**result, metric: told}
+        return super().on_trial_result(tune_controller, trial, result)
+
+
+class SeededASHA(JudgesBySeeds, ASHAScheduler):
+    """ASHA judging configurations by their seeds' aggregate."""
+
+
+class SeededMedian(JudgesBySeeds, MedianStoppingRule):
+    """The median stopping rule judging configurations by their seeds' aggregate."""
+
+
+class SeededHyperBand(JudgesBySeeds, ResumableHyperBand):
+    """HyperBand judging configurations by their seeds' aggregate."""
+
+
+SEEDED = {"asha": SeededASHA, "median": SeededMedian, "hyperband": SeededHyperBand}

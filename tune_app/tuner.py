@@ -192,5 +192,10 @@ def _repeats(ep: ExperimentPlan) -> int:
 def _scheduler(ep: ExperimentPlan) -> Any:
     sched = ep.experiment.scheduler
     exp = ep.experiment
-    ctx = Context(seed=exp.seed, searcher=exp.search.type, folder=ep.storage_dir)
+    ctx = Context(
+        seed=exp.seed,
+        searcher=exp.search.type,
+        folder=ep.storage_dir,
+        seeds_aggregate=exp.aggregate if exp.seeds else None,
+    )
     return scheduler_of(sched).build(sched, ctx)
