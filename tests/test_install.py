@@ -38,7 +38,6 @@ USED_INDIRECTLY = {
     "cmaes": "optuna's CmaEsSampler (search: {type: optuna, sampler: cmaes})",
     "hpbandster": "search: bohb, through ray.tune.search.bohb",
     "configspace": "search: bohb, through ray.tune.search.bohb",
-    "scikit-learn": "scheduler: pb2, through ray.tune.schedulers.pb2",
     "moto": "tests/test_s3.py starts moto's S3 server as a command",
     "flask": "moto's server mode",
     "flask-cors": "moto's server mode",

@@ -5,6 +5,7 @@ and the screenshot is not blank. Finished (a real ASHA search) and interrupted r
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tune_app import plots, report
 from tune_app.rundir import read as results
+from tune_app.rundir.write import log_scaled
+from tune_app.space import parse_space
 
 from .conftest import user_module
 from .test_analyze import _experiment
@@ -24,7 +28,8 @@ needs_chromium = pytest.mark.skipif(
     reason="no `chromium` binary to render the page (CI installs it: apt-get install chromium)",
 )
 BROWSER_TIMEOUT_S = 60
-PLOTS_PER_EXPERIMENT = 3  # learning curves, best over wall time, parameters against the metric
+# Learning curves, best over wall time, parameters against the metric, parallel coordinates.
+PLOTS_PER_EXPERIMENT = 4
 
 # score = width / 16 * step + x. The [32, 32] net raises at step 3, before ASHA's only rung (3);
 # [16] and [8] reach that rung after [64, 64] has, below it, so ASHA stops them there.
@@ -167,9 +172,12 @@ def test_the_page_embeds_everything_and_keeps_the_pngs_beside_it(finished_run, c
     assert [p.name for p in pngs] == [
         "steps-best-over-time.png",
         "steps-curves.png",
+        "steps-parallel.png",
         "steps-params.png",
     ]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in pngs)
+    (exp,) = results.load(finished_run)
+    assert exp.log_scaled == []  # run.json says which parameters are log-scaled: none here
 
 
 @needs_chromium
@@ -178,7 +186,8 @@ def test_an_interrupted_run_renders_with_its_problems(cli, tmp_path):
     page = tmp_path / "pages" / "interrupted.html"
     result = cli("report", exp, "--out", page)
     assert result.code == 0, result.err
-    assert len(list((tmp_path / "pages" / "interrupted_files").glob("*.png"))) == 3
+    pngs = list((tmp_path / "pages" / "interrupted_files").glob("*.png"))
+    assert len(pngs) == PLOTS_PER_EXPERIMENT
 
     dom = assert_renders(page, tmp_path, experiments=1)
     assert dom.rows() == ["aaaaa_00001", "aaaaa_00000", "aaaaa_00003", "aaaaa_00002"]
@@ -221,3 +230,175 @@ def test_report_never_imports_ray(tmp_path):
     )
     assert out.stderr.split()[-2:] == ["0", "False"]
     assert (exp / "report.html").exists()
+
+
+# ---- which parameters matter, and figures that stay readable (Ray-free) --------------------------
+
+
+def write_search(folder: Path, trials, log_scaled=None, steps=3, x_key=None) -> Path:
+    """A finished run folder of `trials` (config, score) scored `score`, max: each trial reports
+    `steps` results rising to its score; with `x_key`, also RLlib's env steps under that key."""
+    folder.mkdir(parents=True)
+    searched = sorted({k for config, _ in trials for k in config})
+    run = {"experiment": folder.name, "metric": "score", "mode": "max", "searched": searched}
+    if log_scaled is not None:
+        run["log_scaled"] = log_scaled
+    (folder / "run.json").write_text(json.dumps(run))
+    rows, journal = [], []
+    for i, (config, score) in enumerate(trials):
+        trial_id = f"ttttt_{i:05d}"
+        for step in range(1, steps + 1):
+            row = {
+                "trial_id": trial_id,
+                "training_iteration": step,
+                "score": score * step / steps,
+                "logged_at": 100.0 * i + step,
+            }
+            if x_key == "num_env_steps_sampled_lifetime":
+                row[x_key] = 1000 * step
+            elif x_key:
+                row["env_runners"] = {"num_env_steps_sampled_lifetime": 1000 * step}
+            rows.append({**row, "config": config} if step == 1 else row)
+        journal.append({"trial_id": trial_id, "status": "TERMINATED"})
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "finished.jsonl").write_text("".join(json.dumps(j) + "\n" for j in journal))
+    return folder
+
+
+def lr_search(n: int) -> list[tuple[dict, float]]:
+    """`n` trials whose score rises with log10(lr) alone; `x` and `act` are noise."""
+    trials = []
+    for i in range(n):
+        lr = 10 ** (-5 + 4 * i / max(n - 1, 1))
+        config = {"lr": lr, "x": 0.001 + (i * 7 % n) / n, "act": ["relu", "tanh"][i * 5 % 3 % 2]}
+        trials.append(({**config, "seed": i % 3}, 6.0 + math.log10(lr)))
+    return trials
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        pytest.param({"lr": {"loguniform": [1e-5, 1e-1]}}, ["lr"], id="loguniform"),
+        pytest.param({"lr": {"qloguniform": [1e-4, 1.0, 1e-4]}}, ["lr"], id="qloguniform"),
+        pytest.param({"n": {"lograndint": [1, 1000]}}, ["n"], id="lograndint"),
+        pytest.param({"n": {"qlograndint": [8, 512, 8]}}, ["n"], id="qlograndint"),
+        pytest.param({"x": {"uniform": [0.0001, 1.0]}}, [], id="uniform-over-decades"),
+        pytest.param({"n": {"randint": [1, 1000]}}, [], id="randint"),
+        pytest.param({"lr": {"grid_search": [1e-4, 1e-3, 1e-2]}}, ["lr"], id="grid-of-decades"),
+        pytest.param({"w": {"choice": [16, 32, 64, 128]}}, ["w"], id="choice-of-doublings"),
+        pytest.param({"x": {"grid_search": [0.1, 0.5, 0.9]}}, [], id="grid-evenly-spaced"),
+        pytest.param({"x": {"grid_search": [1, 50, 100, 200]}}, [], id="grid-roughly-linear"),
+        pytest.param({"x": {"grid_search": [0.01, 1]}}, ["x"], id="two-values-100x-apart"),
+        pytest.param({"x": {"grid_search": [0, 1, 10]}}, [], id="grid-with-zero"),
+        pytest.param({"a": {"choice": ["relu", "tanh"]}}, [], id="categories"),
+        pytest.param(
+            {"model": {"lr": {"loguniform": [1e-5, 1e-1]}, "w": 3}}, ["model.lr"], id="nested"
+        ),
+    ],
+)
+def test_run_json_names_the_parameters_searched_on_a_log_scale(config, expected):
+    assert log_scaled(parse_space(config, "config")) == expected
+
+
+@pytest.mark.parametrize(
+    ("logs", "x_scale"),
+    [
+        pytest.param(["lr"], "linear", id="run.json-says"),
+        pytest.param(None, "log", id="older-run:-values-100x-apart"),
+    ],
+)
+def test_a_parameter_searched_on_a_log_scale_gets_a_log_axis(tmp_path, logs, x_scale):
+    exp = results.read_experiment(write_search(tmp_path / "e", lr_search(8), log_scaled=logs))
+    fig = plots.params_vs_metric(exp, plots.trial_colors(exp))
+    scales = {ax.get_xlabel(): ax.get_xscale() for ax in fig.axes if ax.get_visible()}
+    x_label = "x (log)" if x_scale == "log" else "x"
+    assert scales == {"act": "linear", "lr (log)": "log", "seed": "linear", x_label: x_scale}
+
+    axes = {a.name: a for a in plots.parallel_axes(exp, exp.ranked())}
+    assert list(axes) == ["act", "lr", "x", "score\n(last value)"]  # no seed
+    assert (axes["lr"].scale, axes["x"].scale, axes["act"].scale) == ("log", x_scale, "category")
+    # lr runs 1e-5 .. 1e-1 in even log steps, best (highest lr) first: even heights from the top
+    assert [round(h, 6) for h in axes["lr"].heights] == [round(1 - i / 7, 6) for i in range(8)]
+    assert [label for _, label in axes["lr"].ticks] == ["1e-05", "0.0001", "0.001", "0.01", "0.1"]
+    assert [h for h, _ in axes["act"].ticks] == [0.0, 1.0]
+
+
+@pytest.mark.parametrize(("n", "shown"), [(12, 12), (13, 5), (40, 5)])
+def test_beyond_twelve_trials_only_the_best_five_are_in_colour(tmp_path, n, shown):
+    exp = results.read_experiment(write_search(tmp_path / "e", lr_search(n)))
+    best = [t.trial_id for t in exp.ranked()]
+    assert [t.trial_id for t in plots.highlighted(exp)] == best[:shown]
+    colors = plots.trial_colors(exp)
+    faint = [t for t, c in colors.items() if c == plots.FAINT_COLOR]
+    assert sorted(faint) == sorted(best[shown:])
+    assert len({colors[t] for t in best[:shown]}) == shown  # each highlighted trial its own
+
+    fig = plots.learning_curves(exp, colors)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    others = [f"{n - shown} other trials"] if n > shown else []
+    assert labels == [f"{best[0]} (best)", *best[1:shown], *others]
+    lines = fig.axes[0].get_lines()
+    assert sum(line.get_color() == plots.FAINT_COLOR for line in lines) == n - shown
+
+
+@pytest.mark.parametrize(
+    ("x_key", "expected", "label"),
+    [
+        pytest.param(
+            "nested",
+            "env_runners/num_env_steps_sampled_lifetime",
+            "env steps sampled",
+            id="rllib-env-runners",
+        ),
+        pytest.param(
+            "num_env_steps_sampled_lifetime",
+            "num_env_steps_sampled_lifetime",
+            "env steps sampled",
+            id="rllib-top-level",
+        ),
+        pytest.param(None, "training_iteration", "training iteration", id="not-rllib"),
+    ],
+)
+def test_rllib_learning_curves_run_over_env_steps(tmp_path, x_key, expected, label):
+    exp = results.read_experiment(write_search(tmp_path / "e", lr_search(3), x_key=x_key))
+    assert plots.curve_x(exp) == (expected, label)
+    ax = plots.learning_curves(exp, plots.trial_colors(exp)).axes[0]
+    assert ax.get_xlabel() == label
+    steps = [1000, 2000, 3000] if x_key else [1, 2, 3]
+    assert all(list(line.get_xdata()) == steps for line in ax.get_lines())
+
+
+def test_parallel_coordinates_need_two_parameters_besides_the_seed(tmp_path):
+    two = results.read_experiment(write_search(tmp_path / "two", lr_search(6), log_scaled=["lr"]))
+    fig = plots.parallel_coordinates(two, plots.trial_colors(two))
+    assert fig is not None
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks == ["act", "lr\n(log)", "x", "score\n(last value)"]
+    polylines = [line for line in fig.axes[0].get_lines() if len(line.get_xdata()) == 4]
+    assert len(polylines) == 6  # one per trial, through the four axes
+
+    trials = [({"lr": config["lr"], "seed": config["seed"]}, s) for config, s in lr_search(6)]
+    one = results.read_experiment(write_search(tmp_path / "one", trials))
+    assert plots.parallel_coordinates(one, plots.trial_colors(one)) is None
+
+
+def test_the_page_says_which_parameters_matter(cli, tmp_path):
+    exp = write_search(tmp_path / "e", lr_search(20), log_scaled=["lr"])
+    assert cli("report", exp).code == 0
+    html = (exp / "report.html").read_text()
+    dom = parse(html)
+    params = [a["data-param"] for a in dom.all("tr") if "data-param" in a]
+    assert params[0] == "lr" and sorted(params) == ["act", "lr", "x"]  # never the seed
+    text = dom.joined()
+    assert "Which parameters matter" in text and "from the searched parameters of 20" in text
+    assert len(dom.all("img")) == PLOTS_PER_EXPERIMENT
+    assert (exp / "report_files" / "e-parallel.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_too_few_trials_for_importance_is_a_note_not_a_table(tmp_path):
+    exp = results.read_experiment(write_search(tmp_path / "e", lr_search(3)))
+    section = report._section(exp, (), "files")
+    assert section.importance is not None and section.importance.rows == ()
+    assert "Only 3 trials with a score" in section.importance.note
+    html = report.render(report.Page("t", "s", "now", (section,)))
+    assert "Only 3 trials with a score" in html and "data-param" not in html

@@ -1,7 +1,11 @@
-"""A run's figures as PNG bytes, drawn with matplotlib's Agg canvas (no display, no pyplot state).
+"""A run's figures, drawn with matplotlib's Agg canvas (no display, no pyplot state); `png`
+gives their bytes.
 
-Learning curves, the best metric so far against wall time, and each searched parameter against
-the trials' best metric. Colours follow the trials' rank, so every figure and the HTML table agree.
+Learning curves, the best metric so far against wall time, each searched parameter against the
+trials' scores, and the parameters in parallel coordinates. Colours follow the trials' rank, so
+every figure and the HTML table agree; beyond MAX_LEGEND_TRIALS trials only the best
+HIGHLIGHTED have a colour, the rest are faint grey. A parameter searched on a log scale gets a
+log axis.
 """
 
 from __future__ import annotations
@@ -9,7 +13,8 @@ from __future__ import annotations
 import io
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
@@ -18,78 +23,129 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import EngFormatter, LogLocator, MaxNLocator
 
 from tune_app import scoring
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import UNFINISHED, TrialOutcome
 from tune_app.scoring import finite
+from tune_app.seeds import SEED_KEY
 
 ITERATION = "training_iteration"
+# RLlib's count of environment steps sampled so far: its learning curves' x axis.
+ENV_STEPS = ("env_runners/num_env_steps_sampled_lifetime", "num_env_steps_sampled_lifetime")
 LOGGED_AT = "logged_at"  # unix time the driver logged a result
 WIDTH_IN, DPI = 9.0, 110
-MAX_LEGEND_TRIALS = 12  # more trials than this get no per-trial legend entries
-FAILED_COLOR, EARLY_COLOR = "#c62828", "#222222"
+MAX_LEGEND_TRIALS = 12  # up to this many trials, each has a colour and a legend entry
+HIGHLIGHTED = 5  # beyond that, only the best this many do; the rest are drawn faint
+FAILED_COLOR, EARLY_COLOR, FAINT_COLOR = "#c62828", "#222222", "#a9b2be"
+LOG, LINEAR, CATEGORY = "log", "linear", "category"  # how a parameter's axis is drawn
+
+
+def highlighted(exp: ExperimentResults) -> list[TrialOutcome]:
+    """The trials drawn in colour with a legend entry, best first: every trial up to
+    MAX_LEGEND_TRIALS, else the best HIGHLIGHTED of those with a score."""
+    ranked = exp.ranked()
+    if len(ranked) <= MAX_LEGEND_TRIALS:
+        return ranked
+    return [t for t in ranked if t.score is not None][:HIGHLIGHTED]
 
 
 def trial_colors(exp: ExperimentResults) -> dict[str, str]:
-    """Trial id -> hex colour, by rank: tab10 (less red) for a few trials, viridis for many."""
-    ranked = exp.ranked()
+    """Trial id -> hex colour, by rank: tab10 (less red) for a few highlighted trials, viridis
+    for more; FAINT_COLOR for the trials not highlighted."""
+    shown = highlighted(exp)
     tab10 = colormaps["tab10"]
     palette = [tab10(i) for i in range(10) if i != 3]  # red means failed
-    if len(ranked) <= len(palette):
-        return {t.trial_id: to_hex(palette[i]) for i, t in enumerate(ranked)}
-    last = len(ranked) - 1
-    return {t.trial_id: to_hex(colormaps["viridis"](i / last)) for i, t in enumerate(ranked)}
+    if len(shown) <= len(palette):
+        colors = {t.trial_id: to_hex(palette[i]) for i, t in enumerate(shown)}
+    else:
+        last = len(shown) - 1
+        colors = {t.trial_id: to_hex(colormaps["viridis"](i / last)) for i, t in enumerate(shown)}
+    return {t.trial_id: colors.get(t.trial_id, FAINT_COLOR) for t in exp.ranked()}
 
 
-def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> bytes | None:
-    """The metric against training_iteration, one line per trial; failed trials dashed and
-    crossed at their last finite result, trials the scheduler stopped marked where it stopped."""
+def curve_x(exp: ExperimentResults) -> tuple[str, str]:
+    """The learning curves' x key and axis label: RLlib's env steps sampled when the results
+    have them, else the training iteration."""
+    for key in ENV_STEPS:
+        if any(s.get(key) is not None for steps in exp.history.values() for s in steps):
+            return key, "env steps sampled"
+    return ITERATION, "training iteration"
+
+
+def param_scale(exp: ExperimentResults, key: str, values: Sequence[Any]) -> str:
+    """How the axis of searched parameter `key`, holding `values`, is drawn: LOG when it was
+    searched on a log scale (run.json's `log_scaled`; for a run from before that, positive
+    numbers 100x or more apart), LINEAR for other numbers, CATEGORY for anything else."""
+    numbers = [finite(v) for v in values]
+    xs = [x for x in numbers if x is not None]
+    if not xs or len(xs) < len(numbers):
+        return CATEGORY
+    if exp.log_scaled is not None:
+        return LOG if key in exp.log_scaled and min(xs) > 0 else LINEAR
+    return LOG if min(xs) > 0 and max(xs) >= 100 * min(xs) else LINEAR
+
+
+def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | None:
+    """The metric against training_iteration (RLlib: env steps sampled), one line per trial;
+    failed trials dashed and crossed at their last finite result, trials the scheduler stopped
+    marked where it stopped; trials not highlighted thin and faint, under the others."""
     metric = exp.metric
     if metric is None:
         return None
     fig, ax = _figure(4.2)
     ranked = exp.ranked()
-    drawn = 0
+    shown = {t.trial_id for t in highlighted(exp)}
+    x_key, x_label = curve_x(exp)
+    drawn = faint = 0
     for t in reversed(ranked):  # the best drawn last, on top
-        points = _series(exp.history.get(t.trial_id, []), ITERATION, metric)
+        points = _series(exp.history.get(t.trial_id, []), x_key, metric)
         if not points:
             continue
         drawn += 1
         xs, ys = zip(*points, strict=True)
         best = t is ranked[0]
+        bold = t.trial_id in shown
+        faint += not bold
         ax.plot(
             xs,
             ys,
             color=colors[t.trial_id],
-            lw=2.4 if best else 1.4,
+            lw=2.4 if best else 1.4 if bold else 0.8,
+            alpha=1.0 if bold else 0.55,
             ls="--" if t.failure else "-",
-            marker="o" if len(xs) <= 30 else None,
+            marker="o" if bold and len(xs) <= 30 else None,
             ms=3,
-            label=_legend_label(t, best),
-            zorder=3 if best else 2,
+            label=_legend_label(t, best) if bold else None,
+            zorder=3 if best else 2 if bold else 1,
         )
         last = next(((x, y) for x, y in reversed(points) if not math.isnan(y)), None)
+        size = 1.0 if bold else 0.6
         if last and t.failure:
-            ax.plot(*last, "X", color=FAILED_COLOR, ms=11, mec="white", zorder=4)
+            ax.plot(*last, "X", color=FAILED_COLOR, ms=11 * size, mec="white", zorder=4)
         elif last and t.stopped_early:
-            ax.plot(*last, "v", color=EARLY_COLOR, ms=8, mec="white", zorder=4)
+            ax.plot(*last, "v", color=EARLY_COLOR, ms=8 * size, mec="white", zorder=4)
     if not drawn:
         return None
-    ax.set_xlabel("training iteration")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(x_label)
+    if x_key == ITERATION:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    else:
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 200k, 1.5M
     ax.set_ylabel(_tex_safe(metric))
     handles = ax.get_legend_handles_labels()[0][::-1]  # best first
-    if len(ranked) > MAX_LEGEND_TRIALS:
-        handles = []
+    if faint:
+        handles.append(
+            Line2D([], [], color=FAINT_COLOR, lw=0.8, label=f"{faint} other trial{_s(faint)}")
+        )
     handles += _marker_proxies(ranked)
     if handles:
         fig.legend(handles=handles, loc="outside right upper", fontsize=8)
-    return _png(fig)
+    return fig
 
 
-def best_over_time(exp: ExperimentResults) -> bytes | None:
+def best_over_time(exp: ExperimentResults) -> Figure | None:
     """The best metric so far against wall time since the run's first result (from logged_at)."""
     metric = exp.metric
     if metric is None:
@@ -119,17 +175,18 @@ def best_over_time(exp: ExperimentResults) -> bytes | None:
     ax.set_xlabel(f"wall time since the first result ({unit})")
     ax.set_ylabel(f"best {_tex_safe(metric)} so far")
     ax.legend(loc="best", fontsize=8)
-    return _png(fig)
+    return fig
 
 
-def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> bytes | None:
-    """One scatter per searched parameter: its value against each trial's best metric.
+def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> Figure | None:
+    """One scatter per searched parameter: its value against each trial's score.
 
-    Numbers on a linear (or, spanning 100x or more, log) axis; anything else as categories.
+    Numbers on a linear or log axis (`param_scale`); anything else as categories.
     """
     trials = [t for t in exp.ranked() if t.score is not None]
     if not exp.searched or not trials or exp.metric is None:
         return None
+    shown = {t.trial_id for t in highlighted(exp)}
     cols = min(len(exp.searched), 3)
     rows = math.ceil(len(exp.searched) / cols)
     fig = Figure(figsize=(WIDTH_IN, 2.9 * rows + 0.3), dpi=DPI, layout="constrained")
@@ -137,34 +194,180 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> bytes | 
     for ax, key in zip(axes, exp.searched, strict=False):
         _style(ax)
         values = [t.params.get(key) for t in trials]
-        if all(_is_number(v) for v in values):
-            xs: list[float] = [float(v) for v in values if v is not None]
-            if min(xs) > 0 and max(xs) >= 100 * min(xs):
-                ax.set_xscale("log")
-        else:
+        scale = param_scale(exp, key, values)
+        if scale == CATEGORY:
             labels = [_category(v) for v in values]
             categories = _ordered(dict(zip(labels, values, strict=True)))
             xs = [float(categories.index(label)) for label in labels]
             ax.set_xticks(range(len(categories)), [_short(c) for c in categories])
             ax.tick_params(axis="x", labelrotation=30 if len(categories) > 3 else 0)
             ax.set_xlim(-0.5, len(categories) - 0.5)
-        for t, x in zip(trials, xs, strict=True):
+        else:
+            xs = [float(v) for v in values if v is not None]  # every one a number
+            ax.set_xscale(scale)
+        for t, x in zip(reversed(trials), reversed(xs), strict=True):  # the best on top
             color = colors[t.trial_id]
             ax.scatter(
                 x,
                 t.score,
-                s=46,
+                s=46 if t.trial_id in shown else 30,
                 marker="X" if t.failure else "o",
                 facecolors="none" if t.stopped_early else color,
                 edgecolors=color,
                 linewidths=1.6,
-                zorder=3,
+                zorder=3 if t.trial_id in shown else 2,
             )
-        ax.set_xlabel(_tex_safe(key))
+        ax.set_xlabel(_tex_safe(key) + (" (log)" if scale == LOG else ""))
         ax.set_ylabel(f"{_tex_safe(exp.metric)} ({scoring.describe(exp.scope)})", fontsize=8)
     for ax in axes[len(exp.searched) :]:
         ax.set_visible(False)
-    return _png(fig)
+    return fig
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One vertical axis of the parallel coordinates: its name and scale, each trial's height
+    on it (0 at the bottom, 1 at the top) and its ticks as (height, label)."""
+
+    name: str
+    scale: str
+    heights: list[float]
+    ticks: list[tuple[float, str]]
+
+
+def parallel_axes(exp: ExperimentResults, trials: Sequence[TrialOutcome]) -> list[Axis]:
+    """The parallel coordinates' axes for `trials`: each searched parameter but the seed (on its
+    `param_scale`), then the score."""
+    axes = []
+    for key in exp.searched:
+        if key != SEED_KEY:
+            values = [t.params.get(key) for t in trials]
+            axes.append(_axis(key, values, param_scale(exp, key, values)))
+    scores = [t.score for t in trials]
+    axes.append(_axis(f"{exp.metric}\n({scoring.describe(exp.scope)})", scores, LINEAR))
+    return axes
+
+
+def parallel_coordinates(exp: ExperimentResults, colors: dict[str, str]) -> Figure | None:
+    """Every scored trial as one line through its searched parameters' values to its score, on
+    one vertical axis each; the highlighted trials drawn over the others. None with fewer than
+    two parameters (the scatter shows one) or two scored trials."""
+    trials = [t for t in exp.ranked() if t.score is not None]
+    if exp.metric is None or len(trials) < 2:
+        return None
+    axes = parallel_axes(exp, trials)
+    if len(axes) < 3:
+        return None
+    shown = {t.trial_id for t in highlighted(exp)}
+    fig, ax = _figure(4.0)
+    positions = range(len(axes))
+    for i, t in reversed(list(enumerate(trials))):  # the best drawn last, on top
+        bold = t.trial_id in shown
+        ax.plot(
+            positions,
+            [a.heights[i] for a in axes],
+            color=colors[t.trial_id],
+            lw=2.4 if i == 0 else 1.5 if bold else 0.9,
+            alpha=1.0 if bold else 0.5,
+            ls="--" if t.failure else "-",
+            marker="o" if bold else None,
+            ms=3,
+            label=_legend_label(t, i == 0) if bold else None,
+            zorder=3 if bold else 2,
+        )
+    for x, a in zip(positions, axes, strict=True):
+        ax.axvline(x, color="#52606d", lw=1.0, zorder=1)
+        for height, label in a.ticks:
+            ax.text(
+                x + 0.03,
+                height,
+                label,
+                fontsize=7,
+                va="center",
+                color="#3e4c59",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 0.5},
+                zorder=5,
+            )
+    ax.grid(False)
+    ax.set_ylim(-0.06, 1.06)
+    ax.set_xlim(-0.1, len(axes) - 1 + 0.45)
+    ax.set_yticks([])
+    ax.set_xticks(list(positions), [_axis_label(a) for a in axes])
+    ax.tick_params(axis="x", length=0, labelsize=8)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_visible(False)
+    handles = ax.get_legend_handles_labels()[0][::-1]  # best first
+    faint = len(trials) - len(handles)
+    if faint:
+        handles.append(
+            Line2D([], [], color=FAINT_COLOR, lw=0.9, label=f"{faint} other trial{_s(faint)}")
+        )
+    if handles:
+        fig.legend(handles=handles, loc="outside right upper", fontsize=8)
+    return fig
+
+
+def png(fig: Figure) -> bytes:
+    """The figure as PNG bytes."""
+    buffer = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(buffer)
+    return buffer.getvalue()
+
+
+def _axis(name: str, values: Sequence[Any], scale: str) -> Axis:
+    """An axis through `values` on `scale`, spanning their range."""
+    if scale == CATEGORY:
+        labels = [_category(v) for v in values]
+        categories = _ordered(dict(zip(labels, values, strict=True)))
+        step = 1 / (len(categories) - 1) if len(categories) > 1 else 0.0
+        place = {c: (i * step if step else 0.5) for i, c in enumerate(categories)}
+        ticks = [(place[c], _short(c)) for c in categories]
+        return Axis(name, scale, [place[label] for label in labels], ticks)
+    xs = [float(v) for v in values]
+    to = math.log10 if scale == LOG else float
+    lo, hi = min(xs), max(xs)
+    if hi == lo:
+        return Axis(name, scale, [0.5] * len(xs), [(0.5, _number(lo))])
+
+    def height(x: float) -> float:
+        return (to(x) - to(lo)) / (to(hi) - to(lo))
+
+    return Axis(
+        name, scale, [height(x) for x in xs], [(height(v), _number(v)) for v in _ticks(xs, scale)]
+    )
+
+
+def _ticks(xs: list[float], scale: str) -> list[float]:
+    """A few round values within the range of `xs`: decades (or 1, 2, 5 times them, when fewer
+    than three decades fit) on a log scale; integers when every value is one."""
+    lo, hi = min(xs), max(xs)
+    if scale == LOG:
+        candidates = LogLocator(10).tick_values(lo, hi)
+        if sum(lo <= v <= hi for v in candidates) < 3:
+            candidates = LogLocator(10, subs=(1.0, 2.0, 5.0)).tick_values(lo, hi)
+    else:
+        integer = all(x.is_integer() for x in xs)
+        candidates = MaxNLocator(5, integer=integer).tick_values(lo, hi)
+    slack = 1e-9 * (hi - lo)  # a tick at the end of the range, rounded just outside it
+    return [float(v) for v in candidates if lo - slack <= v <= hi + slack]
+
+
+def _axis_label(axis: Axis) -> str:
+    """An axis's name under it: a long one broken after each `/`, every line cut to fit."""
+    first, *rest = axis.name.splitlines()
+    parts = first.split("/") if len(first) > 24 else [first]
+    lines = [part + "/" for part in parts[:-1]] + [parts[-1], *rest]
+    if axis.scale == LOG:
+        lines.append("(log)")
+    return "\n".join(_short(line, 24) for line in lines)
+
+
+def _number(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
 
 
 def _series(steps: Iterable[dict[str, float]], x_key: str, y_key: str) -> list[tuple[float, float]]:
@@ -214,16 +417,6 @@ def _style(ax: Any) -> None:
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.tick_params(labelsize=8)
-
-
-def _png(fig: Figure) -> bytes:
-    buffer = io.BytesIO()
-    FigureCanvasAgg(fig).print_png(buffer)
-    return buffer.getvalue()
-
-
-def _is_number(value: Any) -> bool:
-    return finite(value) is not None
 
 
 def _category(value: Any) -> str:

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import jinja2
 
-from tune_app import plots, scoring
+from tune_app import importance, plots, scoring
 from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
 from tune_app.analyze import clone_lines, configuration_cells
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome
+from tune_app.seeds import SEED_KEY
 
 # The templates ship as package data; PackageLoader finds them in a wheel install as well.
 _TEMPLATES = jinja2.Environment(
@@ -69,6 +70,26 @@ class FailureGroup:
 
 
 @dataclass(frozen=True)
+class ImportanceRow:
+    """One parameter's line of the importance table."""
+
+    param: str
+    share: str  # its share of the importance, as a percentage
+    bar: int  # the bar's width, in percent of the most important parameter's
+
+
+@dataclass(frozen=True)
+class ParamImportance:
+    """Which parameters matter: the table (most important first), how it was computed, and a
+    note (why there is no table, or a caveat)."""
+
+    rows: tuple[ImportanceRow, ...]
+    basis: str
+    note: str
+    doubtful: bool = False  # the parameters do not predict the score: the note is a warning
+
+
+@dataclass(frozen=True)
 class TrialRow:
     """One row of the trials table, every cell already shown as text."""
 
@@ -105,6 +126,7 @@ class Section:
     clones: tuple[str, ...] = ()  # PBT's exploits: who copied whom, when, what changed
     configurations: tuple[dict[str, str], ...] = ()  # with seeds: aggregates, best first
     aggregate: str = ""  # how a configuration's seeds are judged
+    importance: ParamImportance | None = None  # None without a metric or a searched parameter
 
 
 @dataclass(frozen=True)
@@ -149,10 +171,17 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
     colors = plots.trial_colors(exp)
     prefix = re.sub(r"[^A-Za-z0-9_.-]+", "_", exp.folder.name) or "experiment"
     early = " ▼ marks where the scheduler stopped a trial." if exp.scheduler != "fifo" else ""
+    faint = (
+        f" Beyond {plots.MAX_LEGEND_TRIALS} trials only the best {plots.HIGHLIGHTED} are in "
+        "colour; the rest are faint grey."
+        if len(exp.trials) > plots.MAX_LEGEND_TRIALS
+        else ""
+    )
+    x_label = plots.curve_x(exp)[1]
     drawn = {
         "curves": (
-            "Learning curves: one line per trial; a failed trial is dashed and crossed (✕) at "
-            "its last result." + early,
+            f"Learning curves against {x_label}: one line per trial; a failed trial is dashed "
+            "and crossed (✕) at its last result." + early + faint,
             plots.learning_curves(exp, colors),
         ),
         "best-over-time": (
@@ -161,13 +190,20 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
             plots.best_over_time(exp),
         ),
         "params": (
-            "Each searched parameter against the trial's best metric; hollow: stopped by the "
-            "scheduler, ✕: failed.",
+            "Each searched parameter against the trial's score; hollow: stopped by the "
+            "scheduler, ✕: failed; (log): searched on a log scale.",
             plots.params_vs_metric(exp, colors),
+        ),
+        "parallel": (
+            "Parallel coordinates: each scored trial is one line through its parameters' values "
+            "to its score, the best on top; dashed: failed; (log): searched on a log scale.",
+            plots.parallel_coordinates(exp, colors),
         ),
     }
     return tuple(
-        Figure(f"{prefix}-{key}.png", caption, png) for key, (caption, png) in drawn.items() if png
+        Figure(f"{prefix}-{key}.png", caption, plots.png(fig))
+        for key, (caption, fig) in drawn.items()
+        if fig is not None
     )
 
 
@@ -182,6 +218,7 @@ def _section(exp: ExperimentResults, figures: tuple[Figure, ...], files: str) ->
         clones=tuple(clone_lines(exp)),
         configurations=tuple(configuration_cells(exp)),
         aggregate=exp.summary.aggregate,
+        importance=_importance(exp),
         best=_best(exp),
         failures=_failures(exp),
         figures=figures,
@@ -228,6 +265,39 @@ def _best(exp: ExperimentResults) -> Best | None:
         scope=scoring.describe(exp.scope),
         params=", ".join(f"{k} = {_shown(v)}" for k, v in best.params.items()),
     )
+
+
+def _importance(exp: ExperimentResults) -> ParamImportance | None:
+    params = [k for k in exp.searched if k != SEED_KEY]  # the seed is noise, not a choice
+    if not params or exp.metric is None:
+        return None
+    logs = [k for k in params if plots.param_scale(exp, k, _values(exp, k)) == plots.LOG]
+    found = importance.importances(exp.trials, params, logs)
+    top = max((i.share for i in found.params), default=0.0)
+    rows = tuple(
+        ImportanceRow(
+            param=i.param,
+            share=f"{i.share:.0%}",
+            bar=round(100 * i.share / top) if top else 0,
+        )
+        for i in found.params
+    )
+    basis = ""
+    if rows:
+        basis = (
+            f"Randomized trees learnt {exp.metric} ({scoring.describe(exp.scope)}) from the "
+            f"searched parameters of {found.trials} scored trials (cross-validated R² = "
+            f"{found.fit:.2f}); a parameter's importance is how much their fit drops when "
+            "its values are shuffled among the trials, shown as its share of the total. With few "
+            "trials, a parameter that does not matter can still take a share by chance."
+        )
+    doubtful = found.fit is not None and found.fit <= 0
+    return ParamImportance(rows=rows, basis=basis, note=found.note, doubtful=doubtful)
+
+
+def _values(exp: ExperimentResults, key: str) -> list[object]:
+    """The values of searched parameter `key` in the trials that have a score."""
+    return [t.params.get(key) for t in exp.trials if t.score is not None]
 
 
 def _failures(exp: ExperimentResults) -> tuple[FailureGroup, ...]:

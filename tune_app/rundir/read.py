@@ -68,6 +68,8 @@ class ExperimentResults:
     finished: bool = False  # the run ended on its own (not interrupted, not killed)
     location: str = ""  # where the run is, as the user names it: a folder or a cloud URI
     clones: list[CloneEvent] = field(default_factory=list)  # PBT's and PB2's exploits, in order
+    # Searched paths searched on a log scale (run.json's `log_scaled`); None: run.json predates it.
+    log_scaled: list[str] | None = None
 
     @property
     def name(self) -> str:
@@ -157,6 +159,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
 
     flat_configs = {k: flatten(v) for k, v in configs.items()}
     searched = list(info.get("searched") or _varying(flat_configs))
+    logs = info.get("log_scaled")
     stop = {str(k): v for k, v in (info.get("stop") or {}).items()}
     scheduler = str(info.get("scheduler") or "fifo")
     folders = _trial_folders(folder)
@@ -234,6 +237,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         finished=written is not None and not written.interrupted,
         location=location or str(folder),
         clones=[CloneEvent.from_json(r) for r in _read_jsonl(folder / CLONES_FILE, problems)],
+        log_scaled=[str(k) for k in logs] if isinstance(logs, list) else None,
     )
 
 

@@ -3,14 +3,16 @@ versions, and the journal of ended trials folded into Tune's saved state. Ray-fr
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
 import platform
 import sys
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tune_app.rundir.layout import (
     FINISHED_FILE,
@@ -21,10 +23,14 @@ from tune_app.rundir.layout import (
     write_json,
     write_text,
 )
+from tune_app.scoring import finite
+from tune_app.space import outer_domains
 
 if TYPE_CHECKING:
     from tune_app.plan import ExperimentPlan, Plan
 
+# Samplers that draw uniformly in log space: `report` draws their axes on a log scale.
+LOG_KINDS = ("loguniform", "qloguniform", "lograndint", "qlograndint")
 PACKAGES = ("tune_app", "ray", "torch", "gymnasium", "hyperopt", "tensorboard", "numpy", "pydantic")
 
 
@@ -83,6 +89,7 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         "seeds": list(exp.seeds),
         "aggregate": exp.aggregate,
         "searched": list(ep.searched),
+        "log_scaled": log_scaled(exp.config),
         "scheduler": exp.scheduler.type,
         "stop": dict(exp.stop),
         "trials": ep.trials,
@@ -92,6 +99,39 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         "versions": package_versions(),
     }
     write_json(ep.storage_dir / RUN_FILE, info)
+
+
+def log_scaled(space: Any) -> list[str]:
+    """The searched paths of a parsed space that are searched on a log scale: the log samplers,
+    and grids and choices of positive numbers spaced evenly in log space rather than linearly
+    (`[1e-4, 1e-3, 1e-2]`, `[16, 32, 64, 128]`)."""
+    found = []
+    for path, domain in outer_domains(space):
+        if domain.kind in LOG_KINDS:
+            found.append(path)
+        elif domain.kind in ("grid_search", "choice") and _log_spaced(domain.args):
+            found.append(path)
+    return found
+
+
+def _log_spaced(values: tuple[Any, ...]) -> bool:
+    """Positive numbers whose gaps are more even in log space than in linear space; two values
+    are when they are 100x or more apart."""
+    numbers = [finite(v) for v in values]
+    xs = sorted({x for x in numbers if x is not None})
+    if len(xs) != len(numbers) or len(xs) < 2 or xs[0] <= 0:
+        return False
+    if len(xs) == 2:
+        return xs[1] >= 100 * xs[0]
+    logs = [math.log(x) for x in xs]
+    return _unevenness(logs) < _unevenness(xs)
+
+
+def _unevenness(xs: list[float]) -> float:
+    """The spread of the gaps between sorted `xs`, relative to their mean (0: evenly spaced)."""
+    gaps = [b - a for a, b in itertools.pairwise(xs)]
+    mean = sum(gaps) / len(gaps)
+    return math.sqrt(sum((g - mean) ** 2 for g in gaps) / len(gaps)) / mean
 
 
 def _program() -> str:
