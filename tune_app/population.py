@@ -8,6 +8,7 @@ exactly which mutated keys changed, so `analyze` and `report` can show who copie
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +45,13 @@ class _RecordsClones(PopulationBasedTraining):
         event = {
             "trial_id": trial.trial_id,
             "from_trial": trial_to_clone.trial_id,
-            "iteration": (trial.last_result or {}).get("training_iteration", 0),
-            "from_iteration": (trial_to_clone.last_result or {}).get("training_iteration", 0),
+            # The PBT states hold the result being processed (the trial's own last_result is
+            # still the one before it).
+            "iteration": _iteration(trial_state, trial),
+            "from_iteration": _iteration(new_state, trial_to_clone),
             "changed": changed,
             "from_values": {k: donor.get(k) for k in self._mutated_paths()},
+            "logged_at": time.time(),  # results.jsonl rows after it ran with the new config
         }
         with (Path(self.folder) / CLONES_FILE).open("a", encoding="utf-8") as f:
             f.write(json.dumps(jsonable(event), allow_nan=False) + "\n")
@@ -55,6 +59,12 @@ class _RecordsClones(PopulationBasedTraining):
     def _mutated_paths(self) -> list[str]:
         """Dotted config paths of the mutated keys (nested mutations flattened)."""
         return list(flatten({k: _leaf(v) for k, v in self._hyperparam_mutations.items()}))
+
+
+def _iteration(state: Any, trial: Trial) -> int:
+    """The training iteration of the result PBT judged `trial` by."""
+    result = getattr(state, "last_result", None) or trial.last_result or {}
+    return int(result.get("training_iteration", 0) or 0)
 
 
 def _leaf(value: Any) -> Any:
