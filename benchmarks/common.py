@@ -29,13 +29,36 @@ class Figure:
     numerator: str  # what was measured, with its value and unit
     denominator: str
     note: str = ""
+    # Where the value lies over repetitions (e.g. a bootstrap interval), when it was repeated:
+    # a target inside it is neither met nor missed, but not shown.
+    spread: tuple[float, float] | None = None
 
     @property
     def met(self) -> bool | None:
+        """Whether the target holds: None without a target, or when the spread crosses it."""
         if not self.target:
             return None
         op, bound = self.target.split()
-        return self.value <= float(bound) if op == "<=" else self.value >= float(bound)
+        ends = self.spread or (self.value, self.value)
+        holds = [_holds(op, v, float(bound)) for v in (self.value, *ends)]
+        return holds[0] if all(h == holds[0] for h in holds) else None
+
+    @property
+    def verdict(self) -> str:
+        """The table's "met" column: yes, **no**, not shown (the spread crosses), or -."""
+        met = self.met
+        if met is None:
+            return "not shown" if self.target else "-"
+        return "yes" if met else "**no**"
+
+
+def _holds(op: str, value: float, bound: float) -> bool:
+    return {
+        "<=": value <= bound,
+        "<": value < bound,
+        ">=": value >= bound,
+        ">": value > bound,
+    }[op]
 
 
 @dataclass
@@ -99,9 +122,9 @@ def table(figures: list[Figure]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for f in figures:
-        met = {True: "yes", False: "**no**", None: "-"}[f.met]
+        value = f"{f.value:.3g}" + (f" ({f.spread[0]:.3g}-{f.spread[1]:.3g})" if f.spread else "")
         lines.append(
-            f"| {f.benchmark} | {f.name} | {f.value:.3g} | {f.target or '-'} | {met} | "
+            f"| {f.benchmark} | {f.name} | {value} | {f.target or '-'} | {f.verdict} | "
             f"{f.numerator} | {f.denominator} |"
         )
     return "\n".join(lines)
@@ -112,7 +135,7 @@ def write_json(path: Path, figures: list[Figure], quick: bool) -> None:
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "quick": quick,
         "machine": machine(),
-        "figures": [{**asdict(f), "met": f.met} for f in figures],
+        "figures": [{**asdict(f), "met": f.met, "verdict": f.verdict} for f in figures],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")

@@ -1,121 +1,419 @@
-"""Search efficiency: HyperBand and ASHA against grid and random on the simulation trainable's
-CartPole search, each given the machine in turn. Measured: trial-seconds (summed time of every
-trial's iterations) and wall time until a result within 2% of grid's best appears."""
+"""Search efficiency on a problem that separates methods: grid, random, ASHA, HyperBand, BOHB,
+PBT and Optuna's TPE with median stopping (the rl-baselines3-zoo recipe), each through the app,
+on recorded learning curves of es_cartpole replayed without sleeping (benchmarks/replay.py).
+
+Compute is counted in trial-iterations (results), so the figures do not depend on the machine's
+load. Each method except grid runs once per searcher seed; its compute is the number of results
+until the first within 2% of the best value in the table (the best any search of this space can
+see), or all the run spent when it never gets there. Figures are ratios of medians over seeds,
+with a 90% bootstrap interval (seeds resampled on both sides); a target inside the interval is
+"not shown". `--record` runs es_cartpole over the whole grid through the app (about 10 minutes
+on 2 cores) and writes benchmarks/search_table.json anew.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
+import os
+import random
+import shutil
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
+from typing import Any
 
-from benchmarks.common import ROOT, Figure, bench_main, read_results, tune_app
+from benchmarks.common import ROOT, Figure, read_results, table
+from benchmarks.replay import TABLE, Table, load_table
 
-LR = [0.02, 0.1, 0.5]
-SIGMA = [0.03, 0.1, 0.3]
-POPULATION = [8, 16, 32]
-
-SPEC = """
-metric: episode_return_mean
-mode: max
-seed: 7
-search: {search}
-scheduler: {scheduler}
-experiments:
-  cartpole:
-    run: es_cartpole
-    simulations: 1
-    num_samples: {samples}
-    stop: {{training_iteration: {iterations}}}
-    config:
-      episodes: 1
-      lr: {lr}
-      sigma: {sigma}
-      population: {population}
-"""
+METRIC = "episode_return_mean"
+GOAL = 0.98  # within 2% of the best in the table
+MAX_T = 81  # iterations a trial may run: the recorded length
+CPUS = 2  # trials at once, on every machine: how results interleave changes what a method spends
+EXPERIMENT = "search"
+# The recorded space: half-decade steps of lr and sigma, three population sizes. Tune's grid
+# varies the keys in alphabetical order, the first fastest: lr, then population, then sigma, so
+# grid search starts with the smallest noise, where every step size in the range is far too big.
+AXES: dict[str, list[float]] = {
+    "lr": [round(10 ** (k / 2), 8) for k in range(-4, 1)],  # 0.01 .. 1
+    "sigma": [round(10 ** (k / 2), 8) for k in range(-6, 1)],  # 0.001 .. 1
+    "population": [8, 16, 32],
+}
+ENV = "benchmarks.tight_cartpole:TightCartPole"
+SCHEDULERS = ("asha", "hyperband", "bohb", "pbt")  # the methods with targets
+RL_ZOO = "optuna-tpe-median"
 
 
-def _spec(method: str, iterations: int, quick: bool) -> str:
-    """The same space for every method: a grid of its values, or sampled from its range."""
-    grid = method == "grid"
-    populations = [16] if quick else POPULATION
-    size = len(LR) * len(SIGMA) * len(populations)
-    sched = {
-        "grid": "fifo",
-        "random": "fifo",
-        "hyperband": f"{{type: hyperband, max_t: {iterations}, reduction_factor: 3}}",
-        "asha": f"{{type: asha, max_t: {iterations}, grace_period: 3, reduction_factor: 3}}",
-    }[method]
+# ---- the arithmetic (Ray-free) ----------------------------------------------------------------
 
-    def axis(values: list[float]) -> str:
-        if grid:
-            return f"{{grid_search: {values}}}"
-        return f"{{loguniform: [{min(values)}, {max(values)}]}}"
 
-    return SPEC.format(
-        search="grid" if grid else "random",
-        scheduler=sched,
-        samples=1 if grid else size,
-        iterations=iterations,
-        lr=axis(LR),
-        sigma=axis(SIGMA),
-        population=(
-            populations[0]
-            if len(populations) == 1
-            else f"{{grid_search: {populations}}}"
-            if grid
-            else f"{{choice: {populations}}}"
-        ),
+def reached(value: Any, goal: float, mode: str = "max") -> bool:
+    if not isinstance(value, int | float) or math.isnan(value):
+        return False
+    return value >= goal if mode == "max" else value <= goal
+
+
+def cost_until(
+    rows: list[dict[str, Any]], goal: float, mode: str = "max"
+) -> tuple[int | None, int]:
+    """Results logged until the first that reaches `goal`, counting it (None if none does), and
+    all results of the run: compute in trial-iterations. `rows` in the order they arrived (as
+    results.jsonl holds them; not sorted by clock, which may step)."""
+    for n, row in enumerate(rows, 1):
+        if reached(row.get(METRIC), goal, mode):
+            return n, len(rows)
+    return None, len(rows)
+
+
+def missing_rows(rows: list[dict[str, Any]]) -> list[str]:
+    """Trials whose iterations do not run 1, 2, 3 ... in the rows (a result lost on the way
+    would make the count of compute too low); not for PBT, whose clones jump."""
+    last: dict[str, int] = {}
+    broken = []
+    for row in rows:
+        trial, it = row["trial_id"], row["training_iteration"]
+        if it != last.get(trial, 0) + 1 and trial not in broken:
+            broken.append(trial)
+        last[trial] = it
+    return broken
+
+
+@dataclass(frozen=True)
+class Costs:
+    """A method's compute to the goal, one value per run; a run that never reached the goal
+    counts as all it spent (so the median is a lower bound when most runs missed)."""
+
+    method: str
+    values: tuple[int, ...]
+    missed: int = 0  # runs that never reached the goal
+
+    @property
+    def median(self) -> float:
+        return float(median(self.values))
+
+    def describe(self) -> str:
+        runs = len(self.values)
+        if runs == 1:
+            text = f"{self.method} {self.values[0]:,} trial-iterations (one run)"
+        else:
+            text = (
+                f"{self.method} median {self.median:,.0f} trial-iterations "
+                f"({min(self.values):,}-{max(self.values):,} over {runs} seeds)"
+            )
+        if self.missed:
+            text += f", {self.missed} of {runs} never reached it (counted as all they spent)"
+        return text
+
+
+def ratio_interval(
+    num: tuple[int, ...], den: tuple[int, ...], level: float = 0.9, draws: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """A bootstrap interval of median(num) / median(den): both sides' runs resampled."""
+    rng = random.Random(seed)
+    ratios = sorted(
+        median(rng.choices(num, k=len(num))) / median(rng.choices(den, k=len(den)))
+        for _ in range(draws)
+    )
+    tail = (1 - level) / 2
+    return ratios[int(tail * draws)], ratios[math.ceil((1 - tail) * draws) - 1]
+
+
+def versus(costs: Costs, other: Costs, target: str = "", note: str = "") -> Figure:
+    """`costs` against `other`: the ratio of their medians, with its bootstrap interval."""
+    repeated = len(costs.values) > 1 or len(other.values) > 1
+    return Figure(
+        "search",
+        f"{costs.method} / {other.method}: trial-iterations to within 2% of the best",
+        costs.median / other.median,
+        target,
+        costs.describe(),
+        other.describe(),
+        note=note,
+        spread=ratio_interval(costs.values, other.values) if repeated else None,
     )
 
 
-def _cost_until(rows: list[dict], goal: float) -> tuple[float | None, float | None, float]:
-    """Trial-seconds and wall seconds spent until a result reached `goal`, and in all."""
-    rows = sorted(rows, key=lambda r: r["logged_at"])
-    start = min(r["logged_at"] - r["time_this_iter_s"] for r in rows)
-    spent, found = 0.0, (None, None)
-    for row in rows:
-        spent += row["time_this_iter_s"]
-        if found[0] is None and (row.get("episode_return_mean") or 0.0) >= goal:
-            found = (spent, row["logged_at"] - start)
-    return found[0], found[1], spent
+def figures_of(costs: dict[str, Costs], grid_budget: int, goal: float) -> list[Figure]:
+    """The search figures: every method against grid; the scheduler methods against random;
+    the best of them against Optuna's TPE with median stopping."""
+    grid = costs["grid"]
+    note = f"goal {METRIC} >= {goal:g}; {MAX_T} iterations at most per trial"
+    found = [
+        Figure(
+            "search",
+            "grid: trial-iterations to within 2% of the best / grid's whole budget",
+            grid.median / grid_budget,
+            "",
+            grid.describe(),
+            f"grid {grid_budget:,} trial-iterations in all",
+            note=note,
+        )
+    ]
+    for name, c in costs.items():
+        if name != "grid":
+            found.append(versus(c, grid, "<= 0.25" if name in SCHEDULERS else "", note))
+    if "random" in costs:
+        found += [
+            versus(costs[n], costs["random"], "<= 0.5", note) for n in SCHEDULERS if n in costs
+        ]
+    rivals = [costs[n] for n in SCHEDULERS if n in costs]
+    if RL_ZOO in costs and rivals:
+        best = min(rivals, key=lambda c: c.median)
+        found.append(versus(best, costs[RL_ZOO], "< 1", note))
+    return found
+
+
+# ---- the methods, as specs of the app ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Method:
+    """One search method: its `search:` and `scheduler:` and how many trials it may start."""
+
+    name: str
+    search: Any
+    scheduler: Any
+    samples: tuple[int, int]  # trials it may start at full size and with --quick (0: not run)
+    checkpoint: bool = False  # its scheduler pauses or copies trials: the replay checkpoints
+    # max_concurrent_trials: trials are then made only as they can start, so they start in the
+    # searcher's order (else Tune may start waiting trials out of order) and a model-based
+    # searcher learns between them. Not for HyperBand (its paused trials count) or PBT.
+    concurrency: int | None = None
+    seeded: bool = True  # repeated over searcher seeds (grid is one order)
+    # Its trials end once a result reaches the goal (what comes after is not measured). Not for
+    # HyperBand: Tune's brackets can wait forever on trials that end between milestones.
+    ends_at_goal: bool = True
+
+
+def sampled(values: list[float]) -> dict[str, list[float]]:
+    """A log-uniform range half a step beyond the end values, so each recorded value is the
+    nearest for an equal share of it."""
+    low = values[0] / math.sqrt(values[1] / values[0])
+    high = values[-1] * math.sqrt(values[-1] / values[-2])
+    return {"loguniform": [float(f"{low:.6g}"), float(f"{high:.6g}")]}
+
+
+HYPERBAND = {"type": "hyperband", "max_t": MAX_T, "reduction_factor": 3}
+HYPERBAND_TRIALS = 5 + 8 + 15 + 34 + 81  # one whole band of max_t 81, reduction_factor 3
+PBT = {
+    "type": "pbt",
+    "perturbation_interval": 9,
+    "hyperparam_mutations": {
+        "lr": sampled(AXES["lr"]),
+        "sigma": sampled(AXES["sigma"]),
+        "population": AXES["population"],
+    },
+    "quantile_fraction": 0.25,
+    "resample_probability": 0.25,
+}
+# rl-baselines3-zoo's recipe: TPESampler(n_startup_trials=5) with MedianPruner(n_startup_trials=5,
+# n_warmup_steps=a third of the evaluations); here Tune's median stopping rule after a third.
+TPE = {"type": "optuna", "sampler": "tpe", "n_startup_trials": 5}
+MEDIAN = {
+    "type": "median",
+    "time_attr": "training_iteration",
+    "grace_period": MAX_T // 3,
+    "min_samples_required": 5,
+}
+ASHA = {"type": "asha", "max_t": MAX_T, "grace_period": 3, "reduction_factor": 3}
+METHODS = (
+    Method("grid", "grid", "fifo", (1, 1), concurrency=CPUS, seeded=False),
+    Method("random", "random", "fifo", (64, 32), concurrency=CPUS),
+    Method("asha", "random", ASHA, (128, 64), concurrency=CPUS),
+    Method("hyperband", "random", HYPERBAND, (HYPERBAND_TRIALS, 28), True, ends_at_goal=False),
+    Method(
+        "bohb",
+        {"type": "bohb"},
+        HYPERBAND,
+        (HYPERBAND_TRIALS, 81),
+        checkpoint=True,
+        concurrency=CPUS,
+        ends_at_goal=False,
+    ),
+    Method("pbt", "random", PBT, (8, 8), checkpoint=True),
+    Method(RL_ZOO, TPE, MEDIAN, (64, 32), concurrency=CPUS),
+    Method("optuna-tpe", TPE, "fifo", (64, 0), concurrency=CPUS),
+)
+
+
+def spec(method: Method, seed: int, goal: float, goal_file: Path, quick: bool) -> dict[str, Any]:
+    """The app's spec of one run of `method` on the replayed table."""
+    if method.search == "grid":
+        space: dict[str, Any] = {k: {"grid_search": v} for k, v in AXES.items()}
+    else:
+        space = {"lr": sampled(AXES["lr"]), "sigma": sampled(AXES["sigma"])}
+        space["population"] = {"choice": AXES["population"]}
+    experiment: dict[str, Any] = {
+        "run": "benchmarks.replay:replay",
+        "num_samples": method.samples[quick],
+        "stop": {"training_iteration": MAX_T},
+        "config": {**space, "checkpoint": method.checkpoint},
+    }
+    if method.ends_at_goal:
+        experiment["config"].update(goal=goal, goal_file=str(goal_file))
+    if method.concurrency:
+        experiment["max_concurrent_trials"] = method.concurrency
+    return {
+        "metric": METRIC,
+        "mode": "max",
+        "seed": seed,
+        "search": method.search,
+        "scheduler": method.scheduler,
+        "experiments": {EXPERIMENT: experiment},
+    }
+
+
+# ---- running --------------------------------------------------------------------------------
+
+SEEDS = (5, 2)  # searcher seeds per method: full size, --quick
+
+
+def _start_ray() -> None:
+    """One local Ray for every run; its workers import `benchmarks` from the checkout."""
+    import ray
+
+    path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), path]))
+    ray.init(
+        address="local",
+        num_cpus=CPUS,
+        include_dashboard=False,
+        logging_level="ERROR",
+        log_to_driver=False,
+    )
+
+
+def run_method(
+    method: Method, seed: int, goal: float, tmp: Path, quick: bool
+) -> tuple[int | None, int]:
+    """One run of `method` through the app: its compute to the goal and in all."""
+    import tune_app
+
+    folder = tmp / f"{method.name}-{seed}"
+    folder.mkdir()
+    runs = folder / "runs"
+    tune_app.run(spec(method, seed, goal, folder / "goal", quick), storage_path=runs)
+    rows = read_results(runs / EXPERIMENT)
+    broken = [] if method.scheduler is PBT else missing_rows(rows)
+    if broken:  # kept for a look
+        raise RuntimeError(f"{runs / EXPERIMENT}: results missing in trials {broken[:5]}")
+    shutil.rmtree(folder, ignore_errors=True)
+    return cost_until(rows, goal)
 
 
 def run(quick: bool = False) -> list[Figure]:
-    iterations = 27 if quick else 81
-    figures = []
-    with tempfile.TemporaryDirectory() as folder:
-        tmp = Path(folder)
-        rows = {}
-        for method in ("grid", "random", "hyperband", "asha"):
-            spec = tmp / f"{method}.yaml"
-            spec.write_text(_spec(method, iterations, quick))
-            tune_app("run", str(spec), "--storage-path", str(tmp / method), "-q", cwd=ROOT)
-            rows[method] = read_results(tmp / method / "cartpole")
-        best = max(r.get("episode_return_mean") or 0.0 for r in rows["grid"])
-        goal = 0.98 * best
-        _, grid_wall, grid_total = _cost_until(rows["grid"], goal)
-        full_wall = max(r["logged_at"] for r in rows["grid"]) - min(
-            r["logged_at"] - r["time_this_iter_s"] for r in rows["grid"]
-        )
-        for method in ("grid", "random", "hyperband", "asha"):
-            spent, wall, total = _cost_until(rows[method], goal)
-            found = spent is not None
-            figures.append(
-                Figure(
-                    "search",
-                    f"{method}: trial-seconds to 98% of grid's best / grid's"
-                    if found
-                    else f"{method}: never reached 98% of grid's best (all it spent / grid's)",
-                    (spent if found else total) / grid_total,
-                    "<= 0.2" if method in ("hyperband", "asha") else "",
-                    f"{method} {spent:.1f} trial-s ({wall:.1f} s wall)"
-                    if found
-                    else f"{method} spent {total:.1f} trial-s in all",
-                    f"grid {grid_total:.1f} trial-s ({full_wall:.1f} s wall)",
-                    note=f"goal episode_return_mean >= {goal:.1f}; {iterations} iterations max",
+    import ray
+
+    replayed = load_table()
+    goal = GOAL * replayed.best
+    costs: dict[str, Costs] = {}
+    _start_ray()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            for method in (m for m in METHODS if m.samples[quick]):
+                began = time.monotonic()
+                seeds = range(SEEDS[quick] if method.seeded else 1)
+                spent = [run_method(method, s, goal, Path(folder), quick) for s in seeds]
+                costs[method.name] = Costs(
+                    method.name,
+                    tuple(until if until is not None else total for until, total in spent),
+                    missed=sum(until is None for until, _ in spent),
                 )
-            )
-    return figures
+                print(
+                    f"  {costs[method.name].describe()}; {time.monotonic() - began:.0f} s",
+                    flush=True,
+                )
+    finally:
+        ray.shutdown()
+    return figures_of(costs, len(replayed.curves) * MAX_T, goal)
+
+
+# ---- recording the table ----------------------------------------------------------------------
+
+
+def record_spec(axes: dict[str, list[float]], iterations: int) -> dict[str, Any]:
+    """es_cartpole over the whole grid of `axes`, seed 0, through the app."""
+    return {
+        "metric": METRIC,
+        "mode": "max",
+        "search": "grid",
+        "experiments": {
+            "record": {
+                "run": "es_cartpole",
+                "env": ENV,
+                "simulations": 1,
+                "stop": {"training_iteration": iterations},
+                "config": {
+                    **{key: {"grid_search": values} for key, values in axes.items()},
+                    "episodes": 1,
+                    "seed": 0,
+                },
+            }
+        },
+    }
+
+
+def curves_from_rows(
+    rows: list[dict[str, Any]], axes: dict[str, list[float]], iterations: int
+) -> list[list[float]]:
+    """Each configuration's metric by iteration, in the table's order (row-major over `axes`)."""
+    size = math.prod(len(v) for v in axes.values())
+    grid = Table(METRIC, "max", axes, [[0.0]] * size)
+    configs = grid.configs()
+    curves: list[list[float | None]] = [[None] * iterations for _ in range(size)]
+    index: dict[str, int] = {}  # trial id -> its configuration (on the trial's first row)
+    for row in rows:
+        if "config" in row:
+            i = index[row["trial_id"]] = grid.nearest(row["config"])
+            if configs[i] != {k: row["config"][k] for k in axes}:
+                raise ValueError(f"a result of {row['config']}, which is not on the grid")
+        curves[index[row["trial_id"]]][row["training_iteration"] - 1] = round(row[METRIC], 3)
+    gaps = [i for i, c in enumerate(curves) if None in c]
+    if gaps:
+        raise ValueError(f"{len(gaps)} configurations lack results, the first {configs[gaps[0]]}")
+    return [[float(v) for v in c if v is not None] for c in curves]
+
+
+def record(
+    path: Path = TABLE, axes: dict[str, list[float]] = AXES, iterations: int = MAX_T
+) -> Table:
+    """Run es_cartpole over every configuration of `axes` through the app; write the table."""
+    import tune_app
+
+    day = time.strftime("%Y-%m-%d")
+    with tempfile.TemporaryDirectory() as folder:
+        tune_app.run(record_spec(axes, iterations), storage_path=folder)
+        rows = read_results(Path(folder) / "record")
+    recorded = Table(
+        metric=METRIC,
+        mode="max",
+        axes=axes,
+        curves=curves_from_rows(rows, axes, iterations),
+        about=(
+            f"es_cartpole (trainables/es_cartpole.py) on {ENV}, seed 0, one episode per "
+            f"policy: {METRIC} of its first {iterations} iterations for every configuration "
+            f"of the axes, recorded through the app by `python -m benchmarks.search --record` "
+            f"on {day}"
+        ),
+    )
+    path.write_text(json.dumps(recorded.to_json(), separators=(",", ":")) + "\n")
+    return recorded
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    parser.add_argument("--record", action="store_true", help=f"record {TABLE.name} anew")
+    args = parser.parse_args()
+    if args.record:
+        recorded = record()
+        print(f"{TABLE}: {len(recorded.curves)} curves, best {recorded.best:g}")
+        return
+    print(table(run(args.quick)))
 
 
 if __name__ == "__main__":
-    bench_main(run, __doc__)
+    main()

@@ -1,9 +1,26 @@
-"""The benchmarks' own arithmetic (Ray-free): targets met or not, the table, the search cost."""
+"""The benchmarks' own arithmetic (Ray-free): targets met or not, the table, the search cost,
+the replayed table's lookups."""
 
 from __future__ import annotations
 
+import json
+import math
+
+import pytest
+
 from benchmarks.common import Figure, table
-from benchmarks.search import _cost_until
+from benchmarks.replay import TABLE, Position, Table, load_table
+from benchmarks.search import (
+    AXES,
+    MAX_T,
+    Costs,
+    cost_until,
+    curves_from_rows,
+    figures_of,
+    missing_rows,
+    ratio_interval,
+    sampled,
+)
 
 
 def test_targets_are_read_both_ways():
@@ -15,14 +32,145 @@ def test_targets_are_read_both_ways():
     assert "| b | f | 1.1 | <= 1.15 | yes |" in text and "| **no** |" in text
 
 
-def test_search_cost_counts_trial_seconds_until_the_goal():
+@pytest.mark.parametrize(
+    "value, spread, target, met, verdict",
+    [
+        pytest.param(0.2, (0.1, 0.24), "<= 0.25", True, "yes", id="inside"),
+        pytest.param(0.2, (0.1, 0.4), "<= 0.25", None, "not shown", id="crosses"),
+        pytest.param(0.5, (0.3, 0.9), "<= 0.25", False, "**no**", id="outside"),
+        pytest.param(0.9, (0.8, 0.95), "< 1", True, "yes", id="strict"),
+        pytest.param(0.9, (0.8, 1.0), "< 1", None, "not shown", id="strict-touches"),
+        pytest.param(0.9, None, "", None, "-", id="no-target"),
+    ],
+)
+def test_a_spread_across_the_target_shows_nothing(value, spread, target, met, verdict):
+    figure = Figure("b", "f", value, target, "a", "b", spread=spread)
+    assert figure.met is met and figure.verdict == verdict
+    if spread:
+        assert f"| {value:.3g} ({spread[0]:.3g}-{spread[1]:.3g}) |" in table([figure])
+
+
+def test_search_cost_counts_results_until_the_goal_in_arrival_order():
     rows = [  # two trials side by side; the second reaches the goal on its second result
-        {"logged_at": 11.0, "time_this_iter_s": 1.0, "episode_return_mean": 20.0},
-        {"logged_at": 11.5, "time_this_iter_s": 1.5, "episode_return_mean": 30.0},
-        {"logged_at": 12.0, "time_this_iter_s": 1.0, "episode_return_mean": 25.0},
-        {"logged_at": 13.0, "time_this_iter_s": 1.5, "episode_return_mean": 99.0},
-        {"logged_at": 14.0, "time_this_iter_s": 1.0, "episode_return_mean": 40.0},
+        {"trial_id": "a", "training_iteration": 1, "episode_return_mean": 20.0},
+        {"trial_id": "b", "training_iteration": 1, "episode_return_mean": 30.0},
+        {"trial_id": "a", "training_iteration": 2, "episode_return_mean": float("nan")},
+        {"trial_id": "b", "training_iteration": 2, "episode_return_mean": 495.0},
+        {"trial_id": "a", "training_iteration": 3, "episode_return_mean": 500.0},
     ]
-    spent, wall, total = _cost_until(rows, 98.0)
-    assert (spent, wall, total) == (5.0, 3.0, 6.0)
-    assert _cost_until(rows, 100.0)[:2] == (None, None)
+    assert cost_until(rows, 490.0) == (4, 5)
+    assert cost_until(rows, 501.0) == (None, 5)
+    assert cost_until(rows, 25.0, mode="min") == (1, 5)
+    assert missing_rows(rows) == []
+    assert missing_rows(rows[:2] + rows[3:]) == ["a"]  # a's second result lost
+
+
+def test_costs_count_a_missed_run_as_all_it_spent():
+    costs = Costs("asha", (120, 300, 90, 2000), missed=1)
+    assert costs.median == 210
+    text = costs.describe()
+    assert "median 210" in text and "90-2,000 over 4 seeds" in text and "1 of 4 never" in text
+    assert Costs("grid", (350,)).describe() == "grid 350 trial-iterations (one run)"
+
+
+def test_the_ratio_interval_holds_the_ratio_of_medians():
+    low, high = ratio_interval((100, 120, 140, 160, 400), (1000,))
+    assert low <= 140 / 1000 <= high
+    assert 0.1 <= low and high <= 0.4  # resampled medians stay among the values
+    assert ratio_interval((5, 5, 5), (10, 10)) == (0.5, 0.5)
+    assert ratio_interval((1, 2, 3), (4, 5, 6), seed=3) == ratio_interval(
+        (1, 2, 3), (4, 5, 6), seed=3
+    )
+
+
+def test_figures_compare_schedulers_with_grid_random_and_the_rl_zoo_recipe():
+    costs = {
+        "grid": Costs("grid", (1000,)),
+        "random": Costs("random", (400, 500, 600)),
+        "asha": Costs("asha", (100, 200, 150)),
+        "optuna-tpe-median": Costs("optuna-tpe-median", (300, 300, 300)),
+    }
+    found = {f.name.split(":")[0]: f for f in figures_of(costs, 10_000, 490.0)}
+    assert found["grid"].value == 0.1
+    assert found["asha / grid"].value == 0.15 and found["asha / grid"].target == "<= 0.25"
+    assert found["random / grid"].target == ""
+    assert found["asha / random"].value == 0.3 and found["asha / random"].met is True
+    versus_zoo = found["asha / optuna-tpe-median"]
+    assert versus_zoo.value == 0.5 and versus_zoo.target == "< 1" and versus_zoo.met is True
+
+
+def small_table() -> Table:
+    axes = {"lr": [0.01, 0.1, 1.0], "population": [8, 16]}
+    curves = [[float(10 * i + t) for t in range(4)] for i in range(6)]
+    return Table("score", "max", axes, curves)
+
+
+@pytest.mark.parametrize(
+    "config, index",
+    [
+        pytest.param({"lr": 0.01, "population": 8}, 0, id="exact"),
+        pytest.param({"lr": 0.03, "population": 16}, 1, id="log-nearer-low"),
+        pytest.param({"lr": 0.04, "population": 16}, 3, id="log-nearer-high"),
+        pytest.param({"lr": 50.0, "population": 9}, 4, id="beyond-the-end"),
+        pytest.param({"population": 16}, 3, id="missing-takes-middle"),
+    ],
+)
+def test_a_config_replays_the_nearest_recorded_one_on_a_log_scale(config, index):
+    replayed = small_table()
+    assert replayed.nearest(config) == index
+    assert replayed.configs()[3] == {"lr": 0.1, "population": 16}
+
+
+def test_a_table_checks_its_shape():
+    with pytest.raises(ValueError, match="6 configurations on the axes, but 5 curves"):
+        Table("score", "max", {"lr": [0.01, 0.1, 1.0], "population": [8, 16]}, [[0.0]] * 5)
+    with pytest.raises(ValueError, match="positive"):
+        Table("score", "max", {"lr": [0.0, 1.0]}, [[0.0], [1.0]])
+
+
+def test_a_moved_trial_goes_on_where_the_new_curve_reached_its_level():
+    curves = [
+        [10.0, 20.0, 30.0, 40.0, 50.0, 60.0],  # the old curve
+        [0.0, 0.0, 15.0, 35.0, 45.0, 80.0],  # slower, then faster
+        [5.0, 5.0, 5.0, 5.0, 5.0, 5.0],  # never gets there
+    ]
+    replayed = Table("score", "max", {"lr": [1.0, 2.0, 3.0]}, curves)
+    at = Position(0, 4)  # reported 10, 20, 30, 40: level (20 + 30 + 40) / 3 = 30
+    assert at.moved_to(0, replayed) == at  # the same curve: exactly where it was
+    # curve 1 smoothed: 0, 0, 5, 16.7, 31.7 -> first at or above 30 is index 4: go on at 5
+    assert at.moved_to(1, replayed) == Position(1, 5)
+    assert at.moved_to(2, replayed) == Position(2, 1)  # its best is its first value
+    assert Position(0, 0).moved_to(1, replayed) == Position(1, 0)
+
+
+def test_recorded_rows_become_curves_in_the_table_order():
+    axes = {"lr": [0.1, 1.0], "population": [8, 16]}
+    rows = []
+    for n, (lr, pop) in enumerate([(1.0, 16), (0.1, 8), (0.1, 16), (1.0, 8)]):
+        for it in (1, 2):
+            row = {"trial_id": f"t{n}", "training_iteration": it, "episode_return_mean": n + it}
+            if it == 1:
+                row["config"] = {"lr": lr, "population": pop, "seed": 0}
+            rows.append(row)
+    assert curves_from_rows(rows, axes, 2) == [[2, 3], [3, 4], [4, 5], [1, 2]]
+    with pytest.raises(ValueError, match="lack results"):
+        curves_from_rows(rows[:-1], axes, 2)
+    off = [{**rows[0], "config": {"lr": 0.5, "population": 8}}]
+    with pytest.raises(ValueError, match="not on the grid"):
+        curves_from_rows(off, axes, 1)
+
+
+def test_sampled_ranges_give_every_recorded_value_an_equal_share():
+    low, high = sampled([0.01, 0.1, 1.0])["loguniform"]
+    assert math.isclose(low, 10**-2.5, rel_tol=1e-5) and math.isclose(high, 10**0.5, rel_tol=1e-5)
+
+
+def test_the_committed_table_matches_the_recorded_space():
+    data = json.loads(TABLE.read_text())
+    replayed = load_table()
+    assert replayed.axes == AXES == data["axes"]
+    assert replayed.iterations == MAX_T and len(replayed.curves) == math.prod(
+        map(len, AXES.values())
+    )
+    assert replayed.best == 500.0  # CartPole's limit: the goal is holding the pole all episode
+    assert "recorded through the app" in replayed.about
