@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +16,8 @@ from tune_app.plan import make_plan
 from tune_app.tuner import _scheduler
 
 from .conftest import user_module
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -188,3 +194,37 @@ experiments:
             if r["iterations_since_restore"] == 1 and r["training_iteration"] > 1
         )
     assert resumed >= 1
+
+
+LOCAL_RUN = """
+import json, sys
+import tune_app
+spec = {"e": {"run": "worker_env:report_env", "config": {"x": {"grid_search": [1, 2, 3]}}}}
+result = tune_app.run(spec, storage_path=sys.argv[1], verbosity=0)
+rows = [json.loads(line) for line in open(sys.argv[1] + "/e/results.jsonl")]
+print(json.dumps({"torch": "torch" in sys.modules, "tensorboardX": "tensorboardX" in sys.modules,
+                  "rows": rows, "passed": result.passed}))
+"""
+
+
+def test_a_local_run_starts_trials_in_ray_s_own_workers_and_never_imports_torch(tmp_path):
+    """Its own process, as a user's: the app starts the local Ray. Tune would give each trial
+    actor a runtime env (so a fresh worker process each); here the actors have none, and the
+    workers inherit Tune's variable instead. A function trainable's driver imports no torch
+    (tensorboardX's writer would: 2.5 s)."""
+    user_module("worker_env.py", tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", LOCAL_RUN, str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])},
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["passed"] and len(got["rows"]) == 3
+    assert {r["own_env_vars"] for r in got["rows"]} == {0.0}
+    assert {r["pl_disable_fork"] for r in got["rows"]} == {1.0}
+    assert not got["torch"] and not got["tensorboardX"]
+    assert list((tmp_path / "out" / "e").rglob("events.out.tfevents.*"))  # TensorBoard still

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ray.tune.logger import TBXLoggerCallback
+from ray.tune.logger import LoggerCallback, TBXLoggerCallback
 
 from tune_app import scoring
 from tune_app.errors import SpecError
@@ -156,8 +156,12 @@ class TrialBoard(TBXLoggerCallback):
         mode: str | None = "max",
         layout: TagLayout | None = None,
     ) -> None:
-        super().__init__()
-        self._summary_writer_cls = _summary_writer
+        # Not TBXLoggerCallback's own: it imports tensorboardX, whose writer imports torch
+        # (2.5 s of a short search's start). The events are written with TensorBoard's writer.
+        LoggerCallback.__init__(self)
+        self._summary_writer_cls = EventWriter
+        self._trial_writer: dict[Trial, EventWriter] = {}
+        self._trial_result: dict[Trial, dict] = {}
         self.hparams = dict(hparams)  # dotted config path -> its domain in the spec
         self.metrics = tuple(metrics)
         self.metric = metric
@@ -212,8 +216,8 @@ class TrialBoard(TBXLoggerCallback):
             values.append(value)
             # The score as the summary ranks trials, so HParams sorts them the same way.
             score = scoring.score(values, self.scope, self.mode)
-            writer.add_scalar(SCORE_TAG, score, global_step=step)
-        writer.flush()
+            if score is not None:
+                writer.add_scalar(SCORE_TAG, score, global_step=step)
 
     def log_trial_end(self, trial: Trial, failed: bool = False) -> None:
         if trial not in self._trial_writer:  # ended before it started (its actor failed)
@@ -226,11 +230,7 @@ class TrialBoard(TBXLoggerCallback):
         """Tune's own end-of-trial HParams: off, this callback writes them from the start."""
 
     def _write(self, trial: Trial, summary: Any) -> None:
-        from tensorboardX.proto.summary_pb2 import Summary
-
-        # tensorboardX has its own copy of TensorBoard's Summary proto; the bytes are the same.
-        writer = self._trial_writer[trial].file_writer
-        writer.add_summary(Summary.FromString(summary.SerializeToString()))  # on disk in FLUSH_S
+        self._trial_writer[trial].add_summary(summary)  # on disk within FLUSH_S
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config for resume; open event writers cannot travel.
@@ -242,11 +242,33 @@ class TrialBoard(TBXLoggerCallback):
         self.__dict__.update(state)
 
 
-def _summary_writer(logdir: str, flush_secs: float = FLUSH_S) -> Any:
-    """Tune's writer, flushing every FLUSH_S: its `flush()` leaves queued events unwritten."""
-    from tensorboardX import SummaryWriter
+class EventWriter:
+    """A trial's events file, written by TensorBoard's own writer: scalars as `simple_value`s,
+    as TensorBoard and tensorboardX write them, on disk within `flush_secs`."""
 
-    return SummaryWriter(logdir, flush_secs=min(flush_secs, FLUSH_S))
+    def __init__(self, logdir: str, flush_secs: float = FLUSH_S) -> None:
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        self.file_writer = EventFileWriter(logdir, flush_secs=min(flush_secs, FLUSH_S))
+
+    def add_scalar(self, tag: str, value: float, global_step: int | None = None) -> None:
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        self.add_summary(Summary(value=[Summary.Value(tag=tag, simple_value=value)]), global_step)
+
+    def add_summary(self, summary: Any, global_step: int | None = None) -> None:
+        from tensorboard.compat.proto.event_pb2 import Event
+
+        event = Event(wall_time=time.time(), summary=summary)
+        if global_step is not None:
+            event.step = int(global_step)
+        self.file_writer.add_event(event)
+
+    def flush(self) -> None:
+        self.file_writer.flush()
+
+    def close(self) -> None:
+        self.file_writer.close()
 
 
 def metric_keys(ep: ExperimentPlan) -> tuple[str, ...]:
