@@ -12,7 +12,9 @@ number, with its searched parameters, its status and its last metric values.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import json
+import os
 import re
 import socket
 import sys
@@ -202,6 +204,7 @@ class TrialBoard(TBXLoggerCallback):
         self._write(trial, experiment_summary(self.hparams, self.shown_metrics, self.created))
         values = searched_values(trial.config, self.hparams)
         self._write(trial, session_start(values, trial_name(trial.trial_id)))
+        self._trial_writer[trial].flush()  # listed in HParams at once, before any result
 
     def log_trial_result(self, iteration: int, trial: Trial, result: dict) -> None:
         if trial not in self._trial_writer:
@@ -226,6 +229,11 @@ class TrialBoard(TBXLoggerCallback):
         self._write(trial, session_end(failed or diverged(last, self.metric) is not None))
         super().log_trial_end(trial, failed)
 
+    def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
+        """Events reach the disk within FLUSH_S, also a trial's that reports no more."""
+        for writer in self._trial_writer.values():
+            writer.flush_if_due()
+
     def _try_log_hparams(self, trial: Trial, result: dict) -> None:
         """Tune's own end-of-trial HParams: off, this callback writes them from the start."""
 
@@ -243,13 +251,28 @@ class TrialBoard(TBXLoggerCallback):
 
 
 class EventWriter:
-    """A trial's events file, written by TensorBoard's own writer: scalars as `simple_value`s,
-    as TensorBoard and tensorboardX write them, on disk within `flush_secs`."""
+    """A trial's events file in TensorBoard's format (its RecordWriter): scalars as
+    `simple_value`s, as TensorBoard and tensorboardX write them. Written in the driver's own
+    thread, with no writer thread per trial (a search of many short trials starts a writer per
+    trial); `TrialBoard.on_step_end` flushes what is older than `flush_secs`."""
+
+    _made = itertools.count()
 
     def __init__(self, logdir: str, flush_secs: float = FLUSH_S) -> None:
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+        from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.summary.writer.record_writer import RecordWriter
 
-        self.file_writer = EventFileWriter(logdir, flush_secs=min(flush_secs, FLUSH_S))
+        Path(logdir).mkdir(parents=True, exist_ok=True)
+        # TensorBoard's own naming: time, host, process, a number unique in the process.
+        name = (
+            f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
+            f"{os.getpid()}.{next(self._made)}"
+        )
+        self._file = open(Path(logdir) / name, "wb")  # noqa: SIM115 - closed by close()
+        self._records = RecordWriter(self._file)
+        self.flush_secs = min(flush_secs, FLUSH_S)
+        self._unflushed_since: float | None = None
+        self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
 
     def add_scalar(self, tag: str, value: float, global_step: int | None = None) -> None:
         from tensorboard.compat.proto.summary_pb2 import Summary
@@ -262,13 +285,27 @@ class EventWriter:
         event = Event(wall_time=time.time(), summary=summary)
         if global_step is not None:
             event.step = int(global_step)
-        self.file_writer.add_event(event)
+        self._write(event)
+
+    def _write(self, event: Any) -> None:
+        self._records.write(event.SerializeToString())
+        if self._unflushed_since is None:
+            self._unflushed_since = time.monotonic()
+
+    def flush_if_due(self) -> None:
+        since = self._unflushed_since
+        if since is not None and time.monotonic() - since >= self.flush_secs:
+            self.flush()
 
     def flush(self) -> None:
-        self.file_writer.flush()
+        if not self._file.closed:
+            self._file.flush()
+        self._unflushed_since = None
 
     def close(self) -> None:
-        self.file_writer.close()
+        if not self._file.closed:
+            self._file.close()
+        self._unflushed_since = None
 
 
 def metric_keys(ep: ExperimentPlan) -> tuple[str, ...]:

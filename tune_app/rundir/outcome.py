@@ -135,7 +135,8 @@ def _columns(result: Any) -> list[str]:
         return []
     if frame is None:
         return []
-    return [str(c) for c in frame.columns if frame[c].notna().any()]
+    held = frame.notna().any()  # one pass over the frame, not one per column
+    return [str(c) for c, any_value in held.items() if any_value]
 
 
 def _history(result: Any, key: str) -> list[Any]:
