@@ -10,8 +10,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,9 +31,10 @@ class Figure:
     numerator: str  # what was measured, with its value and unit
     denominator: str
     note: str = ""
-    # Where the value lies over repetitions (e.g. a bootstrap interval), when it was repeated:
-    # a target inside it is neither met nor missed, but not shown.
+    # Where the value lies over repetitions (the lowest and highest ratio of paired repeats, or
+    # a bootstrap interval): a target inside it is neither met nor missed, but not shown.
     spread: tuple[float, float] | None = None
+    repeats: int = 1  # how many paired repetitions `value` is the median of
 
     @property
     def met(self) -> bool | None:
@@ -50,6 +53,56 @@ class Figure:
         if met is None:
             return "not shown" if self.target else "-"
         return "yes" if met else "**no**"
+
+
+REPEATS = 3  # paired repetitions behind every measured ratio (the issue's floor)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Two things measured in turn, A, B, A, B, ...: one ratio a/b per repetition, so slow
+    spells of a shared machine fall on both sides of each ratio."""
+
+    a: tuple[float, ...]
+    b: tuple[float, ...]
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        return tuple(x / y for x, y in zip(self.a, self.b, strict=True))
+
+    @property
+    def value(self) -> float:
+        return median(self.ratios)
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        return (min(self.ratios), max(self.ratios))
+
+    def figure(self, benchmark: str, name: str, target: str, a: str, b: str, **kw: Any) -> Figure:
+        """The median ratio with its spread; `a` and `b` say what was measured, with `{}` for
+        the median of each side (formatted by the caller's spec, e.g. `{:.2f} s`)."""
+        return Figure(
+            benchmark,
+            name,
+            self.value,
+            target,
+            a.format(median(self.a)),
+            b.format(median(self.b)),
+            spread=self.spread,
+            repeats=len(self.a),
+            **kw,
+        )
+
+
+def paired(
+    measure_a: Callable[[], float], measure_b: Callable[[], float], repeats: int = REPEATS
+) -> Paired:
+    """Measure A then B, `repeats` times (a constant B, such as an ideal, costs nothing)."""
+    a, b = [], []
+    for _ in range(repeats):
+        a.append(measure_a())
+        b.append(measure_b())
+    return Paired(tuple(a), tuple(b))
 
 
 def _holds(op: str, value: float, bound: float) -> bool:
@@ -118,14 +171,14 @@ def machine() -> dict[str, Any]:
 def table(figures: list[Figure]) -> str:
     """A Markdown table of the figures (also what the README shows)."""
     lines = [
-        "| benchmark | figure | value | target | met | measured | against |",
-        "|---|---|---|---|---|---|---|",
+        "| benchmark | figure | median (spread) | repeats | target | met | measured | against |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for f in figures:
         value = f"{f.value:.3g}" + (f" ({f.spread[0]:.3g}-{f.spread[1]:.3g})" if f.spread else "")
         lines.append(
-            f"| {f.benchmark} | {f.name} | {value} | {f.target or '-'} | {f.verdict} | "
-            f"{f.numerator} | {f.denominator} |"
+            f"| {f.benchmark} | {f.name} | {value} | {f.repeats} | {f.target or '-'} | "
+            f"{f.verdict} | {f.numerator} | {f.denominator} |"
         )
     return "\n".join(lines)
 

@@ -133,6 +133,7 @@ def versus(costs: Costs, other: Costs, target: str = "", note: str = "") -> Figu
         other.describe(),
         note=note,
         spread=ratio_interval(costs.values, other.values) if repeated else None,
+        repeats=len(costs.values),
     )
 
 

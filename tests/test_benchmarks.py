@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from benchmarks.common import Figure, table
+from benchmarks.common import Figure, paired, table
 from benchmarks.replay import TABLE, Position, Table, load_table
 from benchmarks.search import (
     AXES,
@@ -29,7 +29,28 @@ def test_targets_are_read_both_ways():
     assert low.met is True and high.met is False
     assert Figure("b", "f", 3.0, "", "a", "b").met is None
     text = table([low, high])
-    assert "| b | f | 1.1 | <= 1.15 | yes |" in text and "| **no** |" in text
+    assert "| b | f | 1.1 | 1 | <= 1.15 | yes |" in text and "| **no** |" in text
+
+
+def test_paired_repetitions_alternate_and_give_the_median_ratio_with_its_spread():
+    calls = []
+    a_values, b_values = iter([10.0, 12.0, 30.0]), iter([10.0, 10.0, 10.0])
+
+    def a():
+        calls.append("a")
+        return next(a_values)
+
+    def b():
+        calls.append("b")
+        return next(b_values)
+
+    pairs = paired(a, b, repeats=3)
+    assert calls == ["a", "b", "a", "b", "a", "b"]
+    assert pairs.ratios == (1.0, 1.2, 3.0) and pairs.value == 1.2 and pairs.spread == (1.0, 3.0)
+    figure = pairs.figure("b", "f", "<= 1.5", "app {:.1f} s", "hand {:.1f} s")
+    assert figure.repeats == 3 and figure.numerator == "app 12.0 s"
+    assert figure.met is None and figure.verdict == "not shown"  # 3.0 lies past the target
+    assert "| b | f | 1.2 (1-3) | 3 | <= 1.5 | not shown |" in table([figure])
 
 
 @pytest.mark.parametrize(
