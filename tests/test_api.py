@@ -153,4 +153,5 @@ def test_best_seeds_need_a_trainable_that_takes_a_seed(tmp_path, cli):
     assert "alpha: 1" in cli("best", folder).out
     printed = cli("best", folder, "--seeds", "2")
     assert printed.code == 2
-    assert "trainable 'my_func' of experiment 'my_experiment' takes no 'seed'" in printed.err
+    assert "trainable 'my_func' takes no 'seed' config key" in printed.err
+    assert "experiment 'my_experiment' cannot be run on evaluation seeds" in printed.err

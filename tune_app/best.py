@@ -154,13 +154,9 @@ def _check_takes_seed(name: str, run: Any) -> None:
     from tune_app.registry import registered
 
     info = registered().get(str(run))
-    if info is not None and SEED_KEY not in {k.name for k in info.knobs}:
-        raise SpecError(
-            f"--seeds: trainable '{run}' of experiment '{name}' takes no 'seed' config key, so "
-            "it cannot be run on evaluation seeds",
-            allowed=[k.name for k in info.knobs],
-            suggestion="use a trainable that reads config['seed'] (RLlib's algorithms do)",
-        )
+    if info is not None:
+        why = f"experiment '{name}' cannot be run on evaluation seeds (--seeds)"
+        info.refuse_missing_knob(SEED_KEY, why)
 
 
 def _set(tree: dict[str, Any], keys: list[str], value: Any, where: str) -> None:

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tune_app.errors import SpecError
+
 # Keys Tune adds to every result of a function trainable; a stop or metric may use them.
 AUTO_METRICS = (
     "training_iteration",
@@ -49,3 +51,14 @@ class TrainableInfo:
     @property
     def reported(self) -> tuple[str, ...]:
         return self.metrics + AUTO_METRICS
+
+    def refuse_missing_knob(self, key: str, why: str, path: str | None = None) -> None:
+        """SpecError unless the trainable reads config key `key`: `why` says what needs it."""
+        names = [k.name for k in self.knobs]
+        if key not in names:
+            raise SpecError(
+                f"trainable '{self.name}' takes no '{key}' config key, so {why}",
+                path=path,
+                allowed=names,
+                suggestion=f"use a trainable that reads config['{key}'] (es_cartpole, RLlib's)",
+            )

@@ -408,13 +408,8 @@ def _check_seeds(exp: Experiment, ref: TrainableRef) -> None:
             path=f"{exp.key_path}.config.seed",
             suggestion="remove config.seed, or remove seeds",
         )
-    if ref.info is not None and SEED_KEY not in {k.name for k in ref.info.knobs}:
-        raise SpecError(
-            f"trainable '{ref.run}' takes no 'seed' config key, so it cannot run on seeds",
-            path=where,
-            allowed=[k.name for k in ref.info.knobs],
-            suggestion="use a trainable that reads config['seed'] (es_cartpole, RLlib's)",
-        )
+    if ref.info is not None:
+        ref.info.refuse_missing_knob(SEED_KEY, "it cannot run on seeds", path=where)
     entry = searcher_of(exp.search)
     if entry.pairs_with is not None:
         raise SpecError(

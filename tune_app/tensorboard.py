@@ -234,6 +234,11 @@ class TrialBoard(TBXLoggerCallback):
         for writer in self._trial_writer.values():
             writer.flush_if_due()
 
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        """Close what an interrupted run left open: its trials never ended."""
+        for writer in self._trial_writer.values():
+            writer.close()
+
     def _try_log_hparams(self, trial: Trial, result: dict) -> None:
         """Tune's own end-of-trial HParams: off, this callback writes them from the start."""
 

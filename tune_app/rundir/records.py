@@ -192,11 +192,9 @@ def ranked(trials: list[TrialOutcome], mode: str | None) -> list[TrialOutcome]:
 
 
 def best_value(values: list[float], mode: str | None) -> float | None:
-    """The best finite value of a trial's metric under `mode`."""
-    finite = [v for v in (scoring.finite(x) for x in values) if v is not None]
-    if not finite:
-        return None
-    return max(finite) if mode == "max" else min(finite)
+    """The best finite value of a trial's metric under `mode`: its score over all values, so
+    "best" means here what it means in ranking (no mode: the highest)."""
+    return scoring.score(values, "all", mode)
 
 
 def last_value(values: list[Any]) -> float | None:
