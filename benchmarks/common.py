@@ -9,6 +9,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -127,18 +128,21 @@ class Measured:
 
 
 def measure(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> Measured:
-    """Run `cmd`, timing it and reading its peak RSS from the kernel (the process itself, not
-    the Ray daemons it starts)."""
+    """Run `cmd`, timing it and reading its peak RSS from the kernel: the process's own high
+    water mark (VmHWM), polled while it runs. (wait4's ru_maxrss would be the largest of it and
+    the children it waited for: a driver that stops its Ray waits for Ray's daemons.)"""
     with tempfile.TemporaryFile("w+") as o, tempfile.TemporaryFile("w+") as e:
         began = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env={**os.environ, **(env or {})}, stdout=o, stderr=e)
+        peak = _HighWater(proc.pid)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - began
+        peak.stop()
         o.seek(0)
         e.seek(0)
         measured = Measured(
             wall_s=wall,
-            peak_rss_mb=usage.ru_maxrss / 1024,
+            peak_rss_mb=(peak.kb or usage.ru_maxrss) / 1024,
             returncode=os.waitstatus_to_exitcode(status),
             stdout=o.read(),
             stderr=e.read(),
@@ -148,6 +152,31 @@ def measure(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> Mea
             f"{' '.join(cmd)} exited {measured.returncode}:\n{measured.stderr[-3000:]}"
         )
     return measured
+
+
+class _HighWater:
+    """A process's VmHWM (its peak resident memory, in kB), read every 50 ms until it exits."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.kb = pid, 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._done.is_set():
+            try:
+                text = Path(f"/proc/{self.pid}/status").read_text()
+            except OSError:
+                return
+            for line in text.splitlines():
+                if line.startswith("VmHWM:"):
+                    self.kb = max(self.kb, int(line.split()[1]))
+            self._done.wait(0.05)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def script(path: Path, cwd: Path) -> Measured:
