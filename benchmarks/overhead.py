@@ -37,7 +37,7 @@ ray.init(address="local", num_cpus={cpus}, include_dashboard=False, logging_leve
 tuner = tune.Tuner(
     tune.with_resources(fn, {{"cpu": 1}}),
     param_space={space},
-    tune_config=tune.TuneConfig(metric={metric!r}, mode="max"),
+    tune_config=tune.TuneConfig(metric={metric!r}, mode="max"{tune_config}),
     run_config=tune.RunConfig(storage_path={storage!r}, name="hand", stop={stop}, verbose=0),
 )
 began = time.perf_counter()
@@ -52,7 +52,18 @@ print(json.dumps({{"fit_s": fit_s}}))
 GRID_SPACE = "{'alpha': tune.grid_search([0.2, 0.4, 0.6]), 'beta': tune.grid_search([1, 2])}"
 
 
-def _hand(tmp: Path, module: str, function: str, space: str, metric: str, cpus: int, stop=None):
+def hand_written(
+    tmp: Path,
+    module: str,
+    function: str,
+    space: str,
+    metric: str,
+    cpus: int,
+    stop: dict | None = None,
+    tune_config: str = "",
+) -> Measured:
+    """A hand-written Tuner script with Tune's defaults, run as its own process: its fit time
+    in `extra["fit_s"]`. `tune_config` adds TuneConfig arguments (", num_samples=10")."""
     tmp.mkdir(parents=True, exist_ok=True)
     script = tmp / f"hand_{function}.py"
     script.write_text(
@@ -65,6 +76,7 @@ def _hand(tmp: Path, module: str, function: str, space: str, metric: str, cpus: 
             cpus=cpus,
             stop=repr(stop or {}),
             storage=str(tmp / "hand" / function),
+            tune_config=tune_config,
         )
     )
     measured = run_script(script, tmp)
@@ -123,7 +135,7 @@ def run(quick: bool = False) -> list[Figure]:
         for i in range(REPEATS):  # in turn: app, hand-written, app, ...
             apps.append(_app(tmp, spec, f"busy{i}"))
             hands.append(
-                _hand(
+                hand_written(
                     tmp / f"h{i}",
                     "benchmarks.workloads",
                     "busy",
@@ -173,7 +185,7 @@ def run(quick: bool = False) -> list[Figure]:
         for i in range(REPEATS):
             apps.append(_app(tmp, grid, f"grid{i}"))
             hands.append(
-                _hand(
+                hand_written(
                     tmp / f"g{i}",
                     "benchmarks.workloads",
                     "my_func_tune",

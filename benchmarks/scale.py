@@ -4,7 +4,6 @@ the same app's on a search a hundredth the size."""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -18,7 +17,7 @@ from benchmarks.common import (
     read_summary,
     tune_app,
 )
-from benchmarks.common import script as run_script
+from benchmarks.overhead import hand_written
 
 SPEC = """
 e:
@@ -40,40 +39,18 @@ def _run(tmp: Path, trials: int, seconds: float):
     return measured, summary["wall_time_s"]
 
 
-HAND = """
-import json, sys, time
-import ray
-from ray import tune
-sys.path.insert(0, {root!r})
-from benchmarks.workloads import busy
-
-ray.init(address="local", num_cpus={cpus}, include_dashboard=False, logging_level="ERROR",
-         log_to_driver=False)
-tuner = tune.Tuner(
-    tune.with_resources(busy, {{"cpu": 1}}),
-    param_space={{"x": tune.uniform(0, 1), "seconds": {seconds}}},
-    tune_config=tune.TuneConfig(metric="score", mode="max", num_samples={trials},
-                                reuse_actors=True),
-    run_config=tune.RunConfig(storage_path={storage!r}, name="hand", verbose=0),
-)
-began = time.perf_counter()
-tuner.fit()
-print(json.dumps({{"fit_s": time.perf_counter() - began}}))
-"""
-
-
 def _hand(tmp: Path, trials: int, seconds: float, cpus: int) -> float:
     """The same search as a hand-written Tuner script with Tune's defaults (and actor reuse,
     as the app): its fit time."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    script = tmp / "hand.py"
-    script.write_text(
-        HAND.format(
-            root=str(ROOT), cpus=cpus, seconds=seconds, trials=trials, storage=str(tmp / "hand")
-        )
-    )
-    out = run_script(script, tmp)
-    return float(json.loads(out.stdout.strip().splitlines()[-1])["fit_s"])
+    return hand_written(
+        tmp,
+        "benchmarks.workloads",
+        "busy",
+        f"{{'x': tune.uniform(0, 1), 'seconds': {seconds}}}",
+        "score",
+        cpus,
+        tune_config=f", num_samples={trials}, reuse_actors=True",
+    ).extra["fit_s"]
 
 
 def run(quick: bool = False) -> list[Figure]:
