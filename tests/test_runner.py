@@ -228,3 +228,41 @@ def test_a_local_run_starts_trials_in_ray_s_own_workers_and_never_imports_torch(
     assert {r["pl_disable_fork"] for r in got["rows"]} == {1.0}
     assert not got["torch"] and not got["tensorboardX"]
     assert list((tmp_path / "out" / "e").rglob("events.out.tfevents.*"))  # TensorBoard still
+
+
+def test_only_trainables_that_reset_cleanly_reuse_their_process(tmp_path):
+    from ray import tune
+
+    from tune_app.tuner import resets_cleanly
+
+    user_module("class_trainables.py", tmp_path)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from class_trainables import Counter, ResettingCounter
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert resets_cleanly(lambda config: None)
+    assert resets_cleanly(tune.with_resources(ResettingCounter, {"cpu": 1}))
+    assert not resets_cleanly(Counter)
+    assert not resets_cleanly(tune.with_resources(Counter, {"cpu": 1}))
+
+
+def test_a_class_trainable_without_reset_config_runs_every_trial(
+    ray_session, cli, write_spec, tmp_path
+):
+    """Tune's docs' class API: a Trainable that does not override reset_config. Reusing its
+    process for the next trial failed that trial ("reuse requires reset_config()")."""
+    user_module("class_trainables.py", tmp_path)
+    spec_file = write_spec("""
+e:
+  run: class_trainables:Counter
+  metric: score
+  mode: max
+  stop: {training_iteration: 2}
+  config: {a: {grid_search: [1, 2, 3, 4]}}
+""")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    assert result.code == 0, result.err
+    summary = summary_of(tmp_path / "o" / "e")
+    assert summary["counts"] == {"TERMINATED": 4}
+    assert summary["best"]["params"]["a"] == 4

@@ -58,9 +58,9 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
             max_concurrent_trials=(
                 exp.max_concurrent_trials if searcher_of(exp.search).limits_concurrency else None
             ),
-            # A fresh trial process costs 1.5-2 s; function trainables reset cleanly instead.
+            # A fresh trial process costs 1.5-2 s; trainables that reset cleanly are reused.
             # RLlib algorithms cannot reset their env runners to a new config.
-            reuse_actors=not is_rllib,
+            reuse_actors=not is_rllib and resets_cleanly(trainable),
         ),
         run_config=tune.RunConfig(
             name=exp.name,
@@ -79,6 +79,15 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
             verbose=2 if opts.verbosity >= 2 else 0,
         ),
     )
+
+
+def resets_cleanly(trainable: Any) -> bool:
+    """Whether Tune may hand a trial's process to the next trial: a function trainable resets
+    itself; a `tune.Trainable` class only if it overrides `reset_config` (Tune's own returns
+    False, and a reused actor's trial then fails)."""
+    if isinstance(trainable, type) and issubclass(trainable, tune.Trainable):
+        return trainable.reset_config is not tune.Trainable.reset_config
+    return True
 
 
 def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:

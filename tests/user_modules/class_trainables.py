@@ -1,0 +1,31 @@
+"""Trainables written against Tune's class API, as its docs show them: one that can reset to a
+new config (so its process may serve the next trial) and one that cannot."""
+
+import json
+import os
+
+from ray import tune
+
+
+class Counter(tune.Trainable):
+    def setup(self, config):
+        self.x = 0
+        self.a = config["a"]
+
+    def step(self):
+        self.x += 1
+        return {"score": self.a * self.x}
+
+    def save_checkpoint(self, checkpoint_dir):
+        with open(os.path.join(checkpoint_dir, "state.json"), "w") as f:
+            json.dump({"x": self.x}, f)
+
+    def load_checkpoint(self, checkpoint_dir):
+        with open(os.path.join(checkpoint_dir, "state.json")) as f:
+            self.x = json.load(f)["x"]
+
+
+class ResettingCounter(Counter):
+    def reset_config(self, new_config):
+        self.setup(new_config)
+        return True
