@@ -266,3 +266,67 @@ e:
     summary = summary_of(tmp_path / "o" / "e")
     assert summary["counts"] == {"TERMINATED": 4}
     assert summary["best"]["params"]["a"] == 4
+
+
+def test_a_class_trainable_that_saves_no_checkpoints_runs_and_one_that_does_checkpoints(
+    ray_session, cli, write_spec, tmp_path
+):
+    """Tune checkpoints a class trainable at every trial's end unless told not to, and its base
+    save_checkpoint raises: a class with only setup and step failed every trial. The spec's
+    checkpoint_frequency was refused for every user module, classes that save included."""
+    user_module("class_trainables.py", tmp_path)
+    plain = write_spec("""
+e:
+  run: class_trainables:Plain
+  metric: score
+  mode: max
+  stop: {training_iteration: 2}
+  config: {a: {grid_search: [1, 2]}}
+""")
+    result = cli("run", plain, "--storage-path", tmp_path / "p", "-q")
+    assert result.code == 0, result.err
+    assert summary_of(tmp_path / "p" / "e")["counts"] == {"TERMINATED": 2}
+
+    saving = write_spec(
+        """
+e:
+  run: class_trainables:Counter
+  metric: score
+  mode: max
+  checkpoint_config: {checkpoint_frequency: 2, num_to_keep: 5}
+  stop: {training_iteration: 4}
+  config: {a: 1}
+""",
+        name="saving.yaml",
+    )
+    result = cli("run", saving, "--storage-path", tmp_path / "c", "-q")
+    assert result.code == 0, result.err
+    (trial,) = [p for p in (tmp_path / "c" / "e").iterdir() if p.name.startswith("Counter_")]
+    assert sorted(p.name for p in trial.glob("checkpoint_*")) == [
+        "checkpoint_000000",
+        "checkpoint_000001",
+    ]
+
+
+def test_checkpointing_a_class_that_saves_none_is_refused_before_anything_is_written(
+    cli, write_spec, tmp_path
+):
+    user_module("class_trainables.py", tmp_path)
+    spec_file = write_spec("""
+e:
+  run: class_trainables:Plain
+  metric: score
+  mode: max
+  checkpoint_config: {checkpoint_at_end: true}
+  scheduler: {type: hyperband, max_t: 4}
+  config: {a: {grid_search: [1, 2]}}
+""")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    assert result.code == 2
+    lines = [line for line in result.err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 2, result.err
+    assert f"{spec_file.name}: e.checkpoint_config.checkpoint_at_end" in lines[0]
+    assert "does not implement save_checkpoint" in lines[0]
+    assert "e.scheduler: scheduler hyperband pauses trials" in lines[1]
+    assert "Traceback" not in result.err
+    assert not (tmp_path / "o").exists()

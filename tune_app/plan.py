@@ -349,17 +349,66 @@ def _check_search(exp: Experiment, metric: str | None) -> None:
 
 
 def _check_checkpoints(exp: Experiment, ref: TrainableRef) -> None:
-    if ref.kind == "rllib":
-        return
-    ckpt = exp.checkpoint
-    # Function trainables checkpoint when they choose to; Tune refuses these two for them.
+    """Registered trainables are functions; a user's `module:name` is checked once imported
+    (`check_loaded`): it may be a `tune.Trainable` class."""
+    if ref.kind == "registered":
+        _refuse_checkpoint_keys(exp, "a function trainable saves checkpoints itself", exp.key_path)
+
+
+def _refuse_checkpoint_keys(exp: Experiment, why: str, where: str) -> None:
+    """Tune takes checkpoint_frequency and checkpoint_at_end for class trainables only."""
+    errors = Collector()
     for key in ("checkpoint_frequency", "checkpoint_at_end"):
-        if getattr(ckpt, key):
-            raise SpecError(
-                f"{key} applies to class trainables (RLlib algorithms) only; a function "
-                "trainable saves checkpoints itself",
-                path=f"{exp.key_path}.checkpoint_config.{key}",
+        if getattr(exp.checkpoint, key):
+            errors.errors.append(
+                SpecError(
+                    f"{key} applies to class trainables (RLlib algorithms, tune.Trainable "
+                    f"classes that save checkpoints) only; {why}",
+                    path=f"{where}.checkpoint_config.{key}".lstrip("."),
+                )
             )
+    errors.raise_any()
+
+
+def saves_checkpoints(trainable: Any) -> bool | None:
+    """For a `tune.Trainable` class: whether it overrides `save_checkpoint` (Tune's own raises
+    NotImplementedError). None for anything else (a function saves when it chooses to)."""
+    from ray import tune
+
+    if isinstance(trainable, type) and issubclass(trainable, tune.Trainable):
+        return trainable.save_checkpoint is not tune.Trainable.save_checkpoint
+    return None
+
+
+def check_loaded(ep: ExperimentPlan, trainable: Any) -> None:
+    """What only the imported trainable tells: a user's function cannot take Tune's checkpoint
+    keys, and a class that saves no checkpoints cannot be checkpointed, paused or copied.
+    Paths are relative to the experiment."""
+    exp = ep.experiment
+    if ep.trainable.kind != "function":
+        return
+    saves = saves_checkpoints(trainable)
+    if saves:
+        return
+    if saves is None:
+        why = f"'{ep.trainable.run}' is a function: it saves checkpoints itself"
+        _refuse_checkpoint_keys(exp, why, "")
+        return
+    why = f"class '{ep.trainable.run}' does not implement save_checkpoint"
+    errors = Collector()
+    with errors.check():
+        _refuse_checkpoint_keys(exp, why, "")
+    entry = scheduler_of(exp.scheduler)
+    if entry.population or exp.scheduler.type == "hyperband":
+        errors.errors.append(
+            SpecError(
+                f"scheduler {entry.name} {'copies' if entry.population else 'pauses'} trials "
+                f"through checkpoints, but {why}",
+                path="scheduler",
+                suggestion="implement save_checkpoint and load_checkpoint, or use scheduler: asha",
+            )
+        )
+    errors.raise_any()
 
 
 def _check_population(exp: Experiment, ref: TrainableRef, warnings: list[str]) -> None:

@@ -45,9 +45,14 @@ class TrainableRef:
         module = import_user_module(module_name, self.search_path, "run")
         fn = getattr(module, func_name, None)
         if not callable(fn):
-            names = [n for n, v in vars(module).items() if inspect.isfunction(v)]
+            names = [
+                n
+                for n, v in vars(module).items()
+                if inspect.isfunction(v)
+                or (inspect.isclass(v) and getattr(v, "__module__", None) == module.__name__)
+            ]
             raise SpecError(
-                f"module '{module_name}' has no function '{func_name}'",
+                f"module '{module_name}' has no function or class '{func_name}'",
                 path="run",
                 allowed=names,
                 suggestion=did_you_mean(func_name, names),

@@ -27,7 +27,7 @@ import tune_app
 from tune_app import progress
 from tune_app.callbacks import relocate
 from tune_app.errors import SpecError
-from tune_app.plan import ExperimentPlan, Plan
+from tune_app.plan import ExperimentPlan, Plan, check_loaded
 from tune_app.rundir import storage
 from tune_app.rundir.layout import (
     RUN_FILE,
@@ -61,7 +61,10 @@ def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     """Run (or resume) every experiment of `plan`; raises SpecError before writing anything."""
     if not opts.resume:
         _refuse_existing(plan)
-    loaded = [_load(ep) for ep in plan.experiments]
+    try:
+        loaded = [_load(ep) for ep in plan.experiments]
+    except SpecError as err:
+        raise err.with_file(str(plan.spec.file)) from None
     started_here = not ray.is_initialized()
     # Normal verbosity: our compact view; -v: Tune's own tables; -q: nothing until the summary.
     view = progress.View.for_stdout() if opts.verbosity == 1 else None
@@ -92,7 +95,9 @@ def _load(ep: ExperimentPlan) -> Loaded:
     """Import the experiment's trainable and env on the driver, before anything is written."""
     try:
         env = ep.env.load() if ep.env is not None else ep.experiment.env
-        return Loaded(trainable=ep.trainable.load(), env=env)
+        trainable = ep.trainable.load()
+        check_loaded(ep, trainable)
+        return Loaded(trainable=trainable, env=env)
     except SpecError as err:
         raise err.under(ep.experiment.key_path) from None
 

@@ -12,7 +12,7 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from tune_app import progress
 from tune_app.callbacks import JsonlResults
 from tune_app.methods import Context, scheduler_of, searcher_of
-from tune_app.plan import ExperimentPlan
+from tune_app.plan import ExperimentPlan, saves_checkpoints
 from tune_app.rllib import RESULT_GROUPS, to_rllib
 from tune_app.rllib_metrics import diverged
 from tune_app.rundir.layout import RESULTS_FILE
@@ -74,11 +74,21 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
                 checkpoint_score_order=exp.checkpoint.checkpoint_score_order,
                 # Function trainables checkpoint themselves (the plan refuses these for them).
                 checkpoint_frequency=exp.checkpoint.checkpoint_frequency,
-                checkpoint_at_end=exp.checkpoint.checkpoint_at_end,
+                checkpoint_at_end=_checkpoint_at_end(ep, trainable),
             ),
             verbose=2 if opts.verbosity >= 2 else 0,
         ),
     )
+
+
+def _checkpoint_at_end(ep: ExperimentPlan, trainable: Any) -> bool | None:
+    """The spec's checkpoint_at_end; unset, Tune's default (on for classes, off for functions),
+    except for a `tune.Trainable` class that saves no checkpoints: Tune would call its
+    save_checkpoint at every trial's end, and fail the trial."""
+    asked = ep.experiment.checkpoint.checkpoint_at_end
+    if asked is None and saves_checkpoints(trainable) is False:
+        return False
+    return asked
 
 
 def resets_cleanly(trainable: Any) -> bool:

@@ -1,5 +1,6 @@
 """Trainables written against Tune's class API, as its docs show them: one that can reset to a
-new config (so its process may serve the next trial) and one that cannot."""
+new config (so its process may serve the next trial), one that cannot, and one that saves no
+checkpoints."""
 
 import json
 import os
@@ -29,3 +30,15 @@ class ResettingCounter(Counter):
     def reset_config(self, new_config):
         self.setup(new_config)
         return True
+
+
+class Plain(tune.Trainable):
+    """The shortest class Tune's docs allow: setup and step, no checkpoints."""
+
+    def setup(self, config):
+        self.x = 0
+        self.a = config["a"]
+
+    def step(self):
+        self.x += 1
+        return {"score": self.a * self.x}
