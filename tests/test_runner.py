@@ -330,3 +330,26 @@ e:
     assert "e.scheduler: scheduler hyperband pauses trials" in lines[1]
     assert "Traceback" not in result.err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_runner_leaves_tune_s_import_to_the_time_ray_starts():
+    """Importing Tune (0.7 s) runs in a thread while a local Ray starts: the runner module
+    itself must not import it."""
+    code = "import sys, tune_app.runner; print('ray.tune' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_a_background_import_that_fails_is_done_again_and_its_error_raised(tmp_path, monkeypatch):
+    from tune_app.runner import _Import
+
+    (tmp_path / "broken_mod.py").write_text("raise RuntimeError('the module is broken')\n")
+    (tmp_path / "fine_mod.py").write_text("VALUE = 3\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fine = _Import("fine_mod")
+    fine.wait()
+    assert sys.modules["fine_mod"].VALUE == 3
+    broken = _Import("broken_mod")
+    with pytest.raises(RuntimeError, match="the module is broken"):
+        broken.wait()
+    assert broken.failed

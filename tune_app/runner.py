@@ -4,28 +4,28 @@ joined with `--address` / RAY_ADDRESS, with this package, `trainables/` and the 
 shipped to its nodes as Ray `py_modules`.
 
 Ray is started (or joined) only after the plan is valid, and the results' folders are created
-only once the cluster is known to fit the plan.
+only once the trainables are imported and the cluster is known to fit the plan. Tune is imported
+while a local Ray starts (this module imports it only where it is used).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
-from ray import tune
 
 import trainables
 import tune_app
-from tune_app import progress
-from tune_app.callbacks import relocate
 from tune_app.errors import SpecError
 from tune_app.plan import ExperimentPlan, Plan, check_loaded
 from tune_app.rundir import storage
@@ -38,7 +38,13 @@ from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
 from tune_app.rundir.records import RunSummary
 from tune_app.rundir.write import mark_finished_trials, write_run_files
-from tune_app.tuner import build_tuner, param_space, state_period
+
+# What Tune gives each trial actor as its runtime env (ray.tune.execution.class_cache, checked
+# once Tune is imported): a local Ray's workers inherit it instead.
+TUNE_TRIAL_ENV = {"PL_DISABLE_FORK": "1"}
+
+if TYPE_CHECKING:
+    from tune_app import progress
 
 # Our stopper names a missing metric clearly; Tune's own check would raise from deep inside fit().
 os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
@@ -61,17 +67,23 @@ def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     """Run (or resume) every experiment of `plan`; raises SpecError before writing anything."""
     if not opts.resume:
         _refuse_existing(plan)
-    try:
-        loaded = [_load(ep) for ep in plan.experiments]
-    except SpecError as err:
-        raise err.with_file(str(plan.spec.file)) from None
     started_here = not ray.is_initialized()
-    # Normal verbosity: our compact view; -v: Tune's own tables; -q: nothing until the summary.
-    view = progress.View.for_stdout() if opts.verbosity == 1 else None
     if started_here and not cluster_address(opts.address):
         opts = replace(opts, local_ray=True)
+    # Tune and the app's callbacks import in 0.7 s of CPU; a local Ray takes 2 s to start, most
+    # of it waiting for its daemons: the import runs meanwhile.
+    tune_side = _Import("tune_app.tuner")
     with _ray_for(plan, opts) if started_here else contextlib.nullcontext():
+        tune_side.wait()
+        from tune_app import progress
+
+        try:
+            loaded = [_load(ep) for ep in plan.experiments]
+        except SpecError as err:
+            raise err.with_file(str(plan.spec.file)) from None
         _check_cluster(plan)
+        # Normal verbosity: our compact view; -v: Tune's tables; -q: nothing until the summary.
+        view = progress.View.for_stdout() if opts.verbosity == 1 else None
         with view or contextlib.nullcontext():
             if len(plan.experiments) > 1:
                 return _run_concurrently(plan, loaded, opts, view)
@@ -81,6 +93,29 @@ def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
                 return [run_experiment(ep, loaded[0], plan, opts)]
             finally:
                 progress.attach(ep.name, None)
+
+
+class _Import:
+    """A module imported in a thread while this one goes on; `wait` joins it. Should the thread
+    fail (two threads importing the same modules can, rarely, deadlock), the import is done
+    again here, where its error, if real, is raised."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+        self.failed = False
+        self.thread = threading.Thread(target=self._run, name=f"import {module}", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            importlib.import_module(self.module)
+        except BaseException:
+            self.failed = True
+
+    def wait(self) -> None:
+        self.thread.join()
+        if self.failed:
+            importlib.import_module(self.module)
 
 
 @dataclass(frozen=True)
@@ -112,6 +147,8 @@ def _run_concurrently(
     """
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    from tune_app import progress
+
     here = ray.get_runtime_context().get_node_id()
     driver = ray.remote(  # type: ignore[call-overload]  # Ray's stubs lack node affinity
         num_cpus=0,
@@ -141,6 +178,12 @@ def _run_concurrently(
 
 def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOptions) -> RunSummary:
     """Build (or restore) and fit one experiment's Tuner, then write its summary."""
+    from ray import tune
+
+    from tune_app import progress
+    from tune_app.callbacks import relocate
+    from tune_app.tuner import build_tuner, param_space, state_period
+
     if opts.board is not None:
         progress.attach(ep.name, progress.Relay(opts.board))
     # Tune's console output: its full tables with -v, else nothing (our view shows progress).
@@ -260,11 +303,9 @@ def _ray_for(plan: Plan, opts: RunOptions) -> Iterator[None]:
     path = local_pythonpath(plan)
     if path:
         os.environ["PYTHONPATH"] = path  # the local Ray's workers inherit it
-    from ray.tune.execution import class_cache
-
     # What Tune would give each trial actor as its runtime env, inherited instead: see
     # trials_on_prestarted_workers.
-    for key, value in class_cache.DEFAULT_ENV_VARS.items():
+    for key, value in TUNE_TRIAL_ENV.items():
         os.environ.setdefault(key, value)
     ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
     try:
@@ -286,6 +327,9 @@ def trials_on_prestarted_workers() -> Iterator[None]:
     """
     from ray.tune.execution import class_cache
 
+    if not class_cache.DEFAULT_ENV_VARS.items() <= os.environ.items():
+        yield  # Tune now sets more than TUNE_TRIAL_ENV: its actors keep their runtime env
+        return
     saved = {
         name: getattr(class_cache, name, None)
         for name in ("DEFAULT_ENV_VARS", "ENV_VARS_TO_PROPAGATE")
