@@ -71,6 +71,18 @@ def test_a_spread_across_the_target_shows_nothing(value, spread, target, met, ve
         assert f"| {value:.3g} ({spread[0]:.3g}-{spread[1]:.3g}) |" in table([figure])
 
 
+def test_ppo_throughput_is_the_median_rate_of_the_iterations_after_the_first():
+    from benchmarks.throughput import steady_rate
+
+    rows = [
+        {"num_env_steps_sampled_lifetime": 4000, "time_this_iter_s": 9.0},  # warm-up: left out
+        {"num_env_steps_sampled_lifetime": 8000, "time_this_iter_s": 4.0},  # 1000/s
+        {"num_env_steps_sampled_lifetime": 12000, "time_this_iter_s": 2.0},  # 2000/s
+        {"num_env_steps_sampled_lifetime": 16000, "time_this_iter_s": 5.0},  # 800/s
+    ]
+    assert steady_rate(rows) == pytest.approx(1000.0)
+
+
 def test_search_cost_counts_results_until_the_goal_in_arrival_order():
     rows = [  # two trials side by side; the second reaches the goal on its second result
         {"trial_id": "a", "training_iteration": 1, "episode_return_mean": 20.0},
