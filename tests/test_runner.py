@@ -99,6 +99,26 @@ legacy_exp:
     assert trials[1]["iterations"] == 10 and trials[5]["iterations"] == 2
 
 
+def test_a_trainable_reporting_keywords_as_ray_1_documented_runs(
+    ray_session, cli, user_spec, tmp_path
+):
+    """`tune.report(score=...)`, the function API of Ray 1.x to 2.6: Ray 2.7 and later take a
+    dict only, and every trial failed with a TypeError."""
+    spec_file = user_spec("""
+old_style:
+  run: my_trainables:keywords
+  metric: score
+  mode: max
+  config: {x: {grid_search: [1, 2]}}
+""")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    assert result.code == 0, result.err
+    summary = summary_of(tmp_path / "o" / "old_style")
+    assert summary["counts"] == {"TERMINATED": 2}
+    assert {t["config"]["x"]: t["iterations"] for t in summary["trials"]} == {1: 3, 2: 3}
+    assert summary["best"]["params"]["x"] == 2 and summary["best"]["metric"] == 6
+
+
 def test_a_stop_key_never_reported_ends_the_search_with_a_clear_error(
     ray_session, cli, user_spec, tmp_path
 ):

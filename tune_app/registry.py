@@ -57,7 +57,9 @@ class TrainableRef:
                 allowed=names,
                 suggestion=did_you_mean(func_name, names),
             )
-        return as_tune_function(fn)
+        if inspect.isclass(fn):
+            return fn  # a tune.Trainable class
+        return with_keyword_reports(as_tune_function(fn))
 
 
 def import_user_module(module_name: str, search_path: tuple[str, ...], where: str) -> Any:
@@ -120,6 +122,40 @@ def as_tune_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     with_reporter.__name__ = with_reporter.__qualname__ = fn.__name__
     with_reporter.__doc__ = fn.__doc__
     return with_reporter
+
+
+def with_keyword_reports(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` run where `tune.report` also takes keywords, as Ray 1.x to 2.6 documented it
+    (`tune.report(mean_loss=x)`); Ray 2.7 and later take a dict only, and such a trainable
+    failed every trial with a TypeError."""
+
+    def trainable(config: dict[str, Any]) -> Any:
+        accept_keyword_reports()
+        return fn(config)
+
+    # Not functools.wraps: Tune reads the signature, which must stay `(config)`.
+    trainable.__name__ = trainable.__qualname__ = fn.__name__
+    trainable.__doc__ = fn.__doc__
+    return trainable
+
+
+def accept_keyword_reports() -> None:
+    """Make this process's `ray.tune.report` take metrics as keywords too (once; a trial's own
+    process, where nothing else reports)."""
+    from ray import tune
+
+    original = tune.report
+    if getattr(original, "takes_keywords", False):
+        return
+
+    def report(
+        metrics: dict[str, Any] | None = None, /, *, checkpoint: Any = None, **values: Any
+    ) -> None:
+        original({**(metrics or {}), **values}, checkpoint=checkpoint)
+
+    report.takes_keywords = True  # type: ignore[attr-defined]
+    report.__doc__ = original.__doc__
+    tune.report = report
 
 
 @cache

@@ -13,3 +13,9 @@ def legacy(config, reporter):
     while True:
         step += 1
         reporter(score=config["x"] * step)
+
+
+def keywords(config):
+    """As Ray 1.x to 2.6 documented it: metrics as keyword arguments of tune.report."""
+    for step in range(1, 4):
+        tune.report(score=config["x"] * step, step=step)
