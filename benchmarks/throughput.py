@@ -123,7 +123,7 @@ def run(quick: bool = False) -> list[Figure]:
             lambda: _es_rate(tmp, cpus, es_iterations, str(next(tags))),
             lambda: cpus * raw_steps_per_s(seconds),
         )
-        iterations, batch = (4, 2000) if quick else (8, 4000)
+        iterations, batch = (4, 2000) if quick else (12, 4000)
         ppo = paired(
             lambda: _ppo_app(tmp, iterations, batch, str(next(tags))),
             lambda: _ppo_hand(tmp, cpus, iterations, batch, str(next(tags))),

@@ -1,6 +1,6 @@
-"""Trainables written against Tune's class API, as its docs show them: one that can reset to a
-new config (so its process may serve the next trial), one that cannot, and one that saves no
-checkpoints."""
+"""Trainables written against Tune's class API, as its docs show them: one that saves no
+checkpoints, one that does but cannot reset to a new config, and one that can (so its process
+may serve the next trial)."""
 
 import json
 import os
@@ -8,7 +8,9 @@ import os
 from ray import tune
 
 
-class Counter(tune.Trainable):
+class Plain(tune.Trainable):
+    """The shortest class Tune's docs allow: setup and step, no checkpoints."""
+
     def setup(self, config):
         self.x = 0
         self.a = config["a"]
@@ -17,6 +19,8 @@ class Counter(tune.Trainable):
         self.x += 1
         return {"score": self.a * self.x}
 
+
+class Counter(Plain):
     def save_checkpoint(self, checkpoint_dir):
         with open(os.path.join(checkpoint_dir, "state.json"), "w") as f:
             json.dump({"x": self.x}, f)
@@ -30,15 +34,3 @@ class ResettingCounter(Counter):
     def reset_config(self, new_config):
         self.setup(new_config)
         return True
-
-
-class Plain(tune.Trainable):
-    """The shortest class Tune's docs allow: setup and step, no checkpoints."""
-
-    def setup(self, config):
-        self.x = 0
-        self.a = config["a"]
-
-    def step(self):
-        self.x += 1
-        return {"score": self.a * self.x}
