@@ -118,10 +118,15 @@ def as_tune_function(fn: Callable[..., Any]) -> Callable[..., Any]:
 
         fn(config, reporter)
 
-    # Not functools.wraps: Tune reads the signature, which must stay `(config)`.
-    with_reporter.__name__ = with_reporter.__qualname__ = fn.__name__
-    with_reporter.__doc__ = fn.__doc__
-    return with_reporter
+    return _named_as(with_reporter, fn)
+
+
+def _named_as(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`wrapper` with `fn`'s name and doc (Tune names trials after it). Not functools.wraps:
+    Tune reads the signature, which must stay the wrapper's `(config)`."""
+    wrapper.__name__ = wrapper.__qualname__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
 
 
 def with_keyword_reports(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -133,10 +138,7 @@ def with_keyword_reports(fn: Callable[..., Any]) -> Callable[..., Any]:
         accept_keyword_reports()
         return fn(config)
 
-    # Not functools.wraps: Tune reads the signature, which must stay `(config)`.
-    trainable.__name__ = trainable.__qualname__ = fn.__name__
-    trainable.__doc__ = fn.__doc__
-    return trainable
+    return _named_as(trainable, fn)
 
 
 def accept_keyword_reports() -> None:
