@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,36 @@ def ray_session():
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def ray_left_free(request):
+    """After a test on the session's Ray: every CPU free again within seconds. A test that
+    leaves a trial's placement group behind errors here, naming it, and the group is removed,
+    so the tests after it do not wait forever for CPUs."""
+    yield
+    if "ray_session" not in request.fixturenames:
+        return
+    import ray
+    from ray.util.placement_group import PlacementGroup, placement_group_table
+
+    if not ray.is_initialized():
+        return
+    total = ray.cluster_resources().get("CPU", 0)
+    ends = time.monotonic() + 20
+    while ray.available_resources().get("CPU", 0) < total and time.monotonic() < ends:
+        time.sleep(0.2)
+    if ray.available_resources().get("CPU", 0) >= total:
+        return
+    left = {k: v for k, v in placement_group_table().items() if v["state"] != "REMOVED"}
+    for pg_id in left:
+        ray.util.remove_placement_group(PlacementGroup(ray.PlacementGroupID.from_hex(pg_id)))
+    free = ray.available_resources().get("CPU", 0)
+    named = [f"{v['name'] or k} {v['bundles']} ({v['state']})" for k, v in left.items()]
+    pytest.fail(
+        f"{total - free:g} of {total:g} CPUs still held 20 s after the test; "
+        f"placement groups left (now removed): {named}"
+    )
 
 
 @dataclass

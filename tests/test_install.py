@@ -43,6 +43,7 @@ USED_INDIRECTLY = {
     "flask-cors": "moto's server mode",
     "ruff": "the lint command of .ci/run",
     "mypy": "the type check of .ci/run",
+    "pytest-timeout": "a pytest plugin: tool.pytest's per-test timeout",
 }
 # Import name -> distribution, for modules not installed here (packages_distributions covers
 # the rest).
