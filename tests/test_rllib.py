@@ -226,6 +226,18 @@ def test_simulations_are_env_runners(write_spec):
             "PPO refuses this config",
         ),
         ("e:\n  run: PP0\n", "e.run", "did you mean 'PPO'"),
+        (
+            "e:\n  run: PPO\n  config: {env: {grid_search: [CartPole-v1, CartPol-v1]}}\n",
+            "e.config.env.grid_search[1]",
+            "did you mean 'CartPole-v1'",
+        ),
+        (
+            "search: hyperopt\nexperiments:\n  e:\n    run: PPO\n"
+            "    config: {env: {grid_search: [CartPole-v1, Pendulum-v1]}, lr: {uniform: [0, 1]}}\n",
+            "experiments.e.config.env",
+            "hyperopt cannot search a grid_search axis",
+        ),
+        ("e:\n  run: PPO\n  config: {env: [CartPole-v1]}\n", "e.config.env", "grid_search over"),
         ("e:\n  run: PPO\n  env: no_such_module:Env\n", "e.env", "cannot be found"),
     ],
 )
@@ -234,6 +246,44 @@ def test_bad_rllib_experiments_name_the_key(write_spec, text, where, words):
         plan_of(write_spec, text)
     assert err.value.path == where
     assert words in str(err.value)
+
+
+ENV_GRID = """
+# RLlib's classic way to run one algorithm on several envs: a grid over config.env.
+ppo-envs:
+  run: PPO
+  stop: {training_iteration: 1}
+  config:
+    env: {grid_search: [CartPole-v1, Pendulum-v1]}
+    lr: {grid_search: [0.001, 0.0001]}
+    num_workers: 0
+    train_batch_size: 200
+    sgd_minibatch_size: 50
+    num_sgd_iter: 1
+"""
+
+
+def test_a_grid_over_envs_is_an_axis_of_the_search(write_spec):
+    (ep,) = plan_of(write_spec, ENV_GRID).experiments
+    assert ep.env.kind == "grid" and [e.env for e in ep.env.grid] == ["CartPole-v1", "Pendulum-v1"]
+    assert ep.trials == 4 and ep.searched == ("lr", "env")
+    from tune_app.tuner import param_space
+
+    space = param_space(ep, ep.env.load())
+    assert space["env"] == {"grid_search": ["CartPole-v1", "Pendulum-v1"]}
+
+
+@pytest.mark.e2e
+def test_a_grid_over_envs_runs_a_trial_on_each(ray_session, cli, write_spec, tmp_path):
+    text = ENV_GRID.replace("lr: {grid_search: [0.001, 0.0001]}", "lr: 0.001")
+    result = cli("run", write_spec(text), "-q", "--storage-path", tmp_path / "out")
+    assert result.code == 0, result.err[-3000:]
+    summary = json.loads((tmp_path / "out" / "ppo-envs" / "summary.json").read_text())
+    assert summary["counts"] == {"TERMINATED": 2}
+    assert sorted(t["params"]["env"] for t in summary["trials"]) == ["CartPole-v1", "Pendulum-v1"]
+    # Each trial ran on its own env: Pendulum's returns are negative, CartPole's positive.
+    returns = {t["params"]["env"]: t["last"] for t in summary["trials"]}
+    assert returns["Pendulum-v1"] < 0 < returns["CartPole-v1"]
 
 
 def test_custom_env_class_beside_the_spec_is_loaded(write_spec, tmp_path):

@@ -10,21 +10,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tune_app.errors import SpecError, did_you_mean
+from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.registry import find_module, import_user_module, user_path
 
 
 @dataclass(frozen=True)
 class EnvRef:
-    """A checked `env:` value: a gymnasium id, or a user's env class to import."""
+    """A checked `env:` value: a gymnasium id, a user's env class to import, or a grid of these
+    (RLlib's `config: {env: {grid_search: [...]}}`, one set of trials per env)."""
 
     env: str
-    kind: str  # "gym" or "class"
+    kind: str  # "gym", "class" or "grid"
     search_path: tuple[str, ...] = ()
     note: str | None = None  # how a spec's env was read, when not as written (a warning)
+    grid: tuple[EnvRef, ...] = ()  # kind "grid": the envs, in the spec's order
+
+    @property
+    def members(self) -> tuple[EnvRef, ...]:
+        """The single envs this names: its grid's, or itself."""
+        return self.grid or (self,)
 
     def load(self) -> Any:
-        """The value trials get as `env`: the id, or the imported env class."""
+        """The value trials get as `env`: the id, the imported env class, or Tune's grid of
+        those."""
+        if self.kind == "grid":
+            return {"grid_search": [member.load() for member in self.grid]}
         if self.kind == "gym":
             return self.env
         module_name, class_name = self.env.split(":")
@@ -39,6 +49,37 @@ class EnvRef:
                 suggestion=did_you_mean(class_name, classes),
             )
         return cls
+
+
+def resolve_env_grid(envs: Any, where: str, spec_dir: Path | None = None) -> EnvRef:
+    """Check every env of a `grid_search` over envs at key path `where`; each error names its
+    member's index."""
+    if not isinstance(envs, list) or not envs:
+        raise SpecError("an env grid_search takes a list of env names", path=f"{where}.grid_search")
+    members, errors = [], Collector()
+    for i, env in enumerate(envs):
+        with errors.check():
+            try:
+                if not isinstance(env, str):
+                    raise SpecError(
+                        f"{env!r} is not an env name",
+                        path="",
+                        suggestion="write a gymnasium id or package.module:EnvClass",
+                    )
+                members.append(resolve_env(env, spec_dir))
+            except SpecError as err:
+                err.path = f"{where}.grid_search[{i}]"
+                err.args = (err.message(),)
+                raise
+    errors.raise_any()
+    return EnvRef(
+        env=", ".join(m.env for m in members),
+        kind="grid",
+        search_path=tuple(dict.fromkeys(p for m in members for p in m.search_path)),
+        note="; ".join(f"grid_search[{i}]: {m.note}" for i, m in enumerate(members) if m.note)
+        or None,
+        grid=tuple(members),
+    )
 
 
 def resolve_env(env: str, spec_dir: Path | None = None) -> EnvRef:

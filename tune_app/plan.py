@@ -13,7 +13,7 @@ from typing import Any
 
 from tune_app import rllib
 from tune_app.contract import Knob
-from tune_app.envs import EnvRef, resolve_env
+from tune_app.envs import EnvRef, resolve_env, resolve_env_grid
 from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.methods import scheduler_of, searcher_of
 from tune_app.registry import TrainableRef, resolve
@@ -130,7 +130,7 @@ def _plan_experiment(
     config_ok = True
     if ref.kind == "rllib":
         exp, failed = rllib.translate_experiment(
-            exp, warnings, gym_env=env is None or env.kind == "gym"
+            exp, warnings, gym_env=env is None or all(e.kind == "gym" for e in env.members)
         )
         if failed is not None:
             errors.errors.append(failed)
@@ -153,13 +153,16 @@ def _plan_experiment(
     bundles: tuple[dict[str, float], ...] = ()
     with errors.check():
         if ref.kind == "rllib" and config_ok:
-            gym_id = env.env if env is not None and env.kind == "gym" else None
+            # RLlib sizes a trial the same whatever the env: the first gymnasium one is checked.
+            gym_ids = [e.env for e in env.members if e.kind == "gym"] if env is not None else []
+            gym_id = gym_ids[0] if gym_ids else None
             bundles = rllib.trial_bundles(exp, written, gym_id, cpus, rllib_checks)
         elif ref.kind != "rllib":
             bundles = _bundles(exp, ref)
             _check_fits(exp, bundles, cpus)
     errors.raise_any()
-    trials = grid_size(exp.config) * exp.num_samples * max(1, len(exp.seeds))
+    envs = len(env.grid) if env is not None and env.grid else 1
+    trials = grid_size(exp.config) * envs * exp.num_samples * max(1, len(exp.seeds))
     storage_dir, uri = locate(exp, storage, smoke)
     return ExperimentPlan(
         experiment=exp,
@@ -173,7 +176,11 @@ def _plan_experiment(
         iterations=_iteration_bound(exp, trials),
         storage_dir=storage_dir,
         storage_uri=uri,
-        searched=tuple(searched_paths(exp.config)) + ((SEED_KEY,) if exp.seeds else ()),
+        searched=(
+            tuple(searched_paths(exp.config))
+            + (("env",) if env is not None and env.grid else ())
+            + ((SEED_KEY,) if exp.seeds else ())
+        ),
     )
 
 
@@ -492,9 +499,13 @@ def _env(exp: Experiment, ref: TrainableRef, spec_dir: Path, warnings: list[str]
     env = exp.env
     if ref.kind == "rllib" and env is None and isinstance(exp.config, dict):
         env = exp.config.get("env")  # the classic RLlib YAMLs put env in config
+        if isinstance(env, Domain) and env.is_grid:
+            return _env_grid(exp, list(env.args), spec_dir, warnings)
         if env is not None and not isinstance(env, str):
             raise SpecError(
-                "config.env must be one environment name", path=f"{exp.key_path}.config.env"
+                "config.env must be one environment name or a grid_search over names",
+                path=f"{exp.key_path}.config.env",
+                suggestion="env: CartPole-v1, or env: {grid_search: [CartPole-v1, Acrobot-v1]}",
             )
     if env is None:
         if ref.kind == "rllib":
@@ -513,6 +524,25 @@ def _env(exp: Experiment, ref: TrainableRef, spec_dir: Path, warnings: list[str]
     if found.note:
         where = "env" if exp.env is not None else "config.env"
         warnings.append(f"{exp.key_path}.{where}: {found.note}")
+    return found
+
+
+def _env_grid(exp: Experiment, envs: Any, spec_dir: Path, warnings: list[str]) -> EnvRef:
+    """RLlib's `config.env: {grid_search: [...]}`: every env checked, and a searcher that takes
+    grid axes."""
+    entry = searcher_of(exp.search)
+    if not entry.takes_grid:
+        raise SpecError(
+            f"{entry.name} cannot search a grid_search axis",
+            path=f"{exp.key_path}.config.env",
+            suggestion="one experiment per env, or search: grid",
+        )
+    try:
+        found = resolve_env_grid(envs, "config.env", spec_dir)
+    except SpecError as err:
+        raise err.under(exp.key_path) from None
+    if found.note:
+        warnings.append(f"{exp.key_path}.config.env.{found.note}")
     return found
 
 

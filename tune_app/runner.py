@@ -452,8 +452,8 @@ def _user_modules(ep: Any) -> list[str]:
     names = []
     if ep.trainable.kind == "function":
         names.append(ep.trainable.run.split(":")[0])
-    if ep.env is not None and ep.env.kind == "class":
-        names.append(ep.env.env.split(":")[0])
+    if ep.env is not None:
+        names += [e.env.split(":")[0] for e in ep.env.members if e.kind == "class"]
     return names
 
 

@@ -175,6 +175,8 @@ class TrialBoard(TBXLoggerCallback):
     @classmethod
     def for_experiment(cls, ep: ExperimentPlan) -> TrialBoard:
         domains = dict(iter_domains(ep.experiment.config))
+        if ep.env is not None and ep.env.grid:  # RLlib's env grid: a column of its own
+            domains["env"] = Domain("grid_search", tuple(e.env for e in ep.env.grid))
         if ep.experiment.seeds:  # the seeds axis: a column of its own
             domains[SEED_KEY] = Domain("choice", tuple(ep.experiment.seeds))
         return cls(
