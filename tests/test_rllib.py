@@ -238,6 +238,12 @@ def test_simulations_are_env_runners(write_spec):
             "hyperopt cannot search a grid_search axis",
         ),
         ("e:\n  run: PPO\n  config: {env: [CartPole-v1]}\n", "e.config.env", "grid_search over"),
+        ("e:\n  run: PPO\n  env: {grid: [CartPole-v1]}\n", "e.env", "an env name or {grid_search"),
+        (
+            "e:\n  run: PPO\n  env: {grid_search: [CartPole-v1]}\n  config: {env: CartPole-v1}\n",
+            "e.env",
+            "env is given twice",
+        ),
         ("e:\n  run: PPO\n  env: no_such_module:Env\n", "e.env", "cannot be found"),
     ],
 )
@@ -263,8 +269,13 @@ ppo-envs:
 """
 
 
-def test_a_grid_over_envs_is_an_axis_of_the_search(write_spec):
-    (ep,) = plan_of(write_spec, ENV_GRID).experiments
+@pytest.mark.parametrize("top_level", [False, True])
+def test_a_grid_over_envs_is_an_axis_of_the_search(write_spec, top_level):
+    text = ENV_GRID
+    if top_level:  # the classic form's experiment-level env, as a grid
+        text = text.replace("  config:\n    env:", "  env:")
+        text = text.replace("    lr:", "  config:\n    lr:")
+    (ep,) = plan_of(write_spec, text).experiments
     assert ep.env.kind == "grid" and [e.env for e in ep.env.grid] == ["CartPole-v1", "Pendulum-v1"]
     assert ep.trials == 4 and ep.searched == ("lr", "env")
     from tune_app.tuner import param_space

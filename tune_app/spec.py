@@ -22,6 +22,7 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -198,14 +199,35 @@ class Settings(_Strict):
     )
 
 
+class EnvGridSpec(_Strict):
+    """`env: {grid_search: [...]}`: one set of trials per env, as RLlib's `config.env` grid."""
+
+    grid_search: list[str] = Field(min_length=1, description="env ids or module:Class names")
+
+
 class ExperimentSpec(Settings):
     """One experiment as written: what to run, what to search, when to stop."""
 
     run: str = Field(
         pattern=RUN_PATTERN, description="trainable name, RLlib algorithm or module:function"
     )
-    env: str | None = Field(None, description="gymnasium env id or module:Class")
+    env: str | EnvGridSpec | None = Field(
+        None, description="gymnasium env id or module:Class, or a grid_search over them"
+    )
     config: dict[str, Any] = Field(default_factory=dict, description="constants and search spaces")
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_shape(cls, value: Any) -> Any:
+        """One message for an env of the wrong shape, not one per shape it might have had."""
+        names = value.get("grid_search") if isinstance(value, dict) else None
+        grid = isinstance(value, dict) and list(value) == ["grid_search"]
+        if grid and isinstance(names, list) and names and all(isinstance(n, str) for n in names):
+            return value
+        if value is None or isinstance(value, str):
+            return value
+        raise ValueError("should be an env name or {grid_search: [name, ...]}")
+
     stop: dict[str, Annotated[float, Field(strict=False)]] = Field(
         default_factory=dict, description="stop a trial when any result key reaches its value"
     )
@@ -637,11 +659,20 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
             allowed=[pairs_with],
             suggestion=f"write scheduler: {{type: {pairs_with}}} or leave scheduler out",
         )
+    config = dict(exp.config)
+    if isinstance(exp.env, EnvGridSpec):  # a grid is a config axis, where RLlib's examples put it
+        if "env" in config:
+            raise SpecError(
+                "env is given twice, here and as config.env",
+                path=f"{path}.env",
+                suggestion="keep one",
+            )
+        config["env"] = {"grid_search": exp.env.grid_search}
     return Experiment(
         name=name,
         run=exp.run,
-        env=exp.env,
-        config=parse_space(exp.config, f"{path}.config"),
+        env=exp.env if isinstance(exp.env, str) else None,
+        config=parse_space(config, f"{path}.config"),
         stop=dict(exp.stop),
         num_samples=exp.num_samples,
         resources=exp.resources_per_trial,
