@@ -98,6 +98,30 @@ include: (1) the process was killed by the OOM killer due to high memory usage
 """
 
 
+def test_fail_fast_ends_the_run_at_the_first_failure_and_trials_log_to_their_folders(
+    ray_session, cli, write_spec, tmp_path
+):
+    user_module("chatty.py", tmp_path, "chatty.py")
+    spec_file = write_spec("""
+chatty:
+  run: chatty:train
+  fail_fast: true
+  log_to_file: true
+  config: {x: {grid_search: [1, 2, 3, 4]}}
+""")
+    result = cli("run", spec_file, "-q", "--storage-path", tmp_path / "out")
+    assert result.code == 1, result.err[-2000:]
+    folder = tmp_path / "out" / "chatty"
+    trials = json.loads((folder / "summary.json").read_text())["trials"]
+    ran = [t for t in trials if t["iterations"]]
+    # Two trials at a time: x = 1 and x = 2 ran; x = 2 failed; x = 3 and 4 never started.
+    assert sorted(t["config"]["x"] for t in ran) == [1, 2]
+    assert [t["status"] for t in ran if t["config"]["x"] == 2] == ["ERROR"]
+    for trial in ran:
+        stdout = (folder / trial["path"] / "stdout").read_text()
+        assert f"chatty x={trial['config']['x']}" in stdout
+
+
 def test_error_files_give_the_last_failure_and_its_cause():
     found = failures.from_text(RAY_TASK_ERROR_TXT)
     assert found == failures.Failure("ValueError", "ValueError: boom at step 2\nsecond line")

@@ -143,6 +143,45 @@ e:
     assert all(w.startswith("e.") and "legacy Tune key" in w for w in s.warnings)
 
 
+def test_ray_0_and_1_experiment_keys_are_translated_or_dropped_saying_why():
+    s = load_text("""
+e:
+  run: my_func
+  repeat: 3
+  trial_resources: {cpu: 2}
+  local_dir: ~/ray_results
+  upload_dir: s3://bucket/results
+  sync_to_driver: false
+  export_formats: [model]
+""")
+    (e,) = s.experiments
+    assert (e.num_samples, e.resources.cpu, e.storage_path) == (3, 2, "s3://bucket/results")
+    warned = {w.split(":")[0]: w for w in s.warnings}
+    assert set(warned) == {
+        f"e.{k}"
+        for k in (
+            "repeat",
+            "trial_resources",
+            "local_dir",
+            "upload_dir",
+            "sync_to_driver",
+            "export_formats",
+        )
+    }
+    assert "no effect beside upload_dir" in warned["e.local_dir"]
+    assert "no effect" in warned["e.export_formats"] and "no effect" in warned["e.sync_to_driver"]
+
+
+def test_fail_fast_and_log_to_file_reach_the_experiment_and_fail_fast_refuses_retries():
+    (e,) = load_text(
+        "e: {run: my_func, fail_fast: true, log_to_file: [out.txt, err.txt]}"
+    ).experiments
+    assert e.fail_fast is True and e.log_to_file == ("out.txt", "err.txt")
+    with pytest.raises(SpecError, match="no trial is retried") as err:
+        load_text("e: {run: my_func, fail_fast: true, max_failures: 2}")
+    assert err.value.path == "e.fail_fast"
+
+
 def test_alias_and_its_key_together_is_an_error():
     with pytest.raises(SpecError, match="both 'resources' and 'resources_per_trial'"):
         load_text("e: {run: my_func, resources: {cpu: 1}, resources_per_trial: {cpu: 1}}")

@@ -236,6 +236,14 @@ class ExperimentSpec(Settings):
         None, description="alias: resources (default: the trainable's, or 1 CPU)"
     )
     max_failures: int = Field(0, ge=-1, description="retries of a failed trial (-1: forever)")
+    fail_fast: bool = Field(
+        False, description="end the whole run at its first failed trial (Tune's fail_fast)"
+    )
+    log_to_file: bool | str | tuple[str, str] = Field(
+        False,
+        description="each trial's stdout and stderr to files in its folder (Tune's log_to_file): "
+        "true, a file name for both, or [stdout file, stderr file]",
+    )
     simulations: int | None = Field(
         None, ge=0, description="parallel simulations inside each trial (the trainable's)"
     )
@@ -261,12 +269,21 @@ LEGACY_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
         "checkpoint_config.checkpoint_at_end",
     ),
     "keep_checkpoints_num": (("checkpoint_config", "num_to_keep"), "checkpoint_config.num_to_keep"),
+    "upload_dir": (("storage_path",), "storage_path"),  # Ray 1.x: where results were synced to
+    "repeat": (("num_samples",), "num_samples"),  # Ray 0.x
+    "trial_resources": (("resources_per_trial",), "resources_per_trial"),  # Ray 0.x
     "checkpoint_score_attr": (
         ("checkpoint_config", "checkpoint_score_attribute"),
         "checkpoint_config.checkpoint_score_attribute",
     ),
 }
 ALIASES = {"resources": "resources_per_trial"}
+# Tune's old experiment keys that Ray 2 has nothing for: dropped with a warning saying why.
+NO_EFFECT_KEYS = {
+    "sync_to_driver": "Ray 2 keeps every trial's results in storage_path; nothing is synced",
+    "sync_on_checkpoint": "Ray 2 keeps every trial's results in storage_path; nothing is synced",
+    "export_formats": "Ray 2's Tune exports no models; a trial's checkpoints hold what it saves",
+}
 
 
 # ---- the resolved spec -----------------------------------------------------------------------
@@ -298,6 +315,8 @@ class Experiment:
     checkpoint: CheckpointSpec
     key_path: str  # where the experiment sits in its file, for messages
     expect: ExpectSpec = ExpectSpec()
+    fail_fast: bool = False  # Tune's: the run ends at its first failed trial
+    log_to_file: bool | str | tuple[str, str] = False  # Tune's: trial output to files
     scope: str = DEFAULT_SCOPE  # which value of its metric ranks a trial (see tune_app.scoring)
     tensorboard: TensorBoardSpec = TensorBoardSpec()  # result keys shown beyond the spec's
 
@@ -373,6 +392,9 @@ def _schema_renamed_keys(defs: dict[str, Any]) -> None:
         if len(new) > 1:
             clash["properties"] = {new[0]: {"required": [new[-1]]}}
         exclusive.append({"not": clash})
+    for old, why in NO_EFFECT_KEYS.items():
+        keys[old] = {"title": old, "description": f"legacy Tune key with no effect: {why}"}
+        keys[old]["deprecated"] = True
     experiment["allOf"] = exclusive
 
 
@@ -605,6 +627,16 @@ def _translate_legacy(raw: Any, path: str, warnings: list[str]) -> Any:
                     suggestion=f"'{alias}' is an alias of '{key}': keep one",
                 )
             out[key] = out.pop(alias)
+    for old, why in NO_EFFECT_KEYS.items():
+        if old in out:
+            out.pop(old)
+            warnings.append(f"{path}.{old}: legacy Tune key with no effect: {why}")
+    if "upload_dir" in out and "local_dir" in out:  # Ray 1.x: a local copy, synced to upload_dir
+        out.pop("local_dir")
+        warnings.append(
+            f"{path}.local_dir: legacy Tune key with no effect beside upload_dir: Ray 2 keeps "
+            "results in one place, storage_path (read from upload_dir)"
+        )
     for old, (new, shown) in LEGACY_KEYS.items():
         if old not in out:
             continue
@@ -659,6 +691,12 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
             allowed=[pairs_with],
             suggestion=f"write scheduler: {{type: {pairs_with}}} or leave scheduler out",
         )
+    if exp.fail_fast and exp.max_failures != 0:
+        raise SpecError(
+            "fail_fast ends the run at its first failed trial, so no trial is retried",
+            path=f"{path}.fail_fast",
+            suggestion="set max_failures: 0, or leave fail_fast out",
+        )
     config = dict(exp.config)
     if isinstance(exp.env, EnvGridSpec):  # a grid is a config axis, where RLlib's examples put it
         if "env" in config:
@@ -677,6 +715,8 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         num_samples=exp.num_samples,
         resources=exp.resources_per_trial,
         max_failures=exp.max_failures,
+        fail_fast=exp.fail_fast,
+        log_to_file=exp.log_to_file,
         metric=pick("metric"),
         mode=pick("mode"),
         search=search,

@@ -67,7 +67,13 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
             storage_path=ep.storage_root,
             stop=stopper,
             callbacks=_callbacks(ep, opts),
-            failure_config=tune.FailureConfig(max_failures=exp.max_failures),
+            failure_config=tune.FailureConfig(
+                max_failures=exp.max_failures, fail_fast=exp.fail_fast
+            ),
+            log_to_file=exp.log_to_file,
+            # Tune writes the log files in the trial's working folder under Ray's session; as
+            # artifacts they reach the trial's own folder.
+            sync_config=tune.SyncConfig(sync_artifacts=bool(exp.log_to_file)),
             checkpoint_config=tune.CheckpointConfig(
                 num_to_keep=exp.checkpoint.num_to_keep,
                 checkpoint_score_attribute=exp.checkpoint.checkpoint_score_attribute,
