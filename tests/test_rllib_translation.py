@@ -53,6 +53,20 @@ EFFECTIVE = [
         id="exploration_config-epsilon-greedy",
     ),
     pytest.param(
+        "DQN",
+        # As in RLlib's compact-regression-test.yaml: no type, DQN's default EpsilonGreedy
+        # (initial 1.0) filling what is left out.
+        {"exploration_config": {"epsilon_timesteps": 200000, "final_epsilon": 0.01}},
+        [(lambda c: [list(p) for p in c.epsilon], [[0, 1.0], [200000, 0.01]])],
+        id="exploration_config-without-type-on-dqn",
+    ),
+    pytest.param(
+        "DQN",
+        {"exploration_config": {"type": "EpsilonGreedy", "epsilon_timesteps": 500}},
+        [(lambda c: [list(p) for p in c.epsilon], [[0, 1.0], [500, 0.02]])],
+        id="exploration_config-partial-on-dqn",
+    ),
+    pytest.param(
         "SAC",
         {
             "optimization": {

@@ -245,10 +245,12 @@ SAC_MODEL_CONFIGS = ("q_model_config", "policy_model_config", "Q_model", "policy
 # Old exploration_config types: the new stack's behaviour that matches, when one does.
 STOCHASTIC_SAMPLING = "StochasticSampling"
 EPSILON_GREEDY = "EpsilonGreedy"
+# DQN's own exploration_config on the old stack: a spec's exploration_config was merged into it
+# (replacing it only when naming another type), so these fill what a spec leaves out.
 EPSILON_KEYS = {
     "initial_epsilon": 1.0,
-    "final_epsilon": 0.05,
-    "epsilon_timesteps": 100000,
+    "final_epsilon": 0.02,
+    "epsilon_timesteps": 10000,
     "warmup_timesteps": 0,
 }
 
@@ -651,7 +653,8 @@ class MeanStdFilterConnector:
 
 def _exploration_config(t: _Translation, value: Any, path: str) -> None:
     value = _mapping(value, path)
-    kind = str(value.get("type", STOCHASTIC_SAMPLING)).rsplit(".", 1)[-1]
+    default = EPSILON_GREEDY if t.name == "DQN" else STOCHASTIC_SAMPLING  # the old stack's
+    kind = str(value.get("type", default)).rsplit(".", 1)[-1]
     options = {k: v for k, v in value.items() if k != "type"}
     if kind == EPSILON_GREEDY and t.name == "DQN":
         _unknown_sub_keys(options, EPSILON_KEYS, path)
