@@ -297,6 +297,54 @@ def test_a_grid_over_envs_runs_a_trial_on_each(ray_session, cli, write_spec, tmp
     assert returns["Pendulum-v1"] < 0 < returns["CartPole-v1"]
 
 
+@pytest.mark.parametrize(
+    ("env", "module", "words"),
+    [
+        (
+            "HalfCheetah-v4",
+            "mujoco",
+            'MuJoCo is not installed, run `pip install "gymnasium[mujoco]"`',
+        ),
+        ("LunarLander-v2", "Box2D", "Box2D is not installed"),  # read as LunarLander-v3 first
+    ],
+)
+def test_a_registered_env_whose_package_is_missing_is_refused_before_running(
+    write_spec, env, module, words
+):
+    import importlib.util
+
+    if importlib.util.find_spec(module) is not None:
+        pytest.skip(f"{module} is installed here")
+    with pytest.raises(SpecError) as err:
+        plan_of(write_spec, f"e:\n  run: PPO\n  env: {env}\n  simulations: 1\n")
+    assert err.value.path == "e.env" and words in str(err.value)
+
+
+def test_atari_ids_are_found_once_ale_py_registers_them(write_spec, tmp_path, monkeypatch):
+    with pytest.raises(SpecError, match=r"Atari envs need ale-py \(pip install ale-py\)"):
+        plan_of(write_spec, "e:\n  run: PPO\n  env: ALE/Fake-v5\n  simulations: 1\n")
+    # A stand-in for ale-py: importing it registers its envs, as ale-py's import does.
+    (tmp_path / "ale_py.py").write_text(
+        "import gymnasium\n"
+        "gymnasium.register('ALE/Fake-v5', "
+        "entry_point='gymnasium.envs.classic_control.cartpole:CartPoleEnv')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import gymnasium
+
+    monkeypatch.delitem(gymnasium.envs.registry, "ALE/Fake-v5", raising=False)
+    try:
+        (ep,) = plan_of(
+            write_spec, "e:\n  run: PPO\n  env: ALE/Fake-v5\n  simulations: 1\n"
+        ).experiments
+        assert (ep.env.kind, ep.env.env) == ("gym", "ALE/Fake-v5")
+    finally:
+        gymnasium.envs.registry.pop("ALE/Fake-v5", None)
+        import sys
+
+        sys.modules.pop("ale_py", None)
+
+
 def test_custom_env_class_beside_the_spec_is_loaded(write_spec, tmp_path):
     user_module("corridor_env.py", tmp_path, "corridor_env.py")
     plan = plan_of(write_spec, "e:\n  run: PPO\n  env: corridor_env:Corridor\n  simulations: 1\n")

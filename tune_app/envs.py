@@ -6,6 +6,8 @@ the driver, and the class then travels to the trials inside their config.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,18 +99,47 @@ def resolve_env(env: str, spec_dir: Path | None = None) -> EnvRef:
     if env not in ids:
         newer = _current_version(env, ids)
         if newer is not None:
+            _check_installed(newer)
             return EnvRef(
                 env=newer,
                 kind="gym",
                 note=f"gymnasium has no '{env}' (an old gym version); read as '{newer}', its "
                 "current version",
             )
+        atari = env.startswith("ALE/") or env.endswith(("NoFrameskip-v4", "Deterministic-v4"))
+        if atari and importlib.util.find_spec("ale_py") is not None:
+            importlib.import_module("ale_py")  # registers its envs with gymnasium
+            if env in gymnasium.envs.registry:
+                return EnvRef(env=env, kind="gym")
         raise SpecError(
             f"'{env}' is not a registered gymnasium environment",
             path="env",
-            suggestion=did_you_mean(env, ids) or "or write package.module:EnvClass",
+            suggestion=did_you_mean(env, ids)
+            or (
+                "Atari envs need ale-py (pip install ale-py), not installed here; or write "
+                "package.module:EnvClass"
+                if atari
+                else "or write package.module:EnvClass"
+            ),
         )
+    _check_installed(env)
     return EnvRef(env=env, kind="gym")
+
+
+def _check_installed(env: str) -> None:
+    """A registered env whose package is missing (MuJoCo, Box2D) is refused now, with
+    gymnasium's own install hint, not in every trial once Ray has started."""
+    import gymnasium
+
+    entry = gymnasium.spec(env).entry_point
+    if not isinstance(entry, str):
+        return
+    try:
+        importlib.import_module(entry.partition(":")[0])
+    except (ImportError, gymnasium.error.DependencyNotInstalled) as err:
+        raise SpecError(
+            f"'{env}' needs a package that is not installed: {err}", path="env"
+        ) from None
 
 
 def _current_version(env: str, ids: list[str]) -> str | None:
