@@ -23,8 +23,10 @@ def built(name, config, gym_env=True):
     return rllib.algorithm_config(name, out.config), out.warnings
 
 
-def connector_of(cfg):
-    return cfg._env_to_module_connector(None, None, None)
+def connector_of(cfg, env=None):
+    """The one connector the config's factory builds for `env` (None: spaces unknown)."""
+    (connector,) = cfg._env_to_module_connector(env, None, None)
+    return connector
 
 
 # (algorithm, spec config, [(what RLlib ends with, expected)]): each getter reads the built
@@ -197,6 +199,24 @@ def test_a_time_limit_in_env_config_limits_the_env_runners_episodes():
         if terminated[0] or truncated[0]:
             break
     assert step == 7 and truncated[0]
+
+
+def test_observations_the_new_stack_cannot_take_are_flattened_as_the_old_stack_did():
+    """FrozenLake's Discrete observations: the old stack one-hot encoded them; the new stack's
+    default models have no encoder for them unless FlattenObservations does it."""
+    import gymnasium as gym
+
+    frozen = gym.make_vec("FrozenLake-v1", num_envs=1, vectorization_mode="sync")
+    cartpole = gym.make_vec("CartPole-v1", num_envs=1, vectorization_mode="sync")
+    cfg, _ = built("PPO", {})
+    assert type(connector_of(cfg, frozen)).__name__ == "FlattenObservations"
+    assert cfg._env_to_module_connector(cartpole, None, None) == []  # a Box: as it is
+    filtered, _ = built("PPO", {"observation_filter": "MeanStdFilter"})
+    connectors = filtered._env_to_module_connector(frozen, None, None)
+    assert [type(c).__name__ for c in connectors] == ["FlattenObservations", "MeanStdFilter"]
+    # RLlib's pipeline then gives the module a one-hot Box of FrozenLake's 16 states.
+    pipeline = cfg.build_env_to_module_connector(env=frozen, device=None)
+    assert pipeline.observation_space.shape == (16,)
 
 
 @pytest.mark.parametrize(

@@ -220,6 +220,7 @@ NO_OPS = {
     "learner_queue_size": "a queue of the old stack's learner thread",
     "learner_queue_timeout": "a queue of the old stack's learner thread",
     "num_multi_gpu_tower_stacks": "an option of the old stack's multi-GPU loader",
+    "num_accs": "an option of the old stack's multi-GPU loader (num_multi_gpu_tower_stacks)",
     "minibatch_buffer_size": "an option of the old stack's learner thread",
     "_disable_execution_plan_api": "the new stack always runs training_step()",
     "vtrace_drop_last_ts": "the new stack's V-trace uses every timestep",
@@ -628,7 +629,7 @@ def _observation_filter(t: _Translation, value: Any, path: str) -> None:
         )
     t.put(
         "env_to_module_connector",
-        MeanStdFilterConnector(),
+        ObservationConnectors(mean_std_clip=10.0),
         path,
         "legacy RLlib key, read as env_to_module_connector: RLlib's MeanStdFilter connector "
         "(running mean/std of observations, clipped at 10, as the old filter)",
@@ -636,19 +637,53 @@ def _observation_filter(t: _Translation, value: Any, path: str) -> None:
 
 
 @dataclass(frozen=True)
-class MeanStdFilterConnector:
-    """Builds RLlib's MeanStdFilter env-to-module connector on each env runner (the new stack's
-    form of `observation_filter: MeanStdFilter`). A picklable value for the trial's config."""
+class ObservationConnectors:
+    """Builds the env-to-module connectors that do what the old stack did to observations, on
+    each env runner; a picklable value for the trial's config (`env_to_module_connector`).
 
-    clip: float = 10.0
+    The old stack one-hot encoded and flattened Discrete, MultiDiscrete, Tuple and Dict
+    observations by default (its preprocessors); the new stack's default models take only Box
+    observations ("No default encoder config for obs space=Discrete(16)"), so such an env gets
+    RLlib's FlattenObservations. With `mean_std_clip`, `observation_filter: MeanStdFilter`:
+    RLlib's MeanStdFilter connector, clipped at that value."""
 
-    def __call__(self, env: Any = None, spaces: Any = None, device: Any = None) -> Any:
-        from ray.rllib.connectors.env_to_module import MeanStdFilter
+    mean_std_clip: float | None = None
 
-        return MeanStdFilter(multi_agent=False, clip_by_value=self.clip)
+    def __call__(self, env: Any = None, spaces: Any = None, device: Any = None) -> list[Any]:
+        import gymnasium as gym
+        from ray.rllib.connectors.env_to_module import FlattenObservations, MeanStdFilter
+
+        connectors: list[Any] = []
+        space = _observation_space(env, spaces)
+        if not isinstance(space, gym.spaces.Box) and _flattens(space):
+            connectors.append(FlattenObservations(multi_agent=False))
+        if self.mean_std_clip is not None:
+            connectors.append(MeanStdFilter(multi_agent=False, clip_by_value=self.mean_std_clip))
+        return connectors
 
     def __repr__(self) -> str:
-        return "MeanStdFilter"
+        return "MeanStdFilter" if self.mean_std_clip is not None else "FlattenObservations"
+
+
+def _flattens(space: Any) -> bool:
+    """Whether FlattenObservations takes `space`: Box, Discrete and MultiDiscrete leaves in any
+    Tuple or Dict (not Text, Graph or Sequence, whose RLlib error is then left to show)."""
+    import gymnasium as gym
+
+    if isinstance(space, gym.spaces.Dict):
+        return all(_flattens(s) for s in space.spaces.values())
+    if isinstance(space, gym.spaces.Tuple):
+        return all(_flattens(s) for s in space.spaces)
+    return isinstance(space, gym.spaces.Box | gym.spaces.Discrete | gym.spaces.MultiDiscrete)
+
+
+def _observation_space(env: Any, spaces: Any) -> Any:
+    """One env's observation space, as RLlib's build_env_to_module_connector finds it."""
+    if env is not None:
+        return getattr(env, "single_observation_space", getattr(env, "observation_space", None))
+    if isinstance(spaces, dict) and "__env_single__" in spaces:
+        return spaces["__env_single__"][0]
+    return None
 
 
 def _exploration_config(t: _Translation, value: Any, path: str) -> None:
@@ -895,8 +930,10 @@ _PRIVATE = ("model_config", "env_to_module_connector")
 
 
 def to_rllib(config: dict[str, Any]) -> dict[str, Any]:
-    """Our key names to the attribute names `update_from_dict` sets."""
+    """Our key names to the attribute names `update_from_dict` sets; observations handled as
+    the old stack did (`ObservationConnectors`) unless the config says otherwise."""
     out = dict(config)
+    out.setdefault("env_to_module_connector", ObservationConnectors())
     for key in _PRIVATE:
         if key in out:
             out[f"_{key}"] = out.pop(key)
