@@ -119,6 +119,46 @@ old_style:
     assert summary["best"]["params"]["x"] == 2 and summary["best"]["metric"] == 6
 
 
+def test_a_trainable_on_ray_train_s_functions_as_ray_2_7_to_2_40_documented_runs(
+    user_spec, tmp_path
+):
+    """`ray.train.report(..., checkpoint=...)` and `ray.train.get_checkpoint()`: Ray 2.60's
+    raise DeprecationWarning in a Tune trial, and every trial failed. A run of its own (its own
+    local Ray), as a user runs it: the app's settings of the trial processes apply."""
+    spec_file = user_spec("""
+train_api:
+  run: my_trainables:train_api
+  metric: score
+  mode: max
+  max_failures: 1
+  config: {x: {grid_search: [1, 2]}}
+""")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tune_app",
+            "run",
+            spec_file,
+            "-q",
+            "--storage-path",
+            tmp_path / "o",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = summary_of(tmp_path / "o" / "train_api")
+    assert summary["counts"] == {"TERMINATED": 2}
+    assert {t["config"]["x"]: t["failures"] for t in summary["trials"]} == {1: 1, 2: 1}
+    rows = [json.loads(line) for line in (tmp_path / "o" / "train_api" / "results.jsonl").open()]
+    # After its failure each trial went on from step 3, restored from its step-2 checkpoint.
+    x_of = {t["trial_id"]: t["config"]["x"] for t in summary["trials"]}
+    assert sorted(r["score"] / x_of[r["trial_id"]] for r in rows if r["restored"]) == [3, 3, 4, 4]
+
+
 def test_a_stop_key_never_reported_ends_the_search_with_a_clear_error(
     ray_session, cli, user_spec, tmp_path
 ):

@@ -42,6 +42,11 @@ from tune_app.rundir.write import mark_finished_trials, write_run_files
 # What Tune gives each trial actor as its runtime env (ray.tune.execution.class_cache, checked
 # once Tune is imported): a local Ray's workers inherit it instead.
 TUNE_TRIAL_ENV = {"PL_DISABLE_FORK": "1"}
+# Ray Train's own switch (ray.train.v2._internal.constants): with it off, a trial process's
+# `ray.train.report`, `get_checkpoint` and `get_context` are Train's first versions, which hand
+# over to ray.tune's in a Tune trial. Trainables as Ray 2.7 to 2.40 documented them run; Train's
+# second versions raise DeprecationWarning in a Tune trial, failing every one.
+TRAIN_FUNCTIONS_ENV = {"RAY_TRAIN_V2_ENABLED": "0"}
 
 if TYPE_CHECKING:
     from tune_app import progress
@@ -305,7 +310,7 @@ def _ray_for(plan: Plan, opts: RunOptions) -> Iterator[None]:
         os.environ["PYTHONPATH"] = path  # the local Ray's workers inherit it
     # What Tune would give each trial actor as its runtime env, inherited instead: see
     # trials_on_prestarted_workers.
-    for key, value in TUNE_TRIAL_ENV.items():
+    for key, value in {**TUNE_TRIAL_ENV, **TRAIN_FUNCTIONS_ENV}.items():
         os.environ.setdefault(key, value)
     with _node_wait_polled_finely():
         ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
@@ -435,12 +440,13 @@ def local_pythonpath(plan: Plan) -> str | None:
 
 
 def runtime_env(plan: Plan) -> dict[str, Any]:
-    """The runtime env of the driver's job on a cluster: the code itself, as py_modules."""
+    """The runtime env of the driver's job on a cluster: the code itself, as py_modules, and
+    TRAIN_FUNCTIONS_ENV."""
     modules = [_package_dir(tune_app), _package_dir(trainables)]
     for ep in plan.experiments:
         for name in _user_modules(ep):
             modules += _module_files(name.split(".")[0], _search_path(ep))
-    return {"py_modules": list(dict.fromkeys(modules))}
+    return {"py_modules": list(dict.fromkeys(modules)), "env_vars": dict(TRAIN_FUNCTIONS_ENV)}
 
 
 def _search_path(ep: Any) -> tuple[str, ...]:
