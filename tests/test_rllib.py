@@ -240,6 +240,11 @@ def test_simulations_are_env_runners(write_spec):
         ("e:\n  run: PPO\n  config: {env: [CartPole-v1]}\n", "e.config.env", "grid_search over"),
         ("e:\n  run: PPO\n  env: {grid: [CartPole-v1]}\n", "e.env", "an env name or {grid_search"),
         (
+            "e:\n  run: PPO\n  env: CartPole-v1\n  resources_per_trial: {cpu: 1, memory: 1e9}\n",
+            "e.resources_per_trial.memory",
+            "no RLlib setting",
+        ),
+        (
             "e:\n  run: PPO\n  env: {grid_search: [CartPole-v1]}\n  config: {env: CartPole-v1}\n",
             "e.env",
             "env is given twice",

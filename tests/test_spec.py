@@ -182,6 +182,23 @@ def test_fail_fast_and_log_to_file_reach_the_experiment_and_fail_fast_refuses_re
     assert err.value.path == "e.fail_fast"
 
 
+def test_resources_take_tunes_spellings_and_memory_and_refuse_ray_1_extra_bundles():
+    (e,) = load_text(
+        "e: {run: my_func, config: {alpha: 1, beta: 1},\n"
+        "    resources_per_trial: {CPU: 2, GPU: 0, memory: 1e9}}"
+    ).experiments
+    assert (e.resources.cpu, e.resources.gpu, e.resources.memory) == (2, 0, 1e9)
+    from tune_app.plan import make_plan
+
+    (ep,) = make_plan(spec.Spec(Path("s.yaml"), "", "classic", (e,)), cpus=2).experiments
+    assert ep.bundles == ({"CPU": 2.0, "memory": 1e9},)
+    with pytest.raises(SpecError, match="extra_cpu .Ray 1.x. has no equivalent") as err:
+        load_text("e: {run: my_func, resources_per_trial: {cpu: 1, extra_cpu: 2}}")
+    assert err.value.path == "e.resources_per_trial"
+    with pytest.raises(SpecError, match="both CPU and cpu"):
+        load_text("e: {run: my_func, resources_per_trial: {cpu: 1, CPU: 2}}")
+
+
 def test_alias_and_its_key_together_is_an_error():
     with pytest.raises(SpecError, match="both 'resources' and 'resources_per_trial'"):
         load_text("e: {run: my_func, resources: {cpu: 1}, resources_per_trial: {cpu: 1}}")

@@ -561,12 +561,14 @@ def _bundles(exp: Experiment, ref: TrainableRef) -> tuple[dict[str, float], ...]
             suggestion=f"its default is {declared.simulations}",
         )
     if exp.resources is not None:
-        cpu, gpu = exp.resources.cpu, exp.resources.gpu
+        cpu, gpu, memory = exp.resources.cpu, exp.resources.gpu, exp.resources.memory
     else:
-        cpu, gpu = (declared.head_cpu if declared else 1.0), 0.0
+        cpu, gpu, memory = (declared.head_cpu if declared else 1.0), 0.0, 0.0
     head = {"CPU": float(cpu)}
     if gpu:
         head["GPU"] = float(gpu)
+    if memory:
+        head["memory"] = float(memory)
     # An all-zero head bundle is fine: Tune then runs the trial's process outside the bundles.
     return (head, *({"CPU": float(exp.cpu_per_simulation)} for _ in range(sims)))
 

@@ -1062,6 +1062,12 @@ def translate_experiment(
     config = dict(translated.config)
     config.pop("env", None)  # the EnvRef carries it
     warnings.extend(f"{where}.{w}" for w in translated.warnings)
+    if exp.resources is not None and exp.resources.memory:
+        raise SpecError(
+            "an RLlib algorithm sizes its own processes; memory has no RLlib setting to go to",
+            path=f"{where}.resources_per_trial.memory",
+            suggestion="remove memory",
+        )
     # The spec's simulations and resources are the algorithm's env runners and main process.
     for spec_key, value, key in (
         ("simulations", exp.simulations, "num_env_runners"),

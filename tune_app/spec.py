@@ -76,8 +76,30 @@ SchedulerSpec = Annotated[
 class ResourcesSpec(_Strict):
     """What one trial reserves (its head bundle when the trial runs simulations)."""
 
-    cpu: float = Field(1, ge=0, description="CPUs per trial")
-    gpu: float = Field(0, ge=0, description="GPUs per trial")
+    cpu: float = Field(1, ge=0, description="CPUs per trial (Tune also reads CPU)")
+    gpu: float = Field(0, ge=0, description="GPUs per trial (Tune also reads GPU)")
+    memory: float = Field(0, ge=0, description="bytes of memory Ray reserves per trial")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tune_spellings(cls, value: Any) -> Any:
+        """Tune's own spellings (CPU, GPU) read as cpu and gpu; Ray 1.x's extra bundles
+        refused with what replaced them."""
+        if not isinstance(value, dict):
+            return value
+        out = dict(value)
+        for upper in ("CPU", "GPU"):
+            if upper in out:
+                if upper.lower() in out:
+                    raise ValueError(f"both {upper} and {upper.lower()} are given: keep one")
+                out[upper.lower()] = out.pop(upper)
+        for extra in ("extra_cpu", "extra_gpu"):
+            if extra in out:
+                raise ValueError(
+                    f"{extra} (Ray 1.x) has no equivalent in Ray 2: a trial's parallel work gets "
+                    "bundles of its own with simulations: N and cpu_per_simulation"
+                )
+        return out
 
 
 class CheckpointSpec(_Strict):
@@ -347,6 +369,11 @@ def json_schema() -> dict[str, Any]:
         # The model's default `type` does not make it optional: the union is chosen by it.
         defs[model.__name__]["required"] = ["type"]
     _schema_renamed_keys(defs)
+    resources = defs["ResourcesSpec"]
+    for lower in ("cpu", "gpu"):  # Tune's spellings, read by ResourcesSpec._tune_spellings
+        upper = lower.upper()
+        resources["properties"][upper] = {**resources["properties"][lower], "title": upper}
+        resources.setdefault("allOf", []).append({"not": {"required": [lower, upper]}})
     defs["ConfigValue"] = _schema_config_value()
     config = defs["ExperimentSpec"]["properties"]["config"]
     config["additionalProperties"] = {"$ref": "#/$defs/ConfigValue"}
