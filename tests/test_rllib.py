@@ -396,6 +396,12 @@ def test_ppo_runs_through_the_cli(ray_session, cli, write_spec, tmp_path):
         # The translated keys reached RLlib: 200 steps per iteration from one env runner.
         assert row["num_env_steps_sampled_lifetime"] == 200 * row["training_iteration"]
         assert row["env_runners"]["episode_return_mean"] > 0
+    # Every legacy metric a stop or metric may name is read as a key PPO's results have.
+    from tune_app.rundir.layout import flatten
+
+    keys = set(flatten(rows[-1], "/"))
+    targets = {t for t in rllib.LEGACY_METRICS.values() if not t.startswith("evaluation/")}
+    assert targets <= keys, targets - keys
     first = [r for r in rows if "config" in r]
     assert {r["config"]["num_epochs"] for r in first} == {1}
     assert {r["config"]["_model_config"]["fcnet_hiddens"][0] for r in first} == {16}
