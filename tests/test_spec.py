@@ -232,6 +232,28 @@ def test_duplicate_keys_are_refused(tmp_path):
         spec.load(path)
 
 
+def test_yaml_merge_keys_share_settings_and_own_keys_override_them():
+    s = spec.loads(
+        """
+a: &defaults
+  run: my_func
+  stop: {training_iteration: 3}
+  config: &config {alpha: 1, beta: 1}
+b:
+  <<: *defaults
+  config:
+    <<: *config
+    alpha: {grid_search: [1, 2]}
+""",
+        "merge.yaml",
+    )
+    a, b = s.experiments
+    assert a.stop == b.stop == {"training_iteration": 3}
+    assert b.config["beta"] == 1 and b.config["alpha"] == Domain("grid_search", (1, 2))
+    with pytest.raises(SpecError, match="duplicate key 'stop'"):
+        spec.loads("a: &d {run: my_func}\nb:\n  <<: *d\n  stop: {x: 1}\n  stop: {x: 2}\n", "m.yaml")
+
+
 def test_a_mapping_as_a_key_is_a_spec_error_not_a_crash(tmp_path):
     path = tmp_path / "braces.yaml"
     path.write_text("e:\n  run: my_func\n  config:\n    x: {{grid_search: [1]}}\n")

@@ -460,11 +460,15 @@ def _schema_config_value() -> dict[str, Any]:
 
 
 class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader that also refuses duplicate keys (PyYAML keeps the last silently)."""
+    """PyYAML's safe loader that also refuses duplicate keys (PyYAML keeps the last silently).
+    Merge keys (`<<: *defaults`) work as in YAML 1.1: a mapping's own keys override merged ones,
+    so only its own keys are checked for duplicates."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # SafeLoader's construct_mapping merges these
             key = self.construct_object(key_node, deep=deep)
             if not isinstance(key, typing.Hashable):
                 continue  # PyYAML's own "unhashable key" error follows, naming the line
