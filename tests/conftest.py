@@ -30,16 +30,22 @@ def ray_session():
     import ray
 
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    _start_ray()
     yield ray
     ray.shutdown()
+
+
+def _start_ray() -> None:
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
 
 
 @pytest.fixture(autouse=True)
 def ray_left_free(request):
     """After a test on the session's Ray: every CPU free again within seconds. A test that
-    leaves a trial's placement group behind errors here, naming it, and the group is removed,
-    so the tests after it do not wait forever for CPUs."""
+    leaves CPUs held errors here, naming the placement groups and actors left, and the session's
+    Ray is started anew, so the tests after it do not wait forever for CPUs."""
     yield
     if "ray_session" not in request.fixturenames:
         return
@@ -59,9 +65,16 @@ def ray_left_free(request):
         ray.util.remove_placement_group(PlacementGroup(ray.PlacementGroupID.from_hex(pg_id)))
     free = ray.available_resources().get("CPU", 0)
     named = [f"{v['name'] or k} {v['bundles']} ({v['state']})" for k, v in left.items()]
+    alive = [
+        f"{a['ActorClassName']} pid {a['Pid']}"
+        for a in ray._private.state.actors().values()
+        if a["State"] != "DEAD"
+    ]
+    ray.shutdown()
+    _start_ray()
     pytest.fail(
         f"{total - free:g} of {total:g} CPUs still held 20 s after the test; "
-        f"placement groups left (now removed): {named}"
+        f"placement groups left (now removed): {named}; actors not dead: {alive}"
     )
 
 

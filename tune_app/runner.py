@@ -187,6 +187,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
 
     from tune_app import progress
     from tune_app.callbacks import relocate
+    from tune_app.placement import deferred_group_removal
     from tune_app.tuner import build_tuner, param_space, state_period
 
     if opts.board is not None:
@@ -225,7 +226,10 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         )
     else:
         tuner = build_tuner(ep, trainable, loaded.env, opts)
-    with trials_on_prestarted_workers() if opts.local_ray else contextlib.nullcontext():
+    with (
+        deferred_group_removal(),
+        trials_on_prestarted_workers() if opts.local_ray else contextlib.nullcontext(),
+    ):
         grid = tuner.fit()
     # Tune's final save can keep a stale status: a paused trial that a scheduler stops without a
     # live actor is never re-saved (HyperBand does this). The journal knows how each trial ended.

@@ -1,0 +1,88 @@
+"""Tune's placement groups without losing a CPU: a group given up while Ray is still creating it
+is removed once it is ready, not in the middle of its creation.
+
+Ray 2.60's raylet keeps a bundle's CPU for good when a placement group is removed a few
+milliseconds after it was asked for (while its bundles are being prepared and committed): the
+group reads REMOVED, no actor holds anything, and the CPU never comes back. Tune does exactly
+that whenever it cancels a trial's staged group, which actor reuse does once per reused trial (the
+next trial's group was requested, then a cached actor takes the trial). One lost CPU of two left
+every later trial that needed both waiting forever. Measured on 2 cores: 400 requests cancelled
+0-10 ms after they were made lost a CPU within 80 to 380 of them with Tune's manager, none with
+this one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import ray
+from ray.air.execution.resources.placement_group import PlacementGroupResourceManager
+
+# How long `clear` (the end of a Tuner's fit) waits for groups still being created before it
+# removes them anyway.
+CLEAR_WAIT_S = 2.0
+
+
+class DeferredRemovalManager(PlacementGroupResourceManager):
+    """Tune's placement-group resource manager; a staged group whose request is cancelled is
+    removed when it becomes ready (its readiness future wakes Tune's loop), never mid-creation."""
+
+    def __init__(self, update_interval_s: float = 0.1) -> None:
+        super().__init__(update_interval_s=update_interval_s)
+        self._doomed: dict[ray.ObjectRef, Any] = {}  # readiness future -> cancelled group
+
+    def get_resource_futures(self) -> list[ray.ObjectRef]:
+        return super().get_resource_futures() + list(self._doomed)
+
+    def update_state(self) -> None:
+        super().update_state()
+        self._remove_ready(timeout=0)
+
+    def cancel_resource_request(self, resource_request: Any) -> None:
+        staged = self._request_to_staged_pgs[resource_request]
+        if not staged:
+            super().cancel_resource_request(resource_request)  # a ready group: removed at once
+            return
+        pg = staged.pop()
+        future = self._pg_to_staging_future.pop(pg)
+        self._staging_future_to_pg.pop(future)
+        self._pg_to_request.pop(pg)
+        self._doomed[future] = pg
+        self._remove_ready(timeout=0)
+
+    def clear(self) -> None:
+        if ray.is_initialized():
+            for future, pg in list(self._staging_future_to_pg.items()):
+                self._doomed[future] = pg
+            self._staging_future_to_pg.clear()
+            self._pg_to_staging_future.clear()
+            self._request_to_staged_pgs.clear()
+            self._remove_ready(timeout=CLEAR_WAIT_S)
+            for pg in self._doomed.values():
+                ray.util.remove_placement_group(pg)  # still unplaced: not being created
+        self._doomed = {}
+        super().clear()
+
+    def _remove_ready(self, timeout: float) -> None:
+        """Remove the cancelled groups that are ready, waiting up to `timeout` for all of them."""
+        if not self._doomed:
+            return
+        ready, _ = ray.wait(list(self._doomed), num_returns=len(self._doomed), timeout=timeout)
+        for future in ready:
+            ray.util.remove_placement_group(self._doomed.pop(future))
+
+
+@contextlib.contextmanager
+def deferred_group_removal() -> Iterator[None]:
+    """While this holds, Tuners built in this process place trials with DeferredRemovalManager
+    (Tune's controller takes its manager class from its module; Tune has no option for it)."""
+    from ray.tune.execution import tune_controller
+
+    saved = tune_controller.PlacementGroupResourceManager
+    tune_controller.PlacementGroupResourceManager = DeferredRemovalManager  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        tune_controller.PlacementGroupResourceManager = saved  # type: ignore[misc]
