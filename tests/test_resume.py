@@ -239,6 +239,30 @@ def test_the_finished_journal_corrects_tune_stale_saved_statuses(tmp_path):
     assert metadata["last_result"] == {"x": 1}
 
 
+def test_a_trials_failures_are_what_tune_counted_when_the_journal_saw_it_end(tmp_path):
+    """Failures come from Tune's saved state, or from the journal where it counted more (its
+    count is taken when Tune reports the trial's end); a journal row of an older run, without a
+    count, and a torn last line leave the saved count."""
+    from tune_app.rundir.layout import FINISHED_FILE, saved_trials
+
+    def entry(trial_id: str, failures: int) -> list[str]:
+        return [
+            json.dumps({"trial_id": trial_id, "status": "ERROR"}),
+            json.dumps({"num_failures": failures}),
+        ]
+
+    state = tmp_path / "experiment_state-2026-01-01_00-00-00.json"
+    state.write_text(json.dumps({"trial_data": [entry("a", 1), entry("b", 2), entry("c", 1)]}))
+    (tmp_path / FINISHED_FILE).write_text(
+        json.dumps({"trial_id": "a", "status": "ERROR", "failures": 2})
+        + "\n"
+        + json.dumps({"trial_id": "b", "status": "ERROR"})
+        + "\n"
+        + '{"trial_id": "c", "status": "ERROR", "fail'
+    )
+    assert {t: n for t, (_, n) in saved_trials(tmp_path).items()} == {"a": 2, "b": 2, "c": 1}
+
+
 SCHEDULED = """
 metric: score
 mode: max

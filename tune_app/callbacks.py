@@ -130,7 +130,12 @@ class JsonlResults(Callback):
         # Tune saves its experiment state every 10 s or more (and never re-saves a paused trial
         # that a scheduler stops); a driver killed in between would resume a just-finished trial.
         # This journal, flushed at once, is the record of which trials ended and how.
-        entry = {"trial_id": trial.trial_id, "status": status, "last_result": trial.last_result}
+        entry = {
+            "trial_id": trial.trial_id,
+            "status": status,
+            "last_result": trial.last_result,
+            "failures": trial.run_metadata.num_failures,  # this trial's, retried ones included
+        }
         with (self.path.parent / FINISHED_FILE).open("a", encoding="utf-8") as f:
             f.write(json.dumps(jsonable(entry), allow_nan=False) + "\n")
 

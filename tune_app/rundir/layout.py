@@ -84,7 +84,9 @@ def newest_state(folder: Path) -> Path | None:
 
 
 def saved_trials(folder: Path) -> dict[str, tuple[str, int]]:
-    """Trial id -> (status, failures so far) in Tune's newest saved experiment state."""
+    """Trial id -> (status, failures so far) in Tune's newest saved experiment state; for a
+    trial the journal saw end, at least the failures Tune had counted then (its count is taken
+    after Tune handled the failure; the saved state is written on Tune's own schedule)."""
     state = newest_state(folder)
     if state is None:
         return {}
@@ -93,10 +95,27 @@ def saved_trials(folder: Path) -> dict[str, tuple[str, int]]:
         entries = [(json.loads(e[0]), json.loads(e[1])) for e in data.get("trial_data", [])]
     except (OSError, ValueError, TypeError, IndexError):
         return {}
+    counted = _journaled_failures(Path(folder) / FINISHED_FILE)
     return {
-        t["trial_id"]: (str(t.get("status", "UNKNOWN")), int(m.get("num_failures", 0) or 0))
+        t["trial_id"]: (
+            str(t.get("status", "UNKNOWN")),
+            max(int(m.get("num_failures", 0) or 0), counted.get(t["trial_id"], 0)),
+        )
         for t, m in entries
         if isinstance(t, dict) and isinstance(m, dict) and "trial_id" in t
+    }
+
+
+def _journaled_failures(journal: Path) -> dict[str, int]:
+    """Trial id -> the failures Tune had counted when the journal saw the trial end."""
+    try:
+        rows = read_rows(journal.read_bytes())
+    except OSError:
+        return {}
+    return {
+        str(r["trial_id"]): int(r["failures"])
+        for r in rows
+        if "trial_id" in r and isinstance(r.get("failures"), int)
     }
 
 
