@@ -82,8 +82,10 @@ class DeferredRemovalManager(PlacementGroupResourceManager):
         ready, _ = ray.wait(futures, num_returns=len(futures), timeout=0)
         if not ready and timeout > 0:
             ready, _ = ray.wait(futures, num_returns=1, timeout=timeout)
-        ready += [f for f, pg in self._doomed.items() if f not in ready and _held_back(pg)]
-        for future in ready:
+        # Held-back groups first: removing a created one frees CPUs the GCS would at once start
+        # creating a held-back one on.
+        held = [f for f, pg in self._doomed.items() if f not in ready and _held_back(pg)]
+        for future in held + ready:
             ray.util.remove_placement_group(self._doomed.pop(future))
 
 
