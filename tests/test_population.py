@@ -24,6 +24,7 @@ scheduler:
   perturbation_interval: 2
   quantile_fraction: 0.5
   resample_probability: 1.0
+  synch: true  # every perturbation sees all four (see the PPO test below)
   hyperparam_mutations:
     lr: {uniform: [0.0, 1.0]}
 experiments:
@@ -103,6 +104,9 @@ scheduler:
   perturbation_interval: 2
   quantile_fraction: 0.5
   resample_probability: 1.0
+  # All at once: unsynchronised, the worse trial may reach a perturbation before the better one
+  # has saved a checkpoint, and PBT then skips the copy (a CI run saw no clone in 8 iterations).
+  synch: true
   hyperparam_mutations:
     lr: {loguniform: [1.0e-5, 1.0e-2]}
 experiments:
