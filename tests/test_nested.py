@@ -69,7 +69,7 @@ experiments:
     run: es_cartpole
     simulations: 2
     cpu_per_simulation: 0.5
-    stop: {training_iteration: 4}
+    stop: {training_iteration: 8}  # one iteration of 8 with both at once is enough
     config:
       lr: {grid_search: [0.05, 0.2]}
       episodes: 12
@@ -80,7 +80,7 @@ experiments:
     trials = rows_by_trial(tmp_path / "o" / "es")
     assert len(trials) == 2
     for rows in trials.values():
-        assert len(rows) == 4
+        assert len(rows) == 8
         assert all(r["simulations"] == 2 for r in rows)
         assert max(r["simulation_overlap"] for r in rows) == 2
         assert all(r["env_steps"] > 0 for r in rows)
@@ -93,9 +93,9 @@ def test_two_experiments_run_at_the_same_time(ray_session, cli, write_spec, tmp_
     spec_file = write_spec("""
 max_concurrent_trials: 1
 experiments:
- slow_a:
+ slow_a:  # 6 s, longer than slow_b's two trials: overlap despite starts seconds apart
   run: my_func
-  stop: {training_iteration: 15}
+  stop: {training_iteration: 60}
   config: {alpha: 0.5, beta: 1, sleep: 0.1}
  slow_b:
   run: my_func
