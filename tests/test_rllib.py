@@ -214,6 +214,22 @@ def test_simulations_are_env_runners(write_spec):
             "cannot be searched",
         ),
         (
+            "e:\n  run: PPO\n  env: CartPole-v1\n  config: {num_env_runners: [null]}\n",
+            "e.config.num_env_runners",
+            "got [None]; allowed: a whole number >= 0",
+        ),
+        (
+            "e:\n  run: PPO\n  env: CartPole-v1\n  config: {num_cpus_per_learner: many}\n",
+            "e.config.num_cpus_per_learner",
+            'allowed: a number >= 0 or "auto"',
+        ),
+        (
+            "e:\n  run: PPO\n  env: CartPole-v1\n"
+            "  config: {evaluation_config: {num_env_runners: 0.5}}\n",
+            "e.config.evaluation_config.num_env_runners",
+            "got 0.5",
+        ),
+        (
             "e:\n  run: PPO\n  env: CartPole-v1\n  simulations: 2\n"
             "  config: {num_env_runners: 1}\n",
             "e.simulations",

@@ -1001,6 +1001,33 @@ class Resources:
         return sum(b.get("CPU", 0.0) for b in self.bundles)
 
 
+_COUNTS = (  # keys that count processes: whole numbers
+    "num_env_runners",
+    "num_learners",
+    "evaluation_num_env_runners",
+    "num_aggregator_actors_per_learner",
+)
+
+
+def _check_count(key: str, value: Any, where: str) -> None:
+    """A resource-sizing key holds a number of processes (a whole number) or of CPUs / GPUs
+    (any number, `num_cpus_per_learner` also "auto"), never below 0; null takes RLlib's default."""
+    if value is None or (key == "num_cpus_per_learner" and value == "auto"):
+        return
+    whole = key in _COUNTS
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    if ok and (not whole or float(value).is_integer()):
+        return
+    allowed = "a whole number >= 0" if whole else "a number >= 0"
+    if key == "num_cpus_per_learner":
+        allowed += ' or "auto"'
+    raise SpecError(
+        f"'{key}' sizes each trial's resources; got {value!r}",
+        path=f"{where}.{key}",
+        allowed=allowed,
+    )
+
+
 def resources(name: str, config: dict[str, Any]) -> Resources:
     """The trial's bundles from `config` and the algorithm's defaults, as RLlib 2.60's
     `default_resource_request` computes them (tests compare the two), without importing RLlib."""
@@ -1012,6 +1039,16 @@ def resources(name: str, config: dict[str, Any]) -> Resources:
                 suggestion="write one experiment per value instead",
             )
     defaults = algorithm_keys(name).defaults
+    evaluation = config.get("evaluation_config") or {}
+    if not isinstance(evaluation, dict):
+        raise SpecError(
+            f"a mapping of config keys for evaluation, got {evaluation!r}",
+            path="config.evaluation_config",
+        )
+    for key in (*RESOURCE_KEYS, "num_aggregator_actors_per_learner"):
+        _check_count(key, config.get(key), "config")
+    for key in ("num_env_runners", "num_cpus_per_env_runner", "num_gpus_per_env_runner"):
+        _check_count(key, evaluation.get(key), "config.evaluation_config")
 
     def get(key: str) -> Any:
         value = config.get(key, defaults.get(key))
@@ -1038,7 +1075,6 @@ def resources(name: str, config: dict[str, Any]) -> Resources:
         "CPU": float(get("num_cpus_per_env_runner") or 0),
         "GPU": float(get("num_gpus_per_env_runner") or 0),
     }
-    evaluation = config.get("evaluation_config") or {}
     eval_runners = int(evaluation.get("num_env_runners", get("evaluation_num_env_runners")) or 0)
     eval_runner = {
         "CPU": float(evaluation.get("num_cpus_per_env_runner", runner["CPU"]) or 0),
