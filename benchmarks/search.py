@@ -269,7 +269,7 @@ def spec(method: Method, seed: int, goal: float, goal_file: Path, quick: bool) -
 
 # ---- running --------------------------------------------------------------------------------
 
-SEEDS = (5, 2)  # searcher seeds per method: full size, --quick
+SEEDS = (10, 2)  # searcher seeds per method: full size, --quick
 
 
 def _start_ray() -> None:
