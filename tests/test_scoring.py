@@ -93,3 +93,29 @@ def test_summary_expect_analyze_and_report_name_the_same_best_trial(
     assert cli("report", folder).code == 0
     html = (folder / "report.html").read_text()
     assert f"trial <b>{best['trial_id']}</b>, score = <b>{score:g}</b>" in html
+
+
+def test_equal_scores_rank_in_the_order_the_trials_were_created():
+    """A run read back from its files lists trials in another order than the run did; ties must
+    not change which trial is best (the API and `best` once named different ones)."""
+    from tune_app.rundir.records import RunSummary, TrialOutcome
+    from tune_app.seeds import group
+
+    def trial(trial_id, score, gamma, seed=0):
+        params = {"nested.gamma": gamma, "seed": seed}
+        return TrialOutcome(trial_id, "TERMINATED", {}, score, 2, params=params)
+
+    trials = [trial("e_00002", 6.0, 1), trial("e_00003", 6.0, 2), trial("e_00000", 2.0, 1)]
+    trials.append(trial("e_00001", None, 2))
+    for mode in ("max", "min"):
+        orders = [trials, trials[::-1], trials[1:] + trials[:1]]
+        best = {RunSummary("e", "score", mode, 0.0, order).best.trial_id for order in orders}
+        ranks = {
+            tuple(t.trial_id for t in RunSummary("e", "s", mode, 0.0, o).ranked()) for o in orders
+        }
+        assert len(best) == 1 and len(ranks) == 1
+    assert best == {"e_00000"}  # min: the lowest score; max was e_00002, the earlier of the tie
+    assert RunSummary("e", "score", "max", 0.0, trials[::-1]).best.trial_id == "e_00002"
+    tied = [trial("e_00004", 5.0, 1, 0), trial("e_00005", 5.0, 2, 0)]
+    firsts = {group(order, "mean", "max")[0].params["nested.gamma"] for order in (tied, tied[::-1])}
+    assert firsts == {1}

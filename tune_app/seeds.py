@@ -70,9 +70,11 @@ def group(
     trials: Sequence[Any], how: str = DEFAULT_AGGREGATE, mode: str | None = "max"
 ) -> list[Configuration]:
     """Trials (TrialOutcomes) grouped by their searched values without the seed, best aggregate
-    first; configurations without a score last."""
+    first; configurations without a score last. Trials are taken in the order Tune created them
+    (their ids), so equal aggregates and the intervals come out the same whatever the order of
+    `trials`."""
     found: dict[str, Configuration] = {}
-    for t in trials:
+    for t in sorted(trials, key=lambda t: t.trial_id):
         params = {k: v for k, v in t.params.items() if k != SEED_KEY}
         key = repr(sorted(params.items(), key=lambda item: item[0]))
         config = found.setdefault(key, Configuration(params=params))
@@ -87,7 +89,7 @@ def group(
     return sorted(
         found.values(),
         key=lambda c: (c.score is None, sign * c.score if c.score is not None else 0.0),
-    )
+    )  # stable: equal aggregates keep the order of their first trials
 
 
 def seed_values(seeds: int | Sequence[int]) -> list[int]:

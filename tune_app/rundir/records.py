@@ -184,10 +184,17 @@ class CloneEvent:
 
 
 def ranked(trials: list[TrialOutcome], mode: str | None) -> list[TrialOutcome]:
-    """Trials best first by their score under `mode`; trials without one last."""
+    """Trials best first by their score under `mode`; trials without one last. Equal scores go
+    in the order Tune created the trials (their ids), so a run read back from its files names
+    the same best trial as the run that wrote them, whatever order it lists them in."""
     sign = -1.0 if mode == "max" else 1.0
     return sorted(
-        trials, key=lambda t: (t.score is None, sign * t.score if t.score is not None else 0.0)
+        trials,
+        key=lambda t: (
+            t.score is None,
+            sign * t.score if t.score is not None else 0.0,
+            t.trial_id if t.score is not None else "",
+        ),
     )
 
 
