@@ -106,7 +106,11 @@ def test_any_spec_shaped_document_is_a_spec_or_a_spec_error(document):
 )
 def test_examples_with_one_value_replaced_are_a_spec_or_a_spec_error(name, data):
     document = yaml.safe_load((SEARCH_SPACES / name).read_text())
-    # Walk down a random path of the example and replace what is there with anything.
+    _check(yaml.safe_dump(_replace_one(document, data), allow_unicode=True))
+
+
+def _replace_one(document, data):
+    """Walk down a random path of `document` and replace what is there with anything."""
     node = document
     while True:
         children = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
@@ -118,4 +122,14 @@ def test_examples_with_one_value_replaced_are_a_spec_or_a_spec_error(name, data)
             continue
         node[key] = data.draw(documents)
         break
-    _check(yaml.safe_dump(document, allow_unicode=True))
+    return document
+
+
+# RLlib's published experiment files (tests/rllib_specs), as other people wrote them.
+RLLIB_SPECS = sorted((Path(__file__).parent / "rllib_specs").glob("*.yaml"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=st.sampled_from(RLLIB_SPECS), data=st.data())
+def test_rllib_files_with_one_value_replaced_are_a_spec_or_a_spec_error(path, data):
+    _check(yaml.safe_dump(_replace_one(yaml.safe_load(path.read_text()), data), allow_unicode=True))

@@ -230,6 +230,16 @@ def test_simulations_are_env_runners(write_spec):
             "got 0.5",
         ),
         (
+            "e:\n  run: DQN\n  env: CartPole-v1\n  config: {n_step: [null, null]}\n",
+            "e.config.n_step",
+            "n_step is [None, None]; allowed: a whole number >= 1, or [low, high]",
+        ),
+        (
+            "e:\n  run: SAC\n  env: Pendulum-v1\n  config: {n_step: 0}\n",
+            "e.config.n_step",
+            "n_step is 0",
+        ),
+        (
             "e:\n  run: PPO\n  env: CartPole-v1\n  simulations: 2\n"
             "  config: {num_env_runners: 1}\n",
             "e.simulations",

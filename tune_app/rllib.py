@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from tune_app.contract import AUTO_METRICS
 from tune_app.errors import Collector, SpecError, did_you_mean
@@ -495,8 +495,25 @@ def translate_config(name: str, config: Any, *, gym_env: bool = True) -> Transla
         with errors.check():
             _translate_key(t, key, config[key], f"config.{key}")
     errors.raise_any()
+    _check_n_step(t)
     _fragments_for_n_step(t)
     return Translated(config=t.out, warnings=tuple(t.warnings))
+
+
+def _check_n_step(t: _Translation) -> None:
+    """DQN's and SAC's n_step: a whole number of steps, or a [low, high] range drawn from per
+    episode; RLlib 2.60 takes anything else and fails inside the trial."""
+    n_step = t.out.get("n_step")
+    if t.name not in ("DQN", "SAC") or n_step is None or _searched(n_step):
+        return
+    pair = isinstance(n_step, list) and len(n_step) == 2 and all(map(_count, n_step))
+    if (_count(n_step) and n_step >= 1) or (pair and 1 <= n_step[0] <= n_step[1]):
+        return
+    raise SpecError(
+        f"n_step is {n_step!r}",
+        path="config.n_step",
+        allowed="a whole number >= 1, or [low, high] with 1 <= low <= high",
+    )
 
 
 def _searched(value: Any) -> bool:
@@ -508,8 +525,11 @@ def _fragments_for_n_step(t: _Translation) -> None:
     the fragments grow to n_step, with a warning."""
     fragment = t.out.get("rollout_fragment_length")
     n_step = t.out.get("n_step", t.keys.defaults.get("n_step"))
-    steps = max(n_step) if isinstance(n_step, list) and n_step else n_step
-    if t.name not in ("DQN", "SAC") or not isinstance(fragment, int) or not isinstance(steps, int):
+    # n_step may be a [low, high] range; anything else is left to RLlib's own checks.
+    steps = (
+        max(n_step) if isinstance(n_step, list) and n_step and all(map(_count, n_step)) else n_step
+    )
+    if t.name not in ("DQN", "SAC") or not _count(fragment) or not _count(steps):
         return
     if fragment < steps:
         t.out["rollout_fragment_length"] = steps
@@ -517,6 +537,11 @@ def _fragments_for_n_step(t: _Translation) -> None:
             f"config.rollout_fragment_length: {fragment} is shorter than n_step {steps}, which "
             f"RLlib 2.60 refuses; read as {steps}"
         )
+
+
+def _count(value: Any) -> TypeGuard[int]:
+    """Whether `value` is a whole number (YAML's true and false are not)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def is_legacy(key: str) -> bool:
