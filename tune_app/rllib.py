@@ -21,12 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from tune_app.contract import AUTO_METRICS
 from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.rllib_metrics import RETURN_MEAN, SMOOTHED_LEN, SMOOTHED_RETURN
-from tune_app.space import Domain, representative
+from tune_app.scoring import finite
+from tune_app.space import Domain, representative, whole_number
 from tune_app.spec import Experiment
 
 # Algorithm name -> module of its Algorithm class (the new API stack's torch algorithms).
@@ -506,8 +507,8 @@ def _check_n_step(t: _Translation) -> None:
     n_step = t.out.get("n_step")
     if t.name not in ("DQN", "SAC") or n_step is None or _searched(n_step):
         return
-    pair = isinstance(n_step, list) and len(n_step) == 2 and all(map(_count, n_step))
-    if (_count(n_step) and n_step >= 1) or (pair and 1 <= n_step[0] <= n_step[1]):
+    pair = isinstance(n_step, list) and len(n_step) == 2 and all(map(whole_number, n_step))
+    if (whole_number(n_step) and n_step >= 1) or (pair and 1 <= n_step[0] <= n_step[1]):
         return
     raise SpecError(
         f"n_step is {n_step!r}",
@@ -523,13 +524,12 @@ def _searched(value: Any) -> bool:
 def _fragments_for_n_step(t: _Translation) -> None:
     """RLlib 2.60 refuses DQN and SAC fragments shorter than n_step, which the old stack took:
     the fragments grow to n_step, with a warning."""
+    if t.name not in ("DQN", "SAC"):
+        return
     fragment = t.out.get("rollout_fragment_length")
     n_step = t.out.get("n_step", t.keys.defaults.get("n_step"))
-    # n_step may be a [low, high] range; anything else is left to RLlib's own checks.
-    steps = (
-        max(n_step) if isinstance(n_step, list) and n_step and all(map(_count, n_step)) else n_step
-    )
-    if t.name not in ("DQN", "SAC") or not _count(fragment) or not _count(steps):
+    steps = max(n_step) if isinstance(n_step, list) else n_step  # [low, high]: _check_n_step
+    if not whole_number(fragment) or not whole_number(steps):
         return
     if fragment < steps:
         t.out["rollout_fragment_length"] = steps
@@ -537,11 +537,6 @@ def _fragments_for_n_step(t: _Translation) -> None:
             f"config.rollout_fragment_length: {fragment} is shorter than n_step {steps}, which "
             f"RLlib 2.60 refuses; read as {steps}"
         )
-
-
-def _count(value: Any) -> TypeGuard[int]:
-    """Whether `value` is a whole number (YAML's true and false are not)."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def is_legacy(key: str) -> bool:
@@ -1040,8 +1035,8 @@ def _check_count(key: str, value: Any, where: str) -> None:
     if value is None or (key == "num_cpus_per_learner" and value == "auto"):
         return
     whole = key in _COUNTS
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-    if ok and (not whole or float(value).is_integer()):
+    number = finite(value)
+    if number is not None and number >= 0 and (not whole or number.is_integer()):
         return
     allowed = "a whole number >= 0" if whole else "a number >= 0"
     if key == "num_cpus_per_learner":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.scoring import finite
@@ -42,7 +42,8 @@ def _number(x: Any) -> bool:
     return finite(x) is not None and isinstance(x, int | float)
 
 
-def _integer(x: Any) -> bool:
+def whole_number(x: Any) -> TypeGuard[int]:
+    """Whether `x` is an int (YAML's true and false are not)."""
     return isinstance(x, int) and not isinstance(x, bool)
 
 
@@ -180,7 +181,7 @@ def _parse_domain(kind: str, args: Any, path: str) -> Domain:
             path=path,
             suggestion=f"write {form}",
         )
-    wanted, test = ("integers", _integer) if rule.integer else ("numbers", _number)
+    wanted, test = ("integers", whole_number) if rule.integer else ("numbers", _number)
     if not all(test(a) for a in args):
         raise SpecError(
             f"{kind} arguments must be {wanted}, but got {args!r}",
