@@ -157,6 +157,22 @@ EFFECTIVE = [
         id="dqn-hiddens-n_step",
     ),
     pytest.param(
+        "DQN",
+        {"n_step": [2, 5], "rollout_fragment_length": 1},
+        [
+            (lambda c: c.n_step, (2, 5)),  # the tuple RLlib's configs take for a range
+            (lambda c: c.rollout_fragment_length, "auto"),  # DQN cannot compare a number
+            (lambda c: c.get_rollout_fragment_length(), 5),  # with the range: auto is its end
+        ],
+        id="dqn-n_step-range",
+    ),
+    pytest.param(
+        "SAC",
+        {"n_step": [1, 3], "rollout_fragment_length": 2},
+        [(lambda c: c.n_step, (1, 3)), (lambda c: c.rollout_fragment_length, 3)],
+        id="sac-n_step-range",
+    ),
+    pytest.param(
         "PPO",
         {
             "enable_connectors": True,
@@ -254,6 +270,12 @@ def test_observations_the_new_stack_cannot_take_are_flattened_as_the_old_stack_d
             {"learning_starts": 10, "num_steps_sampled_before_learning_starts": 20},
             "config.learning_starts",
             "both set",
+        ),
+        (
+            "DQN",
+            {"n_step": [2, 5], "rollout_fragment_length": 8},
+            "config.rollout_fragment_length",
+            "write rollout_fragment_length: auto (n_step's high end, 5)",
         ),
     ],
 )

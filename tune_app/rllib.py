@@ -523,13 +523,35 @@ def _searched(value: Any) -> bool:
 
 def _fragments_for_n_step(t: _Translation) -> None:
     """RLlib 2.60 refuses DQN and SAC fragments shorter than n_step, which the old stack took:
-    the fragments grow to n_step, with a warning."""
+    the fragments grow to n_step, with a warning. A [low, high] range goes to RLlib as the tuple
+    its configs take (SAC then compares a fragment with its high end; a list it compares whole,
+    and fails). DQN compares a numeric fragment with the whole range and fails, so with a range
+    a fragment up to its high end is read as "auto" (DQN's default: the high end), a longer one
+    is refused."""
     if t.name not in ("DQN", "SAC"):
         return
     fragment = t.out.get("rollout_fragment_length")
     n_step = t.out.get("n_step", t.keys.defaults.get("n_step"))
-    steps = max(n_step) if isinstance(n_step, list) else n_step  # [low, high]: _check_n_step
+    if isinstance(n_step, list):  # [low, high], as _check_n_step let it through
+        n_step = t.out["n_step"] = tuple(n_step)
+    steps = n_step[1] if isinstance(n_step, tuple) else n_step
     if not whole_number(fragment) or not whole_number(steps):
+        return
+    if t.name == "DQN" and isinstance(n_step, tuple):
+        if fragment > steps:
+            raise SpecError(
+                f"RLlib 2.60's DQN cannot check rollout_fragment_length {fragment} against an "
+                f"n_step range {list(n_step)} (it fails comparing a number with the range)",
+                path="config.rollout_fragment_length",
+                suggestion=f"write rollout_fragment_length: auto (n_step's high end, {steps}), "
+                "or one n_step",
+            )
+        t.out["rollout_fragment_length"] = "auto"
+        if fragment < steps:
+            t.warnings.append(
+                f"config.rollout_fragment_length: {fragment} is shorter than n_step's high end "
+                f"{steps}, which RLlib 2.60 refuses; read as auto ({steps})"
+            )
         return
     if fragment < steps:
         t.out["rollout_fragment_length"] = steps
