@@ -5,6 +5,7 @@ HyperBand)."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -239,6 +240,8 @@ def test_bohb_runs_its_brackets(ray_session, cli, write_spec, tmp_path):
     shown = json.loads(cli("analyze", tmp_path / "o" / "e", "--format", "json").out)[0]
     assert shown["counts"] == {"TERMINATED": 6}
     assert any(t["stopped_early"] for t in shown["trials"])  # HyperBand cut the weaker ones
+    # hpbandster's dumps of its KDEs on a non-finite expected improvement are not shown
+    assert logging.getLogger("hpbandster").getEffectiveLevel() == logging.ERROR
 
 
 @pytest.mark.parametrize(

@@ -131,8 +131,14 @@ def _optuna(options: Options, ctx: Context) -> Any:
 
 
 def _bohb(options: Options, ctx: Context) -> Any:
+    import logging
+
     from ray.tune.search.bohb import TuneBOHB
 
+    # hpbandster logs a warning with its KDEs' raw data whenever a sampled point's expected
+    # improvement is not finite (its KDE bandwidth collapses on a choice axis, say) and then
+    # goes on sampling: dozens of lines a run that a user can do nothing about.
+    logging.getLogger("hpbandster").setLevel(logging.ERROR)
     return TuneBOHB(
         bohb_config=options.options(), seed=ctx.seed, max_concurrent=ctx.max_concurrent_trials or 0
     )
