@@ -1,7 +1,7 @@
 """Recorded learning curves replayed as a Tune trainable, so a search can be repeated cheaply.
 
 The table (search_table.json, written by `python -m benchmarks.search --record`) holds one real
-curve of `es_cartpole` per configuration of a grid. `replay` reports the curve of the recorded
+curve of `reinforce` per configuration of a grid. `replay` reports the curve of the recorded
 configuration nearest to its config, one iteration per result and no sleep, so compute is
 counted in trial-iterations, not seconds. It checkpoints its place in the curve, so HyperBand can
 pause and resume it and PBT can copy it; a trial that PBT moves to other hyperparameters goes on
@@ -22,7 +22,7 @@ from typing import Any
 
 TABLE = Path(__file__).with_name("search_table.json")
 STATE = "position.json"  # in a replay checkpoint
-SMOOTH = 3  # results averaged when matching a return level (one result is one noisy episode)
+SMOOTH = 3  # results averaged when matching a return level (a result may be noisy)
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,7 @@ def test_figures_compare_schedulers_with_grid_random_and_the_rl_zoo_recipe():
         "grid": Costs("grid", (1000,)),
         "random": Costs("random", (400, 500, 600)),
         "asha": Costs("asha", (100, 200, 150)),
+        "pbt": Costs("pbt", (600, 700, 800)),
         "optuna-tpe-median": Costs("optuna-tpe-median", (300, 300, 300)),
     }
     found = {f.name.split(":")[0]: f for f in figures_of(costs, 10_000, 490.0)}
@@ -130,6 +131,8 @@ def test_figures_compare_schedulers_with_grid_random_and_the_rl_zoo_recipe():
     assert found["asha / random"].value == 0.3 and found["asha / random"].met is True
     versus_zoo = found["asha / optuna-tpe-median"]
     assert versus_zoo.value == 0.5 and versus_zoo.target == "< 1" and versus_zoo.met is True
+    # every scheduler method is compared with the recipe, not only the best
+    assert found["pbt / optuna-tpe-median"].met is False
 
 
 def small_table() -> Table:
