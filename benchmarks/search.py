@@ -8,7 +8,7 @@ load. Each method except grid runs once per searcher seed; its compute is the nu
 until the first within 2% of the best value in the table (the best any search of this space can
 see), or all the run spent when it never gets there. Figures are ratios of medians over seeds,
 with a 90% bootstrap interval (seeds resampled on both sides); a target inside the interval is
-"not shown". `--record` runs REINFORCE over the whole grid through the app (about 10 minutes
+"not shown". `--record` runs REINFORCE over the whole grid through the app (about 3 minutes
 on 2 cores) and writes benchmarks/search_table.json anew.
 """
 
