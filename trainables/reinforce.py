@@ -7,7 +7,6 @@ the last 100 episodes, as RLlib and Stable-Baselines3 smooth it, so a trial reac
 has held it. State goes through Tune checkpoints (HyperBand pauses, PBT copies).
 """
 
-import json
 import tempfile
 from collections import deque
 from pathlib import Path
@@ -94,7 +93,7 @@ def reinforce(config):
             state = np.load(Path(folder) / "state.npz", allow_pickle=False)
             weights, adam = state["weights"], (state["m"], state["v"])
             iteration, steps = int(state["iteration"]), int(state["steps"])
-            recent.extend(json.loads((Path(folder) / "recent.json").read_text()))
+            recent.extend(state["recent"].tolist())
 
     while True:
         iteration += 1
@@ -119,8 +118,8 @@ def reinforce(config):
                 v=adam[1],
                 iteration=iteration,
                 steps=steps,
+                recent=np.array(recent),
             )
-            (Path(folder) / "recent.json").write_text(json.dumps(list(recent)))
             tune.report(
                 {
                     "episode_return_mean": float(np.mean(recent)),
