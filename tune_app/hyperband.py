@@ -1,4 +1,4 @@
-"""HyperBand that finishes a resumed search.
+"""HyperBand that finishes a resumed search and fills each bracket once.
 
 Tune saves trials but not HyperBand's brackets: on resume it adds every trial back to a fresh
 scheduler, finished ones included. A bracket holding a finished trial waits forever for it to
@@ -6,6 +6,12 @@ reach the next milestone, so the paused trials of that bracket are never resumed
 hangs. Here finished trials join no bracket; unfinished ones (paused or running when the run
 stopped) start new brackets and continue from their checkpoints. Pickled with the Tuner, so the
 same class runs the resume.
+
+Tune also counts a bracket as full only while its trials are alive. When trials are made as
+others end (BOHB's searcher makes them so, and so does any searcher under a concurrency limit),
+the bracket that runs its trials to max_t never fills: it takes every later trial, and the rest
+of the search is random search at full length (ray-project/ray#12536). Here a bracket is full
+once it has been given its trials.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import HyperBandForBOHB, HyperBandScheduler
+from ray.tune.schedulers.hyperband import _Bracket
 
 RESUME_NOTE = (
     "Tune does not save HyperBand's brackets: the unfinished trials continue from their "
@@ -21,8 +28,27 @@ RESUME_NOTE = (
 )
 
 
+class _FilledOnce(_Bracket):
+    """A bracket that is full once it was given its trials, ended ones included."""
+
+    def filled(self) -> bool:
+        return len(self._all_trials) >= self._n
+
+
 class _FinishedTrialsStayOut(HyperBandScheduler):
-    """Brackets hold only trials that can still report (mixed into Tune's HyperBands)."""
+    """Brackets hold only trials that can still report, and fill once (mixed into Tune's
+    HyperBands)."""
+
+    def _create_bracket(self, s: int) -> _Bracket:
+        return _FilledOnce(
+            time_attr=self._time_attr,
+            max_trials=self._get_n0(s),
+            init_t_attr=self._get_r0(s),
+            max_t_attr=self._max_t_attr,
+            eta=self._eta,
+            s=s,
+            stop_last_trials=self._stop_last_trials,
+        )
 
     def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
         if trial.status in (Trial.TERMINATED, Trial.ERROR):
@@ -43,7 +69,8 @@ class _FinishedTrialsStayOut(HyperBandScheduler):
 
 
 class ResumableHyperBand(_FinishedTrialsStayOut, HyperBandScheduler):
-    """Tune's HyperBandScheduler whose brackets hold only trials that can still report."""
+    """Tune's HyperBandScheduler whose brackets hold only trials that can still report and
+    fill once."""
 
 
 class ResumableHyperBandForBOHB(_FinishedTrialsStayOut, HyperBandForBOHB):

@@ -1,0 +1,71 @@
+"""The app's HyperBands fill each bracket once, however fast its trials end.
+
+Tune counts a bracket as full only while its trials are alive, so when trials are made one at a
+time as others end (BOHB's searcher, or any search under a concurrency limit), the bracket that
+runs its trials to max_t takes every later trial (ray-project/ray#12536). These drive the
+schedulers' own hooks with stand-in trials: no Ray needed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from ray.tune.experiment import Trial
+from ray.tune.schedulers import HyperBandForBOHB, HyperBandScheduler
+
+from tune_app.hyperband import ResumableHyperBand, ResumableHyperBandForBOHB
+
+
+class StandIn:
+    """What the scheduler reads of a trial when it is added: its status."""
+
+    status = Trial.PENDING
+
+
+def milestones(scheduler: HyperBandScheduler, ended_at_once: int) -> list[tuple[int, int]]:
+    """Add 14 trials one at a time; the `ended_at_once` first of each bracket's trials that run
+    to max_t end before the next trial is made. Returns (band, first milestone) per trial."""
+    placed = []
+    for _ in range(14):
+        trial = StandIn()
+        scheduler.on_trial_add(None, trial)  # type: ignore[arg-type]
+        bracket, band = scheduler._trial_info[trial]
+        placed.append((band, bracket._r))
+        if bracket._r == 3 and ended_at_once:  # runs straight to max_t, then ends
+            scheduler.on_trial_complete(None, trial, {"training_iteration": 3})  # type: ignore[arg-type]
+    return placed
+
+
+@pytest.mark.parametrize(
+    "ours, tunes, first",
+    [
+        # max_t 3, factor 3: brackets of 2 trials at milestone 3 and of 3 at milestone 1; Tune's
+        # HyperBand makes the full-length bracket first, BOHB's the halving one.
+        (ResumableHyperBand, HyperBandScheduler, [3, 3, 1, 1, 1]),
+        (ResumableHyperBandForBOHB, HyperBandForBOHB, [1, 1, 1, 3, 3]),
+    ],
+)
+def test_a_bracket_whose_trials_end_fast_still_fills_once(ours, tunes, first):
+    options = {"metric": "m", "mode": "max", "max_t": 3, "reduction_factor": 3}
+    placed = milestones(ours(**options), ended_at_once=True)
+    band = [(0, r) for r in first]
+    assert placed == band + [(1, r) for r in first] + [(2, r) for r in first[:4]]
+    # Tune's own scheduler: the full-length bracket never fills and takes every later trial.
+    theirs = milestones(tunes(**options), ended_at_once=True)
+    assert [band for band, _ in theirs] == [0] * 14
+    assert [r for _, r in theirs].count(3) > 2
+
+
+def test_brackets_still_fill_in_order_when_no_trial_ends_early():
+    options = {"metric": "m", "mode": "max", "max_t": 3, "reduction_factor": 3}
+    assert milestones(ResumableHyperBand(**options), 0) == milestones(
+        HyperBandScheduler(**options), 0
+    )
+
+
+def test_a_finished_trial_joins_no_bracket_on_resume():
+    scheduler = ResumableHyperBand(metric="m", mode="max", max_t=3, reduction_factor=3)
+    done = StandIn()
+    done.status = Trial.TERMINATED
+    scheduler.on_trial_add(None, done)  # type: ignore[arg-type]
+    assert done not in scheduler._trial_info
+    scheduler.on_trial_complete(None, done, {})  # type: ignore[arg-type]  # no KeyError
