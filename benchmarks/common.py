@@ -4,6 +4,7 @@ target), running a command while measuring its wall time and peak memory, and th
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import subprocess
@@ -212,15 +213,28 @@ def table(figures: list[Figure]) -> str:
     return "\n".join(lines)
 
 
+def _finite(value: Any) -> Any:
+    """JSON has no infinity: a ratio that is infinite (a search that never reached its goal in
+    most runs) is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def write_json(path: Path, figures: list[Figure], quick: bool) -> None:
     data = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "quick": quick,
         "machine": machine(),
-        "figures": [{**asdict(f), "met": f.met, "verdict": f.verdict} for f in figures],
+        "figures": [
+            {**{k: _finite(v) for k, v in asdict(f).items()}, "met": f.met, "verdict": f.verdict}
+            for f in figures
+        ],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    path.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
 
 
 def read_summary(folder: Path) -> dict[str, Any]:

@@ -1,12 +1,13 @@
 """Recorded learning curves replayed as a Tune trainable, so a search can be repeated cheaply.
 
 The table (search_table.json, written by `python -m benchmarks.search --record`) holds one real
-curve of `reinforce` per configuration of a grid. `replay` reports the curve of the recorded
-configuration nearest to its config, one iteration per result and no sleep, so compute is
-counted in trial-iterations, not seconds. It checkpoints its place in the curve, so HyperBand can
-pause and resume it and PBT can copy it; a trial that PBT moves to other hyperparameters goes on
-along the new configuration's curve from where that curve had reached the same return
-(`Position.moved_to`): an approximation, since no recorded run changed hyperparameters midway.
+curve of `reinforce` per configuration of a grid, the mean of its runs on a few seeds. `replay`
+reports the curve of the recorded configuration nearest to its config, one iteration per result
+and no sleep, so compute is counted in trial-iterations, not seconds. It checkpoints its place
+in the curve, so HyperBand can pause and resume it and PBT can copy it; a trial that PBT moves
+to other hyperparameters goes on along the new configuration's curve from where that curve had
+reached the same return (`Position.moved_to`): an approximation, since no recorded run changed
+hyperparameters midway.
 """
 
 from __future__ import annotations

@@ -8,11 +8,12 @@ import math
 
 import pytest
 
-from benchmarks.common import Figure, paired, table
+from benchmarks.common import Figure, paired, table, write_json
 from benchmarks.replay import TABLE, Position, Table, load_table
 from benchmarks.search import (
     AXES,
     MAX_T,
+    RECORD_SEEDS,
     Costs,
     cost_until,
     curves_from_rows,
@@ -20,6 +21,7 @@ from benchmarks.search import (
     missing_rows,
     ratio_interval,
     sampled,
+    versus,
 )
 
 
@@ -99,11 +101,28 @@ def test_search_cost_counts_results_until_the_goal_in_arrival_order():
 
 
 def test_costs_count_a_missed_run_as_all_it_spent():
-    costs = Costs("asha", (120, 300, 90, 2000), missed=1)
-    assert costs.median == 210
+    costs = Costs("asha", (120, 300, 90, 2000), (False, False, False, True))
+    assert costs.median == 210 and costs.missed == 1
+    assert costs.censored == (120, 300, 90, math.inf)
+    assert costs.listing() == "120 300 90 2000+"
     text = costs.describe()
     assert "median 210" in text and "90-2,000 over 4 seeds" in text and "1 of 4 never" in text
     assert Costs("grid", (350,)).describe() == "grid 350 trial-iterations (one run)"
+
+
+def test_misses_never_make_a_target_look_met():
+    """A method that missed in most runs spent little only because its budget ran out: against
+    a target it counts as never getting there. The other side's misses count as all they spent,
+    which can only make the ratio larger."""
+    often_missed = Costs("bohb", (300, 300, 300, 100, 100), (True, True, True, False, False))
+    random_ = Costs("random", (2000, 3000, 10_000), (False, False, True))
+    figure = versus(often_missed, random_, "<= 0.5")
+    assert figure.value == math.inf and figure.verdict == "not shown"  # 2 of 5 did get there
+    never = Costs("bohb", (300, 300, 300), (True, True, True))
+    assert versus(never, random_, "<= 0.5").verdict == "**no**"
+    assert versus(Costs("asha", (500, 600, 700)), random_, "<= 0.5").value == 0.2
+    once_missed = Costs("pbt", (100, 120, 140, 600), (False, False, False, True))
+    assert versus(once_missed, random_, "<= 0.5").value == 130 / 3000
 
 
 def test_the_ratio_interval_holds_the_ratio_of_medians():
@@ -196,6 +215,23 @@ def test_recorded_rows_become_curves_in_the_table_order():
         curves_from_rows(off, axes, 1)
 
 
+def test_recorded_seeds_are_averaged_and_a_missing_seed_is_refused():
+    axes = {"lr": [0.1, 1.0]}
+    rows = []
+    for n, (lr, seed, values) in enumerate(
+        [(0.1, 0, [1, 2]), (1.0, 0, [5, 6]), (0.1, 1, [3, 5]), (1.0, 1, [6, 9])]
+    ):
+        for it, value in enumerate(values, 1):
+            row = {"trial_id": f"t{n}", "training_iteration": it, "episode_return_mean": value}
+            if it == 1:
+                row["config"] = {"lr": lr, "seed": seed}
+            rows.append(row)
+    assert curves_from_rows(rows, axes, 2) == [[2, 3.5], [5.5, 7.5]]
+    one_seed_short = [r for r in rows if r["trial_id"] != "t3"]  # lr 1.0 lacks seed 1
+    with pytest.raises(ValueError, match=r"lack results, the first \{'lr': 1.0\} with seed 1"):
+        curves_from_rows(one_seed_short, axes, 2)
+
+
 def test_sampled_ranges_give_every_recorded_value_an_equal_share():
     low, high = sampled([0.01, 0.1, 1.0])["loguniform"]
     assert math.isclose(low, 10**-2.5, rel_tol=1e-5) and math.isclose(high, 10**0.5, rel_tol=1e-5)
@@ -210,3 +246,15 @@ def test_the_committed_table_matches_the_recorded_space():
     )
     assert replayed.best == 500.0  # CartPole's limit: the goal is holding the pole all episode
     assert "recorded through the app" in replayed.about
+    assert f"the mean over seeds {', '.join(map(str, RECORD_SEEDS))}" in replayed.about
+
+
+def test_results_are_strict_json_when_a_method_never_got_there(tmp_path):
+    never = Costs("pbt", (500, 600, 650), (True, True, True))
+    figure = versus(never, Costs("random", (2000, 3000)), "<= 0.5")
+    path = tmp_path / "results.json"
+    write_json(path, [figure], quick=True)
+    written = json.loads(path.read_text(), parse_constant=pytest.fail)  # no Infinity, no NaN
+    assert written["figures"][0]["value"] is None
+    assert written["figures"][0]["spread"] == [None, None]
+    assert written["figures"][0]["verdict"] == "**no**"
