@@ -69,3 +69,45 @@ def test_a_finished_trial_joins_no_bracket_on_resume():
     scheduler.on_trial_add(None, done)  # type: ignore[arg-type]
     assert done not in scheduler._trial_info
     scheduler.on_trial_complete(None, done, {})  # type: ignore[arg-type]  # no KeyError
+
+
+LIMITED = """
+metric: mean_accuracy
+mode: max
+search: {search}
+scheduler: {{type: hyperband, max_t: 9}}
+experiments:
+  e:
+    run: my_func
+    num_samples: 17
+    max_concurrent_trials: {limit}
+    stop: {{training_iteration: 9}}
+    config: {{alpha: {{uniform: [0.1, 1.0]}}, beta: 1}}
+"""
+
+
+def test_a_concurrency_limit_under_hyperband_is_refused(cli, write_spec, tmp_path):
+    """A trial waiting at a rung still counts against the limit, so its bracket is halved among
+    the few trials let in at once: with 2 at a time, all 17 trials ran to max_t."""
+    spec_file = write_spec(LIMITED.format(search="random", limit=2))
+    result = cli("validate", spec_file)
+    assert result.code == 2
+    assert "Traceback" not in result.err
+    message = result.err.strip()
+    assert "experiments.e.max_concurrent_trials" in message
+    assert "lets it hold 2 of 17" in message
+    assert "scheduler asha" in message
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    ("search", "limit", "scheduler"),
+    [("random", 17, "hyperband"), ("bohb", 2, "hyperband"), ("random", 2, "asha")],
+)
+def test_limits_that_do_not_break_halving_are_kept(cli, write_spec, search, limit, scheduler):
+    """A limit that holds every trial; BOHB's HyperBand, which waits for its brackets to fill;
+    ASHA, which halves asynchronously."""
+    text = LIMITED.format(search=search, limit=limit).replace("hyperband", scheduler)
+    result = cli("validate", write_spec(text))
+    assert result.code == 0, result.err
+    assert "17 (num_samples 17)" in result.out

@@ -163,6 +163,7 @@ def _plan_experiment(
     errors.raise_any()
     envs = len(env.grid) if env is not None and env.grid else 1
     trials = grid_size(exp.config) * envs * exp.num_samples * max(1, len(exp.seeds))
+    _check_concurrency(exp, trials)
     storage_dir, uri = locate(exp, storage, smoke)
     return ExperimentPlan(
         experiment=exp,
@@ -481,6 +482,30 @@ def _check_seeds(exp: Experiment, ref: TrainableRef) -> None:
             path=where,
             suggestion="use scheduler fifo, asha, hyperband or median with seeds",
         )
+
+
+def _check_concurrency(exp: Experiment, trials: int) -> None:
+    """Tune's synchronous HyperBand halves a rung among the trials its bracket holds when the
+    last of them reaches it. Under a concurrency limit a trial waiting at a rung still counts
+    against the limit, so no later trial joins its bracket: each rung is "halved" among the few
+    trials let in at once, and with a limit below the reduction factor no trial is ever stopped
+    early. Measured with random search, max_t 9, 17 trials: 75 iterations in all without a
+    limit, 153 (all 17 to max_t) with max_concurrent_trials 2. BOHB's HyperBand waits for its
+    bracket to fill, and its searcher does not count waiting trials, so it is not affected."""
+    limit = exp.max_concurrent_trials
+    if exp.scheduler.type != "hyperband" or exp.search.type == "bohb" or limit is None:
+        return
+    if limit >= trials:
+        return  # every trial may be made at once: the limit changes nothing
+    raise SpecError(
+        f"max_concurrent_trials {limit} with scheduler hyperband: Tune's synchronous HyperBand "
+        f"halves each rung among the trials its bracket holds at that moment, and the limit "
+        f"lets it hold {limit} of {trials}, so trials would not be stopped early",
+        path=f"{exp.key_path}.max_concurrent_trials",
+        suggestion="leave max_concurrent_trials out (trials that do not fit wait, and HyperBand "
+        "resumes its paused ones), or use scheduler asha (asynchronous: made for a fixed number "
+        "of trials at once), or search bohb",
+    )
 
 
 def _check_fits(exp: Experiment, bundles: tuple[dict[str, float], ...], cpus: float) -> None:
