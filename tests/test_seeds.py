@@ -190,6 +190,40 @@ experiments:
         assert sorted(c["seeds"]) == [7, 8]
 
 
+def test_random_search_runs_each_sampled_configuration_on_every_seed(tmp_path):
+    """The seeds are one more grid axis, and Tune draws sampled values anew for every grid cell
+    unless told to keep them: then each seed ran a configuration of its own."""
+    from ray.tune.experiment import Experiment
+
+    from tune_app import tuner
+
+    (ep,) = plan_of(
+        tmp_path,
+        """
+search: random
+seed: 0
+experiments:
+  e:
+    run: es_cartpole
+    num_samples: 2
+    seeds: 3
+    config: {lr: {loguniform: [0.01, 0.5]}, sigma: {grid_search: [0.05, 0.1]}}
+""",
+    ).experiments
+    generator = tuner._searcher(ep)
+    space = tuner.param_space(ep, None)
+    generator.add_configurations([Experiment("e", lambda c: None, config=space, num_samples=2)])
+    configs = []
+    while (trial := generator.next_trial()) is not None:
+        configs.append(trial.config)
+    assert len(configs) == ep.trials == 12
+    seeds_of: dict[tuple[float, float], list[int]] = {}
+    for c in configs:
+        seeds_of.setdefault((c["lr"], c["sigma"]), []).append(c["seed"])
+    assert len(seeds_of) == 4  # 2 draws of lr x 2 sigmas, each on seeds 0, 1, 2
+    assert all(sorted(s) == [0, 1, 2] for s in seeds_of.values())
+
+
 def test_an_early_stopping_scheduler_sees_the_configurations_aggregate():
     from ray.tune.schedulers import FIFOScheduler
 

@@ -94,9 +94,13 @@ def _variants(options: Options, ctx: Context) -> Any:
     from ray.tune.search import BasicVariantGenerator
 
     # Tune ignores TuneConfig.max_concurrent_trials for a search algorithm passed in (with only
-    # a warning); the variant generator takes the limit itself.
+    # a warning); the variant generator takes the limit itself. With seeds (one more grid axis),
+    # sampled values are drawn once per sample and kept across the grid: Tune otherwise draws
+    # them anew for every grid cell, and each seed would run a configuration of its own.
     return BasicVariantGenerator(
-        max_concurrent=ctx.max_concurrent_trials or 0, random_state=ctx.seed
+        max_concurrent=ctx.max_concurrent_trials or 0,
+        random_state=ctx.seed,
+        constant_grid_search=ctx.seeds_aggregate is not None,
     )
 
 

@@ -197,7 +197,10 @@ def _reached(value: Any, threshold: float) -> bool:
 def _searcher(ep: ExperimentPlan) -> Any:
     exp = ep.experiment
     ctx = Context(
-        seed=exp.seed, max_concurrent_trials=exp.max_concurrent_trials, folder=ep.storage_dir
+        seed=exp.seed,
+        max_concurrent_trials=exp.max_concurrent_trials,
+        folder=ep.storage_dir,
+        seeds_aggregate=exp.aggregate if exp.seeds else None,
     )
     searcher = searcher_of(exp.search).build(exp.search, ctx)
     if _repeats(ep):
