@@ -224,6 +224,51 @@ experiments:
     assert all(sorted(s) == [0, 1, 2] for s in seeds_of.values())
 
 
+@pytest.mark.parametrize(
+    ("ends", "told"),
+    [
+        (["ok", "ok", "err"], ({"score": 11.0}, False)),
+        (["err", "ok", "ok"], ({"score": 11.0}, False)),
+        (["err", "err", "err"], (None, True)),
+    ],
+)
+def test_the_searcher_learns_a_configuration_whichever_seed_ends_last(ends, told):
+    """Tune passes the ending trial's `error`: a configuration with a scoring seed is not a
+    failure (Optuna and HyperOpt drop a failed trial's value), whatever order seeds end in."""
+    import math
+
+    from ray.tune.search import Searcher
+
+    from tune_app.repeat import SeedRepeater
+
+    class Inner(Searcher):
+        def __init__(self):
+            super().__init__(metric="score", mode="max")
+            self.told = []
+
+        def suggest(self, trial_id):
+            return {"x": 1.0}
+
+        def on_trial_complete(self, trial_id, result=None, error=False):
+            self.told.append((result, error))
+
+    inner = Inner()
+    repeater = SeedRepeater(inner, [0, 1, 2], "mean")
+    assert [repeater.suggest(f"t{i}")["seed"] for i in range(3)] == [0, 1, 2]
+    scores = iter([10.0, 12.0])
+    for i, end in enumerate(ends):
+        if end == "ok":
+            repeater.on_trial_complete(f"t{i}", result={"score": next(scores)})
+        else:
+            repeater.on_trial_complete(f"t{i}", error=True)
+    ((result, error),) = inner.told
+    assert error is told[1]
+    if told[0] is None:
+        assert math.isnan(result["score"])
+    else:
+        assert result == told[0]
+
+
 def test_an_early_stopping_scheduler_sees_the_configurations_aggregate():
     from ray.tune.schedulers import FIFOScheduler
 

@@ -45,10 +45,14 @@ class SeedRepeater(Repeater):
         value = (result or {}).get(metric)
         group.report(trial_id, value if value is not None else np.nan)
         if group.finished_reporting():
+            # The configuration failed only if no seed scored: the last seed to end (whose
+            # `error` Tune passes here) must not decide whether the searcher learns from it.
             told = aggregate(list(group.scores()), self.how)
+            kwargs.pop("error", None)
             self.searcher.on_trial_complete(
                 group.primary_trial_id,
                 result={metric: told if told is not None else np.nan},
+                error=told is None,
                 **kwargs,
             )
 
