@@ -300,6 +300,104 @@ def test_an_early_stopping_scheduler_sees_the_configurations_aggregate():
     assert isinstance(built, SeededASHA) and built.how == "iqm"
 
 
+class Seed(SimpleNamespace):
+    """What a scheduler reads of a trial: id, config, status."""
+
+    __hash__ = object.__hash__  # schedulers key their tables by trial
+
+    def __eq__(self, other):
+        return self is other
+
+
+def seed_trial(name, x, seed):
+    from ray.tune.experiment import Trial
+
+    return Seed(trial_id=name, config={"x": x, "seed": seed}, status=Trial.PENDING, is_saving=False)
+
+
+def test_asha_stops_a_configurations_seeds_together():
+    """Once one seed of a configuration is cut, its siblings stop at their next result, so the
+    seeds of a configuration are never split between kept and stopped."""
+    from tune_app.repeat import SeededASHA
+
+    asha = SeededASHA(time_attr="training_iteration", max_t=4, grace_period=1, reduction_factor=2)
+    asha.set_search_properties("score", "max")
+    b0, b1, a0, a1 = (
+        seed_trial(*t) for t in [("b0", 2, 0), ("b1", 2, 1), ("a0", 1, 0), ("a1", 1, 1)]
+    )
+    for t in (b0, b1, a0, a1):
+        asha.on_trial_add(None, t)
+    at = [
+        asha.on_trial_result(None, t, {"training_iteration": 1, "score": v})
+        for t, v in [(b0, 5.0), (b1, 5.0), (a0, 0.0)]
+    ]
+    assert at == ["CONTINUE", "CONTINUE", "STOP"]
+    # a1 alone would pass (20 > 5); its configuration was cut, so it stops with its sibling
+    assert asha.on_trial_result(None, a1, {"training_iteration": 1, "score": 20.0}) == "STOP"
+    # a seed reaching max_t is not an early stop: its siblings go on to max_t too
+    assert asha.on_trial_result(None, b0, {"training_iteration": 4, "score": 6.0}) == "STOP"
+    assert asha.on_trial_result(None, b1, {"training_iteration": 2, "score": 6.0}) == "CONTINUE"
+
+
+def test_a_seed_that_is_ahead_counts_with_its_value_at_the_same_time():
+    from ray.tune.schedulers import FIFOScheduler
+
+    from tune_app.repeat import JudgesBySeeds
+
+    class Recorder(FIFOScheduler):
+        def on_trial_result(self, tune_controller, trial, result):
+            self.seen.append(result["score"])
+            return FIFOScheduler.CONTINUE
+
+    class Probe(JudgesBySeeds, Recorder):
+        pass
+
+    probe = Probe()
+    probe._metric, probe.seen = "score", []
+    a0, a1 = seed_trial("a0", 1, 0), seed_trial("a1", 1, 1)
+    for it, v in [(1, 0.0), (2, 0.0), (3, 30.0)]:
+        probe.on_trial_result(None, a0, {"training_iteration": it, "score": v})
+    probe.on_trial_result(None, a1, {"training_iteration": 1, "score": 10.0})
+    assert probe.seen == [0.0, 0.0, 30.0, 5.0]  # at iteration 1: mean(0, 10), not mean(30, 10)
+
+
+def test_hyperband_judges_a_rung_on_all_seeds_there_and_keeps_them_together():
+    """The first seed at a rung was given the aggregate known then (its value alone); before
+    halving, each is judged again on its configuration's seeds at the rung, and the kept share
+    takes whole configurations."""
+    from ray.tune.experiment import Trial
+
+    from tune_app.repeat import SeededHyperBand
+
+    class Controller:
+        stopped: list[str] = []
+
+        def stop_trial(self, trial):
+            self.stopped.append(trial.trial_id)
+            band.on_trial_remove(self, trial)
+            trial.status = Trial.TERMINATED
+
+    band = SeededHyperBand(time_attr="training_iteration", max_t=3, reduction_factor=3)
+    band.set_search_properties("score", "max")
+    fillers = [seed_trial(f"f{i}", 9, i) for i in range(2)]  # the first bracket: 2 trials to 3
+    a0, b0, a1 = seed_trial("a0", 1, 0), seed_trial("b0", 2, 0), seed_trial("a1", 1, 1)
+    for t in (*fillers, a0, b0, a1):
+        band.on_trial_add(None, t)  # a0, b0, a1: 3 trials, the best third kept after 1
+    controller = Controller()
+    for t, v in [(a0, 0.0), (b0, 5.0)]:
+        t.status = Trial.RUNNING
+        assert band.on_trial_result(controller, t, {"training_iteration": 1, "score": v}) == "PAUSE"
+        t.status = Trial.PAUSED
+    a1.status = Trial.RUNNING
+    # configuration x=1 at the rung: mean(0, 20) = 10 against x=2's 5. Judged on arrival, a0
+    # (0) would be cut with b0 and a1 kept alone.
+    assert (
+        band.on_trial_result(controller, a1, {"training_iteration": 1, "score": 20.0}) == "CONTINUE"
+    )
+    assert controller.stopped == ["b0"]
+    assert a0.status == Trial.PAUSED and a0 in band._trial_info[a0][0].trials_to_unpause
+
+
 def test_seeds_are_refused_under_population_based_training(tmp_path):
     text = """
 experiments:

@@ -39,8 +39,10 @@ class _FinishedTrialsStayOut(HyperBandScheduler):
     """Brackets hold only trials that can still report, and fill once (mixed into Tune's
     HyperBands)."""
 
+    bracket_class: type[_FilledOnce] = _FilledOnce
+
     def _create_bracket(self, s: int) -> _Bracket:
-        return _FilledOnce(
+        return self.bracket_class(
             time_attr=self._time_attr,
             max_trials=self._get_n0(s),
             init_t_attr=self._get_r0(s),

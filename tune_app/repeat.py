@@ -15,7 +15,7 @@ from ray.tune.schedulers import ASHAScheduler, MedianStoppingRule, TrialSchedule
 from ray.tune.search import Repeater
 from ray.tune.search.repeater import TRIAL_INDEX
 
-from tune_app.hyperband import ResumableHyperBand
+from tune_app.hyperband import ResumableHyperBand, _FilledOnce
 from tune_app.seeds import SEED_KEY, aggregate
 
 
@@ -58,26 +58,59 @@ class SeedRepeater(Repeater):
 
 
 class JudgesBySeeds(TrialScheduler):
-    """Mixed into a scheduler: each result's metric is replaced by the aggregate of the latest
-    values of every seed of the same configuration so far, so the seeds of a configuration are
-    stopped, paused or kept together, by the configuration's aggregate, not one seed's luck."""
+    """Mixed into a scheduler: each result's metric is replaced by the aggregate of every seed of
+    the same configuration at that time (each seed's latest value up to the result's
+    `time_attr`; a seed that is behind counts with its latest), and once one seed of a
+    configuration is stopped before the scheduler's max_t, the others stop at their next result.
+    So a configuration's seeds are kept or cut together, by the aggregate of the seeds that have
+    got that far, not by one seed's luck. Seeds run as cores allow, so a configuration may be
+    judged before all its seeds have started: waiting for them would stop no trial early."""
 
     how: str = "mean"
 
+    def _seed_state(self) -> tuple[dict[str, dict[str, list[tuple[float, float]]]], set[str]]:
+        histories = self.__dict__.setdefault("_seed_histories", {})
+        stopped = self.__dict__.setdefault("_seed_groups_stopped", set())
+        return histories, stopped
+
+    @staticmethod
+    def _group(trial: Trial) -> str:
+        return _configuration(trial)
+
+    def _aggregate_at(self, group: str, time: float | None) -> float | None:
+        """The configuration's aggregate over its seeds' latest values up to `time`."""
+        values = []
+        for history in self._seed_state()[0].get(group, {}).values():
+            upto = [v for t, v in history if time is None or t <= time] or [history[-1][1]]
+            values.append(upto[-1])
+        return aggregate(values, self.how)
+
+    def _time_of(self, result: dict) -> float | None:
+        value = result.get(getattr(self, "_time_attr", None) or "training_iteration")
+        return float(value) if isinstance(value, int | float) else None
+
+    def _ends_early(self, time: float | None) -> bool:
+        """Whether a stop at `time` is an early stop (not the scheduler's max_t)."""
+        most = getattr(self, "_max_t", None) or getattr(self, "_max_t_attr", None)
+        return time is None or most is None or time < most
+
     def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
         metric = getattr(self, "_metric", None)
+        histories, stopped = self._seed_state()
+        group = self._group(trial)
+        if group in stopped:
+            return TrialScheduler.STOP  # a sibling seed was stopped early: the whole configuration
+        time = self._time_of(result)
         if metric and metric in result and result[metric] is not None:
-            group = json.dumps(
-                {k: v for k, v in trial.config.items() if k != SEED_KEY},
-                sort_keys=True,
-                default=str,
-            )
-            latest = self.__dict__.setdefault("_seed_latest", {}).setdefault(group, {})
-            latest[trial.trial_id] = result[metric]
-            told = aggregate(list(latest.values()), self.how)
+            history = histories.setdefault(group, {}).setdefault(trial.trial_id, [])
+            history.append((time if time is not None else float(len(history)), result[metric]))
+            told = self._aggregate_at(group, time)
             if told is not None:
                 result = {**result, metric: told}
-        return super().on_trial_result(tune_controller, trial, result)
+        decision = super().on_trial_result(tune_controller, trial, result)
+        if decision == TrialScheduler.STOP and self._ends_early(time):
+            stopped.add(group)
+        return decision
 
 
 class SeededASHA(JudgesBySeeds, ASHAScheduler):
@@ -88,8 +121,49 @@ class SeededMedian(JudgesBySeeds, MedianStoppingRule):
     """The median stopping rule judging configurations by their seeds' aggregate."""
 
 
+def _configuration(trial: Trial) -> str:
+    """A trial's configuration without its seed: the key its seeds share."""
+    return json.dumps(
+        {k: v for k, v in trial.config.items() if k != SEED_KEY}, sort_keys=True, default=str
+    )
+
+
+class _SeedsKeptTogether(_FilledOnce):
+    """A bracket whose halving keeps a configuration's seeds together: the seeds of a
+    configuration cut at the boundary of the kept share are kept with their siblings (its
+    trials, not its configurations, are what HyperBand counts)."""
+
+    def successive_halving(self, metric: str, metric_op: float) -> tuple[list, list]:
+        good, bad = super().successive_halving(metric, metric_op)
+        kept = {_configuration(t) for t in good}
+        return list(good) + [t for t in bad if _configuration(t) in kept], [
+            t for t in bad if _configuration(t) not in kept
+        ]
+
+
 class SeededHyperBand(JudgesBySeeds, ResumableHyperBand):
-    """HyperBand judging configurations by their seeds' aggregate."""
+    """HyperBand judging configurations by their seeds' aggregate. A bracket's trials reach a
+    rung one by one, so each was given the aggregate known when it got there: before halving,
+    every one is judged again on its configuration's seeds at that rung, and the
+    configurations it stops early are stopped whole."""
+
+    bracket_class = _SeedsKeptTogether
+
+    def _process_bracket(self, tune_controller: Any, bracket: Any) -> str:
+        live: dict[Trial, dict | None] = bracket._live_trials
+        if self._metric and bracket.cur_iter_done():
+            for trial, result in list(live.items()):
+                if result is not None and self._metric in result:
+                    told = self._aggregate_at(self._group(trial), self._time_of(result))
+                    if told is not None:
+                        live[trial] = {**result, self._metric: told}
+        before = dict(live)
+        action = super()._process_bracket(tune_controller, bracket)
+        stopped = self._seed_state()[1]
+        for trial, result in before.items():
+            if trial not in live and self._ends_early(self._time_of(result or {})):
+                stopped.add(self._group(trial))
+        return action
 
 
 SEEDED = {"asha": SeededASHA, "median": SeededMedian, "hyperband": SeededHyperBand}
