@@ -53,12 +53,31 @@ class _RecordsClones(PopulationBasedTraining):
             "from_values": {k: donor.get(k) for k in self._mutated_paths()},
             "logged_at": time.time(),  # results.jsonl rows after it ran with the new config
         }
-        with (Path(self.folder) / CLONES_FILE).open("a", encoding="utf-8") as f:
+        path = Path(self.folder) / CLONES_FILE
+        _cut_torn_tail(path)
+        with path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(jsonable(event), allow_nan=False) + "\n")
 
     def _mutated_paths(self) -> list[str]:
         """Dotted config paths of the mutated keys (nested mutations flattened)."""
         return list(flatten({k: _leaf(v) for k, v in self._hyperparam_mutations.items()}))
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a last line left half-written by a killed driver, so the next record starts on a
+    line of its own (appended to the torn one, both would be lost)."""
+    if not path.exists():
+        return
+    with path.open("r+b") as f:
+        size = f.seek(0, 2)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        f.seek(0)
+        data = f.read()
+        f.truncate(data.rfind(b"\n") + 1)
 
 
 def _iteration(state: Any, trial: Trial) -> int:

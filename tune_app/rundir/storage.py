@@ -20,6 +20,7 @@ from typing import Any
 from tune_app.errors import SpecError
 from tune_app.rundir import layout
 from tune_app.rundir.layout import (
+    CLONES_FILE,
     FINISHED_FILE,
     RESULTS_FILE,
     RUN_FILE,
@@ -27,7 +28,7 @@ from tune_app.rundir.layout import (
     SUMMARY_FILE,
 )
 
-APP_FILES = (RUN_FILE, SPEC_FILE, RESULTS_FILE, FINISHED_FILE, SUMMARY_FILE)
+APP_FILES = (RUN_FILE, SPEC_FILE, RESULTS_FILE, FINISHED_FILE, SUMMARY_FILE, CLONES_FILE)
 STAGING = "~/.cache/tune_app/staging"  # TUNE_APP_STAGING overrides
 
 
