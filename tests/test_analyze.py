@@ -10,6 +10,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def _experiment(folder, name="e", torn=True):
     """A run folder as a killed run leaves it: no summary.json, a torn last line, a trial that
@@ -120,3 +122,21 @@ def test_analyze_never_imports_ray(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stderr.split()[-2:] == ["0", "False"]
+
+
+@pytest.mark.parametrize(
+    ("folder", "trial_id"),
+    [
+        ("train_abcde_00001_1_x=0.5_2026-01-01_00-00-00", "abcde_00001"),  # variant generator
+        ("train_03428aeb_2_x=0.7020_2026-11-25_04-10-36", "03428aeb"),  # hyperopt, optuna
+        ("PPO_CartPole-v1_1a2b3c4d_11_lr=0.0010_2026-11-25_04-10-36", "1a2b3c4d"),
+        ("searcher-state-2026-11-25_04-10-36.pkl", None),
+        ("experiment_state-2026-11-25_04-10-36.json", None),
+    ],
+)
+def test_trial_folders_are_found_whatever_searcher_named_them(folder, trial_id):
+    """Model-based searchers give trials eight hex digits; their folders were never matched, so
+    a failed trial's error.txt went unread."""
+    from tune_app.rundir.layout import trial_id_of
+
+    assert trial_id_of(folder) == trial_id

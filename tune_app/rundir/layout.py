@@ -23,8 +23,9 @@ FINISHED_FILE = "finished.jsonl"
 SPEC_FILE = "spec.yaml"
 CLONES_FILE = "clones.jsonl"  # PBT and PB2: who copied whom, when, what changed
 
-# Tune names a trial's folder `<trainable>_<id>_<index>_<params>_<date>`, the id `abcde_00001`.
-_TRIAL_ID = re.compile(r"(?:^|_)([0-9a-f]{5}_\d{5})(?:_|$)")
+# Tune names a trial's folder `<trainable>_<id>_<index>_<params>_<date>`: the id is `abcde_00001`
+# from the variant generator, eight hex digits (`1a2b3c4d`) from a searcher such as hyperopt's.
+_TRIAL_ID = re.compile(r"(?:^|_)([0-9a-f]{5}_\d{5}|[0-9a-f]{8})_\d+(?:_|$)")
 
 
 def trial_id_of(folder_name: str) -> str | None:
