@@ -47,6 +47,31 @@ def test_results_log_cuts_a_torn_line_and_replaces_replayed_iterations(tmp_path)
     assert "config" in rows[0] and all("config" not in r for r in rows[1:])
 
 
+def test_results_log_writes_a_config_again_when_pbt_changes_it(tmp_path):
+    """A killed PBT run is read back from results.jsonl: each trial with the config it ran with
+    last, not the one it started with."""
+    path = tmp_path / "results.jsonl"
+    (tmp_path / "run.json").write_text(
+        json.dumps({"experiment": "e", "metric": "score", "mode": "max", "searched": ["lr"]})
+    )
+    log = JsonlResults(path, "e")
+    a = trial("a", lr=0.1)
+    for step in (1, 2):
+        log.on_trial_result(0, [a], a, {"training_iteration": step, "score": float(step)})
+    a.config = {"lr": 0.24}  # an exploit: Tune gives the trial a new config dict
+    for step in (3, 4):
+        log.on_trial_result(0, [a], a, {"training_iteration": step, "score": float(step)})
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r.get("config") for r in rows] == [{"lr": 0.1}, None, {"lr": 0.24}, None]
+    (read,) = read_experiment(tmp_path).trials
+    assert read.params == {"lr": 0.24}
+    # resumed in a new process, and restored to iteration 3: the config comes again with it
+    log = JsonlResults(path, "e")
+    log.on_trial_result(0, [a], a, {"training_iteration": 3, "score": 3.5})
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r.get("config") for r in rows] == [{"lr": 0.1}, None, {"lr": 0.24}]
+
+
 def test_results_log_writes_non_finite_numbers_as_valid_json(tmp_path):
     path = tmp_path / "results.jsonl"
     log = JsonlResults(path, "e")

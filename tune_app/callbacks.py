@@ -6,6 +6,7 @@ per line, so a killed run leaves only whole lines behind.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from pathlib import Path
@@ -39,7 +40,8 @@ def relocate(experiment: str, folder: Path, uri: str | None) -> None:
 
 
 class JsonlResults(Callback):
-    """Appends every trial result to `results.jsonl`; a trial's config rides on its first line.
+    """Appends every trial result to `results.jsonl`; a trial's config rides on its first line,
+    and on the first line after PBT changes it.
 
     Safe to resume: on its first write in a process it cuts a torn last line (a killed run) and
     indexes what is there, and a trial restored from a checkpoint that reports an iteration
@@ -54,6 +56,7 @@ class JsonlResults(Callback):
         self._seen: set[str] = set()
         self._file: Any = None
         self._logged: dict[str, int] = {}  # trial id -> last iteration in the file
+        self._configs: dict[str, Any] = {}  # trial id -> the config last written
 
     # Tune restores this callback from the run's pickle on resume, paths and all; a resume on
     # another machine (or of a moved folder) says where the files are now.
@@ -77,8 +80,11 @@ class JsonlResults(Callback):
             self._drop_from(trial.trial_id, step)
         row = {"trial_id": trial.trial_id, "logged_at": time.time()}
         row.update((k, v) for k, v in result.items() if k not in _DROPPED)
-        if trial.trial_id not in self._seen:
+        if trial.trial_id not in self._seen or self._configs.get(trial.trial_id) != trial.config:
+            # On the first row, and again when PBT has changed it: a killed run is read back
+            # with each trial's latest config.
             self._seen.add(trial.trial_id)
+            self._configs[trial.trial_id] = copy.deepcopy(trial.config)
             row["config"] = trial.config
         self._file.write(json.dumps(jsonable(row), allow_nan=False) + "\n")
         self._file.flush()
@@ -87,7 +93,7 @@ class JsonlResults(Callback):
 
     def _open(self) -> None:
         """Open for appending, after cutting a torn last line and indexing the whole ones."""
-        self._seen, self._logged = set(), {}
+        self._seen, self._logged, self._configs = set(), {}, {}
         if self.path.exists():
             data = self.path.read_bytes()
             whole = data[: data.rfind(b"\n") + 1]
@@ -102,6 +108,7 @@ class JsonlResults(Callback):
         trial_id = str(row.get("trial_id"))
         if "config" in row:
             self._seen.add(trial_id)
+            self._configs[trial_id] = row["config"]  # the latest in the file
         step = row.get("training_iteration")
         if isinstance(step, int):
             self._logged[trial_id] = max(self._logged.get(trial_id, 0), step)
@@ -115,7 +122,7 @@ class JsonlResults(Callback):
             if not (row.get("trial_id") == trial_id and row.get("training_iteration", 0) >= step)
         ]
         write_text(self.path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in kept))
-        self._seen, self._logged = set(), {}
+        self._seen, self._logged, self._configs = set(), {}, {}
         for row in kept:
             self._index(row)
         self._file = self.path.open("a", encoding="utf-8")
