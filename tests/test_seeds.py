@@ -5,6 +5,7 @@ iqm, median) with a bootstrap interval, by the searcher, `best`, `expect`, `anal
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -51,6 +52,48 @@ def test_trials_group_into_configurations_by_aggregate():
     assert top.params == {"x": 2} and top.score == 5.0 and top.trial_ids == ["c", "d"]
     assert other.params == {"x": 1} and other.seeds == [0, 1]
     assert seeds.group(trials, "mean", "min")[0].params == {"x": 1}
+
+
+def test_every_reader_names_the_best_configuration_and_ranks_incomplete_ones_after():
+    """x=1 scored 10 on its one surviving seed (two failed); x=3's luckiest trial scored 12 but
+    its mean is 4; x=2 scored 5 on all three. The best is x=2, in summary.json's `best`, the
+    configurations, `analyze`'s best line and `report`'s header alike."""
+    from tune_app import analyze, report
+    from tune_app.rundir.read import ExperimentResults
+    from tune_app.rundir.records import ERRORED, FINISHED, RunSummary, TrialOutcome
+
+    def trial(i, x, seed, score):
+        return TrialOutcome(
+            trial_id=f"aaaaa_{i:05d}",
+            status=FINISHED if score is not None else ERRORED,
+            config={"x": x, "seed": seed},
+            score=score,
+            iterations=3,
+            params={"x": x, "seed": seed},
+            cause=None if score is not None else "RuntimeError",
+        )
+
+    scores = {1: [10.0, None, None], 2: [5.0, 5.0, 5.0], 3: [12.0, 0.0, 0.0]}
+    trials = [
+        trial(3 * (x - 1) + seed, x, seed, score)
+        for x, values in scores.items()
+        for seed, score in enumerate(values)
+    ]
+    summary = RunSummary("e", "score", "max", 1.0, trials=trials, seeds=[0, 1, 2])
+    ranked = summary.configurations()
+    assert [c.params["x"] for c in ranked] == [2, 3, 1]
+    assert [c.complete for c in ranked] == [True, True, False] and ranked[2].scored == 1
+    assert summary.best is not None and summary.best.params["x"] == 2
+    assert summary.to_json()["best"]["params"]["x"] == 2
+    exp = ExperimentResults(
+        summary=summary, folder=Path("e"), searched=["x", "seed"], scheduler="fifo", stop={},
+        history={t.trial_id: [] for t in trials},
+    )  # fmt: skip
+    text = analyze.render([exp], "table")
+    assert "best: x=2: score = 5 (mean of 3 seeds); its best trial aaaaa_00003" in text
+    assert analyze.configuration_cells(exp)[2]["seeds"] == "1 of 3"
+    header = report._best(exp)
+    assert header is not None and header.params == "x = 2" and header.score == "5"
 
 
 def plan_of(tmp_path, text):
@@ -119,7 +162,7 @@ def test_a_configuration_is_judged_by_its_seeds_not_its_luckiest_trial(seeded_ru
     code, folder = seeded_run
     assert code == 0  # expect: the best configuration's mean is 5 (its luckiest trial, 10)
     summary = json.loads((folder / "o" / "lottery" / "summary.json").read_text())
-    assert summary["best"]["params"]["x"] == 1  # the luckiest single trial
+    assert summary["best"]["params"]["x"] == 2  # its best trial, not the luckiest (x=1)
     top, other = summary["configurations"]
     assert top["params"] == {"x": 2} and top["score"] == 5.0
     assert other["params"] == {"x": 1} and other["score"] == pytest.approx(10 / 3)

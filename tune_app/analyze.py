@@ -163,7 +163,15 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     if top is not None and len(ranked) > top:
         lines.append(f"(the best {top} of {len(ranked)} trials)")
     best = exp.best_trial
-    if best is not None:
+    configs = exp.summary.configurations()
+    if best is not None and configs:  # with seeds: the best configuration and its best trial
+        shown = ", ".join(f"{k}={cell(v)}" for k, v in configs[0].params.items())
+        lines.append(
+            f"best: {shown or 'the configuration'}: {exp.metric} = {cell(configs[0].score)} "
+            f"({exp.summary.aggregate} of {configs[0].scored} seeds); its best trial "
+            f"{best.trial_id}"
+        )
+    elif best is not None:
         shown = ", ".join(f"{k}={cell(v)}" for k, v in best.params.items())
         lines.append(f"best: {best.trial_id} {exp.metric} = {cell(best.score)} {shown}".rstrip())
     for cause, members in exp.failed_by_cause().items():
@@ -191,7 +199,7 @@ def configuration_cells(exp: ExperimentResults) -> list[dict[str, str]]:
             {
                 "rank": str(rank),
                 "params": ", ".join(f"{k}={cell(v)}" for k, v in c.params.items()) or "-",
-                "seeds": str(len(c.trial_ids)),
+                "seeds": str(len(c.trial_ids)) if c.complete else f"{c.scored} of {c.expected}",
                 "score": cell(c.score),
                 "interval": low_high,
                 "per_seed": ", ".join(

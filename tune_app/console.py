@@ -201,9 +201,9 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
         table.add_row(
             s.experiment,
             counts or "none",
-            _best_of(top, s) if top is not None else best.trial_id if best else "-",
+            best.trial_id if best else "-",
             (
-                f"{s.metric} = {top.score:.6g} ({s.aggregate} of {len(top.trial_ids)} seeds)"
+                f"{s.metric} = {top.score:.6g} ({s.aggregate} of {top.scored} seeds)"
                 if top is not None
                 else f"{s.metric} = {best.score:.6g}"
                 if best and best.score is not None
@@ -228,12 +228,6 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
             console.print(line, highlight=False, markup=False)
         for note in s.notes:
             console.print(f"  note: {note}", highlight=False, markup=False)
-
-
-def _best_of(configuration: Any, summary: RunSummary) -> str:
-    """The best trial of a configuration run on seeds."""
-    order = [t.trial_id for t in summary.ranked()]
-    return min(configuration.trial_ids, key=order.index)
 
 
 def failures_text(trials: list[Any]) -> str:

@@ -58,8 +58,11 @@ def check(ep: ExperimentPlan, summary: RunSummary, smoke: bool = False) -> list[
             continue
         if configs:  # seeds: the best configuration, its key aggregated over its seeds
             values = [finite(by_id[i].values.get(key)) for i in configs[0].trial_ids]
-            value = aggregate([v for v in values if v is not None], summary.aggregate)
-            name_ = f"best configuration ({summary.aggregate} of {len(values)} seeds)"
+            found = [v for v in values if v is not None]
+            value = aggregate(found, summary.aggregate)
+            name_ = f"best configuration ({summary.aggregate} of {len(found)} seeds)"
+            if len(found) < len(summary.seeds):
+                name_ += f", {len(summary.seeds) - len(found)} without a value"
             if value is None:
                 outcomes.append(Outcome(ep.name, name, False, f"{name_} has no value of {key}"))
                 continue

@@ -258,6 +258,17 @@ def _best(exp: ExperimentResults) -> Best | None:
     best = exp.best_trial
     if best is None:
         return None
+    configs = exp.summary.configurations()
+    if configs:  # with seeds: the best configuration, by its seeds' aggregate
+        top = configs[0]
+        return Best(
+            trial_id=best.trial_id,
+            metric=str(exp.metric),
+            score=_shown(top.score),
+            scope=f"{exp.summary.aggregate} of {top.scored} seeds, each "
+            f"{scoring.describe(exp.scope)}",
+            params=", ".join(f"{k} = {_shown(v)}" for k, v in top.params.items()),
+        )
     return Best(
         trial_id=best.trial_id,
         metric=str(exp.metric),

@@ -64,20 +64,36 @@ class Configuration:
     scores: list[float | None] = field(default_factory=list)  # each seed's trial's score
     score: float | None = None  # the aggregate
     interval: tuple[float, float] | None = None
+    expected: int = 0  # seeds it should have run on (0: as many as it has trials)
+
+    @property
+    def scored(self) -> int:
+        """Seeds with a finite score."""
+        return sum(1 for s in self.scores if s is not None and math.isfinite(s))
+
+    @property
+    def complete(self) -> bool:
+        """Every seed it should have run on scored: its aggregate is over all of them."""
+        return self.scored >= max(self.expected, len(self.trial_ids))
 
 
 def group(
-    trials: Sequence[Any], how: str = DEFAULT_AGGREGATE, mode: str | None = "max"
+    trials: Sequence[Any],
+    how: str = DEFAULT_AGGREGATE,
+    mode: str | None = "max",
+    expected: int = 0,
 ) -> list[Configuration]:
     """Trials (TrialOutcomes) grouped by their searched values without the seed, best aggregate
-    first; configurations without a score last. Trials are taken in the order Tune created them
-    (their ids), so equal aggregates and the intervals come out the same whatever the order of
-    `trials`."""
+    first; configurations missing a seed's score (failed, or not run yet) after the complete
+    ones, since an aggregate over the seeds that survived flatters them; configurations
+    without a score last. `expected`: the seeds each should have run on. Trials are taken in
+    the order Tune created them (their ids), so equal aggregates and the intervals come out
+    the same whatever the order of `trials`."""
     found: dict[str, Configuration] = {}
     for t in sorted(trials, key=lambda t: t.trial_id):
         params = {k: v for k, v in t.params.items() if k != SEED_KEY}
         key = repr(sorted(params.items(), key=lambda item: item[0]))
-        config = found.setdefault(key, Configuration(params=params))
+        config = found.setdefault(key, Configuration(params=params, expected=expected))
         config.trial_ids.append(t.trial_id)
         config.seeds.append(t.params.get(SEED_KEY, t.config.get(SEED_KEY)))
         config.scores.append(t.score)
@@ -88,7 +104,11 @@ def group(
     sign = -1.0 if mode == "max" else 1.0
     return sorted(
         found.values(),
-        key=lambda c: (c.score is None, sign * c.score if c.score is not None else 0.0),
+        key=lambda c: (
+            c.score is None,
+            not c.complete,
+            sign * c.score if c.score is not None else 0.0,
+        ),
     )  # stable: equal aggregates keep the order of their first trials
 
 

@@ -81,7 +81,9 @@ class RunSummary:
     def configurations(self) -> list[Configuration]:
         """With seeds: the configurations, each with its seeds' trials and their aggregate
         score and interval, best first. Without seeds: none."""
-        return group(self.trials, self.aggregate, self.mode) if self.seeds else []
+        if not self.seeds:
+            return []
+        return group(self.trials, self.aggregate, self.mode, expected=len(self.seeds))
 
     @property
     def counts(self) -> dict[str, int]:
@@ -100,10 +102,18 @@ class RunSummary:
 
     @property
     def best(self) -> TrialOutcome | None:
-        """The trial with the best score; None without a mode or a scored trial."""
+        """The trial with the best score; with seeds, the best-scored trial of the best
+        configuration (by its seeds' aggregate), so every reader names the same winner. None
+        without a mode or a scored trial."""
         if self.mode is None:
             return None
         top = self.ranked()
+        if self.seeds:
+            configs = self.configurations()
+            if not configs or configs[0].score is None:
+                return None
+            members = set(configs[0].trial_ids)
+            top = [t for t in top if t.trial_id in members]
         return top[0] if top and top[0].score is not None else None
 
     @property
