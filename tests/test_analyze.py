@@ -71,8 +71,8 @@ def test_partial_files_are_reported_and_the_rest_is_read(cli, tmp_path):
     assert [t["trial_id"] for t in read["trials"]] == [
         "aaaaa_00001",  # best 7.0, though its last is 6.0
         "aaaaa_00000",
-        "aaaaa_00003",
         "aaaaa_00002",
+        "aaaaa_00003",  # 2.5 beats 0.5, but it failed: failed trials rank after the others
     ]
     by_id = {t["trial_id"]: t for t in read["trials"]}
     assert by_id["aaaaa_00001"]["status"] == "UNFINISHED"
@@ -104,7 +104,7 @@ def test_table_top_and_csv(cli, tmp_path):
     rows = list(csv.DictReader(io.StringIO(cli("analyze", tmp_path, "--format", "csv").out)))
     assert len(rows) == 8 and {r["experiment"] for r in rows} == {"one", "two"}
     assert rows[0]["model.layers"] == "[16, 16]" and rows[0]["best"] == "7.0"
-    assert rows[2]["cause"] == "FloatingPointError"
+    assert rows[3]["cause"] == "FloatingPointError"  # failed: ranked after the others
 
 
 def test_bad_top(cli, tmp_path):

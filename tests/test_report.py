@@ -190,7 +190,7 @@ def test_an_interrupted_run_renders_with_its_problems(cli, tmp_path):
     assert len(pngs) == PLOTS_PER_EXPERIMENT
 
     dom = assert_renders(page, tmp_path, experiments=1)
-    assert dom.rows() == ["aaaaa_00001", "aaaaa_00000", "aaaaa_00003", "aaaaa_00002"]
+    assert dom.rows() == ["aaaaa_00001", "aaaaa_00000", "aaaaa_00002", "aaaaa_00003"]  # failed last
     text = dom.joined()
     assert "This run did not finish" in text
     assert "results.jsonl: line 11 is not whole JSON" in text

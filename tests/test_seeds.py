@@ -91,7 +91,7 @@ def test_every_reader_names_the_best_configuration_and_ranks_incomplete_ones_aft
     )  # fmt: skip
     text = analyze.render([exp], "table")
     assert "best: x=2: score = 5 (mean of 3 seeds); its best trial aaaaa_00003" in text
-    assert analyze.configuration_cells(exp)[2]["seeds"] == "1 of 3"
+    assert analyze.configuration_cells(exp)[2]["seeds"] == "1 of 3 scored, 2 failed"
     header = report._best(exp)
     assert header is not None and header.params == "x = 2" and header.score == "5"
 

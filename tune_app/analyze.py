@@ -17,6 +17,7 @@ from tune_app import scoring
 from tune_app.rundir.layout import jsonable
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import TrialOutcome
+from tune_app.seeds import Configuration
 
 Format = Literal["table", "json", "csv"]
 FORMATS = ("table", "json", "csv")
@@ -199,7 +200,7 @@ def configuration_cells(exp: ExperimentResults) -> list[dict[str, str]]:
             {
                 "rank": str(rank),
                 "params": ", ".join(f"{k}={cell(v)}" for k, v in c.params.items()) or "-",
-                "seeds": str(len(c.trial_ids)) if c.complete else f"{c.scored} of {c.expected}",
+                "seeds": _seeds_cell(c),
                 "score": cell(c.score),
                 "interval": low_high,
                 "per_seed": ", ".join(
@@ -208,6 +209,15 @@ def configuration_cells(exp: ExperimentResults) -> list[dict[str, str]]:
             }
         )
     return out
+
+
+def _seeds_cell(c: Configuration) -> str:
+    """How many seeds a configuration ran on; for an incomplete one, how many scored and
+    failed."""
+    if c.complete:
+        return str(len(c.trial_ids))
+    text = f"{c.scored} of {max(c.expected, len(c.trial_ids))} scored"
+    return text + (f", {c.failed} failed" if c.failed else "")
 
 
 def configuration_lines(exp: ExperimentResults) -> list[str]:

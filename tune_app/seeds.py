@@ -20,6 +20,7 @@ AGGREGATES = ("mean", "iqm", "median")
 DEFAULT_AGGREGATE = "mean"
 CONFIDENCE = 0.95
 BOOTSTRAP_DRAWS = 2000
+FAILED = "ERROR"  # a failed trial's status (tune_app.rundir.records.ERRORED)
 
 
 def aggregate(values: Sequence[float], how: str = DEFAULT_AGGREGATE) -> float | None:
@@ -65,6 +66,7 @@ class Configuration:
     score: float | None = None  # the aggregate
     interval: tuple[float, float] | None = None
     expected: int = 0  # seeds it should have run on (0: as many as it has trials)
+    failed: int = 0  # seeds whose trial failed (a crash, a metric turned NaN)
 
     @property
     def scored(self) -> int:
@@ -73,8 +75,9 @@ class Configuration:
 
     @property
     def complete(self) -> bool:
-        """Every seed it should have run on scored: its aggregate is over all of them."""
-        return self.scored >= max(self.expected, len(self.trial_ids))
+        """Every seed it should have run on scored and none failed: its aggregate is over all
+        of them, as they were meant to run."""
+        return self.scored >= max(self.expected, len(self.trial_ids)) and not self.failed
 
 
 def group(
@@ -84,8 +87,8 @@ def group(
     expected: int = 0,
 ) -> list[Configuration]:
     """Trials (TrialOutcomes) grouped by their searched values without the seed, best aggregate
-    first; configurations missing a seed's score (failed, or not run yet) after the complete
-    ones, since an aggregate over the seeds that survived flatters them; configurations
+    first; configurations missing a seed's score (not run yet) or with a failed seed after the
+    complete ones, since an aggregate over the seeds that survived flatters them; configurations
     without a score last. `expected`: the seeds each should have run on. Trials are taken in
     the order Tune created them (their ids), so equal aggregates and the intervals come out
     the same whatever the order of `trials`."""
@@ -97,6 +100,7 @@ def group(
         config.trial_ids.append(t.trial_id)
         config.seeds.append(t.params.get(SEED_KEY, t.config.get(SEED_KEY)))
         config.scores.append(t.score)
+        config.failed += getattr(t, "status", None) == FAILED
     for config in found.values():
         numbers = [s for s in config.scores if s is not None]
         config.score = aggregate(numbers, how)

@@ -194,14 +194,17 @@ class CloneEvent:
 
 
 def ranked(trials: list[TrialOutcome], mode: str | None) -> list[TrialOutcome]:
-    """Trials best first by their score under `mode`; trials without one last. Equal scores go
-    in the order Tune created the trials (their ids), so a run read back from its files names
-    the same best trial as the run that wrote them, whatever order it lists them in."""
+    """Trials best first by their score under `mode`; failed trials (a crash, a metric turned
+    NaN) after the others, so a run that diverged is not best for what it scored before; trials
+    without a score last. Equal scores go in the order Tune created the trials (their ids), so
+    a run read back from its files names the same best trial as the run that wrote them,
+    whatever order it lists them in."""
     sign = -1.0 if mode == "max" else 1.0
     return sorted(
         trials,
         key=lambda t: (
             t.score is None,
+            t.status == ERRORED,
             sign * t.score if t.score is not None else 0.0,
             t.trial_id if t.score is not None else "",
         ),
