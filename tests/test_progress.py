@@ -32,11 +32,14 @@ def test_a_snapshot_counts_trials_and_keeps_the_best_so_far():
         callback.on_trial_result(0, trials, trial, trial.last_result)
     snap = callback.snapshot(trials)
     assert (snap.done, snap.running, snap.pending, snap.errored, snap.total) == (1, 2, 2, 1, 6)
-    assert snap.best == 0.1 and snap.best_params == "lr=0.2, model.width=8"
+    # the failed trial's 0.1 ranks after the others, as in the summary (records.ranked)
+    assert snap.best == 0.2 and snap.best_params == "lr=0.3, model.width=16"
     # 2.5 of 6 trials' work done: the rest takes 3.5 / 2.5 of the time so far.
     assert snap.remaining_s == pytest.approx(snap.elapsed_s * 3.5 / 2.5)
     line = progress.describe(snap)
-    assert line.startswith("1/6 done, 2 running, 2 pending, 1 errored; best loss = 0.1")
+    assert line.startswith("1/6 done, 2 running, 2 pending, 1 errored; best loss = 0.2")
+    only_failed = callback.snapshot(trials[1:2])  # when nothing else scored, the failed one
+    assert only_failed.best == 0.1
 
 
 def test_the_live_view_redraws_one_line_per_experiment():

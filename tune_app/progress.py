@@ -138,6 +138,7 @@ class ProgressCallback(tune.Callback):
         """Counts, the best so far and the time left, estimated from finished work."""
         counts = {"TERMINATED": 0, "RUNNING": 0, "ERROR": 0}
         best, best_trial = None, None
+        failed_best, failed_trial = None, None  # failed trials rank after the others (records)
         progress = 0.0
         for trial in trials:
             last = flatten(trial.last_result or {}, "/")
@@ -146,12 +147,17 @@ class ProgressCallback(tune.Callback):
                 status = "ERROR"  # stopped for a NaN metric: failed, as the summary counts it
             counts[status] = counts.get(status, 0) + 1
             value = scoring.score(self._values.get(trial.trial_id, []), self.scope, self.mode)
-            if value is not None and scoring.better(value, best, self.mode):
+            if value is not None and status == "ERROR":
+                if scoring.better(value, failed_best, self.mode):
+                    failed_best, failed_trial = value, trial
+            elif value is not None and scoring.better(value, best, self.mode):
                 best, best_trial = value, trial
             if trial.status in ("TERMINATED", "ERROR"):
                 progress += 1.0
             elif self.iterations:
                 progress += min(1.0, last.get("training_iteration", 0) / self.iterations)
+        if best_trial is None:
+            best, best_trial = failed_best, failed_trial
         total = max(self._total or 0, len(trials)) or None
         elapsed = time.monotonic() - self._start
         remaining = None
