@@ -155,3 +155,29 @@ def test_best_seeds_need_a_trainable_that_takes_a_seed(tmp_path, cli):
     assert printed.code == 2
     assert "trainable 'my_func' takes no 'seed' config key" in printed.err
     assert "experiment 'my_experiment' cannot be run on evaluation seeds" in printed.err
+
+
+def test_best_keeps_a_seed_searched_as_a_plain_config_key(tmp_path, cli):
+    """Without a seeds axis, a `seed` grid is a choice like any other: the best trial's seed
+    is kept, not left as the grid (which re-ran every seed and lost the winning one)."""
+    folder = tmp_path / "e"
+    folder.mkdir()
+    (folder / "spec.yaml").write_text(
+        "e:\n  run: es_cartpole\n"
+        "  config: {lr: {grid_search: [0.1, 0.2]}, seed: {grid_search: [0, 1]}}\n"
+    )
+    (folder / "tuner.pkl").write_bytes(b"")
+    run = {"experiment": "e", "metric": "score", "mode": "max", "searched": ["lr", "seed"]}
+    (folder / "run.json").write_text(json.dumps(run))
+    rows = [
+        {"trial_id": f"t{i}", "training_iteration": 1, "score": s, "config": {"lr": lr, "seed": sd}}
+        for i, (lr, sd, s) in enumerate(
+            [(0.1, 0, 1.0), (0.1, 1, 9.0), (0.2, 0, 2.0), (0.2, 1, 3.0)]
+        )
+    ]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = json.loads(cli("best", folder, "--format", "json").out)
+    assert data["e-best"]["config"] == {"lr": 0.1, "seed": 1}  # the classic form, as written
+    evaluated = json.loads(cli("best", folder, "--format", "json", "--seeds", "2").out)
+    exp = evaluated["e-best"]
+    assert exp["config"] == {"lr": 0.1} and exp["seeds"] == [10000, 10001]

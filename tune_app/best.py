@@ -98,7 +98,8 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
             + ("" if exp.metric else " (the run has no metric)"),
             suggestion="see `tune_app analyze` for what each trial reported",
         )
-    searched = [k for k in exp.searched if k != SEED_KEY]
+    # With a seeds axis the seed is not a choice; searched as a plain config key, it is one.
+    searched = [k for k in exp.searched if k != SEED_KEY or not exp.summary.seeds]
     chosen: list[tuple[dict[str, Any], float, TrialOutcome, str]] = []
     by_id = {t.trial_id: t for t in exp.trials}
     if exp.summary.seeds:
@@ -144,6 +145,8 @@ def _experiments(written: dict[str, Any], found: list[Best], seeds: int | None) 
             _set(config, path.split("."), value, f"{b.experiment}.config.{path}")
         if seeds:
             _check_takes_seed(b.experiment, exp.get("run"))
+            if isinstance(config, dict):
+                config.pop(SEED_KEY, None)  # the evaluation seeds take its place
             exp["seeds"] = [EVAL_SEED_BASE + i for i in range(seeds)]
         out[b.name] = exp
     return out
