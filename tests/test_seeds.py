@@ -273,6 +273,7 @@ experiments:
         (["ok", "ok", "err"], ({"score": 11.0}, False)),
         (["err", "ok", "ok"], ({"score": 11.0}, False)),
         (["err", "err", "err"], (None, True)),
+        (["ok", "ok", "stopped"], ({"score": 32 / 3}, False)),  # 10, 12 and its latest, 10
     ],
 )
 def test_the_searcher_learns_a_configuration_whichever_seed_ends_last(ends, told):
@@ -302,6 +303,9 @@ def test_the_searcher_learns_a_configuration_whichever_seed_ends_last(ends, told
     for i, end in enumerate(ends):
         if end == "ok":
             repeater.on_trial_complete(f"t{i}", result={"score": next(scores)})
+        elif end == "stopped":  # stopped while paused (HyperBand): Tune passes no result
+            repeater.on_trial_result(f"t{i}", {"score": 10.0})
+            repeater.on_trial_complete(f"t{i}")
         else:
             repeater.on_trial_complete(f"t{i}", error=True)
     ((result, error),) = inner.told

@@ -27,6 +27,13 @@ class SeedRepeater(Repeater):
         super().__init__(searcher, repeat=len(seeds), set_index=True)
         self.seeds = list(seeds)
         self.how = how
+        self.latest: dict[str, float] = {}  # trial id -> its metric's latest value
+
+    def on_trial_result(self, trial_id: str, result: dict[Any, Any]) -> None:
+        """Kept for a seed that ends without a result: a scheduler stopping it while paused."""
+        value = result.get(self.searcher.metric)
+        if isinstance(value, int | float):
+            self.latest[trial_id] = float(value)
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         config = super().suggest(trial_id)
@@ -42,7 +49,8 @@ class SeedRepeater(Repeater):
         if group is None:
             return
         metric = self.searcher.metric
-        value = (result or {}).get(metric)
+        latest = self.__dict__.get("latest", {}).pop(trial_id, None)
+        value = (result or {}).get(metric, None if kwargs.get("error") else latest)
         group.report(trial_id, value if value is not None else np.nan)
         if group.finished_reporting():
             # The configuration failed only if no seed scored: the last seed to end (whose
