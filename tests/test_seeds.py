@@ -408,6 +408,23 @@ def test_a_seed_that_is_ahead_counts_with_its_value_at_the_same_time():
     assert probe.seen == [0.0, 0.0, 30.0, 5.0]  # at iteration 1: mean(0, 10), not mean(30, 10)
 
 
+def test_a_finished_seed_is_recorded_by_its_configurations_aggregate():
+    """ASHA and the median rule keep a finished trial's last result for later comparisons: the
+    aggregate, not the one seed's raw value among aggregates."""
+    from tune_app.repeat import SeededMedian
+
+    rule = SeededMedian(time_attr="training_iteration", grace_period=0, min_samples_required=1)
+    rule.set_search_properties("score", "max")
+    a0, a1 = seed_trial("a0", 1, 0), seed_trial("a1", 1, 1)
+    live = SimpleNamespace(get_live_trials=lambda: [a0, a1])
+    for t in (a0, a1):
+        rule.on_trial_add(live, t)
+    rule.on_trial_result(live, a0, {"training_iteration": 1, "score": 0.0, "time_total_s": 1})
+    rule.on_trial_result(live, a1, {"training_iteration": 1, "score": 10.0, "time_total_s": 1})
+    rule.on_trial_complete(live, a0, {"training_iteration": 1, "score": 0.0, "time_total_s": 1})
+    assert rule._results[a0][-1]["score"] == 5.0  # mean(0, 10)
+
+
 def test_hyperband_judges_a_rung_on_all_seeds_there_and_keeps_them_together():
     """The first seed at a rung was given the aggregate known then (its value alone); before
     halving, each is judged again on its configuration's seeds at the rung, and the kept share

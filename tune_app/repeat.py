@@ -102,23 +102,38 @@ class JudgesBySeeds(TrialScheduler):
         most = getattr(self, "_max_t", None) or getattr(self, "_max_t_attr", None)
         return time is None or most is None or time < most
 
-    def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
+    def _judged(self, trial: Trial, result: dict) -> dict:
+        """`result` with its metric replaced by the configuration's aggregate at its time, the
+        value recorded in the trial's history first."""
         metric = getattr(self, "_metric", None)
-        histories, stopped = self._seed_state()
+        if not metric or result.get(metric) is None:
+            return result
+        group, time = self._group(trial), self._time_of(result)
+        history = self._seed_state()[0].setdefault(group, {}).setdefault(trial.trial_id, [])
+        at = time if time is not None else float(len(history))
+        if not history or history[-1][0] != at:
+            history.append((at, result[metric]))
+        told = self._aggregate_at(group, time)
+        return {**result, metric: told} if told is not None else result
+
+    def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
+        _, stopped = self._seed_state()
         group = self._group(trial)
         if group in stopped:
             return TrialScheduler.STOP  # a sibling seed was stopped early: the whole configuration
         time = self._time_of(result)
-        if metric and metric in result and result[metric] is not None:
-            history = histories.setdefault(group, {}).setdefault(trial.trial_id, [])
-            history.append((time if time is not None else float(len(history)), result[metric]))
-            told = self._aggregate_at(group, time)
-            if told is not None:
-                result = {**result, metric: told}
+        result = self._judged(trial, result)
         decision = super().on_trial_result(tune_controller, trial, result)
         if decision == TrialScheduler.STOP and self._ends_early(time):
             stopped.add(group)
         return decision
+
+    def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict) -> None:
+        # ASHA and the median rule record a finished trial's last result for later comparisons:
+        # the aggregate, as every other value they hold.
+        super().on_trial_complete(
+            tune_controller, trial, self._judged(trial, result) if result else result
+        )
 
 
 class SeededASHA(JudgesBySeeds, ASHAScheduler):
