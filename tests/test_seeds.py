@@ -234,8 +234,8 @@ experiments:
 
 
 def test_random_search_runs_each_sampled_configuration_on_every_seed(tmp_path):
-    """The seeds are one more grid axis, and Tune draws sampled values anew for every grid cell
-    unless told to keep them: then each seed ran a configuration of its own."""
+    """Each seed ran a configuration of its own when the seeds were a grid axis: Tune draws
+    sampled values anew for every grid cell."""
     from ray.tune.experiment import Experiment
 
     from tune_app import tuner
@@ -265,6 +265,11 @@ experiments:
         seeds_of.setdefault((c["lr"], c["sigma"]), []).append(c["seed"])
     assert len(seeds_of) == 4  # 2 draws of lr x 2 sigmas, each on seeds 0, 1, 2
     assert all(sorted(s) == [0, 1, 2] for s in seeds_of.values())
+    # a configuration's seeds are made one after another (as a grid axis, the seed varied
+    # slowest: every first seed ran before any second one)
+    assert [c["seed"] for c in configs] == [0, 1, 2] * 4
+    assert all(len({(c["lr"], c["sigma"]) for c in configs[i : i + 3]}) == 1 for i in (0, 3, 6, 9))
+    assert generator.total_samples == 12
 
 
 @pytest.mark.parametrize(
@@ -443,7 +448,7 @@ def test_hyperband_judges_a_rung_on_all_seeds_there_and_keeps_them_together():
 
     band = SeededHyperBand(time_attr="training_iteration", max_t=3, reduction_factor=3)
     band.set_search_properties("score", "max")
-    fillers = [seed_trial(f"f{i}", 9, i) for i in range(2)]  # the first bracket: 2 trials to 3
+    fillers = [seed_trial(f"f{i}", 8 + i, 0) for i in range(2)]  # the first bracket: 2 to 3
     a0, b0, a1 = seed_trial("a0", 1, 0), seed_trial("b0", 2, 0), seed_trial("a1", 1, 1)
     for t in (*fillers, a0, b0, a1):
         band.on_trial_add(None, t)  # a0, b0, a1: 3 trials, the best third kept after 1
@@ -472,3 +477,21 @@ experiments:
 """
     with pytest.raises(SpecError, match="copies single trials"):
         plan_of(tmp_path, text)
+
+
+def test_hyperband_brackets_hold_whole_configurations():
+    """Tune's grid makes every configuration's seed 0 before any seed 1 (the seed axis varies
+    slowest): each later seed joins its configuration's bracket, and a bracket's size counts
+    configurations, so seeds are never judged on different budgets."""
+    from tune_app.repeat import SeededHyperBand
+
+    band = SeededHyperBand(time_attr="training_iteration", max_t=3, reduction_factor=3)
+    band.set_search_properties("score", "max")
+    trials = [seed_trial(f"c{x}s{seed}", x, seed) for seed in (0, 1) for x in range(1, 6)]
+    for t in trials:
+        band.on_trial_add(None, t)
+    bracket_of = {t.trial_id: band._trial_info[t][0] for t in trials}
+    for x in range(1, 6):
+        assert bracket_of[f"c{x}s0"] is bracket_of[f"c{x}s1"]
+    assert bracket_of["c1s0"] is bracket_of["c2s0"]  # the first bracket: 2 configurations
+    assert bracket_of["c3s0"] is bracket_of["c5s0"] is not bracket_of["c1s0"]  # then 3

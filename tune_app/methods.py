@@ -37,6 +37,7 @@ class Context:
     folder: Path | None = None  # the experiment's results folder (a searcher's own files)
     searcher: str = "grid"  # the experiment's searcher (BOHB pairs with its own HyperBand)
     seeds_aggregate: str | None = None  # with seeds: how a configuration's seeds are judged
+    seeds: tuple[int, ...] = ()  # the seeds axis (grid and random searches make its trials)
 
 
 # ---- searchers -------------------------------------------------------------------------------
@@ -94,14 +95,13 @@ def _variants(options: Options, ctx: Context) -> Any:
     from ray.tune.search import BasicVariantGenerator
 
     # Tune ignores TuneConfig.max_concurrent_trials for a search algorithm passed in (with only
-    # a warning); the variant generator takes the limit itself. With seeds (one more grid axis),
-    # sampled values are drawn once per sample and kept across the grid: Tune otherwise draws
-    # them anew for every grid cell, and each seed would run a configuration of its own.
-    return BasicVariantGenerator(
-        max_concurrent=ctx.max_concurrent_trials or 0,
-        random_state=ctx.seed,
-        constant_grid_search=ctx.seeds_aggregate is not None,
-    )
+    # a warning); the variant generator takes the limit itself.
+    limit, seed = ctx.max_concurrent_trials or 0, ctx.seed
+    if ctx.seeds:  # every variant once per seed, its seeds made one after another
+        from tune_app.repeat import SeededVariants
+
+        return SeededVariants(ctx.seeds, max_concurrent=limit, random_state=seed)
+    return BasicVariantGenerator(max_concurrent=limit, random_state=seed)
 
 
 def _hyperopt(options: Options, ctx: Context) -> Any:

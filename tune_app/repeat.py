@@ -5,6 +5,7 @@ configuration's seeds so far."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -12,11 +13,54 @@ from typing import Any
 import numpy as np
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import ASHAScheduler, MedianStoppingRule, TrialScheduler
-from ray.tune.search import Repeater
+from ray.tune.search import BasicVariantGenerator, Repeater
+from ray.tune.search.basic_variant import _TrialIterator
 from ray.tune.search.repeater import TRIAL_INDEX
 
 from tune_app.hyperband import ResumableHyperBand, _FilledOnce
 from tune_app.seeds import SEED_KEY, aggregate
+
+
+class _SeedsInTurn(_TrialIterator):
+    """Tune's trial iterator making each variant once per seed, one after another, so a
+    configuration's seeds are made (and, on few cores, run) together. As a grid axis the seed
+    would vary slowest (Tune varies grid keys in sorted order, the first fastest): every
+    configuration's first seed would run before any second one, and an early-stopping
+    scheduler would judge each configuration on its first seed alone."""
+
+    seeds: list[int]
+    queued: list[tuple[dict, dict]]
+
+    def __next__(self) -> Any:
+        if self.queued:
+            return _TrialIterator.create_trial(self, *self.queued.pop(0))
+        return super().__next__()  # draws the next variant: create_trial below
+
+    def create_trial(self, resolved_vars: dict, spec: dict) -> Any:
+        variants = []
+        for seed in self.seeds:
+            seeded = copy.deepcopy(spec)
+            seeded.setdefault("config", {})[SEED_KEY] = seed
+            variants.append(({**resolved_vars, ("config", SEED_KEY): seed}, seeded))
+        self.queued = variants[1:]
+        return _TrialIterator.create_trial(self, *variants[0])
+
+
+class SeededVariants(BasicVariantGenerator):
+    """Grid and random search on seeds: Tune's variant generator with every variant run once
+    per seed (`config["seed"]`), the seeds of a configuration made one after another."""
+
+    def __init__(self, seeds: Sequence[int], **options: Any) -> None:
+        super().__init__(**options)
+        self.seeds = list(seeds)
+
+    def add_configurations(self, experiments: Any) -> None:
+        before, added = self._total_samples, len(self._iterators)
+        super().add_configurations(experiments)
+        for iterator in self._iterators[added:]:
+            iterator.__class__ = _SeedsInTurn  # the same object the trial chain holds
+            iterator.seeds, iterator.queued = self.seeds, []
+        self._total_samples = before + (self._total_samples - before) * len(self.seeds)
 
 
 class SeedRepeater(Repeater):
@@ -137,7 +181,65 @@ class JudgesBySeeds(TrialScheduler):
 
 
 class SeededASHA(JudgesBySeeds, ASHAScheduler):
-    """ASHA judging configurations by their seeds' aggregate."""
+    """ASHA judging configurations by their seeds' aggregate. A rung records a configuration
+    once, with its latest aggregate there; each seed reaching the rung judges it again, with
+    what its siblings have got to by then, against the other configurations only (recorded per
+    trial, a configuration's own partial aggregates would set its bar). Seeds share a bracket.
+    The rest is Tune's ASHAScheduler.on_trial_result (Ray 2.60)."""
+
+    def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
+        homes: dict[str, Any] = self.__dict__.setdefault("_homes", {})
+        group = self._group(trial)
+        if group in homes:
+            self._trial_info[trial.trial_id] = homes[group]
+            return
+        super().on_trial_add(tune_controller, trial)
+        homes[group] = self._trial_info[trial.trial_id]
+
+    def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
+        _, stopped = self._seed_state()
+        group = self._group(trial)
+        if group in stopped:
+            return TrialScheduler.STOP
+        result = self._judged(trial, result)
+        if self._time_attr not in result or self._metric not in result:
+            return TrialScheduler.CONTINUE
+        time = result[self._time_attr]
+        if time >= self._max_t and self._stop_last_trials:
+            return TrialScheduler.STOP
+        judged = self.__dict__.setdefault("_judged_at", {}).setdefault(trial.trial_id, set())
+        value = self._metric_op * result[self._metric]
+        for milestone, recorded in self._trial_info[trial.trial_id]._rungs:  # highest first
+            if time < milestone:
+                continue
+            if milestone in judged:
+                break
+            judged.add(milestone)
+            cutoff = self._trial_info[trial.trial_id].cutoff(
+                {k: v for k, v in recorded.items() if k != group}
+            )
+            recorded[group] = value
+            if cutoff is not None and value < cutoff:
+                self._num_stopped += 1
+                stopped.add(group)
+                return TrialScheduler.STOP
+            break
+        return TrialScheduler.CONTINUE
+
+    def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict) -> None:
+        bracket = self._trial_info.pop(trial.trial_id, None)
+        if bracket is None or not result:
+            return
+        result = self._judged(trial, result)
+        if self._time_attr in result and self._metric in result:
+            group = self._group(trial)
+            for milestone, recorded in bracket._rungs:  # as Tune's: the highest rung not yet
+                if result[self._time_attr] >= milestone and group not in recorded:  # recorded
+                    recorded[group] = self._metric_op * result[self._metric]
+                    break
+
+    def on_trial_remove(self, tune_controller: Any, trial: Trial) -> None:
+        self._trial_info.pop(trial.trial_id, None)
 
 
 class SeededMedian(JudgesBySeeds, MedianStoppingRule):
@@ -152,25 +254,64 @@ def _configuration(trial: Trial) -> str:
 
 
 class _SeedsKeptTogether(_FilledOnce):
-    """A bracket whose halving keeps a configuration's seeds together: the seeds of a
-    configuration cut at the boundary of the kept share are kept with their siblings (its
-    trials, not its configurations, are what HyperBand counts)."""
+    """A bracket of configurations, each with all its seeds: HyperBand's counts (how many a
+    bracket takes, how many a rung keeps) are of configurations, a seed joins the bracket its
+    configuration is in, and a rung keeps or cuts a configuration's seeds together, by their
+    aggregate (refreshed by the scheduler before halving, so siblings share it)."""
+
+    def configurations(self) -> set[str]:
+        return {_configuration(t) for t in self._all_trials}
+
+    def filled(self) -> bool:
+        return len(self.configurations()) >= self._n
+
+    def add_trial(self, trial: Trial) -> None:
+        """Also for a seed of a configuration already here, once the bracket is full."""
+        self._live_trials[trial] = None
+        self._all_trials.append(trial)
 
     def successive_halving(self, metric: str, metric_op: float) -> tuple[list, list]:
-        good, bad = super().successive_halving(metric, metric_op)
-        kept = {_configuration(t) for t in good}
-        return list(good) + [t for t in bad if _configuration(t) in kept], [
-            t for t in bad if _configuration(t) not in kept
-        ]
+        # Tune's _Bracket.successive_halving (Ray 2.60), counting configurations, not trials.
+        if self._halves == 0 and not self.stop_last_trials:
+            return list(self._live_trials), []
+        assert self._halves > 0
+        self._halves -= 1
+        self._n = int(np.ceil(self._n / self._eta))
+        self._r = int(min(self._r * self._eta, self._max_t_attr))
+        self._cumul_r = self._r
+        groups: dict[str, list[Trial]] = {}
+        for trial in self._live_trials:
+            groups.setdefault(_configuration(trial), []).append(trial)
+
+        def judged(trials: list[Trial]) -> float:
+            return max(
+                metric_op * (self._live_trials[t] or {}).get(metric, -np.inf) for t in trials
+            )
+
+        ranked = sorted(groups.values(), key=judged)
+        good = [t for trials in ranked[-self._n :] for t in trials]
+        bad = [t for trials in ranked[: -self._n] for t in trials]
+        return good, bad
 
 
 class SeededHyperBand(JudgesBySeeds, ResumableHyperBand):
-    """HyperBand judging configurations by their seeds' aggregate. A bracket's trials reach a
-    rung one by one, so each was given the aggregate known when it got there: before halving,
-    every one is judged again on its configuration's seeds at that rung, and the
-    configurations it stops early are stopped whole."""
+    """HyperBand judging configurations by their seeds' aggregate, its brackets holding whole
+    configurations (`_SeedsKeptTogether`). A bracket's trials reach a rung one by one, so each
+    was given the aggregate known when it got there: before halving, every one is judged
+    again on its configuration's seeds at that rung."""
 
     bracket_class = _SeedsKeptTogether
+
+    def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
+        homes: dict[str, tuple[Any, int]] = self.__dict__.setdefault("_homes", {})
+        home = homes.get(_configuration(trial))
+        if home is not None and trial.status not in (Trial.TERMINATED, Trial.ERROR):
+            home[0].add_trial(trial)  # beside its sibling seeds
+            self._trial_info[trial] = home
+            return
+        super().on_trial_add(tune_controller, trial)
+        if trial in self._trial_info:
+            homes[_configuration(trial)] = self._trial_info[trial]
 
     def _process_bracket(self, tune_controller: Any, bracket: Any) -> str:
         live: dict[Trial, dict | None] = bracket._live_trials

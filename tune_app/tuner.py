@@ -17,7 +17,6 @@ from tune_app.rllib import RESULT_GROUPS, to_rllib
 from tune_app.rllib_metrics import diverged
 from tune_app.rundir.layout import RESULTS_FILE
 from tune_app.rundir.outcome import flatten_result
-from tune_app.seeds import SEED_KEY
 from tune_app.space import to_tune
 from tune_app.tensorboard import TrialBoard
 
@@ -138,9 +137,6 @@ def _iteration_bound(stop: dict[str, float]) -> int | None:
 def param_space(ep: ExperimentPlan, env: Any) -> dict[str, Any]:
     """The experiment's config as Tune's param_space; the env rides in it, as in RLlib."""
     space = to_tune(ep.experiment.config)
-    exp = ep.experiment
-    if exp.seeds and searcher_of(exp.search).takes_grid:
-        space[SEED_KEY] = tune.grid_search(list(exp.seeds))  # one more axis: every seed
     if ep.trainable.kind == "rllib":
         space = to_rllib(space)
     if env is not None:
@@ -201,6 +197,7 @@ def _searcher(ep: ExperimentPlan) -> Any:
         max_concurrent_trials=exp.max_concurrent_trials,
         folder=ep.storage_dir,
         seeds_aggregate=exp.aggregate if exp.seeds else None,
+        seeds=tuple(exp.seeds) if searcher_of(exp.search).takes_grid else (),
     )
     searcher = searcher_of(exp.search).build(exp.search, ctx)
     if _repeats(ep):
