@@ -495,3 +495,24 @@ def test_hyperband_brackets_hold_whole_configurations():
         assert bracket_of[f"c{x}s0"] is bracket_of[f"c{x}s1"]
     assert bracket_of["c1s0"] is bracket_of["c2s0"]  # the first bracket: 2 configurations
     assert bracket_of["c3s0"] is bracket_of["c5s0"] is not bracket_of["c1s0"]  # then 3
+
+
+def test_asha_compares_a_configuration_with_the_others_only():
+    """Recorded per trial, a configuration's first seed set the bar its second had to clear:
+    x=1's seeds 6 and 4 (mean 5) were cut against its own 6. Recorded once per configuration,
+    it is measured against x=2's 5 only."""
+    from tune_app.repeat import SeededASHA
+
+    asha = SeededASHA(time_attr="training_iteration", max_t=9, grace_period=1, reduction_factor=3)
+    asha.set_search_properties("score", "max")
+    b0, a0, a1 = seed_trial("b0", 2, 0), seed_trial("a0", 1, 0), seed_trial("a1", 1, 1)
+    for t in (b0, a0, a1):
+        asha.on_trial_add(None, t)
+    assert asha._trial_info["a0"] is asha._trial_info["a1"]  # seeds share a bracket
+    decisions = [
+        asha.on_trial_result(None, t, {"training_iteration": 1, "score": v})
+        for t, v in [(b0, 5.0), (a0, 6.0), (a1, 4.0)]
+    ]
+    assert decisions == ["CONTINUE"] * 3
+    (rung_one,) = [r for m, r in asha._trial_info["a0"]._rungs if m == 1]
+    assert rung_one == {'{"x": 2}': 5.0, '{"x": 1}': 5.0}  # one entry each, the latest mean
