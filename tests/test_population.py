@@ -85,6 +85,11 @@ def test_pbt_mutations_reach_the_trainable_and_clones_are_recorded(
     for trial_rows in rows.values():
         # ...and it went on from the copied checkpoint, not from scratch.
         assert all(r["step"] == i for i, r in trial_rows.items())
+    summary = {
+        t["trial_id"]: t for t in json.loads((folder / "summary.json").read_text())["trials"]
+    }
+    for trial_id, clone in last.items():  # each trial ends with the values it ran with last
+        assert summary[trial_id]["params"]["lr"] == pytest.approx(clone["changed"]["lr"][1])
     shown = json.loads(cli("analyze", folder, "--format", "json").out)[0]
     assert len(shown["clones"]) == len(clones)
     assert shown["clones"][0]["changed"]["lr"] == clones[0]["changed"]["lr"]
@@ -145,6 +150,20 @@ experiments:
 
 def plan_of(write_spec, text, tmp_path):
     return make_plan(spec.load(write_spec(text)), cpus=2, storage_path=str(tmp_path / "o"))
+
+
+def test_mutated_keys_are_searched_values(write_spec, tmp_path):
+    """A key PBT mutates is a value trials end up differing in, whether or not the config
+    samples it: analyze shows it and best writes each trial's own."""
+    text = PBT.replace(
+        "  hyperparam_mutations:\n    lr: {uniform: [0.0, 1.0]}",
+        "  hyperparam_mutations:\n    lr: {uniform: [0.0, 1.0]}\n    c: [1, 2]\n"
+        "    opt: {mom: {uniform: [0.8, 0.99]}, decay: [0.1, 0.2]}",
+    )
+    assert "c: [1, 2]" in text
+    user_module("pbt_climb.py", tmp_path)
+    (ep,) = plan_of(write_spec, text, tmp_path).experiments
+    assert ep.searched == ("lr", "c", "opt.mom", "opt.decay")
 
 
 def test_bohb_comes_with_its_hyperband_and_refuses_another(write_spec, tmp_path):

@@ -309,6 +309,26 @@ class Pb2Options(Options):
         return value
 
 
+def mutated_paths(options: Options) -> list[str]:
+    """Dotted config paths a population-based scheduler changes (its mutations' or bounds'
+    keys); none for other schedulers. They are searched values: a trial ends with its own."""
+    from tune_app.space import KINDS
+
+    if isinstance(options, Pb2Options):
+        return list(options.hyperparam_bounds)
+    if not isinstance(options, PbtOptions):
+        return []
+
+    def walk(tree: dict[str, Any], prefix: str) -> list[str]:
+        found = []
+        for key, value in tree.items():
+            leaf = not isinstance(value, dict) or (len(value) == 1 and next(iter(value)) in KINDS)
+            found += [prefix + key] if leaf else walk(value, f"{prefix}{key}.")
+        return found
+
+    return walk(options.hyperparam_mutations, "")
+
+
 def _check_mutations(value: Any, path: str) -> None:
     """PBT's mutations as `space` parses them; grid axes make no sense there."""
     from tune_app.errors import SpecError

@@ -15,7 +15,7 @@ from tune_app import rllib
 from tune_app.contract import Knob
 from tune_app.envs import EnvRef, resolve_env, resolve_env_grid
 from tune_app.errors import Collector, SpecError, did_you_mean
-from tune_app.methods import scheduler_of, searcher_of
+from tune_app.methods import mutated_paths, scheduler_of, searcher_of
 from tune_app.registry import TrainableRef, resolve
 from tune_app.rundir.storage import is_uri, staging_dir
 from tune_app.seeds import SEED_KEY
@@ -177,12 +177,18 @@ def _plan_experiment(
         iterations=_iteration_bound(exp, trials),
         storage_dir=storage_dir,
         storage_uri=uri,
-        searched=(
-            tuple(searched_paths(exp.config))
-            + (("env",) if env is not None and env.grid else ())
-            + ((SEED_KEY,) if exp.seeds else ())
-        ),
+        searched=_searched(exp, env),
     )
+
+
+def _searched(exp: Experiment, env: EnvRef | None) -> tuple[str, ...]:
+    """The config paths trials differ in: sampled and grid values, the env grid, the seed, and
+    the keys PBT or PB2 mutate (a trial ends with its own values of those)."""
+    found = list(searched_paths(exp.config))
+    found += ["env"] if env is not None and env.grid else []
+    found += [SEED_KEY] if exp.seeds else []
+    found += [p for p in mutated_paths(exp.scheduler) if p not in found]
+    return tuple(found)
 
 
 def locate(exp: Experiment, storage: str | None, smoke: bool) -> tuple[Path, str | None]:

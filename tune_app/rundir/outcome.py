@@ -156,7 +156,7 @@ def _history(result: Any, key: str) -> list[Any]:
 def _spec_keys(ep: ExperimentPlan, config: dict[str, Any]) -> dict[str, Any]:
     """A trial's config cut to the keys the spec wrote (an RLlib config has hundreds)."""
     config = from_rllib(config)
-    keys = set(ep.experiment.config) | {"env"}
+    keys = set(ep.experiment.config) | {"env"} | {p.split(".")[0] for p in ep.searched}
     plain = (str, int, float, bool, list, dict, type(None))
     return {
         k: v if isinstance(v, plain) else getattr(v, "__name__", repr(v))
