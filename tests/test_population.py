@@ -309,3 +309,43 @@ def test_a_clone_record_torn_by_a_kill_does_not_swallow_the_next(tmp_path):
     _cut_torn_tail(path)  # whole lines are kept as they are
     assert len(path.read_text().splitlines()) == 2
     assert CLONES_FILE in APP_FILES
+
+
+@pytest.mark.parametrize(
+    ("head", "config", "message"),
+    [
+        (
+            "search: hyperopt\nscheduler: {type: pbt, hyperparam_mutations: {x: [1, 2]}}",
+            "{x: {uniform: [0, 1]}}",
+            "scheduler pbt runs with grid or random search only, not hyperopt",
+        ),
+        (
+            "scheduler: {type: pbt, hyperparam_mutations: {x: []}}",
+            "{x: 1}",
+            "x: an empty list leaves nothing to pick",
+        ),
+        (
+            "scheduler: {type: pbt, hyperparam_mutations: {x: 5}}",
+            "{x: 1}",
+            "x: 5 is one value, nothing to mutate to",
+        ),
+        ("search: optuna", "{x: {randn: [0, 1]}}", "Optuna has no normal distribution"),
+        (
+            "search: optuna",
+            "{x: {qrandint: [1, 10, 3]}}",
+            "qrandint [1, 10, 3] would draw 1, 4, ..., not multiples of 3",
+        ),
+        ("search: optuna", "{x: {qloguniform: [5, 100, 5]}}", "cannot round a log-scaled range"),
+        ("search: random", "{x: {qloguniform: [1, 100, 5]}}", "lower bound 1 must be a multiple"),
+    ],
+)
+def test_what_tune_would_refuse_mid_run_is_refused_by_validate(
+    cli, write_spec, tmp_path, head, config, message
+):
+    """Each of these passed validate and failed once Ray had started, leaving a run folder
+    that a second `run` took for an interrupted one."""
+    user_module("quadratic.py", tmp_path)
+    text = f"metric: score\nmode: max\n{head}\nexperiments:\n  e:\n    run: quadratic:train\n"
+    result = cli("validate", write_spec(text + f"    num_samples: 2\n    config: {config}\n"))
+    assert result.code == 2 and "Traceback" not in result.err
+    assert message in result.err

@@ -125,6 +125,10 @@ experiments:
         ("{run: es_cartpole, seeds: [1, 1]}", "seeds must differ"),
         ("{run: es_cartpole, seeds: 0}", "seeds"),
         (
+            "{run: es_cartpole, seeds: 2, num_samples: 2, config: {lr: {grid_search: [1, 2]}}}",
+            "repeats every grid configuration on the same seeds",
+        ),
+        (
             "{run: es_cartpole, seeds: 2, search: bohb, config: {lr: {uniform: [0.1, 1]}}}",
             "cannot judge a configuration by several seeds",
         ),

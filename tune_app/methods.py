@@ -151,6 +151,27 @@ def _bohb(options: Options, ctx: Context) -> Any:
 OPTUNA_DB = "optuna.db"  # in the experiment's folder
 
 
+def _optuna_refuses(domain: Any) -> tuple[str, str] | None:
+    """What Tune's OptunaSearch cannot sample as written: (why, suggestion), or None."""
+    kind, args = domain.kind, domain.args
+    if kind in ("randn", "qrandn"):
+        return "Optuna has no normal distribution", "use uniform, or search: hyperopt"
+    if kind in ("qloguniform", "qlograndint"):
+        plain = kind[1:]
+        return (
+            f"Optuna cannot round a log-scaled range to q: it would sample {plain} and ignore q",
+            f"use {plain}, or {'quniform' if kind == 'qloguniform' else 'qrandint'}",
+        )
+    if kind == "qrandint" and args[0] % args[2]:
+        lower = (args[0] // args[2] + 1) * args[2]
+        return (
+            f"Optuna steps from the lower bound: qrandint {list(args)} would draw "
+            f"{args[0]}, {args[0] + args[2]}, ..., not multiples of {args[2]}",
+            f"start at a multiple of q, e.g. qrandint: [{lower}, {args[1]}, {args[2]}]",
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Searcher:
     """One entry of the searcher table."""
@@ -164,6 +185,7 @@ class Searcher:
     exact_trials: bool = True  # the trial count is known before the run
     limits_concurrency: bool = False  # TuneConfig.max_concurrent_trials applies (not its own)
     pairs_with: str | None = None  # the one scheduler it works with, chosen when none is named
+    refuses: Callable[[Any], tuple[str, str] | None] | None = None  # a Domain it cannot sample
 
 
 SEARCHERS: dict[str, Searcher] = {
@@ -189,6 +211,7 @@ SEARCHERS: dict[str, Searcher] = {
             takes_grid=False,
             needs_sampled=True,
             limits_concurrency=True,
+            refuses=_optuna_refuses,
         ),
         Searcher(
             "bohb",
@@ -330,9 +353,26 @@ def mutated_paths(options: Options) -> list[str]:
 
 
 def _check_mutations(value: Any, path: str) -> None:
-    """PBT's mutations as `space` parses them; grid axes make no sense there."""
+    """PBT's mutations as `space` parses them; grid axes make no sense there, and each key needs
+    values to pick from (Tune fails mid-run on an empty list or a constant)."""
     from tune_app.errors import SpecError
-    from tune_app.space import iter_domains, parse_space
+    from tune_app.space import KINDS, iter_domains, parse_space
+
+    def leaves(tree: dict[str, Any], at: str) -> None:
+        for key, v in tree.items():
+            where = f"{at}.{key}" if at else str(key)  # the error's path names the option
+            if isinstance(v, dict) and not (len(v) == 1 and next(iter(v)) in KINDS):
+                leaves(v, where)
+            elif isinstance(v, list) and not v:
+                raise ValueError(f"{where}: an empty list leaves nothing to pick; list values")
+            elif not isinstance(v, dict | list):
+                raise ValueError(
+                    f"{where}: {v!r} is one value, nothing to mutate to; write a list of "
+                    "values, or a search-space mapping such as {uniform: [low, high]}"
+                )
+
+    if isinstance(value, dict):
+        leaves(value, "")
 
     try:
         parsed = parse_space(value, path)

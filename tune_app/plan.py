@@ -351,6 +351,17 @@ def _check_search(exp: Experiment, metric: str | None) -> None:
                         suggestion="use choice: [...] instead, or search: grid",
                     )
                 )
+    if entry.refuses is not None:
+        for path, domain in domains:
+            refused = entry.refuses(domain)
+            if refused is not None:
+                errors.errors.append(
+                    SpecError(
+                        refused[0],
+                        path=f"{exp.key_path}.config.{path}",
+                        suggestion=refused[1],
+                    )
+                )
     if entry.needs_sampled and not domains:
         errors.errors.append(
             SpecError(
@@ -432,6 +443,15 @@ def _check_population(exp: Experiment, ref: TrainableRef, warnings: list[str]) -
     if not entry.population:
         return
     where = f"{exp.key_path}.scheduler"
+    if exp.search.type not in ("grid", "random"):
+        raise SpecError(
+            f"scheduler {entry.name} runs with grid or random search only, not "
+            f"{exp.search.type}: its population's exploits and explores are the search (Tune "
+            "refuses a searcher beside it when the run starts)",
+            path=f"{exp.key_path}.search",
+            allowed=("grid", "random"),
+            suggestion="write search: random",
+        )
     options = exp.scheduler.model_dump()
     mutated = list(options.get("hyperparam_mutations") or options.get("hyperparam_bounds") or {})
     if ref.info is not None:
@@ -480,6 +500,15 @@ def _check_seeds(exp: Experiment, ref: TrainableRef) -> None:
             "several seeds",
             path=where,
             suggestion="use search: optuna, hyperopt, random or grid with seeds",
+        )
+    sampled = any(not d.is_grid for _, d in iter_domains(exp.config))
+    if entry.takes_grid and exp.num_samples > 1 and not sampled:
+        raise SpecError(
+            f"num_samples {exp.num_samples} repeats every grid configuration on the same "
+            f"seeds (nothing is sampled), so each seed would count {exp.num_samples} times",
+            path=f"{exp.key_path}.num_samples",
+            suggestion=f"leave num_samples out and write seeds: "
+            f"{len(exp.seeds) * exp.num_samples} for more seeds",
         )
     if scheduler_of(exp.scheduler).population:
         raise SpecError(

@@ -77,6 +77,23 @@ def _log_quantized(lo: Any, hi: Any, q: Any) -> str | None:
     return f"q > 0 must hold, but got q={q}" if q <= 0 else _log_bounds(lo, hi)
 
 
+def _divisible(lo: Any, hi: Any, q: Any) -> str | None:
+    """Tune's float quantization needs bounds that are multiples of q (it refuses the rest when
+    the trials are made)."""
+    for name, bound in (("lower", lo), ("upper", hi)):
+        if not math.isclose(bound / q, round(bound / q), abs_tol=1e-9):
+            return f"the {name} bound {bound:g} must be a multiple of q={q:g}"
+    return None
+
+
+def _float_quantized(lo: Any, hi: Any, q: Any) -> str | None:
+    return _quantized(lo, hi, q) or _divisible(lo, hi, q)
+
+
+def _float_log_quantized(lo: Any, hi: Any, q: Any) -> str | None:
+    return _log_quantized(lo, hi, q) or _divisible(lo, hi, q)
+
+
 def _normal(mean: Any, sd: Any, *rest: Any) -> str | None:
     if sd <= 0:
         return f"sd > 0 must hold, but got sd={sd}"
@@ -93,14 +110,17 @@ RULES: dict[str, _Rule] = {
     "quniform": _Rule(
         ("lower", "upper", "q"),
         False,
-        _quantized,
+        _float_quantized,
         doc="float in [lower, upper], rounded to a multiple of q",
     ),
     "loguniform": _Rule(
         ("lower", "upper"), False, _log_bounds, doc="float in [lower, upper), uniform in log space"
     ),
     "qloguniform": _Rule(
-        ("lower", "upper", "q"), False, _log_quantized, doc="loguniform, rounded to a multiple of q"
+        ("lower", "upper", "q"),
+        False,
+        _float_log_quantized,
+        doc="loguniform, rounded to a multiple of q",
     ),
     "randint": _Rule(
         ("lower", "upper"), True, _bounds, doc="integer in [lower, upper): upper excluded"

@@ -856,8 +856,8 @@ def _to_spec_error(target: Any, err: Any) -> SpecError:
             "algorithm such as PPO, or package.module:function",
         )
     msg = err["msg"][0].lower() + err["msg"][1:]
-    if kind == "value_error":
-        msg = msg.removeprefix("value error, ")
+    if kind == "value_error":  # the app's own validators: their message says it all
+        return SpecError(msg.removeprefix("value error, "), path=path)
     return SpecError(f"{msg}, but got {value!r}", path=path)
 
 
