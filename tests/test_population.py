@@ -349,3 +349,29 @@ def test_what_tune_would_refuse_mid_run_is_refused_by_validate(
     result = cli("validate", write_spec(text + f"    num_samples: 2\n    config: {config}\n"))
     assert result.code == 2 and "Traceback" not in result.err
     assert message in result.err
+
+
+@pytest.mark.parametrize(
+    ("mutations", "message"),
+    [
+        ("{lrr: {loguniform: [0.00001, 0.01]}}", "PPO has no config key 'lrr'"),
+        ("{sgd_minibatch_size: [32, 64]}", "mutate minibatch_size"),
+    ],
+)
+def test_an_rllib_mutation_must_name_a_key_the_algorithm_reads(cli, write_spec, mutations, message):
+    """PBT writes a mutation into the trial's config as named: a typo, or a legacy key the app
+    translates only when it loads the spec, would be mutated and logged while nothing used it."""
+    text = f"""
+scheduler: {{type: pbt, perturbation_interval: 2, hyperparam_mutations: {mutations}}}
+experiments:
+  p:
+    run: PPO
+    env: CartPole-v1
+    num_samples: 2
+    simulations: 1
+    config: {{lr: 0.001}}
+"""
+    result = cli("validate", write_spec(text))
+    assert result.code == 2 and message in result.err
+    ok = cli("validate", write_spec(text.replace(mutations, "{train_batch_size: [200, 300]}")))
+    assert ok.code == 0, ok.err

@@ -472,7 +472,11 @@ def _check_population(exp: Experiment, ref: TrainableRef, warnings: list[str]) -
                     allowed=knobs,
                     suggestion=did_you_mean(key, knobs),
                 )
-    elif ref.kind != "rllib":
+    elif ref.kind == "rllib":
+        option = next(k for k in ("hyperparam_mutations", "hyperparam_bounds") if k in options)
+        for path in mutated_paths(exp.scheduler):
+            rllib.check_mutated_key(exp.run, path.split(".")[0], f"{where}.{option}.{path}")
+    else:
         warnings.append(
             f"{where}: {entry.name} exploits only trials that report checkpoints "
             "(tune.report(..., checkpoint=...)) and restore from tune.get_checkpoint()"

@@ -611,6 +611,34 @@ def _translate_key(t: _Translation, key: str, value: Any, path: str) -> None:
         raise _no_key(t, key, path)
 
 
+def check_mutated_key(name: str, key: str, path: str) -> None:
+    """A key PBT or PB2 mutates is written into the trial's config as named, after the spec was
+    translated: it must be one the algorithm reads under that name."""
+    keys = algorithm_keys(name)
+    if key in keys.defaults or key in EXTRA_KEYS:
+        return
+    if key in keys.ignored:
+        raise SpecError(
+            f"'{key}' would be silently ignored by {name} on RLlib's new API stack",
+            path=path,
+            suggestion=keys.ignored[key],
+        )
+    if is_legacy(key):
+        new = RENAMED.get(key)
+        raise SpecError(
+            f"'{key}' is a legacy RLlib key, read only when the spec is loaded: mutated as named, "
+            "it would change nothing",
+            path=path,
+            suggestion=f"mutate {new}" if new else "mutate a key of `tune_app list " + name + "`",
+        )
+    raise SpecError(
+        f"{name} has no config key '{key}': a mutation of it would change nothing",
+        path=path,
+        allowed=f"the {len(keys.defaults)} keys `tune_app list {name}` prints",
+        suggestion=did_you_mean(key, keys.defaults) or did_you_mean(key, RENAMED),
+    )
+
+
 def _no_key(t: _Translation, key: str, path: str) -> SpecError:
     known = t.keys.defaults
     return SpecError(
