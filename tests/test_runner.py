@@ -178,6 +178,26 @@ e:
     assert 1 <= len(lines) <= 3
 
 
+def test_a_scheduler_time_attr_never_reported_ends_the_search_too(
+    ray_session, cli, user_spec, tmp_path
+):
+    """Misspelt, PBT never perturbs and ASHA never stops a trial, and the run looked fine."""
+    spec_file = user_spec("""
+metric: score
+mode: max
+scheduler: {type: asha, time_attr: training_iter, max_t: 4}
+experiments:
+  e:
+    run: my_trainables:legacy
+    num_samples: 2
+    config: {x: 1}
+""")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    assert result.code == 2
+    assert "e.scheduler.time_attr: 'training_iter' is never reported" in result.err
+    assert "did you mean 'training_iteration'" in result.err
+
+
 @pytest.mark.parametrize(
     "written, cls, attrs",
     [

@@ -43,7 +43,9 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
     """A new Tuner for `ep`: `trainable` sized to its bundles, `env` riding in the config."""
     exp = ep.experiment
     is_rllib = ep.trainable.kind == "rllib"
-    stopper = SpecStopper(exp.stop, ep.metric, late=is_rllib)
+    # The scheduler's time_attr too: misspelt, PBT never perturbs and ASHA never stops a trial.
+    clock = getattr(exp.scheduler, "time_attr", None)
+    stopper = SpecStopper(exp.stop, ep.metric, late=is_rllib, also=(clock,) if clock else ())
     return tune.Tuner(
         trainable,
         param_space=param_space(ep, env),
@@ -160,10 +162,11 @@ class SpecStopper(tune.Stopper):
         criteria: dict[str, float],
         metric: str | None = None,
         late: bool = False,
+        also: tuple[str, ...] = (),
     ) -> None:
         self.criteria = dict(criteria)
         self.metric = metric
-        wanted = dict.fromkeys([*criteria, *([metric] if metric else [])])
+        wanted = dict.fromkeys([*criteria, *([metric] if metric else []), *also])
         self.required = [k for k in wanted if not (late and k.startswith(RESULT_GROUPS))]
         self.seen: set[str] = set()
         self.missing = False

@@ -173,6 +173,9 @@ def _never_reported(
     wanted = {f"stop.{k}": k for k in ep.experiment.stop}
     if ep.metric:
         wanted["metric"] = ep.metric
+    clock = getattr(ep.experiment.scheduler, "time_attr", None)
+    if clock:
+        wanted["scheduler.time_attr"] = clock
     missing: dict[str, str] = {}
     notes: list[str] = []
     for where, key in wanted.items():
