@@ -465,3 +465,30 @@ def test_ray_s_node_lookup_waits_on_fine_polls_while_a_local_ray_starts(ray_sess
         assert services.get_node is not original
         assert services.get_node(node.gcs_address, node.node_id)["node_id"] == node.node_id
     assert services.get_node is original
+
+
+def test_a_run_tune_refuses_at_start_leaves_no_folder_to_resume(
+    ray_session, cli, user_spec, tmp_path, monkeypatch
+):
+    """A run that failed before any trial left run.json and tuner.pkl behind, and the next
+    `run` refused to start, calling it a resumable run."""
+    from tune_app import tuner
+
+    spec_file = user_spec("""
+e:
+  run: my_trainables:legacy
+  num_samples: 1
+  stop: {training_iteration: 1}
+  config: {x: 1}
+""")
+
+    def refused(*args, **kwargs):
+        raise ValueError("Tune refuses this search")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tuner, "build_tuner", refused)
+        failed = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    assert failed.code == 1 and "Tune refuses this search" in failed.err
+    assert not (tmp_path / "o" / "e").exists()
+    again = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    assert again.code == 0, again.err

@@ -30,6 +30,7 @@ from tune_app.errors import SpecError
 from tune_app.plan import ExperimentPlan, Plan, check_loaded
 from tune_app.rundir import storage
 from tune_app.rundir.layout import (
+    RESULTS_FILE,
     RUN_FILE,
     SUMMARY_FILE,
     write_json,
@@ -216,21 +217,28 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     os.environ["TUNE_GLOBAL_CHECKPOINT_S"] = state_period(ep)
     began = time.monotonic()
     earlier, finished = _earlier_wall_time(ep) if opts.resume else (0.0, False)
-    if opts.resume:
-        # Tune's saved state: finished trials stay, unfinished ones restart from their last
-        # checkpoint, the searcher's history is restored; callbacks and stopper come back too.
-        relocate(ep.name, ep.storage_dir, ep.storage_uri)
-        _mark_finished(ep)
-        tuner = tune.Tuner.restore(
-            ep.location, trainable=trainable, param_space=param_space(ep, loaded.env)
-        )
-    else:
-        tuner = build_tuner(ep, trainable, loaded.env, opts)
-    with (
-        deferred_group_removal(),
-        trials_on_prestarted_workers() if opts.local_ray else contextlib.nullcontext(),
-    ):
-        grid = tuner.fit()
+    try:
+        if opts.resume:
+            # Tune's saved state: finished trials stay, unfinished ones restart from their last
+            # checkpoint, the searcher's history is restored; callbacks and stopper come back.
+            relocate(ep.name, ep.storage_dir, ep.storage_uri)
+            _mark_finished(ep)
+            tuner = tune.Tuner.restore(
+                ep.location, trainable=trainable, param_space=param_space(ep, loaded.env)
+            )
+        else:
+            tuner = build_tuner(ep, trainable, loaded.env, opts)
+        with (
+            deferred_group_removal(),
+            trials_on_prestarted_workers() if opts.local_ray else contextlib.nullcontext(),
+        ):
+            grid = tuner.fit()
+    except BaseException:
+        if not opts.resume and not _started(ep):
+            # Tune refused the run before any trial: nothing to resume, and a folder left
+            # behind would be taken for an interrupted run by the next `run`.
+            shutil.rmtree(ep.storage_dir, ignore_errors=True)
+        raise
     # Tune's final save can keep a stale status: a paused trial that a scheduler stops without a
     # live actor is never re-saved (HyperBand does this). The journal knows how each trial ended.
     _mark_finished(ep)
@@ -240,6 +248,14 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     if ep.storage_uri:
         storage.push(ep.storage_dir, ep.storage_uri)
     return summary
+
+
+def _started(ep: ExperimentPlan) -> bool:
+    """Whether Tune got as far as saving its state or a trial reported."""
+    folder = ep.storage_dir
+    results = folder / RESULTS_FILE
+    saved = any(folder.glob("experiment_state-*.json"))
+    return saved or (results.exists() and results.stat().st_size > 0)
 
 
 def _earlier_wall_time(ep: ExperimentPlan) -> tuple[float, bool]:
