@@ -72,6 +72,21 @@ def test_results_log_writes_a_config_again_when_pbt_changes_it(tmp_path):
     assert [r.get("config") for r in rows] == [{"lr": 0.1}, None, {"lr": 0.24}]
 
 
+def test_results_log_keeps_a_trials_history_before_a_pbt_exploit(tmp_path):
+    """Moved onto another trial's iteration-2 checkpoint, a trial reports iteration 3 again:
+    its own iterations 3 and 4 are its history, not a replay to replace."""
+    path = tmp_path / "results.jsonl"
+    log = JsonlResults(path, "e")
+    a = trial("a", lr=0.1)
+    for step in (1, 2, 3, 4):
+        log.on_trial_result(0, [a], a, {"training_iteration": step, "score": float(step)})
+    a.config = {"lr": 0.24}
+    log.on_trial_result(0, [a], a, {"training_iteration": 3, "score": 9.0})
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["training_iteration"] for r in rows] == [1, 2, 3, 4, 3]
+    assert rows[-1]["config"] == {"lr": 0.24} and rows[-1]["score"] == 9.0
+
+
 def test_results_log_writes_non_finite_numbers_as_valid_json(tmp_path):
     path = tmp_path / "results.jsonl"
     log = JsonlResults(path, "e")

@@ -6,7 +6,6 @@ per line, so a killed run leaves only whole lines behind.
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from pathlib import Path
@@ -39,13 +38,20 @@ def relocate(experiment: str, folder: Path, uri: str | None) -> None:
     _RELOCATED[experiment] = (Path(folder), uri)
 
 
+def _as_written(config: Any) -> Any:
+    """A config as results.jsonl holds it (tuples as lists, NaN as null), so a config read back
+    from the file compares equal to the trial's own."""
+    return json.loads(json.dumps(jsonable(config), allow_nan=False))
+
+
 class JsonlResults(Callback):
     """Appends every trial result to `results.jsonl`; a trial's config rides on its first line,
     and on the first line after PBT changes it.
 
     Safe to resume: on its first write in a process it cuts a torn last line (a killed run) and
-    indexes what is there, and a trial restored from a checkpoint that reports an iteration
-    already logged has its rows from that iteration on replaced, so no iteration appears twice.
+    indexes what is there, and a trial restored from its own checkpoint that reports an
+    iteration already logged has its rows from that iteration on replaced, so no iteration
+    appears twice. A trial PBT moved onto another's checkpoint keeps its rows before the move.
     """
 
     def __init__(self, path: Path, experiment: str = "", mirror_to: str | None = None) -> None:
@@ -76,15 +82,20 @@ class JsonlResults(Callback):
         if self._file is None:
             self._open()
         step = result.get("training_iteration")
-        if isinstance(step, int) and self._logged.get(trial.trial_id, 0) >= step:
+        config = _as_written(trial.config)
+        exploited = self._configs.get(trial.trial_id, config) != config
+        if isinstance(step, int) and self._logged.get(trial.trial_id, 0) >= step and not exploited:
+            # Restored from its own checkpoint (a retry, a resume): the replayed iterations
+            # replace the rows they repeat. Not after a PBT exploit, which changes the config:
+            # the rows before it are the trial's own history, the new ones another branch.
             self._drop_from(trial.trial_id, step)
         row = {"trial_id": trial.trial_id, "logged_at": time.time()}
         row.update((k, v) for k, v in result.items() if k not in _DROPPED)
-        if trial.trial_id not in self._seen or self._configs.get(trial.trial_id) != trial.config:
+        if trial.trial_id not in self._seen or self._configs.get(trial.trial_id) != config:
             # On the first row, and again when PBT has changed it: a killed run is read back
             # with each trial's latest config.
             self._seen.add(trial.trial_id)
-            self._configs[trial.trial_id] = copy.deepcopy(trial.config)
+            self._configs[trial.trial_id] = config
             row["config"] = trial.config
         self._file.write(json.dumps(jsonable(row), allow_nan=False) + "\n")
         self._file.flush()
