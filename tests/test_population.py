@@ -375,3 +375,31 @@ experiments:
     assert result.code == 2 and message in result.err
     ok = cli("validate", write_spec(text.replace(mutations, "{train_batch_size: [200, 300]}")))
     assert ok.code == 0, ok.err
+
+
+def test_a_seeded_bohb_search_draws_the_same_configurations_again():
+    """TuneBOHB seeds only its random configurations; hpbandster draws from its model with
+    numpy's global generator, so two seeded runs parted once the model took over."""
+    import numpy as np
+    from ray import tune
+
+    from tune_app import methods
+
+    def draws() -> list[float]:
+        entry = methods.SEARCHERS["bohb"]
+        options = entry.options.model_validate({"type": "bohb", "min_points_in_model": 4})
+        searcher = entry.build(options, methods.Context(seed=5))
+        searcher.set_search_properties("loss", "min", {"x": tune.uniform(0, 1)})
+        found = []
+        for i in range(12):
+            config = searcher.suggest(f"t{i}")
+            found.append(config["x"])
+            loss = (config["x"] - 0.3) ** 2
+            searcher.on_trial_result(f"t{i}", {"loss": loss, "hyperband_info": {"budget": 9}})
+            searcher.on_trial_complete(f"t{i}")
+            np.random.rand()  # the driver draws from numpy's generator between suggestions
+        return found
+
+    first, second = draws(), draws()
+    assert first == second
+    assert len(set(first)) == 12

@@ -143,6 +143,12 @@ def _bohb(options: Options, ctx: Context) -> Any:
     # improvement is not finite (its KDE bandwidth collapses on a choice axis, say) and then
     # goes on sampling: dozens of lines a run that a user can do nothing about.
     logging.getLogger("hpbandster").setLevel(logging.ERROR)
+    if ctx.seed is not None:
+        import numpy as np
+
+        # hpbandster draws from its models with numpy's global generator; TuneBOHB seeds only
+        # the random configurations, so seeded runs parted once the model took over.
+        np.random.seed(ctx.seed)
     return TuneBOHB(
         bohb_config=options.options(), seed=ctx.seed, max_concurrent=ctx.max_concurrent_trials or 0
     )
