@@ -403,3 +403,22 @@ def test_a_seeded_bohb_search_draws_the_same_configurations_again():
     first, second = draws(), draws()
     assert first == second
     assert len(set(first)) == 12
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "message"),
+    [
+        (
+            "{type: pbt, perturbation_factors: [1.2], hyperparam_mutations: {x: [1, 2]}}",
+            "perturbation_factors: write two positive factors [up, down]",
+        ),
+        ("{type: asha, grace_period: 5, max_t: 2}", "grace_period 5 is beyond max_t 2"),
+    ],
+)
+def test_scheduler_options_get_one_plain_message(cli, write_spec, tmp_path, scheduler, message):
+    """Each gave a message in pydantic's terms, or none at all."""
+    user_module("quadratic.py", tmp_path)
+    text = f"metric: score\nmode: max\nscheduler: {scheduler}\nexperiments:\n  e:\n"
+    result = cli("validate", write_spec(text + "    run: quadratic:train\n    config: {x: 1}\n"))
+    assert result.code == 2 and message in result.err
+    assert len(result.err.strip().splitlines()) == 1

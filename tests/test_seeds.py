@@ -123,7 +123,9 @@ experiments:
         ("{run: my_func, seeds: 2, config: {alpha: 1}}", "takes no 'seed' config key"),
         ("{run: es_cartpole, seeds: 2, config: {seed: 1}}", "config.seed is set by the seeds"),
         ("{run: es_cartpole, seeds: [1, 1]}", "seeds must differ"),
-        ("{run: es_cartpole, seeds: 0}", "seeds"),
+        ("{run: es_cartpole, seeds: 0}", "seeds is a count"),
+        ("{run: es_cartpole, seeds: three}", "seeds is a count"),
+        ("{run: es_cartpole, seeds: [-1, 2]}", "seeds are 0 or more"),
         (
             "{run: es_cartpole, seeds: 2, num_samples: 2, config: {lr: {grid_search: [1, 2]}}}",
             "repeats every grid configuration on the same seeds",

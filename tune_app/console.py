@@ -100,7 +100,8 @@ def plan_text(plan: Plan) -> str:
             ("trainable", f"{exp.run} ({what})"),
             (
                 "trials",
-                f"{trials} ({ep.trials // len(exp.seeds)} configurations x {len(exp.seeds)} "
+                f"{trials} ({_count(ep.trials // len(exp.seeds), 'configuration')} x "
+                f"{len(exp.seeds)} "
                 f"seeds {list(exp.seeds)}, judged by their {exp.aggregate}; num_samples "
                 f"{exp.num_samples})"
                 if exp.seeds
@@ -277,3 +278,7 @@ def _short(config: dict[str, Any], searched: tuple[str, ...]) -> str:
             value = value.get(part) if isinstance(value, dict) else None
         out.append(f"{path}={value:.4g}" if isinstance(value, float) else f"{path}={value}")
     return ", ".join(out)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Options(BaseModel):
@@ -262,6 +262,15 @@ class AshaOptions(Options):
     brackets: int = Field(1, ge=1, description="number of brackets")
     stop_last_trials: bool = Field(True, description="stop trials that reach max_t")
 
+    @model_validator(mode="after")
+    def _grace_within_max_t(self) -> AshaOptions:
+        if self.grace_period > self.max_t:
+            raise ValueError(
+                f"grace_period {self.grace_period} is beyond max_t {self.max_t}: ASHA could "
+                "never stop a trial early"
+            )
+        return self
+
 
 class MedianOptions(Options):
     """Median stopping: stop a trial whose best result is below the median of others' so far."""
@@ -303,6 +312,19 @@ class PbtOptions(Options):
     @classmethod
     def _spaces(cls, value: dict[str, Any]) -> dict[str, Any]:
         _check_mutations(value, "hyperparam_mutations")
+        return value
+
+    @field_validator("perturbation_factors", mode="before")
+    @classmethod
+    def _two_factors(cls, value: Any) -> Any:
+        numbers = isinstance(value, list | tuple) and all(
+            isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in value
+        )
+        if not numbers or len(value) != 2:
+            raise ValueError(
+                f"perturbation_factors: write two positive factors [up, down] (a perturbed "
+                f"value is multiplied by one of them), got {value!r}"
+            )
         return value
 
     def options(self) -> dict[str, Any]:

@@ -220,6 +220,23 @@ class Settings(_Strict):
         None, description="result keys TensorBoard shows: include, exclude (timers are off)"
     )
 
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds_as_written(cls, value: Any) -> Any:
+        """One message for any wrong `seeds` (pydantic would name each arm of the union)."""
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        listed = isinstance(value, list) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        )
+        if value is None or (whole and value >= 1) or (listed and value and min(value) >= 0):
+            return value
+        if listed and value:
+            raise ValueError(f"seeds are 0 or more (numpy takes no negative seed), got {value}")
+        raise ValueError(
+            f"seeds is a count (N: seeds 0 to N-1, at least 1) or a list of whole numbers, "
+            f"got {value!r}"
+        )
+
 
 class EnvGridSpec(_Strict):
     """`env: {grid_search: [...]}`: one set of trials per env, as RLlib's `config.env` grid."""
