@@ -140,3 +140,17 @@ def test_trial_folders_are_found_whatever_searcher_named_them(folder, trial_id):
     from tune_app.rundir.layout import trial_id_of
 
     assert trial_id_of(folder) == trial_id
+
+
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
+    """`tune_app analyze DIR --format csv | head -1`: the pipe closes before the output is
+    written; that ended in `error: BrokenPipeError`."""
+    _experiment(tmp_path, torn=False)
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "tune_app", "analyze", str(tmp_path), "--format", "csv"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    reader.stdout.close()  # before the program has started: its first write fails
+    _, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0 and err.decode().strip() == ""

@@ -374,6 +374,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`tune_app analyze ... | head`): what it took was all it wanted.
+        # Python would complain again flushing stdout at exit, so stdout goes to /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as err:  # a bug or an environment failure, not the user's input
         if args.debug:
             traceback.print_exc()
