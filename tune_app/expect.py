@@ -31,7 +31,7 @@ class Outcome:
 def _causes(summary: RunSummary) -> str:
     if not summary.failed:
         return ""
-    return " (" + ", ".join(f"{cause}: {len(ids)}" for cause, ids in summary.failed.items()) + ")"
+    return " (" + ", ".join(f"{len(ids)} by {cause}" for cause, ids in summary.failed.items()) + ")"
 
 
 def check(ep: ExperimentPlan, summary: RunSummary, smoke: bool = False) -> list[Outcome]:
