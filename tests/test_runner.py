@@ -492,3 +492,23 @@ e:
     assert not (tmp_path / "o" / "e").exists()
     again = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
     assert again.code == 0, again.err
+
+
+def test_quiet_runs_leave_out_the_searchers_library_warnings():
+    """BOHB's KDEs (statsmodels), PB2's Gaussian process (scikit-learn), pandas and Optuna warn
+    in the driver about things a user can do nothing about; -q shows none of them."""
+    import warnings
+
+    from tune_app.runner import _library_warnings
+
+    def warn_from(module: str) -> list[str]:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            with _library_warnings(0):
+                warnings.warn_explicit("divide by zero", RuntimeWarning, "kernels.py", 62, module)
+            with _library_warnings(1):
+                warnings.warn_explicit("divide by zero", RuntimeWarning, "kernels.py", 62, module)
+        return [str(w.message) for w in seen]
+
+    assert warn_from("statsmodels.nonparametric.kernels") == ["divide by zero"]  # not with -q
+    assert warn_from("my_trainables") == ["divide by zero"] * 2  # the user's own: always

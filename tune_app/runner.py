@@ -17,6 +17,7 @@ import os
 import shutil
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -90,7 +91,7 @@ def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
         _check_cluster(plan)
         # Normal verbosity: our compact view; -v: Tune's tables; -q: nothing until the summary.
         view = progress.View.for_stdout() if opts.verbosity == 1 else None
-        with view or contextlib.nullcontext():
+        with view or contextlib.nullcontext(), _library_warnings(opts.verbosity):
             if len(plan.experiments) > 1:
                 return _run_concurrently(plan, loaded, opts, view)
             ep = plan.experiments[0]
@@ -248,6 +249,28 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     if ep.storage_uri:
         storage.push(ep.storage_dir, ep.storage_uri)
     return summary
+
+
+# Libraries the searchers and schedulers call in the driver, whose Python warnings (numerical
+# ones in BOHB's KDEs and PB2's Gaussian process, pandas' deprecations, Optuna's experimental
+# samplers) a user can do nothing about.
+_CHATTY = r"(statsmodels|sklearn|pandas|optuna|hpbandster|ConfigSpace)(\.|$)"
+
+
+@contextlib.contextmanager
+def _library_warnings(verbosity: int) -> Iterator[None]:
+    """With -q, those libraries' warnings are not shown; otherwise they are, as Python shows
+    them."""
+    with warnings.catch_warnings():
+        if verbosity < 1:
+            warnings.filterwarnings("ignore", module=_CHATTY)
+            try:
+                from optuna.exceptions import ExperimentalWarning
+
+                warnings.filterwarnings("ignore", category=ExperimentalWarning)
+            except ImportError:
+                pass
+        yield
 
 
 def _started(ep: ExperimentPlan) -> bool:
