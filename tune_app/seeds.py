@@ -1,9 +1,10 @@
 """Seeds as an axis: every configuration runs once per seed, and is judged by an aggregate of
 its seeds' scores (mean, interquartile mean or median) with a bootstrap confidence interval.
 
-Grid and random searches get the seeds as one more grid axis of the config key `seed`; a
-model-based searcher is wrapped in `SeedRepeater`, which asks it for a configuration once, runs
-it on every seed and tells it the aggregate (`tune_app.repeat`). Ray-free.
+Grid and random searches make every variant once per seed, in turn (`SeededVariants`, the seed
+in the config key `seed`); a model-based searcher is wrapped in `SeedRepeater`, which asks it
+for a configuration once, runs it on every seed and tells it the aggregate (`tune_app.repeat`).
+Ray-free.
 """
 
 from __future__ import annotations

@@ -212,7 +212,7 @@ def _searcher(ep: ExperimentPlan) -> Any:
 
 def _repeats(ep: ExperimentPlan) -> int:
     """Seeds a model-based searcher repeats each configuration on (grid and random searches
-    get the seeds as a grid axis instead); 0 without seeds."""
+    make each variant once per seed themselves: `SeededVariants`); 0 without seeds."""
     exp = ep.experiment
     return len(exp.seeds) if exp.seeds and not searcher_of(exp.search).takes_grid else 0
 
