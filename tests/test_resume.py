@@ -340,7 +340,7 @@ experiments:
 
 
 @pytest.mark.e2e
-def test_ctrl_c_with_two_experiments_prints_the_resume_command_for_both(tmp_path):
+def test_ctrl_c_with_two_experiments_prints_one_resume_command_for_both(tmp_path):
     user_module("checkpointed_steps.py", tmp_path, "steps.py")
     (tmp_path / "spec.yaml").write_text(TWO)
     out = tmp_path / "out"
@@ -350,7 +350,8 @@ def test_ctrl_c_with_two_experiments_prints_the_resume_command_for_both(tmp_path
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert f"Continue with: tune_app resume {out / 'a'} {out / 'b'}" in err
+    # one command: resume takes one folder, the storage folder holding both
+    assert f"Continue with: tune_app resume {out}\n" in err
 
 
 def test_resuming_keeps_the_wall_time_of_a_finished_run_and_adds_to_an_interrupted_one(tmp_path):

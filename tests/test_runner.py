@@ -512,3 +512,24 @@ def test_quiet_runs_leave_out_the_searchers_library_warnings():
 
     assert warn_from("statsmodels.nonparametric.kernels") == ["divide by zero"]  # not with -q
     assert warn_from("my_trainables") == ["divide by zero"] * 2  # the user's own: always
+
+
+def test_a_driver_killed_before_tune_started_does_not_block_the_next_run(
+    ray_session, cli, user_spec, tmp_path
+):
+    """Killed just after it made the folder, a run left run.json and spec.yaml only: `resume`
+    has no Tune state to continue, and `run` refused the folder."""
+    spec_file = user_spec("""
+e:
+  run: my_trainables:legacy
+  num_samples: 1
+  stop: {training_iteration: 1}
+  config: {x: 1}
+""")
+    folder = tmp_path / "o" / "e"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text("{}")
+    (folder / "spec.yaml").write_text(spec_file.read_text())
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    assert result.code == 0, result.err
+    assert (folder / "summary.json").exists()

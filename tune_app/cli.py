@@ -85,11 +85,20 @@ def _run_or_interrupt(plan: Any, opts: Any) -> list[Any]:
         ]
         if started:
             print(
-                "interrupted; the state is saved. Continue with: tune_app resume "
-                + " ".join(started),
+                f"interrupted; the state is saved. Continue with: {_resume_command(started)}",
                 file=sys.stderr,
             )
         raise
+
+
+def _resume_command(locations: Sequence[str]) -> str:
+    """`resume` takes one folder: an experiment's, or the storage folder holding several."""
+    parents = {loc.rstrip("/").rsplit("/", 1)[0] for loc in locations}
+    if len(locations) == 1:
+        return f"tune_app resume {locations[0]}"
+    if len(parents) == 1:
+        return f"tune_app resume {parents.pop()}"
+    return " && ".join(f"tune_app resume {loc}" for loc in locations)
 
 
 def _cluster_cpus(args: argparse.Namespace) -> float | None:
@@ -142,11 +151,8 @@ def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:
             raise missing_keys_error(ep, summary).with_file(str(plan.spec.file))
     stopped = [ep for ep, s in zip(plan.experiments, summaries, strict=True) if s.interrupted]
     if stopped:
-        folders = " ".join(ep.location for ep in stopped)
-        print(
-            f"interrupted; the state is saved. Continue with: tune_app resume {folders}",
-            file=sys.stderr,
-        )
+        command = _resume_command([ep.location for ep in stopped])
+        print(f"interrupted; the state is saved. Continue with: {command}", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK if all(o.passed for o in outcomes) else EXIT_FAILED
 

@@ -316,6 +316,14 @@ def _refuse_existing(plan: Plan) -> None:
                 suggestion=f"continue it with: tune_app resume {ep.storage_dir} (or pass "
                 "--storage-path to start afresh elsewhere)",
             )
+        if ep.storage_dir.exists() and not (ep.storage_dir / "tuner.pkl").exists():
+            if not _started(ep) and {p.name for p in ep.storage_dir.iterdir()} <= {
+                RUN_FILE,
+                "spec.yaml",
+            }:
+                # A driver killed before Tune started: nothing ran, nothing to resume.
+                shutil.rmtree(ep.storage_dir)
+                continue
         if ep.storage_dir.exists() and any(ep.storage_dir.iterdir()):
             raise SpecError(
                 f"results of an earlier run are in {ep.storage_dir}",
