@@ -337,6 +337,7 @@ def test_a_clone_record_torn_by_a_kill_does_not_swallow_the_next(tmp_path):
         ),
         ("search: optuna", "{x: {qloguniform: [5, 100, 5]}}", "cannot round a log-scaled range"),
         ("search: random", "{x: {qloguniform: [1, 100, 5]}}", "lower bound 1 must be a multiple"),
+        ("search: random", "{o.x: 1, o: {x: {uniform: [0, 1]}}}", "'o.x' names two values"),
     ],
 )
 def test_what_tune_would_refuse_mid_run_is_refused_by_validate(

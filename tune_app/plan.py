@@ -147,6 +147,7 @@ def _plan_experiment(
         lambda: _check_checkpoints(exp, ref),
         lambda: _check_population(exp, ref, warnings),
         lambda: _check_seeds(exp, ref),
+        lambda: _check_dotted_keys(exp),
     ):
         with errors.check():
             check()
@@ -521,6 +522,28 @@ def _check_seeds(exp: Experiment, ref: TrainableRef) -> None:
             path=where,
             suggestion="use scheduler fifo, asha, hyperband or median with seeds",
         )
+
+
+def _check_dotted_keys(exp: Experiment) -> None:
+    """Results and readers name config values by dotted paths: a key `opt.lr` beside a nested
+    `opt: {lr: ...}` would be two values under one name, each read as the other."""
+    seen: set[str] = set()
+
+    def walk(tree: Any, prefix: str) -> None:
+        if not isinstance(tree, dict):
+            return
+        for key, value in tree.items():
+            path = f"{prefix}{key}"
+            if path in seen:
+                raise SpecError(
+                    f"'{path}' names two values: a key with a dot in it and a nested key",
+                    path=f"{exp.key_path}.config.{path}",
+                    suggestion="rename one of them (a key without dots, or nest both)",
+                )
+            seen.add(path)
+            walk(value, f"{path}.")
+
+    walk(exp.config, "")
 
 
 def _check_concurrency(exp: Experiment, trials: int) -> None:
