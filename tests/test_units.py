@@ -244,3 +244,23 @@ def test_the_summary_is_read_back_as_the_same_trial_outcomes(tmp_path):
     assert read.failed_by_cause()["ValueError"][0].error == "ValueError: bad"
     assert (summary.best.last, summary.best.best) == (1.0, 9.0)
     assert read.finished and read.counts == {"TERMINATED": 2, "ERROR": 1}
+
+
+def test_best_so_far_follows_the_runs_scope_and_leaves_failed_trials_behind(tmp_path):
+    """The report's 'best so far' took the best raw value ever seen: 9 here, where the
+    header's best (scope last) is 5; and a failed trial's values counted like any other."""
+    from tune_app import plots
+
+    def row(trial, it, score, at, x=None):
+        found = {"trial_id": trial, "training_iteration": it, "score": score, "logged_at": at}
+        return {**found, "config": {"x": x}} if x is not None else found
+
+    rows = [row("a", 1, 9.0, 1.0, 1), row("b", 1, 4.0, 2.0, 2), row("a", 2, 1.0, 3.0)]
+    rows += [row("c", 1, 50.0, 3.5, 3), row("b", 2, 5.0, 4.0)]
+    journal = [{"trial_id": "c", "status": "ERROR"}]
+    write_run(tmp_path / "e", rows, journal=journal)
+    exp = read_experiment(tmp_path / "e")
+    figure = plots.best_over_time(exp)
+    (line,) = [ln for ln in figure.axes[0].lines if "best score so far" in ln.get_label()]
+    assert list(line.get_ydata()) == [9.0, 9.0, 4.0, 4.0, 5.0]
+    assert exp.best_trial.trial_id == "b" and exp.best_trial.score == 5.0

@@ -15,7 +15,6 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any
 
 from matplotlib import colormaps
@@ -146,24 +145,45 @@ def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | 
 
 
 def best_over_time(exp: ExperimentResults) -> Figure | None:
-    """The best metric so far against wall time since the run's first result (from logged_at)."""
+    """The best score so far against wall time since the run's first result (from logged_at):
+    at each result, the best of the trials' scores under the run's scope on what they had
+    reported by then, failed trials counted only while no other has a score, as the summary
+    ranks them; the dots are the raw results."""
     metric = exp.metric
     if metric is None:
         return None
-    points = sorted(p for steps in exp.history.values() for p in _series(steps, LOGGED_AT, metric))
+    points = sorted(
+        (x, trial_id, y)
+        for trial_id, steps in exp.history.items()
+        for x, y in _series(steps, LOGGED_AT, metric)
+    )
     start = points[0][0] if points else 0.0  # the first result, even one without a finite metric
-    points = [(x, y) for x, y in points if not math.isnan(y)]
+    points = [(x, t, y) for x, t, y in points if not math.isnan(y)]
     if not points:
         return None
     span = points[-1][0] - start
     unit, scale = ("h", 3600.0) if span > 3 * 3600 else ("min", 60.0) if span > 600 else ("s", 1.0)
-    xs = [(x - start) / scale for x, _ in points]
-    ys = [y for _, y in points]
-    better = max if exp.mode == "max" else min
-    best = list(accumulate(ys, better))
+    xs = [(x - start) / scale for x, _, _ in points]
+    ys = [y for _, _, y in points]
+    failed = {t.trial_id for t in exp.trials if t.failure is not None}
+    so_far: dict[str, list[float]] = {}
+    scores: dict[str, float | None] = {}
+    best: list[float] = []
+    for _, trial_id, y in points:
+        so_far.setdefault(trial_id, []).append(y)
+        scores[trial_id] = scoring.score(so_far[trial_id], exp.scope, exp.mode)
+        top: float | None = None
+        for ok in (True, False):  # the others first; failed trials only if none has a score
+            for t, v in scores.items():
+                if v is not None and (t not in failed) is ok and scoring.better(v, top, exp.mode):
+                    top = v
+            if top is not None:
+                break
+        best.append(top if top is not None else y)
     fig, ax = _figure(3.4)
     ax.scatter(xs, ys, s=10, color="#b0b7c3", label="each result", zorder=2)
-    ax.step(xs, best, where="post", color="#1565c0", lw=2.2, label="best so far", zorder=3)
+    label = f"best score so far ({scoring.describe(exp.scope)})"
+    ax.step(xs, best, where="post", color="#1565c0", lw=2.2, label=label, zorder=3)
     ax.annotate(
         f"{best[-1]:.4g}",
         (xs[-1], best[-1]),
