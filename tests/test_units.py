@@ -174,6 +174,19 @@ def test_summarize_picks_the_best_under_the_scope(tmp_path, scope, best):
     assert summary.counts == {"TERMINATED": 2} and summary.missing == {}
 
 
+def test_summarize_scores_from_the_apps_log_when_tunes_history_stops_short(tmp_path):
+    """A trial that finished after Tune's last save before a kill comes back from Tune with
+    the history it had then: its score was a value from the middle of its run, below its last."""
+    user_module("curves.py", tmp_path)
+    ep = plan_of(tmp_path, SPEC.format(scope=""))
+    rows = [{"trial_id": "a", "training_iteration": i, "score": 5.0 * i} for i in (1, 2, 3, 4)]
+    (ep.storage_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    stale = result("a", [5.0, 10.0], score=20.0)  # progress.csv as saved; the last result now
+    stale.metrics["training_iteration"] = 4
+    (trial,) = summarize(ep, [stale], 1.0).trials
+    assert (trial.score, trial.last, trial.best, trial.iterations) == (20.0, 20.0, 20.0, 4)
+
+
 def test_summarize_reports_a_crash_not_missing_keys(tmp_path):
     user_module("curves.py", tmp_path)
     ep = plan_of(tmp_path, SPEC.format(scope=""))

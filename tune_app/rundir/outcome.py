@@ -12,7 +12,13 @@ from tune_app import failures, scoring
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.rllib import from_rllib
 from tune_app.rllib_metrics import diverged
-from tune_app.rundir.layout import flatten, saved_trials, trial_id_of
+from tune_app.rundir.layout import (
+    RESULTS_FILE,
+    flatten,
+    read_rows,
+    saved_trials,
+    trial_id_of,
+)
 from tune_app.rundir.records import (
     ERRORED,
     FINISHED,
@@ -99,6 +105,8 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
                 best=best_value(history, ep.mode),
             )
         )
+    if ep.metric:
+        _catch_up(ep, trials)
     most = max((t.iterations for t in trials), default=0)
     for t in trials:
         t.stopped_early = stopped_early(
@@ -125,6 +133,32 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         seeds=list(ep.experiment.seeds),
         aggregate=ep.experiment.aggregate,
     )
+
+
+def _catch_up(ep: ExperimentPlan, trials: list[TrialOutcome]) -> None:
+    """Scores from the app's own log of every result: a trial that finished after Tune's last
+    save before a kill is marked finished on resume (the journal), and Tune hands back its
+    history as saved, mid-run (its score was a value from the middle of its run)."""
+    path = ep.storage_dir / RESULTS_FILE
+    if not path.exists():
+        return
+    logged: dict[str, list[dict[str, Any]]] = {}
+    for row in read_rows(path.read_bytes()):
+        logged.setdefault(str(row.get("trial_id")), []).append(row)
+    metric = str(ep.metric)
+    for t in trials:
+        rows = logged.get(t.trial_id, [])
+        found = (flatten_result(r).get(metric) for r in rows)
+        values = [float(v) for v in found if isinstance(v, int | float)]
+        if not values:
+            continue
+        most = max((int(r.get("training_iteration") or 0) for r in rows), default=0)
+        t.iterations = max(t.iterations, most)
+        t.score = finite(scoring.score(values, ep.experiment.scope, ep.mode))
+        t.last = scoring.score(values, "last", ep.mode)
+        t.best = best_value(values, ep.mode)
+        if metric in t.values:
+            t.values[metric] = t.score
 
 
 def _columns(result: Any) -> list[str]:
