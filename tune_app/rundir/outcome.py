@@ -51,6 +51,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
     episodes = 0.0  # episodes any RLlib trial finished
     reporting = 0  # trials that reported at least one result
     lasts: dict[str, dict[str, Any]] = {}  # trial id -> its last result, flat
+    logged = _logged(ep) if ep.metric else {}
     for result in grid:
         flat = flatten_result(dict(result.metrics or {}))
         seen_keys.update(flat)
@@ -59,13 +60,18 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         seen_keys.update(_columns(result))
         reporting += bool(flat.get("training_iteration"))
         episodes = max(episodes, finite(flat.get("env_runners/num_episodes_lifetime")) or 0.0)
-        history = _history(result, str(ep.metric)) if ep.metric else []
-        value = scoring.score(history, ep.experiment.scope, ep.mode) if ep.metric else None
         trial_id = str(
             flat.get("trial_id") or trial_id_of(Path(result.path).name) or Path(result.path).name
         )
+        # The app's own log of every result first: a trial that finished after Tune's last save
+        # before a kill comes back from Tune, on resume, with its history as saved, mid-run.
+        own, own_iterations = logged.get(trial_id, ([], 0))
+        history = [v for v in own if v is not None] or (
+            _history(result, str(ep.metric)) if ep.metric else []
+        )
+        value = scoring.score(history, ep.experiment.scope, ep.mode) if ep.metric else None
         lasts[trial_id] = flat
-        iterations = int(flat.get("training_iteration", 0) or 0)
+        iterations = max(int(flat.get("training_iteration", 0) or 0), own_iterations)
         status, retried = saved.get(trial_id, (FINISHED, 0))
         failure = None
         bad = diverged(flat, ep.metric)
@@ -94,9 +100,12 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
                 cause=failure.cause if failure else None,
                 failures=retried,
                 params={k: flatten(config).get(k) for k in ep.searched},
-                # The last result's value; an RLlib result without one: the last reported.
+                # The last result's value (None when it was not finite); an RLlib result
+                # without one: the last reported.
                 last=(
-                    finite(flat[ep.metric])
+                    finite(own[-1])
+                    if own
+                    else finite(flat[ep.metric])
                     if ep.metric in flat
                     else scoring.score(history, "last", ep.mode)
                 )
@@ -105,8 +114,6 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
                 best=best_value(history, ep.mode),
             )
         )
-    if ep.metric:
-        _catch_up(ep, trials)
     most = max((t.iterations for t in trials), default=0)
     for t in trials:
         t.stopped_early = stopped_early(
@@ -135,30 +142,23 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
     )
 
 
-def _catch_up(ep: ExperimentPlan, trials: list[TrialOutcome]) -> None:
-    """Scores from the app's own log of every result: a trial that finished after Tune's last
-    save before a kill is marked finished on resume (the journal), and Tune hands back its
-    history as saved, mid-run (its score was a value from the middle of its run)."""
+def _logged(ep: ExperimentPlan) -> dict[str, tuple[list[float | None], int]]:
+    """Each trial's values of the metric in results.jsonl, in order (None where it was not
+    finite; results without the key left out), and its last iteration there."""
     path = ep.storage_dir / RESULTS_FILE
+    found: dict[str, tuple[list[float | None], int]] = {}
     if not path.exists():
-        return
-    logged: dict[str, list[dict[str, Any]]] = {}
-    for row in read_rows(path.read_bytes()):
-        logged.setdefault(str(row.get("trial_id")), []).append(row)
+        return found
     metric = str(ep.metric)
-    for t in trials:
-        rows = logged.get(t.trial_id, [])
-        found = (flatten_result(r).get(metric) for r in rows)
-        values = [float(v) for v in found if isinstance(v, int | float)]
-        if not values:
-            continue
-        most = max((int(r.get("training_iteration") or 0) for r in rows), default=0)
-        t.iterations = max(t.iterations, most)
-        t.score = finite(scoring.score(values, ep.experiment.scope, ep.mode))
-        t.last = scoring.score(values, "last", ep.mode)
-        t.best = best_value(values, ep.mode)
-        if metric in t.values:
-            t.values[metric] = t.score
+    for row in read_rows(path.read_bytes()):
+        values, most = found.get(str(row.get("trial_id")), ([], 0))
+        flat = flatten_result(row)
+        if metric in flat:
+            v = flat[metric]
+            values.append(float(v) if isinstance(v, int | float) else None)
+        step = row.get("training_iteration")
+        found[str(row.get("trial_id"))] = (values, max(most, step if isinstance(step, int) else 0))
+    return found
 
 
 def _columns(result: Any) -> list[str]:
