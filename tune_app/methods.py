@@ -360,47 +360,43 @@ class Pb2Options(Options):
         return value
 
 
+def _mutations(tree: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """PBT's mutations as (dotted config path, what it is mutated to): a nested mapping is
+    walked, a search-space mapping (`{uniform: [...]}`) or anything else is one mutation."""
+    from tune_app.space import KINDS
+
+    found = []
+    for key, value in tree.items():
+        nested = isinstance(value, dict) and not (len(value) == 1 and next(iter(value)) in KINDS)
+        found += _mutations(value, f"{prefix}{key}.") if nested else [(f"{prefix}{key}", value)]
+    return found
+
+
 def mutated_paths(options: Options) -> list[str]:
     """Dotted config paths a population-based scheduler changes (its mutations' or bounds'
     keys); none for other schedulers. They are searched values: a trial ends with its own."""
-    from tune_app.space import KINDS
-
     if isinstance(options, Pb2Options):
         return list(options.hyperparam_bounds)
     if not isinstance(options, PbtOptions):
         return []
-
-    def walk(tree: dict[str, Any], prefix: str) -> list[str]:
-        found = []
-        for key, value in tree.items():
-            leaf = not isinstance(value, dict) or (len(value) == 1 and next(iter(value)) in KINDS)
-            found += [prefix + key] if leaf else walk(value, f"{prefix}{key}.")
-        return found
-
-    return walk(options.hyperparam_mutations, "")
+    return [path for path, _ in _mutations(options.hyperparam_mutations)]
 
 
 def _check_mutations(value: Any, path: str) -> None:
     """PBT's mutations as `space` parses them; grid axes make no sense there, and each key needs
     values to pick from (Tune fails mid-run on an empty list or a constant)."""
     from tune_app.errors import SpecError
-    from tune_app.space import KINDS, iter_domains, parse_space
+    from tune_app.space import iter_domains, parse_space
 
-    def leaves(tree: dict[str, Any], at: str) -> None:
-        for key, v in tree.items():
-            where = f"{at}.{key}" if at else str(key)  # the error's path names the option
-            if isinstance(v, dict) and not (len(v) == 1 and next(iter(v)) in KINDS):
-                leaves(v, where)
-            elif isinstance(v, list) and not v:
-                raise ValueError(f"{where}: an empty list leaves nothing to pick; list values")
-            elif not isinstance(v, dict | list):
-                raise ValueError(
-                    f"{where}: {v!r} is one value, nothing to mutate to; write a list of "
-                    "values, or a search-space mapping such as {uniform: [low, high]}"
-                )
-
-    if isinstance(value, dict):
-        leaves(value, "")
+    # The error's path names the option; these name the key under it.
+    for where, v in _mutations(value) if isinstance(value, dict) else []:
+        if isinstance(v, list) and not v:
+            raise ValueError(f"{where}: an empty list leaves nothing to pick; list values")
+        if not isinstance(v, dict | list):
+            raise ValueError(
+                f"{where}: {v!r} is one value, nothing to mutate to; write a list of "
+                "values, or a search-space mapping such as {uniform: [low, high]}"
+            )
 
     try:
         parsed = parse_space(value, path)
