@@ -122,7 +122,7 @@ BAD_SPECS = [
         id="hyperopt-grid",
     ),
     pytest.param(
-        "experiments:\n  e:\n    run: json:dumps\n    scheduler: asha\n",
+        "experiments:\n  e:\n    run: tests.user_modules.quadratic:train\n    scheduler: asha\n",
         "experiments.e.metric",
         ["the asha scheduler need a metric"],
         id="scheduler-without-metric",

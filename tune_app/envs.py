@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from tune_app.errors import Collector, SpecError, did_you_mean
-from tune_app.registry import find_module, import_user_module, user_path
+from tune_app.user_code import (
+    check_env_class,
+    check_source,
+    find_module,
+    import_user_module,
+    missing_name,
+    user_path,
+)
 
 
 @dataclass(frozen=True)
@@ -42,14 +49,9 @@ class EnvRef:
         module_name, class_name = self.env.split(":")
         module = import_user_module(module_name, self.search_path, "env")
         cls = getattr(module, class_name, None)
-        if not isinstance(cls, type):
-            classes = [n for n, v in vars(module).items() if isinstance(v, type)]
-            raise SpecError(
-                f"module '{module_name}' has no class '{class_name}'",
-                path="env",
-                allowed=classes,
-                suggestion=did_you_mean(class_name, classes),
-            )
+        if cls is None:
+            missing_name(module, module_name, class_name, "env", classes=True)
+        check_env_class(cls, class_name, "env")
         return cls
 
 
@@ -91,7 +93,7 @@ def resolve_env(env: str, spec_dir: Path | None = None) -> EnvRef:
         if not module_name or not class_name.isidentifier():
             raise SpecError(f"'{env}' is neither a gymnasium id nor module:Class", path="env")
         search_path = user_path(spec_dir)
-        find_module(module_name, search_path, "env")
+        check_source(find_module(module_name, search_path, "env"), class_name, "env", env=True)
         return EnvRef(env=env, kind="class", search_path=search_path)
     import gymnasium
 

@@ -52,12 +52,14 @@ class SpecError(TuneAppError):
         return self
 
     def message(self) -> str:
-        where = ": ".join(part for part in (self.file, self.path) if part)
-        text = f"{where}: {self.what}" if where else self.what
+        path = clip(self.path, MAX_PATH_CHARS) if self.path else None
+        where = ": ".join(part for part in (self.file, path) if part)
+        what = self.what if self.multiline else clip(self.what, MAX_PART_CHARS)
+        text = f"{where}: {what}" if where else what
         if self.allowed:
-            text += f"; allowed: {self.allowed}"
+            text += f"; allowed: {clip(self.allowed, MAX_ALLOWED_CHARS)}"
         if self.suggestion:
-            text += f"; {self.suggestion}"
+            text += f"; {clip(self.suggestion, MAX_PART_CHARS)}"
         # One line: control characters from the user's values (a key holding "\n") are shown
         # escaped, so they cannot break or forge lines of the message.
         return text if self.multiline else text.translate(_ESCAPES)
@@ -114,6 +116,21 @@ class Collector:
             raise self.errors[0]
         if self.errors:
             raise SpecErrors(self.errors)
+
+
+# A message shows the user's values, which a hostile or broken spec can make megabytes long: each
+# part of a message is cut to these lengths, keeping both ends (where a value's difference shows).
+MAX_PART_CHARS = 400
+MAX_PATH_CHARS = 200
+MAX_ALLOWED_CHARS = 1_000
+
+
+def clip(text: str, limit: int) -> str:
+    """`text`, or its two ends with the number of characters left out between them."""
+    if len(text) <= limit:
+        return text
+    keep = (limit - 30) // 2
+    return f"{text[:keep]} ...({len(text) - 2 * keep:,} characters)... {text[-keep:]}"
 
 
 _ESCAPES = {c: repr(chr(c))[1:-1] for c in [*range(32), 127]}

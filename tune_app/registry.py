@@ -12,9 +12,7 @@ import importlib
 import importlib.util
 import inspect
 import pkgutil
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -22,6 +20,14 @@ from typing import Any, Literal
 
 from tune_app.contract import TrainableInfo
 from tune_app.errors import SpecError, did_you_mean
+from tune_app.user_code import (
+    check_source,
+    check_trainable,
+    find_module,
+    import_user_module,
+    missing_name,
+    user_path,
+)
 
 
 @dataclass(frozen=True)
@@ -44,57 +50,12 @@ class TrainableRef:
         module_name, func_name = self.run.split(":")
         module = import_user_module(module_name, self.search_path, "run")
         fn = getattr(module, func_name, None)
-        if not callable(fn):
-            names = [
-                n
-                for n, v in vars(module).items()
-                if inspect.isfunction(v)
-                or (inspect.isclass(v) and getattr(v, "__module__", None) == module.__name__)
-            ]
-            raise SpecError(
-                f"module '{module_name}' has no function or class '{func_name}'",
-                path="run",
-                allowed=names,
-                suggestion=did_you_mean(func_name, names),
-            )
+        if fn is None:
+            missing_name(module, module_name, func_name, "run", classes=False)
+        check_trainable(fn, func_name, "run")
         if inspect.isclass(fn):
             return fn  # a tune.Trainable class
         return with_keyword_reports(as_tune_function(fn))
-
-
-def import_user_module(module_name: str, search_path: tuple[str, ...], where: str) -> Any:
-    """Import a user's module from `search_path` or the installed packages (driver only).
-
-    A module found in the spec's folder or the working directory is pickled by value, so Ray
-    workers that cannot import it (not installed, not on their path) still run it.
-    """
-    _forget_stale(module_name, search_path)
-    with _on_path(search_path):
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as err:  # any import failure is the user's module
-            raise SpecError(
-                f"importing module '{module_name}' failed: {type(err).__name__}: {err}",
-                path=where,
-            ) from None
-    if _is_local(module, search_path):
-        from ray import cloudpickle
-
-        cloudpickle.register_pickle_by_value(module)
-    return module
-
-
-def _forget_stale(module_name: str, search_path: tuple[str, ...]) -> None:
-    """Drop a module of that name imported earlier in this process from another folder (another
-    spec's), so the spec's own module is imported, not the cached one."""
-    top = module_name.split(".")[0]
-    cached = sys.modules.get(top)
-    origin = getattr(cached, "__file__", None)
-    if cached is None or origin is None or _is_local(cached, search_path):
-        return
-    if any((Path(f) / top).is_dir() or (Path(f) / f"{top}.py").is_file() for f in search_path):
-        for name in [n for n in sys.modules if n == top or n.startswith(f"{top}.")]:
-            del sys.modules[name]
 
 
 def as_tune_function(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -201,50 +162,7 @@ def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
             allowed=names,
             suggestion=(did_you_mean(run, names) or "or write package.module:function"),
         )
-    module_name, _ = run.split(":")
+    module_name, func_name = run.split(":")
     search_path = user_path(spec_dir)
-    find_module(module_name, search_path, "run")
+    check_source(find_module(module_name, search_path, "run"), func_name, "run")
     return TrainableRef(run=run, kind="function", search_path=search_path)
-
-
-def user_path(spec_dir: Path | None) -> tuple[str, ...]:
-    """Folders user modules are imported from: the spec's folder, then the working directory."""
-    return tuple(
-        str(p) for p in dict.fromkeys([(spec_dir or Path.cwd()).resolve(), Path.cwd().resolve()])
-    )
-
-
-def find_module(module_name: str, search_path: tuple[str, ...], where: str) -> None:
-    """SpecError unless `module_name` can be imported from `search_path` (nothing is executed
-    beyond its parent packages' `__init__`)."""
-    with _on_path(search_path):
-        try:
-            found = importlib.util.find_spec(module_name)
-        except (ImportError, ValueError) as err:
-            found, why = None, str(err)
-        else:
-            why = "no such module"
-    if found is None:
-        raise SpecError(
-            f"module '{module_name}' cannot be found ({why})",
-            path=where,
-            suggestion="looked in " + ", ".join(search_path) + " and installed packages",
-        )
-
-
-def _is_local(module: Any, folders: tuple[str, ...]) -> bool:
-    origin = getattr(module, "__file__", None) or ""
-    return any(Path(origin).resolve().is_relative_to(f) for f in folders) and (
-        "site-packages" not in origin
-    )
-
-
-@contextmanager
-def _on_path(folders: tuple[str, ...]) -> Iterator[None]:
-    added = [f for f in folders if f not in sys.path]
-    sys.path[:0] = added
-    try:
-        yield
-    finally:
-        for f in added:
-            sys.path.remove(f)

@@ -508,6 +508,21 @@ _Loader.add_implicit_resolver(
 )
 
 
+# Bounds on what a spec file may make the loader build, so a hostile or broken file is refused
+# in milliseconds instead of exhausting memory or the stack. A spec is a few KB (Ray's largest
+# published RLlib YAML is under 10 KB), so each bound is far above any real spec:
+# - MAX_SPEC_BYTES: the file's size, checked before it is read;
+# - MAX_NODES: scalars and collections after aliases are expanded. PyYAML shares an anchored
+#   value between its aliases, but everything after loading (validation, copies, Tune's
+#   variant generator) walks it expanded: nine nested aliases of ten make 10**9 nodes (the
+#   "billion laughs" file, which reached 11.8 GB before this bound);
+# - MAX_DEPTH: nested collections; the loader and every walker of the spec recurse, and
+#   Python's stack ends near 1,000 frames.
+MAX_SPEC_BYTES = 1_000_000
+MAX_NODES = 100_000
+MAX_DEPTH = 64
+
+
 def read_yaml(path: Path) -> tuple[str, Any]:
     """Read and safely parse a YAML file, with every failure as a SpecError naming the file."""
     file = str(path)
@@ -524,9 +539,15 @@ def read_yaml(path: Path) -> tuple[str, Any]:
             suggestion="pass a .yaml file, such as search_spaces/grid.yaml",
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            raw = f.read(MAX_SPEC_BYTES + 1)
     except PermissionError:
         raise SpecError("cannot be read (permission denied)", file=file) from None
+    except OSError as err:
+        raise SpecError(f"cannot be read ({err.strerror})", file=file) from None
+    _check_size(len(raw), file)
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise SpecError(
             "is not a text file (not UTF-8)", file=file, suggestion="a spec is a YAML text file"
@@ -534,10 +555,73 @@ def read_yaml(path: Path) -> tuple[str, Any]:
     return text, read_yaml_text(text, path)
 
 
+def _check_size(size: int, file: str) -> None:
+    if size > MAX_SPEC_BYTES:
+        raise SpecError(
+            f"is larger than {MAX_SPEC_BYTES:,} bytes, the most a spec file may hold",
+            file=file,
+            suggestion="a spec names a trainable and its search space; data belongs in files "
+            "the trainable reads",
+        )
+
+
+def check_bounds(text: str, file: str) -> None:
+    """SpecError if the YAML `text` nests deeper than MAX_DEPTH or expands to more than
+    MAX_NODES values; read from PyYAML's event stream, which neither recurses nor expands."""
+    sizes: dict[str, int] = {}  # anchor -> expanded size of the value it marks
+    open_: list[tuple[str | None, int]] = []  # collections being read: anchor, nodes so far
+    total = 0
+
+    def add(n: int, mark: Any) -> None:
+        nonlocal total
+        total += n
+        if open_:
+            anchor, count = open_[-1]
+            open_[-1] = (anchor, count + n)
+        if total > MAX_NODES:
+            raise SpecError(
+                f"expands to more than {MAX_NODES:,} values{_at(mark)} (YAML aliases "
+                "repeat what their anchor holds)",
+                file=file,
+                suggestion="a spec this large is a mistake or an attack; write the values out",
+            )
+
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(open_) >= MAX_DEPTH:
+                raise SpecError(
+                    f"nests deeper than {MAX_DEPTH} levels{_at(event.start_mark)}",
+                    file=file,
+                    suggestion="a spec's values nest a few levels deep",
+                )
+            add(1, event.start_mark)
+            open_.append((event.anchor, 1))
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, count = open_.pop()
+            if anchor is not None:
+                sizes[anchor] = count
+            if open_:
+                open_[-1] = (open_[-1][0], open_[-1][1] + count - 1)  # add() counted its start
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+            add(1, event.start_mark)
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor in {anchor for anchor, _ in open_}:
+                raise SpecError(
+                    f"alias *{event.anchor} refers to a value that holds it{_at(event.start_mark)}",
+                    file=file,
+                    suggestion="a spec's values cannot contain themselves",
+                )
+            add(sizes.get(event.anchor, 1), event.start_mark)
+
+
 def read_yaml_text(text: str, path: Path) -> Any:
     """Safely parse YAML text read from `path`; every failure is a SpecError naming the file."""
     file = str(path)
     try:
+        _check_size(len(text.encode("utf-8", "surrogatepass")), file)
+        check_bounds(text, file)
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except SpecError as err:
         raise err.with_file(file) from None
@@ -559,6 +643,10 @@ def read_yaml_text(text: str, path: Path) -> Any:
         raise SpecError(
             f"is not valid YAML: {_first_line(problem)}{_at(getattr(err, 'problem_mark', None))}",
             file=file,
+        ) from None
+    except ValueError as err:  # a constructor's own: an integer of more than 4,300 digits
+        raise SpecError(
+            f"holds a value Python cannot read: {_first_line(err)}", file=file
         ) from None
     return data
 
