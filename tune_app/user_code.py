@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.machinery import ModuleSpec
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tune_app.errors import SpecError, did_you_mean
 
@@ -207,7 +207,9 @@ def _not_env(name: str, what: str, where: str) -> SpecError:
     )
 
 
-def missing_name(module: Any, module_name: str, name: str, where: str, *, classes: bool) -> None:
+def missing_name(
+    module: Any, module_name: str, name: str, where: str, *, classes: bool
+) -> NoReturn:
     """SpecError naming what `module` does define, when it has no `name`."""
     if classes:
         names = [n for n, v in vars(module).items() if isinstance(v, type)]
