@@ -467,7 +467,7 @@ def test_the_callback_pickles_without_its_open_writers(tmp_path: Path) -> None:
     trial = FakeTrial(str(tmp_path / "trial"), {"alpha": 0.2, "act": "relu", "beta": 1})
     board.on_trial_start(0, [trial], trial)
     restored = pickle.loads(pickle.dumps(board))
-    assert restored._trial_writer == {} and restored.hparams == board.hparams
+    assert restored.writers == {} and restored.hparams == board.hparams
     board.on_trial_complete(0, [trial], trial)
 
 
@@ -487,7 +487,7 @@ def board_run(ray_session, tmp_path_factory) -> Path:
     # As a run killed mid-trial leaves it: a session start, no end.
     running = FakeTrial(str(folder / "running_trial"), {"alpha": 0.4, "act": "relu", "beta": 1})
     board.on_trial_start(0, [running], running)
-    board._trial_writer.pop(running).close()
+    board.writers.pop(running).close()
     return folder
 
 

@@ -146,7 +146,8 @@ class TrialBoard(TBXLoggerCallback):
     Tune writes every result key under one `ray/tune/` group, and HParams only when a trial ends
     (none for a trial that errored before reporting) and of every config key. This writes the
     experiment's config and a session start when a trial starts, its end with a status, into
-    the events file of the trial's scalars. Being a TBXLoggerCallback, Tune adds no other.
+    the events file of the trial's scalars. Being a TBXLoggerCallback, Tune adds no other; none
+    of that class's own methods run (they use its private state), so this keeps its writers.
     """
 
     def __init__(
@@ -161,9 +162,7 @@ class TrialBoard(TBXLoggerCallback):
         # Not TBXLoggerCallback's own: it imports tensorboardX, whose writer imports torch
         # (2.5 s of a short search's start). The events are written with TensorBoard's writer.
         LoggerCallback.__init__(self)
-        self._summary_writer_cls = EventWriter
-        self._trial_writer: dict[Trial, EventWriter] = {}
-        self._trial_result: dict[Trial, dict] = {}
+        self.writers: dict[Trial, EventWriter] = {}
         self.hparams = dict(hparams)  # dotted config path -> its domain in the spec
         self.metrics = tuple(metrics)
         self.metric = metric
@@ -201,17 +200,20 @@ class TrialBoard(TBXLoggerCallback):
         return shown
 
     def log_trial_start(self, trial: Trial) -> None:
-        super().log_trial_start(trial)
+        if trial in self.writers:
+            self.writers[trial].close()
+        trial.init_local_path()
+        self.writers[trial] = EventWriter(trial.local_path or ".", flush_secs=FLUSH_S)
         # Also on a restart (resume, retry, unpause); TensorBoard keeps the first of each tag.
         self._write(trial, experiment_summary(self.hparams, self.shown_metrics, self.created))
         values = searched_values(trial.config, self.hparams)
         self._write(trial, session_start(values, trial_name(trial.trial_id)))
-        self._trial_writer[trial].flush()  # listed in HParams at once, before any result
+        self.writers[trial].flush()  # listed in HParams at once, before any result
 
     def log_trial_result(self, iteration: int, trial: Trial, result: dict) -> None:
-        if trial not in self._trial_writer:
+        if trial not in self.writers:
             self.log_trial_start(trial)
-        writer = self._trial_writer[trial]
+        writer = self.writers[trial]
         step = result.get("timesteps_total") or result["training_iteration"]  # as Tune's
         for tag, number in self.layout.scalars(result).items():
             writer.add_scalar(tag, number, global_step=step)
@@ -225,35 +227,36 @@ class TrialBoard(TBXLoggerCallback):
                 writer.add_scalar(SCORE_TAG, score, global_step=step)
 
     def log_trial_end(self, trial: Trial, failed: bool = False) -> None:
-        if trial not in self._trial_writer:  # ended before it started (its actor failed)
+        if trial not in self.writers:  # ended before it started (its actor failed)
             self.log_trial_start(trial)
         last = flatten(trial.last_result or {}, "/")
         self._write(trial, session_end(failed or diverged(last, self.metric) is not None))
-        super().log_trial_end(trial, failed)
+        self.writers.pop(trial).close()
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         """Events reach the disk within FLUSH_S, also a trial's that reports no more."""
-        for writer in self._trial_writer.values():
+        for writer in self.writers.values():
             writer.flush_if_due()
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         """Close what an interrupted run left open: its trials never ended."""
-        for writer in self._trial_writer.values():
+        for writer in self.writers.values():
             writer.close()
 
-    def _try_log_hparams(self, trial: Trial, result: dict) -> None:
-        """Tune's own end-of-trial HParams: off, this callback writes them from the start."""
-
     def _write(self, trial: Trial, summary: Any) -> None:
-        self._trial_writer[trial].add_summary(summary)  # on disk within FLUSH_S
+        self.writers[trial].add_summary(summary)  # on disk within FLUSH_S
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config for resume; open event writers cannot travel.
-        return {**self.__dict__, "_trial_writer": {}, "_trial_result": {}}
+        return {**self.__dict__, "writers": {}}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # A run begun by an earlier version, resumed: its pickle holds no layout.
         state.setdefault("layout", TagLayout(named=tuple(state.get("metrics", ()))))
+        # A run begun when the writers were TBXLoggerCallback's own state, resumed.
+        for old in ("_trial_writer", "_trial_result", "_summary_writer_cls"):
+            state.pop(old, None)
+        state["writers"] = {}
         self.__dict__.update(state)
 
 
