@@ -12,7 +12,7 @@ import pytest
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import HyperBandForBOHB, HyperBandScheduler
 
-from tune_app.hyperband import ResumableHyperBand, ResumableHyperBandForBOHB
+from tune_app.ray_internals.hyperband import ResumableHyperBand, ResumableHyperBandForBOHB
 
 
 class StandIn:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tune_app.placement import DeferredRemovalManager, deferred_group_removal
+from tune_app.ray_internals.placement import DeferredRemovalManager, deferred_group_removal
 
 
 def _cpus_free_within(ray, seconds: float) -> float:

@@ -443,8 +443,8 @@ def test_ray_s_node_lookup_waits_on_fine_polls_while_a_local_ray_starts(ray_sess
 
     from ray._private import services
 
-    from tune_app import runner
-    from tune_app.runner import NODE_POLL_S, _node_wait_polled_finely, _wait_for_node
+    from tune_app.ray_internals import startup
+    from tune_app.ray_internals.startup import NODE_POLL_S, _wait_for_node, node_wait_polled_finely
 
     slept: list[float] = []  # polls counted, not timed: a loaded machine may be slow to answer
 
@@ -452,7 +452,7 @@ def test_ray_s_node_lookup_waits_on_fine_polls_while_a_local_ray_starts(ray_sess
         slept.append(seconds)
         time.sleep(seconds)
 
-    monkeypatch.setattr(runner, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+    monkeypatch.setattr(startup, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
     node = ray_session._private.worker._global_node
     _wait_for_node(node.gcs_address, node.node_id, timeout_s=5)
     assert slept == []  # registered: found at the first poll
@@ -461,7 +461,7 @@ def test_ray_s_node_lookup_waits_on_fine_polls_while_a_local_ray_starts(ray_sess
     assert time.monotonic() - began >= 0.3 and len(slept) >= 2
     assert set(slept) == {NODE_POLL_S} and NODE_POLL_S <= 0.05
     original = services.get_node
-    with _node_wait_polled_finely():
+    with node_wait_polled_finely():
         assert services.get_node is not original
         assert services.get_node(node.gcs_address, node.node_id)["node_id"] == node.node_id
     assert services.get_node is original
@@ -533,3 +533,32 @@ e:
     result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
     assert result.code == 0, result.err
     assert (folder / "summary.json").exists()
+
+
+def test_a_ray_other_than_the_tested_one_gets_one_warning_line():
+    from tune_app.ray_internals import TESTED_RAY_VERSION, installed_ray_version, version_warning
+
+    assert installed_ray_version() == TESTED_RAY_VERSION  # constraints.txt pins the tested one
+    assert version_warning() is None
+    line = version_warning("2.61.0")
+    assert line is not None and "\n" not in line
+    assert "Ray 2.61.0 is installed" in line and TESTED_RAY_VERSION in line
+
+
+def test_no_module_outside_ray_internals_names_a_private_ray_symbol():
+    """Ray's private symbols live in tune_app.ray_internals, whose docstring lists them."""
+    import re
+
+    from tests.conftest import ROOT
+
+    private = re.compile(
+        r"ray\._private|ray\._raylet|from ray[\w.]* import _|ray\.[\w.]*\._[a-z]|class_cache"
+    )
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in (ROOT / "tune_app").rglob("*.py")
+        if "ray_internals" not in path.parts
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if private.search(line) and not line.lstrip().startswith("#")
+    ]
+    assert not found, found

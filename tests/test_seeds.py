@@ -294,7 +294,7 @@ def test_the_searcher_learns_a_configuration_whichever_seed_ends_last(ends, told
 
     from ray.tune.search import Searcher
 
-    from tune_app.repeat import SeedRepeater
+    from tune_app.ray_internals.seeded import SeedRepeater
 
     class Inner(Searcher):
         def __init__(self):
@@ -331,7 +331,7 @@ def test_an_early_stopping_scheduler_sees_the_configurations_aggregate():
     from ray.tune.schedulers import FIFOScheduler
 
     from tune_app import methods
-    from tune_app.repeat import JudgesBySeeds, SeededASHA
+    from tune_app.ray_internals.seeded import JudgesBySeeds, SeededASHA
 
     class Recorder(FIFOScheduler):
         def on_trial_result(self, tune_controller, trial, result):
@@ -376,7 +376,7 @@ def seed_trial(name, x, seed):
 def test_asha_stops_a_configurations_seeds_together():
     """Once one seed of a configuration is cut, its siblings stop at their next result, so the
     seeds of a configuration are never split between kept and stopped."""
-    from tune_app.repeat import SeededASHA
+    from tune_app.ray_internals.seeded import SeededASHA
 
     asha = SeededASHA(time_attr="training_iteration", max_t=4, grace_period=1, reduction_factor=2)
     asha.set_search_properties("score", "max")
@@ -400,7 +400,7 @@ def test_asha_stops_a_configurations_seeds_together():
 def test_a_seed_that_is_ahead_counts_with_its_value_at_the_same_time():
     from ray.tune.schedulers import FIFOScheduler
 
-    from tune_app.repeat import JudgesBySeeds
+    from tune_app.ray_internals.seeded import JudgesBySeeds
 
     class Recorder(FIFOScheduler):
         def on_trial_result(self, tune_controller, trial, result):
@@ -422,7 +422,7 @@ def test_a_seed_that_is_ahead_counts_with_its_value_at_the_same_time():
 def test_a_finished_seed_is_recorded_by_its_configurations_aggregate():
     """ASHA and the median rule keep a finished trial's last result for later comparisons: the
     aggregate, not the one seed's raw value among aggregates."""
-    from tune_app.repeat import SeededMedian
+    from tune_app.ray_internals.seeded import SeededMedian
 
     rule = SeededMedian(time_attr="training_iteration", grace_period=0, min_samples_required=1)
     rule.set_search_properties("score", "max")
@@ -442,7 +442,7 @@ def test_hyperband_judges_a_rung_on_all_seeds_there_and_keeps_them_together():
     takes whole configurations."""
     from ray.tune.experiment import Trial
 
-    from tune_app.repeat import SeededHyperBand
+    from tune_app.ray_internals.seeded import SeededHyperBand
 
     class Controller:
         stopped: list[str] = []
@@ -489,7 +489,7 @@ def test_hyperband_brackets_hold_whole_configurations():
     """Tune's grid makes every configuration's seed 0 before any seed 1 (the seed axis varies
     slowest): each later seed joins its configuration's bracket, and a bracket's size counts
     configurations, so seeds are never judged on different budgets."""
-    from tune_app.repeat import SeededHyperBand
+    from tune_app.ray_internals.seeded import SeededHyperBand
 
     band = SeededHyperBand(time_attr="training_iteration", max_t=3, reduction_factor=3)
     band.set_search_properties("score", "max")
@@ -507,7 +507,7 @@ def test_asha_compares_a_configuration_with_the_others_only():
     """Recorded per trial, a configuration's first seed set the bar its second had to clear:
     x=1's seeds 6 and 4 (mean 5) were cut against its own 6. Recorded once per configuration,
     it is measured against x=2's 5 only."""
-    from tune_app.repeat import SeededASHA
+    from tune_app.ray_internals.seeded import SeededASHA
 
     asha = SeededASHA(time_attr="training_iteration", max_t=9, grace_period=1, reduction_factor=3)
     asha.set_search_properties("score", "max")

@@ -113,14 +113,14 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if not args.quiet:  # at once: planning imports the trainables, which may import Ray
         print(f"tune_app: resuming {args.dir}", flush=True)
     plan = resume_plan(args.dir, force=args.force, cpus=_cluster_cpus(args))
-    from tune_app.hyperband import RESUME_NOTE
+    from tune_app.methods import scheduler_of
 
-    hyperband = [
-        f"{ep.experiment.key_path}.scheduler: {RESUME_NOTE}"
+    notes = [
+        f"{ep.experiment.key_path}.scheduler: {note}"
         for ep in plan.experiments
-        if ep.experiment.scheduler.type == "hyperband"
+        if (note := scheduler_of(ep.experiment.scheduler).resume_note)
     ]
-    _print_warnings([*plan.warnings, *hyperband])
+    _print_warnings([*plan.warnings, *notes])
 
     from tune_app import runner
 

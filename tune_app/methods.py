@@ -98,7 +98,7 @@ def _variants(options: Options, ctx: Context) -> Any:
     # a warning); the variant generator takes the limit itself.
     limit, seed = ctx.max_concurrent_trials or 0, ctx.seed
     if ctx.seeds:  # every variant once per seed, its seeds made one after another
-        from tune_app.repeat import SeededVariants
+        from tune_app.ray_internals.seeded import SeededVariants
 
         return SeededVariants(ctx.seeds, max_concurrent=limit, random_state=seed)
     return BasicVariantGenerator(max_concurrent=limit, random_state=seed)
@@ -191,14 +191,17 @@ class Searcher:
     exact_trials: bool = True  # the trial count is known before the run
     limits_concurrency: bool = False  # TuneConfig.max_concurrent_trials applies (not its own)
     pairs_with: str | None = None  # the one scheduler it works with, chosen when none is named
+    # Tune's variant generator: trials are independent draws, which a population scheduler's
+    # exploits and explores may replace (a model-based searcher's would be lost on it).
+    generates_variants: bool = False
     refuses: Callable[[Any], tuple[str, str] | None] | None = None  # a Domain it cannot sample
 
 
 SEARCHERS: dict[str, Searcher] = {
     s.name: s
     for s in (
-        Searcher("grid", GridOptions, _variants),
-        Searcher("random", RandomOptions, _variants),
+        Searcher("grid", GridOptions, _variants, generates_variants=True),
+        Searcher("random", RandomOptions, _variants, generates_variants=True),
         Searcher(
             "hyperopt",
             HyperOptOptions,
@@ -407,85 +410,130 @@ def _check_mutations(value: Any, path: str) -> None:
             raise ValueError(f"{where}: a mutation is redrawn, not a grid; write choice: [...]")
 
 
-def _fifo(options: Options, ctx: Context) -> Any:
-    from ray.tune.schedulers import FIFOScheduler
+@dataclass(frozen=True)
+class Variants:
+    """The classes a scheduler runs as, as "module:Class" imported only when built, by what the
+    experiment asks of it. A variant left None is not offered: the compatibility rules read
+    these, so a spec asking for one is refused at validate, naming the entries that have it."""
 
-    return FIFOScheduler()
+    plain: str
+    seeded: str | None = None  # judges each configuration by its seeds' aggregate
+    for_bohb: str | None = None  # the brackets BOHB's searcher fills
 
-
-def _hyperband(options: Options, ctx: Context) -> Any:
-    from tune_app.hyperband import ResumableHyperBand, ResumableHyperBandForBOHB
-
-    if ctx.searcher == "bohb":  # BOHB's brackets: its own HyperBand, without pipelining
-        return ResumableHyperBandForBOHB(**options.options())
-    if ctx.seeds_aggregate:
-        return _seeded("hyperband", options, ctx)
-    return ResumableHyperBand(**options.options())
-
-
-def _asha(options: Options, ctx: Context) -> Any:
-    from ray.tune.schedulers import ASHAScheduler
-
-    if ctx.seeds_aggregate:
-        return _seeded("asha", options, ctx)
-    return ASHAScheduler(**options.options())
+    def choose(self, ctx: Context) -> str:
+        """The variant for an experiment: BOHB's brackets, seeded, or plain."""
+        if ctx.searcher in BRACKET_SEARCHERS and self.for_bohb:
+            return self.for_bohb
+        if ctx.seeds_aggregate and self.seeded:
+            return self.seeded
+        return self.plain
 
 
-def _median(options: Options, ctx: Context) -> Any:
-    from ray.tune.schedulers import MedianStoppingRule
+def _import(path: str) -> Any:
+    import importlib
 
-    if ctx.seeds_aggregate:
-        return _seeded("median", options, ctx)
-    return MedianStoppingRule(**options.options())
-
-
-def _seeded(name: str, options: Options, ctx: Context) -> Any:
-    """The scheduler judging each configuration by its seeds' aggregate (tune_app.repeat)."""
-    from tune_app.repeat import SEEDED
-
-    scheduler = SEEDED[name](**options.options())
-    scheduler.how = ctx.seeds_aggregate or "mean"
-    return scheduler
-
-
-def _pbt(options: Options, ctx: Context) -> Any:
-    from tune_app.population import AppPBT
-
-    # Each clone (who copied whom, when, what changed) goes to the run folder's clones.jsonl.
-    # require_attrs=False: an RLlib iteration in which no episode finished has no return; PBT
-    # skips it instead of failing the trial (a metric never reported is caught by the stopper).
-    return AppPBT(folder=ctx.folder, **options.options(), log_config=True, require_attrs=False)
-
-
-def _pb2(options: Options, ctx: Context) -> Any:
-    from tune_app.population import AppPB2
-
-    return AppPB2(folder=ctx.folder, **options.options(), log_config=True, require_attrs=False)
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
 class Scheduler:
-    """One entry of the scheduler table."""
+    """One entry of the scheduler table: its options, the classes it runs as, and its traits."""
 
     name: str
     options: type[Options]
-    build: Callable[[Any, Context], Any]
+    variants: Variants
     needs_metric: bool = True  # it compares trials by the metric
     bounds_time: bool = False  # `max_t` of `time_attr` bounds every trial
     population: bool = False  # trials copy each other's checkpoints (needs checkpoints)
+    pauses: bool = False  # pauses trials and resumes them from checkpoints
+    # Halves a rung when every trial of its bracket got there: a concurrency limit below the
+    # trial count keeps later trials out of the bracket, so nothing is ever stopped early.
+    synchronous: bool = False
+    resume_note: str | None = None  # what a resumed run of it does differently
+    # Constructor options taken from the experiment, not the spec's options.
+    context_options: Callable[[Context], dict[str, Any]] | None = None
+
+    @property
+    def takes_seeds(self) -> bool:
+        """Whether a configuration's seeds stay one configuration under it: it judges by their
+        aggregate, or judges nothing."""
+        return self.variants.seeded is not None or not self.needs_metric
+
+    def build(self, options: Options, ctx: Context) -> Any:
+        """The Tune scheduler for an experiment."""
+        cls = _import(self.variants.choose(ctx))
+        extra = self.context_options(ctx) if self.context_options else {}
+        scheduler = cls(**options.options(), **extra)
+        if ctx.seeds_aggregate and self.variants.seeded:
+            scheduler.how = ctx.seeds_aggregate
+        return scheduler
 
 
+def _clones_logged(ctx: Context) -> dict[str, Any]:
+    # Each clone (who copied whom, when, what changed) goes to the run folder's clones.jsonl.
+    # require_attrs=False: an RLlib iteration in which no episode finished has no return; PBT
+    # skips it instead of failing the trial (a metric never reported is caught by the stopper).
+    return {"folder": ctx.folder, "log_config": True, "require_attrs": False}
+
+
+_INTERNALS = "tune_app.ray_internals"
 SCHEDULERS: dict[str, Scheduler] = {
     s.name: s
     for s in (
-        Scheduler("fifo", FifoOptions, _fifo, needs_metric=False),
-        Scheduler("hyperband", HyperBandOptions, _hyperband, bounds_time=True),
-        Scheduler("asha", AshaOptions, _asha, bounds_time=True),
-        Scheduler("median", MedianOptions, _median),
-        Scheduler("pbt", PbtOptions, _pbt, population=True),
-        Scheduler("pb2", Pb2Options, _pb2, population=True),
+        Scheduler(
+            "fifo", FifoOptions, Variants("ray.tune.schedulers:FIFOScheduler"), needs_metric=False
+        ),
+        Scheduler(
+            "hyperband",
+            HyperBandOptions,
+            Variants(
+                f"{_INTERNALS}.hyperband:ResumableHyperBand",
+                seeded=f"{_INTERNALS}.seeded:SeededHyperBand",
+                for_bohb=f"{_INTERNALS}.hyperband:ResumableHyperBandForBOHB",
+            ),
+            bounds_time=True,
+            pauses=True,
+            synchronous=True,
+            resume_note="Tune does not save HyperBand's brackets: the unfinished trials "
+            "continue from their checkpoints in new brackets, finished trials stay as they are",
+        ),
+        Scheduler(
+            "asha",
+            AshaOptions,
+            Variants("ray.tune.schedulers:ASHAScheduler", seeded=f"{_INTERNALS}.seeded:SeededASHA"),
+            bounds_time=True,
+        ),
+        Scheduler(
+            "median",
+            MedianOptions,
+            Variants(
+                "ray.tune.schedulers:MedianStoppingRule", seeded=f"{_INTERNALS}.seeded:SeededMedian"
+            ),
+        ),
+        Scheduler(
+            "pbt",
+            PbtOptions,
+            Variants(f"{_INTERNALS}.population:AppPBT"),
+            population=True,
+            context_options=_clones_logged,
+        ),
+        Scheduler(
+            "pb2",
+            Pb2Options,
+            Variants(f"{_INTERNALS}.population:AppPB2"),
+            population=True,
+            context_options=_clones_logged,
+        ),
     )
 }
+# Searchers that fill a scheduler's brackets themselves (BOHB): the scheduler's for_bohb variant.
+BRACKET_SEARCHERS = frozenset(s.name for s in SEARCHERS.values() if s.pairs_with is not None)
+
+
+def names_where(table: dict[str, Any], trait: Callable[[Any], bool]) -> list[str]:
+    """The names of a table's entries that have a trait, for messages that list what is allowed."""
+    return [name for name, entry in table.items() if trait(entry)]
 
 
 def searcher_of(options: Options) -> Searcher:

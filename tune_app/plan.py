@@ -15,7 +15,15 @@ from tune_app import rllib
 from tune_app.contract import Knob
 from tune_app.envs import EnvRef, resolve_env, resolve_env_grid
 from tune_app.errors import Collector, SpecError, did_you_mean
-from tune_app.methods import mutated_paths, scheduler_of, searcher_of
+from tune_app.methods import (
+    BRACKET_SEARCHERS,
+    SCHEDULERS,
+    SEARCHERS,
+    mutated_paths,
+    names_where,
+    scheduler_of,
+    searcher_of,
+)
 from tune_app.registry import TrainableRef, resolve
 from tune_app.rundir.storage import is_uri, staging_dir
 from tune_app.seeds import SEED_KEY
@@ -425,7 +433,7 @@ def check_loaded(ep: ExperimentPlan, trainable: Any) -> None:
     with errors.check():
         _refuse_checkpoint_keys(exp, why, "")
     entry = scheduler_of(exp.scheduler)
-    if entry.population or exp.scheduler.type == "hyperband":
+    if entry.population or entry.pauses:
         errors.errors.append(
             SpecError(
                 f"scheduler {entry.name} {'copies' if entry.population else 'pauses'} trials "
@@ -444,14 +452,15 @@ def _check_population(exp: Experiment, ref: TrainableRef, warnings: list[str]) -
     if not entry.population:
         return
     where = f"{exp.key_path}.scheduler"
-    if exp.search.type not in ("grid", "random"):
+    if not searcher_of(exp.search).generates_variants:
+        allowed = names_where(SEARCHERS, lambda s: s.generates_variants)
         raise SpecError(
-            f"scheduler {entry.name} runs with grid or random search only, not "
+            f"scheduler {entry.name} runs with {' or '.join(allowed)} search only, not "
             f"{exp.search.type}: its population's exploits and explores are the search (Tune "
             "refuses a searcher beside it when the run starts)",
             path=f"{exp.key_path}.search",
-            allowed=("grid", "random"),
-            suggestion="write search: random",
+            allowed=allowed,
+            suggestion=f"write search: {allowed[-1]}",
         )
     options = exp.scheduler.model_dump()
     mutated = list(options.get("hyperparam_mutations") or options.get("hyperparam_bounds") or {})
@@ -500,11 +509,12 @@ def _check_seeds(exp: Experiment, ref: TrainableRef) -> None:
         ref.info.refuse_missing_knob(SEED_KEY, "it cannot run on seeds", path=where)
     entry = searcher_of(exp.search)
     if entry.pairs_with is not None:
+        others = names_where(SEARCHERS, lambda s: s.pairs_with is None)
         raise SpecError(
             f"search {entry.name} runs its own brackets and cannot judge a configuration by "
             "several seeds",
             path=where,
-            suggestion="use search: optuna, hyperopt, random or grid with seeds",
+            suggestion=f"use search: {_or(others[::-1])} with seeds",
         )
     sampled = any(not d.is_grid for _, d in iter_domains(exp.config))
     if entry.takes_grid and exp.num_samples > 1 and not sampled:
@@ -515,12 +525,13 @@ def _check_seeds(exp: Experiment, ref: TrainableRef) -> None:
             suggestion=f"leave num_samples out and write seeds: "
             f"{len(exp.seeds) * exp.num_samples} for more seeds",
         )
-    if scheduler_of(exp.scheduler).population:
+    if not scheduler_of(exp.scheduler).takes_seeds:
         raise SpecError(
             f"scheduler {exp.scheduler.type} copies single trials into others, so the seeds of "
             "a configuration would not stay one configuration",
             path=where,
-            suggestion="use scheduler fifo, asha, hyperband or median with seeds",
+            suggestion=f"use scheduler {_or(names_where(SCHEDULERS, lambda e: e.takes_seeds))} "
+            "with seeds",
         )
 
 
@@ -554,20 +565,27 @@ def _check_concurrency(exp: Experiment, trials: int) -> None:
     early. Measured with random search, max_t 9, 17 trials: 75 iterations in all without a
     limit, 153 (all 17 to max_t) with max_concurrent_trials 2. BOHB's HyperBand waits for its
     bracket to fill, and its searcher does not count waiting trials, so it is not affected."""
-    limit = exp.max_concurrent_trials
-    if exp.scheduler.type != "hyperband" or exp.search.type == "bohb" or limit is None:
+    limit, entry = exp.max_concurrent_trials, scheduler_of(exp.scheduler)
+    if not entry.synchronous or exp.search.type in BRACKET_SEARCHERS or limit is None:
         return
     if limit >= trials:
         return  # every trial may be made at once: the limit changes nothing
+    asynchronous = names_where(SCHEDULERS, lambda e: e.bounds_time and not e.synchronous)
     raise SpecError(
-        f"max_concurrent_trials {limit} with scheduler hyperband: Tune's synchronous HyperBand "
-        f"halves each rung among the trials its bracket holds at that moment, and the limit "
-        f"lets it hold {limit} of {trials}, so trials would not be stopped early",
+        f"max_concurrent_trials {limit} with scheduler {entry.name}: Tune's synchronous "
+        f"{entry.name} halves each rung among the trials its bracket holds at that moment, and "
+        f"the limit lets it hold {limit} of {trials}, so trials would not be stopped early",
         path=f"{exp.key_path}.max_concurrent_trials",
-        suggestion="leave max_concurrent_trials out (trials that do not fit wait, and HyperBand "
-        "resumes its paused ones), or use scheduler asha (asynchronous: made for a fixed number "
-        "of trials at once), or search bohb",
+        suggestion=f"leave max_concurrent_trials out (trials that do not fit wait, and "
+        f"{entry.name} resumes its paused ones), or use scheduler {_or(asynchronous)} "
+        "(asynchronous: made for a fixed number of trials at once), or search "
+        f"{_or(sorted(BRACKET_SEARCHERS))}",
     )
+
+
+def _or(names: list[str]) -> str:
+    """'a, b or c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def _check_fits(exp: Experiment, bundles: tuple[dict[str, float], ...], cpus: float) -> None:

@@ -15,6 +15,7 @@ import importlib
 import logging
 import os
 import shutil
+import sys
 import threading
 import time
 import warnings
@@ -29,6 +30,13 @@ import trainables
 import tune_app
 from tune_app.errors import SpecError
 from tune_app.plan import ExperimentPlan, Plan, check_loaded
+from tune_app.ray_internals import version_warning
+from tune_app.ray_internals.startup import (
+    TUNE_TRIAL_ENV,
+    node_wait_polled_finely,
+    stop_local_ray,
+    trials_on_prestarted_workers,
+)
 from tune_app.rundir import storage
 from tune_app.rundir.layout import (
     RESULTS_FILE,
@@ -41,9 +49,6 @@ from tune_app.rundir.read import read_summary
 from tune_app.rundir.records import RunSummary
 from tune_app.rundir.write import mark_finished_trials, write_run_files
 
-# What Tune gives each trial actor as its runtime env (ray.tune.execution.class_cache, checked
-# once Tune is imported): a local Ray's workers inherit it instead.
-TUNE_TRIAL_ENV = {"PL_DISABLE_FORK": "1"}
 # Ray Train's own switch (ray.train.v2._internal.constants): with it off, a trial process's
 # `ray.train.report`, `get_checkpoint` and `get_context` are Train's first versions, which hand
 # over to ray.tune's in a Tune trial. Trainables as Ray 2.7 to 2.40 documented them run; Train's
@@ -72,6 +77,8 @@ class RunOptions:
 
 def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     """Run (or resume) every experiment of `plan`; raises SpecError before writing anything."""
+    if opts.verbosity and (untested := version_warning()):
+        print(f"warning: {untested}", file=sys.stderr)
     if not opts.resume:
         _refuse_existing(plan)
     started_here = not ray.is_initialized()
@@ -189,7 +196,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
 
     from tune_app import progress
     from tune_app.callbacks import relocate
-    from tune_app.placement import deferred_group_removal
+    from tune_app.ray_internals.placement import deferred_group_removal
     from tune_app.tuner import build_tuner, param_space, state_period
 
     if opts.board is not None:
@@ -363,95 +370,12 @@ def _ray_for(plan: Plan, opts: RunOptions) -> Iterator[None]:
     # trials_on_prestarted_workers.
     for key, value in {**TUNE_TRIAL_ENV, **TRAIN_FUNCTIONS_ENV}.items():
         os.environ.setdefault(key, value)
-    with _node_wait_polled_finely():
+    with node_wait_polled_finely():
         ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
     try:
         yield
     finally:
         stop_local_ray()
-
-
-NODE_POLL_S = 0.02
-
-
-@contextlib.contextmanager
-def _node_wait_polled_finely() -> Iterator[None]:
-    """Let `ray.init` find its new raylet when it registers, not up to a second later.
-
-    Ray's node lookup (GlobalStateAccessor::GetNode) retries once a second; on 2 cores the raylet
-    registers about 1.8 s after the start, so `ray.init` took 2.1 s or 3.1 s. While this holds,
-    the lookup first waits for the node, asking the GCS every NODE_POLL_S, then asks as Ray does.
-    Anything unexpected in Ray's API leaves Ray's own lookup to do all of it."""
-    services: Any = getattr(ray._private, "services", None)
-    original = getattr(services, "get_node", None)
-    if original is None:
-        yield
-        return
-
-    def get_node(gcs_address: str, node_id: str) -> Any:
-        with contextlib.suppress(Exception):
-            _wait_for_node(gcs_address, node_id)
-        return original(gcs_address, node_id)
-
-    services.get_node = get_node
-    try:
-        yield
-    finally:
-        services.get_node = original
-
-
-def _wait_for_node(gcs_address: str, node_id: str, timeout_s: float = 10.0) -> None:
-    """Until the GCS lists node `node_id` (hex) as alive, or `timeout_s` has passed."""
-    from ray._raylet import GcsClient  # type: ignore[attr-defined]  # not in Ray's stubs
-    from ray.core.generated.gcs_pb2 import GcsNodeInfo  # type: ignore[attr-defined]
-
-    client = GcsClient(address=gcs_address)
-    ends = time.monotonic() + timeout_s
-    while time.monotonic() < ends:
-        nodes = client.get_all_node_info(timeout=5)
-        if any(k.hex() == node_id and v.state == GcsNodeInfo.ALIVE for k, v in nodes.items()):
-            return
-        time.sleep(NODE_POLL_S)
-
-
-@contextlib.contextmanager
-def trials_on_prestarted_workers() -> Iterator[None]:
-    """Let trial actors start in the workers a local Ray starts with its node.
-
-    Tune gives every trial actor a runtime env of a few environment variables (PL_DISABLE_FORK,
-    and AWS keys or Train's settings where the driver has them). No worker Ray prestarted has
-    that env, so each trial waited for a fresh worker process: 1.5-2 s before the first result
-    on 2 cores. A local Ray's workers inherit the driver's environment, where `_ray_for` set
-    Tune's variables before starting Ray: so, while this holds, Tune's actors ask for no runtime
-    env of their own. (Also in an experiment's own task: workers inherit the same environment.)
-    """
-    from ray.tune.execution import class_cache
-
-    if not class_cache.DEFAULT_ENV_VARS.items() <= os.environ.items():
-        yield  # Tune now sets more than TUNE_TRIAL_ENV: its actors keep their runtime env
-        return
-    saved = {
-        name: getattr(class_cache, name, None)
-        for name in ("DEFAULT_ENV_VARS", "ENV_VARS_TO_PROPAGATE")
-    }
-    class_cache.DEFAULT_ENV_VARS = {}
-    class_cache.ENV_VARS_TO_PROPAGATE = set()
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(class_cache, name, value)
-
-
-def stop_local_ray() -> None:
-    """`ray.shutdown()`, less the second it waits for the autoscaler's monitor to exit on
-    SIGTERM: a local node's fixed size needs no autoscaler, so it is killed first."""
-    node = getattr(ray._private.worker, "_global_node", None)
-    kill_monitor = getattr(node, "kill_monitor", None)
-    if kill_monitor is not None:
-        with contextlib.suppress(Exception):  # it is gone already: shutdown's own business
-            kill_monitor(check_alive=False)
-    ray.shutdown()
 
 
 def _check_cluster(plan: Plan) -> None:

@@ -3,7 +3,8 @@ its seeds' scores (mean, interquartile mean or median) with a bootstrap confiden
 
 Grid and random searches make every variant once per seed, in turn (`SeededVariants`, the seed
 in the config key `seed`); a model-based searcher is wrapped in `SeedRepeater`, which asks it
-for a configuration once, runs it on every seed and tells it the aggregate (`tune_app.repeat`).
+for a configuration once, runs it on every seed and tells it the aggregate
+(`tune_app.ray_internals.seeded`).
 Ray-free.
 """
 

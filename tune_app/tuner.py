@@ -204,7 +204,7 @@ def _searcher(ep: ExperimentPlan) -> Any:
     )
     searcher = searcher_of(exp.search).build(exp.search, ctx)
     if _repeats(ep):
-        from tune_app.repeat import SeedRepeater
+        from tune_app.ray_internals.seeded import SeedRepeater
 
         return SeedRepeater(searcher, exp.seeds, exp.aggregate)
     return searcher

@@ -22,11 +22,6 @@ from ray.tune.experiment import Trial
 from ray.tune.schedulers import HyperBandForBOHB, HyperBandScheduler
 from ray.tune.schedulers.hyperband import _Bracket
 
-RESUME_NOTE = (
-    "Tune does not save HyperBand's brackets: the unfinished trials continue from their "
-    "checkpoints in new brackets, finished trials stay as they are"
-)
-
 
 class _FilledOnce(_Bracket):
     """A bracket that is full once it was given its trials, ended ones included."""

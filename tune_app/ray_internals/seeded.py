@@ -17,7 +17,7 @@ from ray.tune.search import BasicVariantGenerator, Repeater
 from ray.tune.search.basic_variant import _TrialIterator
 from ray.tune.search.repeater import TRIAL_INDEX
 
-from tune_app.hyperband import ResumableHyperBand, _FilledOnce
+from tune_app.ray_internals.hyperband import ResumableHyperBand, _FilledOnce
 from tune_app.seeds import SEED_KEY, aggregate
 
 
@@ -328,6 +328,3 @@ class SeededHyperBand(JudgesBySeeds, ResumableHyperBand):
             if trial not in live and self._ends_early(self._time_of(result or {})):
                 stopped.add(self._group(trial))
         return action
-
-
-SEEDED = {"asha": SeededASHA, "median": SeededMedian, "hyperband": SeededHyperBand}

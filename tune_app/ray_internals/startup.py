@@ -1,0 +1,101 @@
+"""Starting and stopping a local Ray, and Tune's trial actors on Ray's prestarted workers.
+
+Each helper patches or reads one private Ray symbol (listed in `tune_app.ray_internals`), and
+falls back to Ray's own behaviour when the symbol is not there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import ray
+
+# What Tune gives each trial actor as its runtime env (ray.tune.execution.class_cache, checked
+# once Tune is imported): a local Ray's workers inherit it instead.
+TUNE_TRIAL_ENV = {"PL_DISABLE_FORK": "1"}
+
+NODE_POLL_S = 0.02
+
+
+@contextlib.contextmanager
+def node_wait_polled_finely() -> Iterator[None]:
+    """Let `ray.init` find its new raylet when it registers, not up to a second later.
+
+    Ray's node lookup (GlobalStateAccessor::GetNode) retries once a second; on 2 cores the raylet
+    registers about 1.8 s after the start, so `ray.init` took 2.1 s or 3.1 s. While this holds,
+    the lookup first waits for the node, asking the GCS every NODE_POLL_S, then asks as Ray does.
+    Anything unexpected in Ray's API leaves Ray's own lookup to do all of it."""
+    services: Any = getattr(ray._private, "services", None)
+    original = getattr(services, "get_node", None)
+    if original is None:
+        yield
+        return
+
+    def get_node(gcs_address: str, node_id: str) -> Any:
+        with contextlib.suppress(Exception):
+            _wait_for_node(gcs_address, node_id)
+        return original(gcs_address, node_id)
+
+    services.get_node = get_node
+    try:
+        yield
+    finally:
+        services.get_node = original
+
+
+def _wait_for_node(gcs_address: str, node_id: str, timeout_s: float = 10.0) -> None:
+    """Until the GCS lists node `node_id` (hex) as alive, or `timeout_s` has passed."""
+    from ray._raylet import GcsClient  # type: ignore[attr-defined]  # not in Ray's stubs
+    from ray.core.generated.gcs_pb2 import GcsNodeInfo  # type: ignore[attr-defined]
+
+    client = GcsClient(address=gcs_address)
+    ends = time.monotonic() + timeout_s
+    while time.monotonic() < ends:
+        nodes = client.get_all_node_info(timeout=5)
+        if any(k.hex() == node_id and v.state == GcsNodeInfo.ALIVE for k, v in nodes.items()):
+            return
+        time.sleep(NODE_POLL_S)
+
+
+@contextlib.contextmanager
+def trials_on_prestarted_workers() -> Iterator[None]:
+    """Let trial actors start in the workers a local Ray starts with its node.
+
+    Tune gives every trial actor a runtime env of a few environment variables (PL_DISABLE_FORK,
+    and AWS keys or Train's settings where the driver has them). No worker Ray prestarted has
+    that env, so each trial waited for a fresh worker process: 1.5-2 s before the first result
+    on 2 cores. A local Ray's workers inherit the driver's environment, where `_ray_for` set
+    Tune's variables before starting Ray: so, while this holds, Tune's actors ask for no runtime
+    env of their own. (Also in an experiment's own task: workers inherit the same environment.)
+    """
+    from ray.tune.execution import class_cache
+
+    if not class_cache.DEFAULT_ENV_VARS.items() <= os.environ.items():
+        yield  # Tune now sets more than TUNE_TRIAL_ENV: its actors keep their runtime env
+        return
+    saved = {
+        name: getattr(class_cache, name, None)
+        for name in ("DEFAULT_ENV_VARS", "ENV_VARS_TO_PROPAGATE")
+    }
+    class_cache.DEFAULT_ENV_VARS = {}
+    class_cache.ENV_VARS_TO_PROPAGATE = set()
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(class_cache, name, value)
+
+
+def stop_local_ray() -> None:
+    """`ray.shutdown()`, less the second it waits for the autoscaler's monitor to exit on
+    SIGTERM: a local node's fixed size needs no autoscaler, so it is killed first."""
+    node = getattr(ray._private.worker, "_global_node", None)
+    kill_monitor = getattr(node, "kill_monitor", None)
+    if kill_monitor is not None:
+        with contextlib.suppress(Exception):  # it is gone already: shutdown's own business
+            kill_monitor(check_alive=False)
+    ray.shutdown()
