@@ -28,7 +28,7 @@ from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.rllib_metrics import RETURN_MEAN, SMOOTHED_LEN, SMOOTHED_RETURN
 from tune_app.scoring import finite
 from tune_app.space import Domain, representative, whole_number
-from tune_app.spec import Experiment
+from tune_app.spec.models import Experiment
 
 # Algorithm name -> module of its Algorithm class (the new API stack's torch algorithms).
 ALGORITHMS = {
