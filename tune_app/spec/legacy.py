@@ -37,7 +37,7 @@ NO_EFFECT_KEYS = {
 }
 
 
-def translate_legacy(raw: Any, path: str, warnings: list[str]) -> Any:
+def translate_legacy(raw: Any, path: str, warnings: list[str]) -> Any:  # noqa: C901
     """Rename aliases and Tune's old experiment keys, warning once for each legacy key."""
     if not isinstance(raw, dict):
         return raw

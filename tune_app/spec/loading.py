@@ -104,7 +104,7 @@ def _check_size(size: int, file: str) -> None:
         )
 
 
-def check_bounds(text: str, file: str) -> None:
+def check_bounds(text: str, file: str) -> None:  # noqa: C901
     """SpecError if the YAML `text` nests deeper than MAX_DEPTH or expands to more than
     MAX_NODES values; read from PyYAML's event stream, which neither recurses nor expands."""
     sizes: dict[str, int] = {}  # anchor -> expanded size of the value it marks

@@ -30,7 +30,7 @@ def validate(target: Any, data: Any) -> Any:
         raise (errors[0] if len(errors) == 1 else SpecErrors(errors)) from None
 
 
-def _to_spec_error(target: Any, err: Any) -> SpecError:
+def _to_spec_error(target: Any, err: Any) -> SpecError:  # noqa: C901
     """One pydantic error as a SpecError: dotted path without union tags, allowed keys, hints."""
     loc = tuple(str(p) for p in err["loc"])
     kind = err["type"]
