@@ -85,8 +85,8 @@ def validate(
 ) -> Plan:
     """The checked plan of a spec (a file, or a mapping as the YAML would hold it), Ray-free:
     what `tune_app validate` prints. (`tune_app.plan` is the module that makes it.)"""
-    from tune_app import spec as specs
     from tune_app.plan import make_plan
+    from tune_app.spec import resolve as specs
 
     loaded = _load(spec, specs)
     return make_plan(

@@ -18,13 +18,15 @@ from typing import Any, Literal
 
 import yaml
 
-from tune_app import scoring, spec
+from tune_app import scoring
 from tune_app.errors import SpecError
 from tune_app.rundir.layout import SPEC_FILE
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.rundir.records import TrialOutcome
 from tune_app.rundir.storage import open_runs
 from tune_app.seeds import SEED_KEY
+from tune_app.spec.loading import read_yaml_text
+from tune_app.spec.resolve import parse
 
 Format = Literal["yaml", "json", "overrides"]
 FORMATS = ("yaml", "json", "overrides")
@@ -60,15 +62,15 @@ def best_spec(
             suggestion="pass one experiment folder at a time",
         )
     spec_path = runs[0].local / SPEC_FILE
-    raw = spec.read_yaml_text(texts.pop(), spec_path)
-    parsed = spec.parse(copy.deepcopy(raw), spec_path)
+    raw = read_yaml_text(texts.pop(), spec_path)
+    parsed = parse(copy.deepcopy(raw), spec_path)
     found = [b for r in runs for b in _top(read_experiment(r.local, r.location), top)]
     if parsed.form == "app":
         out = {k: v for k, v in raw.items() if k not in (*SEARCH_KEYS, "experiments")}
         out["experiments"] = _experiments(raw["experiments"], found, seeds)
     else:
         out = _experiments(raw, found, seeds)
-    spec.parse(copy.deepcopy(out), Path("<best>"))  # a bug here must not reach the user's run
+    parse(copy.deepcopy(out), Path("<best>"))  # a bug here must not reach the user's run
     return out, found
 
 

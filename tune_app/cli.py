@@ -22,11 +22,11 @@ EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130  # bad input exits with its e
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from tune_app import spec
     from tune_app.console import plan_text
     from tune_app.plan import make_plan
+    from tune_app.spec.resolve import load
 
-    loaded = spec.load(args.spec)
+    loaded = load(args.spec)
     plan = make_plan(loaded, storage_path=args.storage_path, smoke=args.smoke)
     _print_warnings([*plan.warnings, *_earlier_runs(plan)])
     print(plan_text(plan))
@@ -48,10 +48,10 @@ def _earlier_runs(plan: Any) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tune_app import spec
     from tune_app.plan import make_plan
+    from tune_app.spec.resolve import load
 
-    loaded = spec.load(args.spec)
+    loaded = load(args.spec)
     if not args.quiet:  # at once: planning imports the trainables, which may import Ray
         from tune_app.console import start_line
 
@@ -237,7 +237,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from tune_app.spec import json_schema
+    from tune_app.spec.schema import json_schema
 
     print(json.dumps(json_schema(), indent=2))
     return EXIT_OK

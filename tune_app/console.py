@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from tune_app.contract import TrainableInfo
     from tune_app.expect import Outcome
     from tune_app.rundir.records import RunSummary
-    from tune_app.spec import Spec
+    from tune_app.spec.models import Spec
 
 
 def trainables_text(infos: Iterable[TrainableInfo]) -> str:

@@ -29,7 +29,7 @@ from tune_app.rundir.storage import is_uri, staging_dir
 from tune_app.seeds import SEED_KEY
 from tune_app.smoke import shrink
 from tune_app.space import LIST_KINDS, RULES, Domain, grid_size, iter_domains, searched_paths
-from tune_app.spec import Experiment, Mode, Spec
+from tune_app.spec.models import Experiment, Mode, Spec
 
 
 @dataclass(frozen=True)

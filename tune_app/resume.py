@@ -11,12 +11,12 @@ import difflib
 import json
 from pathlib import Path
 
-from tune_app import spec
 from tune_app.api import DICT_SPEC
 from tune_app.errors import SpecError
 from tune_app.plan import Plan, make_plan
 from tune_app.rundir.layout import RUN_FILE, SPEC_FILE
 from tune_app.rundir.storage import is_uri, open_runs
+from tune_app.spec.resolve import loads
 
 
 def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None = None) -> Plan:
@@ -53,7 +53,7 @@ def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None =
                 multiline=True,
             )
         warnings.append(f"{spec_file} changed since the run; resuming the spec as it was run")
-    loaded = spec.loads(as_run, spec_file)
+    loaded = loads(as_run, spec_file)
     smoke = bool(infos[0].get("smoke"))
     root = found[0].parent
     if smoke:

@@ -28,7 +28,7 @@ from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.rllib_metrics import RETURN_MEAN, SMOOTHED_LEN, SMOOTHED_RETURN
 from tune_app.scoring import finite
 from tune_app.space import Domain, representative, whole_number
-from tune_app.spec import Experiment
+from tune_app.spec.models import Experiment
 
 # Algorithm name -> module of its Algorithm class (the new API stack's torch algorithms).
 ALGORITHMS = {
@@ -566,7 +566,7 @@ def is_legacy(key: str) -> bool:
     return key in RENAMED or key in _HANDLERS or key in NO_OPS or key in NO_OP_DEFAULTS
 
 
-def _translate_key(t: _Translation, key: str, value: Any, path: str) -> None:
+def _translate_key(t: _Translation, key: str, value: Any, path: str) -> None:  # noqa: C901
     keys = t.keys
     if key in _HANDLERS:
         _HANDLERS[key](t, value, path)
@@ -1166,7 +1166,7 @@ def resources(name: str, config: dict[str, Any]) -> Resources:
 # ---- an RLlib experiment of a spec --------------------------------------------------------
 
 
-def translate_experiment(
+def translate_experiment(  # noqa: C901
     exp: Experiment, warnings: list[str], gym_env: bool
 ) -> tuple[Experiment, SpecError | None]:
     """The experiment with RLlib's legacy config keys and metric names in new-stack spelling,
@@ -1257,7 +1257,7 @@ _RESOURCE_SPELLINGS = {
 }
 
 
-def trial_bundles(
+def trial_bundles(  # noqa: C901
     exp: Experiment, written: Experiment, gym_id: str | None, cpus: float, rllib_checks: bool
 ) -> tuple[dict[str, float], ...]:
     """The trial's bundles as RLlib sizes them; a trial that cannot fit is refused naming the

@@ -128,7 +128,7 @@ def read_summary(folder: Path) -> RunSummary | None:
     return RunSummary.from_json(data) if data is not None else None
 
 
-def read_experiment(folder: Path, location: str | None = None) -> ExperimentResults:
+def read_experiment(folder: Path, location: str | None = None) -> ExperimentResults:  # noqa: C901
     """One experiment folder, read as far as its files allow; `location` names it (a cloud
     URI whose files were pulled into `folder`)."""
     problems: list[str] = []

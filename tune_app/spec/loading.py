@@ -1,0 +1,198 @@
+"""Safe, bounded YAML reading: a spec file's text to plain data, every failure a SpecError that
+names the file. No Python tags, no duplicate keys, and bounds on size, depth and alias expansion,
+so a hostile or broken file is refused in milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tune_app.errors import SpecError
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader that also refuses duplicate keys (PyYAML keeps the last silently).
+    Merge keys (`<<: *defaults`) work as in YAML 1.1: a mapping's own keys override merged ones,
+    so only its own keys are checked for duplicates."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # SafeLoader's construct_mapping merges these
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, typing.Hashable):
+                continue  # PyYAML's own "unhashable key" error follows, naming the line
+            if key in seen:
+                mark = key_node.start_mark
+                raise SpecError(
+                    f"duplicate key '{key}' at line {mark.line + 1}",
+                    suggestion="each key may appear once in a mapping",
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.2 floats that PyYAML (YAML 1.1) reads as strings: an exponent without a dot or without
+# a sign (`1e-4`, `1E5`, `2.5e3`), as people write learning rates.
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+# Bounds on what a spec file may make the loader build, so a hostile or broken file is refused
+# in milliseconds instead of exhausting memory or the stack. A spec is a few KB (Ray's largest
+# published RLlib YAML is under 10 KB), so each bound is far above any real spec:
+# - MAX_SPEC_BYTES: the file's size, checked before it is read;
+# - MAX_NODES: scalars and collections after aliases are expanded. PyYAML shares an anchored
+#   value between its aliases, but everything after loading (validation, copies, Tune's
+#   variant generator) walks it expanded: nine nested aliases of ten make 10**9 nodes (the
+#   "billion laughs" file, which reached 11.8 GB before this bound);
+# - MAX_DEPTH: nested collections; the loader and every walker of the spec recurse, and
+#   Python's stack ends near 1,000 frames.
+MAX_SPEC_BYTES = 1_000_000
+MAX_NODES = 100_000
+MAX_DEPTH = 64
+
+
+def read_yaml(path: Path) -> tuple[str, Any]:
+    """Read and safely parse a YAML file, with every failure as a SpecError naming the file."""
+    file = str(path)
+    if not path.exists():
+        raise SpecError(
+            "no such file",
+            file=file,
+            suggestion=f"looked for {path.absolute()} (relative to {Path.cwd()})",
+        )
+    if path.is_dir():
+        raise SpecError(
+            "is a directory, not a spec file",
+            file=file,
+            suggestion="pass a .yaml file, such as search_spaces/grid.yaml",
+        )
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_SPEC_BYTES + 1)
+    except PermissionError:
+        raise SpecError("cannot be read (permission denied)", file=file) from None
+    except OSError as err:
+        raise SpecError(f"cannot be read ({err.strerror})", file=file) from None
+    _check_size(len(raw), file)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(
+            "is not a text file (not UTF-8)", file=file, suggestion="a spec is a YAML text file"
+        ) from None
+    return text, read_yaml_text(text, path)
+
+
+def _check_size(size: int, file: str) -> None:
+    if size > MAX_SPEC_BYTES:
+        raise SpecError(
+            f"is larger than {MAX_SPEC_BYTES:,} bytes, the most a spec file may hold",
+            file=file,
+            suggestion="a spec names a trainable and its search space; data belongs in files "
+            "the trainable reads",
+        )
+
+
+def check_bounds(text: str, file: str) -> None:  # noqa: C901
+    """SpecError if the YAML `text` nests deeper than MAX_DEPTH or expands to more than
+    MAX_NODES values; read from PyYAML's event stream, which neither recurses nor expands."""
+    sizes: dict[str, int] = {}  # anchor -> expanded size of the value it marks
+    open_: list[tuple[str | None, int]] = []  # collections being read: anchor, nodes so far
+    total = 0
+
+    def add(n: int, mark: Any) -> None:
+        nonlocal total
+        total += n
+        if open_:
+            anchor, count = open_[-1]
+            open_[-1] = (anchor, count + n)
+        if total > MAX_NODES:
+            raise SpecError(
+                f"expands to more than {MAX_NODES:,} values{_at(mark)} (YAML aliases "
+                "repeat what their anchor holds)",
+                file=file,
+                suggestion="a spec this large is a mistake or an attack; write the values out",
+            )
+
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(open_) >= MAX_DEPTH:
+                raise SpecError(
+                    f"nests deeper than {MAX_DEPTH} levels{_at(event.start_mark)}",
+                    file=file,
+                    suggestion="a spec's values nest a few levels deep",
+                )
+            add(1, event.start_mark)
+            open_.append((event.anchor, 1))
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, count = open_.pop()
+            if anchor is not None:
+                sizes[anchor] = count
+            if open_:
+                open_[-1] = (open_[-1][0], open_[-1][1] + count - 1)  # add() counted its start
+        elif isinstance(event, yaml.ScalarEvent):
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+            add(1, event.start_mark)
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor in {anchor for anchor, _ in open_}:
+                raise SpecError(
+                    f"alias *{event.anchor} refers to a value that holds it{_at(event.start_mark)}",
+                    file=file,
+                    suggestion="a spec's values cannot contain themselves",
+                )
+            add(sizes.get(event.anchor, 1), event.start_mark)
+
+
+def read_yaml_text(text: str, path: Path) -> Any:
+    """Safely parse YAML text read from `path`; every failure is a SpecError naming the file."""
+    file = str(path)
+    try:
+        _check_size(len(text.encode("utf-8", "surrogatepass")), file)
+        check_bounds(text, file)
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except SpecError as err:
+        raise err.with_file(file) from None
+    except yaml.constructor.ConstructorError as err:
+        if "unhashable key" in str(err.problem):
+            raise SpecError(
+                f"a mapping or a list is used as a key{_at(err.problem_mark)}",
+                file=file,
+                suggestion="keys are names; `x: {{grid_search: [1]}}` has one pair of braces "
+                "too many: `x: {grid_search: [1]}`",
+            ) from None
+        raise SpecError(
+            f"unsupported YAML tag ({_first_line(err.problem)}){_at(err.problem_mark)}",
+            file=file,
+            suggestion="specs are plain YAML; python tags are never evaluated",
+        ) from None
+    except yaml.YAMLError as err:
+        problem = getattr(err, "problem", None) or str(err)
+        raise SpecError(
+            f"is not valid YAML: {_first_line(problem)}{_at(getattr(err, 'problem_mark', None))}",
+            file=file,
+        ) from None
+    except ValueError as err:  # a constructor's own: an integer of more than 4,300 digits
+        raise SpecError(
+            f"holds a value Python cannot read: {_first_line(err)}", file=file
+        ) from None
+    return data
+
+
+def _at(mark: Any) -> str:
+    return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+
+
+def _first_line(text: Any) -> str:
+    return str(text).strip().splitlines()[0] if str(text).strip() else ""

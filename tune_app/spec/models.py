@@ -1,0 +1,323 @@
+"""The spec's types: an experiment as a file writes it (strict pydantic models, either form) and
+as resolved for a run (the frozen dataclasses `Experiment` and `Spec`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from tune_app.methods import SCHEDULERS, SEARCHERS, Options
+from tune_app.scoring import DEFAULT_SCOPE, SCOPE_PATTERN
+
+Mode = Literal["min", "max"]
+
+# A trainable reference: a registered or RLlib name, or `package.module:function`. Checked by
+# pattern before anything is imported, so a spec can never smuggle in code to run.
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+RUN_PATTERN = rf"^([A-Za-z_][A-Za-z0-9_-]*|{_IDENT}(\.{_IDENT})*:{_IDENT})$"
+NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+# ---- searchers and schedulers: their options models come from the tables in `methods` ------
+
+
+def _shorthand(value: Any) -> Any:
+    """`search: grid` is short for `search: {type: grid}`."""
+    return {"type": value} if isinstance(value, str) else value
+
+
+SEARCHES = tuple(SEARCHERS)
+SCHEDULER_NAMES = tuple(SCHEDULERS)
+# The unions of the tables' options models (built at import: a type checker sees Any).
+_SearchModel: Any = Union[tuple(s.options for s in SEARCHERS.values())]  # noqa: UP007
+_SchedulerModel: Any = Union[tuple(s.options for s in SCHEDULERS.values())]  # noqa: UP007
+SearchSpec = Annotated[
+    _SearchModel,
+    Field(discriminator="type"),
+    BeforeValidator(_shorthand, json_schema_input_type=Literal[SEARCHES] | _SearchModel),
+]
+SchedulerSpec = Annotated[
+    _SchedulerModel,
+    Field(discriminator="type"),
+    BeforeValidator(_shorthand, json_schema_input_type=Literal[SCHEDULER_NAMES] | _SchedulerModel),
+]
+
+
+# ---- experiments -----------------------------------------------------------------------------
+
+
+class ResourcesSpec(_Strict):
+    """What one trial reserves (its head bundle when the trial runs simulations)."""
+
+    cpu: float = Field(1, ge=0, description="CPUs per trial (Tune also reads CPU)")
+    gpu: float = Field(0, ge=0, description="GPUs per trial (Tune also reads GPU)")
+    memory: float = Field(0, ge=0, description="bytes of memory Ray reserves per trial")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tune_spellings(cls, value: Any) -> Any:
+        """Tune's own spellings (CPU, GPU) read as cpu and gpu; Ray 1.x's extra bundles
+        refused with what replaced them."""
+        if not isinstance(value, dict):
+            return value
+        out = dict(value)
+        for upper in ("CPU", "GPU"):
+            if upper in out:
+                if upper.lower() in out:
+                    raise ValueError(f"both {upper} and {upper.lower()} are given: keep one")
+                out[upper.lower()] = out.pop(upper)
+        for extra in ("extra_cpu", "extra_gpu"):
+            if extra in out:
+                raise ValueError(
+                    f"{extra} (Ray 1.x) has no equivalent in Ray 2: a trial's parallel work gets "
+                    "bundles of its own with simulations: N and cpu_per_simulation"
+                )
+        return out
+
+
+class CheckpointSpec(_Strict):
+    """Tune's CheckpointConfig: how many checkpoints to keep and when to take them."""
+
+    num_to_keep: int | None = Field(None, ge=1, description="checkpoints kept per trial (all)")
+    checkpoint_frequency: int = Field(0, ge=0, description="iterations between checkpoints")
+    checkpoint_at_end: bool | None = Field(None, description="checkpoint when a trial ends")
+    checkpoint_score_attribute: str | None = Field(None, description="metric ranking checkpoints")
+    checkpoint_score_order: Mode = Field("max", description="keep the highest or lowest")
+
+
+class Bound(_Strict):
+    """An expected range of a metric: `min`, `max` or both, inclusive."""
+
+    min: Annotated[float, Field(strict=False)] | None = Field(None, description="lowest allowed")
+    max: Annotated[float, Field(strict=False)] | None = Field(None, description="highest allowed")
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> Bound:
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min:g} is above max {self.max:g}")
+        return self
+
+
+def _split_expect(value: Any) -> Any:
+    """`expect: {max_errored_trials: 0, some_metric: {min: 1}}`: metrics beside the one count."""
+    if not isinstance(value, dict):
+        return value
+    metrics = {k: v for k, v in value.items() if k != "max_errored_trials"}
+    out = {"metrics": metrics}
+    if "max_errored_trials" in value:
+        out["max_errored_trials"] = value["max_errored_trials"]
+    return out
+
+
+class ExpectSpec(_Strict):
+    """What a run must reach, checked after it ends (CI smoke searches); unmet exits 1."""
+
+    max_errored_trials: int = Field(0, ge=0, description="errored trials allowed")
+    metrics: dict[str, Bound] = Field(
+        default_factory=dict, description="the best trial's last value of each metric"
+    )
+
+
+class ExpectAsWritten(BaseModel):
+    """`expect:` as a file writes it, for the JSON Schema: the count beside metrics' bounds."""
+
+    model_config = ConfigDict(extra="allow", title="Expect")
+    __pydantic_extra__: dict[str, Bound]  # every other key is a metric
+    max_errored_trials: int = Field(0, ge=0, description="errored trials allowed")
+
+
+ExpectInput = Annotated[
+    ExpectSpec,
+    BeforeValidator(_split_expect, json_schema_input_type=ExpectAsWritten),
+]
+
+
+def _one_pattern(value: Any) -> Any:
+    """`include: timers` is short for `include: [timers]`."""
+    return (value,) if isinstance(value, str) else value
+
+
+KEY_PATTERN = r"^\S+$"  # a result key, a group prefix or a glob: no spaces, as in Tune's keys
+KeyPattern = Annotated[str, Field(pattern=KEY_PATTERN)]
+KeyPatterns = Annotated[
+    tuple[KeyPattern, ...],
+    BeforeValidator(_one_pattern, json_schema_input_type=KeyPattern | list[KeyPattern]),
+]
+
+
+class TensorBoardSpec(_Strict):
+    """Which result keys TensorBoard shows besides the spec's metric, stop and expect keys
+    (always shown, first). A pattern is a key, a group prefix (`timers`) or a glob (`*_timer`)."""
+
+    include: KeyPatterns = Field(
+        (), description="keys shown though off by default (Tune's bookkeeping, RLlib's timers)"
+    )
+    exclude: KeyPatterns = Field((), description="keys not shown (include wins)")
+
+
+class Settings(_Strict):
+    """Settings an app-form file sets for all experiments and each experiment may override."""
+
+    metric: str | None = Field(
+        None, description="the metric to optimise (default: the trainable's)"
+    )
+    mode: Mode | None = Field(None, description="min or max (default: the trainable's)")
+    scope: str | None = Field(
+        None,
+        pattern=SCOPE_PATTERN,
+        description="which value ranks a trial: last (default), all (best ever), avg, last-N-avg",
+    )
+    search: SearchSpec | None = Field(None, description=" | ".join(SEARCHES) + " (default grid)")
+    scheduler: SchedulerSpec | None = Field(
+        None, description=" | ".join(SCHEDULER_NAMES) + " (default fifo)"
+    )
+    max_concurrent_trials: int | None = Field(
+        None, ge=1, description="trials at once (all that fit)"
+    )
+    seed: int | None = Field(None, description="seeds the searcher, so runs draw the same configs")
+    seeds: Annotated[int, Field(ge=1)] | Annotated[list[int], Field(min_length=1)] | None = Field(
+        None,
+        description="run every configuration once per seed, passed as config.seed: N (seeds "
+        "0..N-1) or a list",
+    )
+    aggregate: Literal["mean", "iqm", "median"] | None = Field(
+        None, description="how a configuration's seeds are judged: mean (default), iqm, median"
+    )
+    storage_path: str | None = Field(None, description="results folder (default ./results)")
+    expect: ExpectInput | None = Field(
+        None, description="checked after the run: metric bounds, max_errored_trials"
+    )
+    tensorboard: TensorBoardSpec | None = Field(
+        None, description="result keys TensorBoard shows: include, exclude (timers are off)"
+    )
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds_as_written(cls, value: Any) -> Any:
+        """One message for any wrong `seeds` (pydantic would name each arm of the union)."""
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        listed = isinstance(value, list) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        )
+        if value is None or (whole and value >= 1) or (listed and value and min(value) >= 0):
+            return value
+        if listed and value:
+            raise ValueError(f"seeds are 0 or more (numpy takes no negative seed), got {value}")
+        raise ValueError(
+            f"seeds is a count (N: seeds 0 to N-1, at least 1) or a list of whole numbers, "
+            f"got {value!r}"
+        )
+
+
+class EnvGridSpec(_Strict):
+    """`env: {grid_search: [...]}`: one set of trials per env, as RLlib's `config.env` grid."""
+
+    grid_search: list[str] = Field(min_length=1, description="env ids or module:Class names")
+
+
+class ExperimentSpec(Settings):
+    """One experiment as written: what to run, what to search, when to stop."""
+
+    run: str = Field(
+        pattern=RUN_PATTERN, description="trainable name, RLlib algorithm or module:function"
+    )
+    env: str | EnvGridSpec | None = Field(
+        None, description="gymnasium env id or module:Class, or a grid_search over them"
+    )
+    config: dict[str, Any] = Field(default_factory=dict, description="constants and search spaces")
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_shape(cls, value: Any) -> Any:
+        """One message for an env of the wrong shape, not one per shape it might have had."""
+        names = value.get("grid_search") if isinstance(value, dict) else None
+        grid = isinstance(value, dict) and list(value) == ["grid_search"]
+        if grid and isinstance(names, list) and names and all(isinstance(n, str) for n in names):
+            return value
+        if value is None or isinstance(value, str):
+            return value
+        raise ValueError("should be an env name or {grid_search: [name, ...]}")
+
+    stop: dict[str, Annotated[float, Field(strict=False)]] = Field(
+        default_factory=dict, description="stop a trial when any result key reaches its value"
+    )
+    num_samples: int = Field(1, ge=1, description="repeats of the grid, or draws of a sampler")
+    resources_per_trial: ResourcesSpec | None = Field(
+        None, description="alias: resources (default: the trainable's, or 1 CPU)"
+    )
+    max_failures: int = Field(0, ge=-1, description="retries of a failed trial (-1: forever)")
+    fail_fast: bool = Field(
+        False, description="end the whole run at its first failed trial (Tune's fail_fast)"
+    )
+    log_to_file: bool | str | tuple[str, str] = Field(
+        False,
+        description="each trial's stdout and stderr to files in its folder (Tune's log_to_file): "
+        "true, a file name for both, or [stdout file, stderr file]",
+    )
+    simulations: int | None = Field(
+        None, ge=0, description="parallel simulations inside each trial (the trainable's)"
+    )
+    cpu_per_simulation: float = Field(1, gt=0, description="CPUs of each simulation bundle")
+    checkpoint_config: CheckpointSpec = Field(default_factory=CheckpointSpec)
+
+
+class AppSpec(Settings):
+    """The app form: file-level settings and the experiments that inherit them."""
+
+    experiments: dict[str, ExperimentSpec] = Field(min_length=1)
+
+
+# ---- the resolved spec -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment with the file-level settings applied and its config parsed."""
+
+    name: str
+    run: str
+    env: str | None
+    config: Any  # the parsed space: constants and `space.Domain`s
+    stop: dict[str, float]
+    num_samples: int
+    resources: ResourcesSpec | None  # None: the trainable's default
+    max_failures: int
+    metric: str | None
+    mode: Mode | None
+    search: Options  # one of methods.SEARCHERS' options models
+    scheduler: Options  # one of methods.SCHEDULERS' options models
+    max_concurrent_trials: int | None
+    seed: int | None
+    seeds: tuple[int, ...]  # the seeds axis: each configuration runs once per seed; () none
+    aggregate: str  # how a configuration's seeds are judged (tune_app.seeds)
+    storage_path: str
+    simulations: int | None  # None: the trainable's default
+    cpu_per_simulation: float
+    checkpoint: CheckpointSpec
+    key_path: str  # where the experiment sits in its file, for messages
+    expect: ExpectSpec = ExpectSpec()
+    fail_fast: bool = False  # Tune's: the run ends at its first failed trial
+    log_to_file: bool | str | tuple[str, str] = False  # Tune's: trial output to files
+    scope: str = DEFAULT_SCOPE  # which value of its metric ranks a trial (see tune_app.scoring)
+    tensorboard: TensorBoardSpec = TensorBoardSpec()  # result keys shown beyond the spec's
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A loaded spec file: its experiments, the form it was written in, and legacy warnings."""
+
+    file: Path
+    text: str
+    form: Literal["classic", "app"]
+    experiments: tuple[Experiment, ...]
+    warnings: tuple[str, ...] = ()
