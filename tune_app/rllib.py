@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from tune_app.config_keys import PRIVATE_KEYS
 from tune_app.contract import AUTO_METRICS
 from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.rllib_metrics import RETURN_MEAN, SMOOTHED_LEN, SMOOTHED_RETURN
@@ -1009,27 +1010,15 @@ def algorithm_config(name: str, config: dict[str, Any]) -> Any:
     return cls.get_default_config().update_from_dict(to_rllib(config))
 
 
-# Our key names -> the attribute names `update_from_dict` sets.
-_PRIVATE = ("model_config", "env_to_module_connector")
-
-
 def to_rllib(config: dict[str, Any]) -> dict[str, Any]:
     """Our key names to the attribute names `update_from_dict` sets; observations handled as
-    the old stack did (`ObservationConnectors`) unless the config says otherwise."""
+    the old stack did (`ObservationConnectors`) unless the config says otherwise. A config as
+    RLlib saved it reads back with `config_keys.restore_private_keys`."""
     out = dict(config)
     out.setdefault("env_to_module_connector", ObservationConnectors())
-    for key in _PRIVATE:
+    for key in PRIVATE_KEYS:
         if key in out:
             out[f"_{key}"] = out.pop(key)
-    return out
-
-
-def from_rllib(config: dict[str, Any]) -> dict[str, Any]:
-    """A trial's config as RLlib saved it, with our key names back (the inverse of to_rllib)."""
-    out = dict(config)
-    for key in _PRIVATE:
-        if f"_{key}" in out:
-            out[key] = out.pop(f"_{key}")
     return out
 
 

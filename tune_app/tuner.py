@@ -11,10 +11,10 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from tune_app import progress
 from tune_app.callbacks import JsonlResults
+from tune_app.divergence import diverged
 from tune_app.methods import Context, scheduler_of, searcher_of
 from tune_app.plan import ExperimentPlan, saves_checkpoints
 from tune_app.rllib import RESULT_GROUPS, to_rllib
-from tune_app.rllib_metrics import diverged
 from tune_app.rundir.layout import RESULTS_FILE
 from tune_app.rundir.outcome import flatten_result
 from tune_app.space import to_tune
