@@ -9,7 +9,7 @@ import random
 import pytest
 
 from tune_app.divergence import diverged
-from tune_app.rllib_metrics import (
+from tune_app.rllib.metrics import (
     SMOOTHED_LEN,
     SMOOTHED_RETURN,
     Smoother,

@@ -14,7 +14,7 @@ from tune_app.scoring import finite
 def diverged(flat: Mapping[str, Any], metric: str | None) -> tuple[str, Any] | None:
     """The first key of a flattened result showing divergence: the metric, or an RLlib loss
     (`learners/.../*loss`), NaN or infinite. Call it on results whose no-data NaNs were dropped
-    (`rllib_metrics.drop_no_data`, which RLlib trials do as they report)."""
+    (`rllib.metrics.drop_no_data`, which RLlib trials do as they report)."""
     keys = [metric] if metric else []
     keys += [k for k in flat if k.startswith("learners/") and k.endswith("loss")]
     for key in keys:
