@@ -8,11 +8,11 @@ import random
 
 import pytest
 
-from tune_app.rllib_metrics import (
+from tune_app.divergence import diverged
+from tune_app.rllib.metrics import (
     SMOOTHED_LEN,
     SMOOTHED_RETURN,
     Smoother,
-    diverged,
     drop_no_data,
 )
 

@@ -13,6 +13,7 @@ import pytest
 from tune_app import rllib, spec
 from tune_app.errors import SpecError, SpecErrors
 from tune_app.plan import make_plan
+from tune_app.rllib.handlers import HANDLERS
 
 from .conftest import ROOT
 
@@ -199,7 +200,7 @@ def test_translated_keys_reach_the_effective_config(name, config, checks):
 
 def test_every_translation_has_an_effective_config_test():
     tested = {key for p in EFFECTIVE for key in p.values[1]}
-    handled = set(rllib._HANDLERS) - {"model", "framework"}  # those two: tests/test_rllib.py
+    handled = set(HANDLERS) - {"model", "framework"}  # those two: tests/test_rllib.py
     assert handled <= tested, handled - tested
 
 
@@ -332,7 +333,7 @@ def test_a_spec_with_five_problems_reports_five_lines(write_spec, cli, tmp_path)
 def test_the_key_snapshot_matches_the_installed_rllib():
     for name in rllib.ALGORITHMS:
         assert rllib.live_algorithm_keys(name) == rllib.algorithm_keys(name), (
-            f"{name}: run python -m tune_app.rllib to refresh tune_app/rllib_keys.json"
+            f"{name}: run python -m tune_app.rllib to refresh tune_app/rllib/keys.json"
         )
 
 

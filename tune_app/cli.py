@@ -160,7 +160,7 @@ def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from tune_app import console
     from tune_app.registry import registered
-    from tune_app.rllib import ALGORITHMS
+    from tune_app.rllib.tables import ALGORITHMS
 
     table = registered()
     if args.name is None:

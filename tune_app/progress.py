@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from ray import tune
 
 from tune_app import failures, scoring
-from tune_app.rllib_metrics import diverged
+from tune_app.divergence import diverged
 from tune_app.rundir.layout import flatten
 from tune_app.scoring import finite
 

@@ -42,7 +42,7 @@ class TrainableRef:
     def load(self) -> Any:
         """What Tune runs: a function (wrapped if it takes a legacy reporter) or an Algorithm."""
         if self.kind == "rllib":
-            from tune_app.rllib import app_algorithm
+            from tune_app.rllib.algorithm import app_algorithm
 
             return app_algorithm(self.run)
         if self.info is not None:
@@ -138,7 +138,7 @@ def registered() -> dict[str, TrainableInfo]:
 
 def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
     """Resolve a spec's `run:` value without executing user code; SpecError if it names nothing."""
-    from tune_app.rllib import ALGORITHMS, REMOVED
+    from tune_app.rllib.tables import ALGORITHMS, REMOVED
 
     table = registered()
     if run in table:

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 from ray.tune.logger import LoggerCallback, TBXLoggerCallback
 
 from tune_app import scoring
+from tune_app.config_keys import restore_private_keys
+from tune_app.divergence import diverged
 from tune_app.errors import SpecError
-from tune_app.rllib import from_rllib
-from tune_app.rllib_metrics import diverged
 from tune_app.rundir.layout import find_runs, flatten, jsonable
 from tune_app.seeds import SEED_KEY
 from tune_app.space import Domain, iter_domains
@@ -341,7 +341,7 @@ def hparam_value(value: Any) -> bool | float | str:
 
 def searched_values(config: dict[str, Any], hparams: dict[str, Domain]) -> dict[str, Any]:
     """The trial's value of each searched path (`a.b[0]`), as HParams holds it."""
-    config = from_rllib(config)  # RLlib's attribute names back to the spec's
+    config = restore_private_keys(config)  # RLlib's attribute names back to the spec's
     values = {}
     for path in hparams:
         node: Any = config

@@ -11,10 +11,11 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from tune_app import progress
 from tune_app.callbacks import JsonlResults
+from tune_app.divergence import diverged
 from tune_app.methods import Context, scheduler_of, searcher_of
 from tune_app.plan import ExperimentPlan, saves_checkpoints
-from tune_app.rllib import RESULT_GROUPS, to_rllib
-from tune_app.rllib_metrics import diverged
+from tune_app.rllib.config import to_rllib
+from tune_app.rllib.tables import RESULT_GROUPS
 from tune_app.rundir.layout import RESULTS_FILE
 from tune_app.rundir.outcome import flatten_result
 from tune_app.space import to_tune
@@ -154,7 +155,7 @@ class SpecStopper(tune.Stopper):
     `late`, keys in RLlib's result groups are exempt: episode returns appear only once an episode
     has ended, evaluation results every `evaluation_interval` iterations. A trial whose metric
     (or an RLlib loss) turns NaN or infinite is stopped: it has diverged, and the summary counts
-    it as failed. RLlib's "no episode finished yet" NaNs never get here (`rllib_metrics`).
+    it as failed. RLlib's "no episode finished yet" NaNs never get here (`rllib.metrics`).
     """
 
     def __init__(

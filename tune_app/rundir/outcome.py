@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tune_app import failures, scoring
+from tune_app.config_keys import restore_private_keys
+from tune_app.divergence import diverged
 from tune_app.errors import SpecError, did_you_mean
-from tune_app.rllib import from_rllib
-from tune_app.rllib_metrics import diverged
 from tune_app.rundir.layout import (
     RESULTS_FILE,
     flatten,
@@ -79,7 +79,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
             failure = failures.from_exception(result.error)
         elif bad is not None:
             failure = failures.non_finite(bad[0], bad[1], iterations)
-        config = from_rllib(dict(result.config or {}))
+        config = restore_private_keys(dict(result.config or {}))
         trials.append(
             TrialOutcome(
                 trial_id=trial_id,
@@ -189,7 +189,7 @@ def _history(result: Any, key: str) -> list[Any]:
 
 def _spec_keys(ep: ExperimentPlan, config: dict[str, Any]) -> dict[str, Any]:
     """A trial's config cut to the keys the spec wrote (an RLlib config has hundreds)."""
-    config = from_rllib(config)
+    config = restore_private_keys(config)
     keys = set(ep.experiment.config) | {"env"} | {p.split(".")[0] for p in ep.searched}
     plain = (str, int, float, bool, list, dict, type(None))
     return {

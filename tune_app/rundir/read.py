@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from tune_app import failures, scoring
+from tune_app.config_keys import restore_private_keys
 from tune_app.failures import Failure
-from tune_app.rllib import from_rllib
 from tune_app.rundir.layout import (
     CLONES_FILE,
     FINISHED_FILE,
@@ -152,7 +152,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
     for row in rows:
         trial_id = str(row.get("trial_id"))
         if isinstance(row.get("config"), dict):
-            configs[trial_id] = from_rllib(row["config"])
+            configs[trial_id] = restore_private_keys(row["config"])
         history.setdefault(trial_id, []).append(_numbers(row))
     for trial_id in [*journal, *saved, *ended]:  # trials that never reported still count
         history.setdefault(trial_id, [])

@@ -5,10 +5,10 @@ RLlib 2.60 reduces its episode statistics every iteration: an iteration in which
 finished reports `env_runners/episode_return_mean` as NaN, and a learner that did not train
 reports NaN losses. Those NaNs mean "no data", so they are dropped here before any stopper,
 scheduler, searcher or log sees them; a NaN that remains (a NaN return over finished episodes, a
-NaN loss of a learner that trained) is a real divergence. The old stack's `episode_reward_mean`
-was a moving average over the last 100 episodes; the new stack's is over one iteration's
-episodes only, so the smoothed keys below restore the old meaning. Ray-free, so it is tested
-without Ray.
+NaN loss of a learner that trained) is a real divergence (`tune_app.divergence`). The old
+stack's `episode_reward_mean` was a moving average over the last 100 episodes; the new stack's
+is over one iteration's episodes only, so the smoothed keys below restore the old meaning.
+Ray-free, so it is tested without Ray.
 """
 
 from __future__ import annotations
@@ -135,15 +135,3 @@ class Smoother:
         for key, value in added.items():
             group[key.split("/", 1)[1]] = value
         return {**result, "env_runners": group}
-
-
-def diverged(flat: Mapping[str, Any], metric: str | None) -> tuple[str, Any] | None:
-    """The first key of a flattened result showing divergence: the metric, or an RLlib loss,
-    NaN or infinite. Call it on results whose no-data NaNs were dropped (`drop_no_data`)."""
-    keys = [metric] if metric else []
-    keys += [k for k in flat if k.startswith("learners/") and k.endswith("loss")]
-    for key in keys:
-        value = flat.get(key)
-        if isinstance(value, numbers.Real) and finite(value) is None:
-            return key, value
-    return None

@@ -1,0 +1,24 @@
+"""Whether a trial has diverged: its metric, or a loss it reports, NaN or infinite. Used alike by
+the stopper, the live view, TensorBoard and the run's summary, for every kind of trainable.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from tune_app.scoring import finite
+
+
+def diverged(flat: Mapping[str, Any], metric: str | None) -> tuple[str, Any] | None:
+    """The first key of a flattened result showing divergence: the metric, or an RLlib loss
+    (`learners/.../*loss`), NaN or infinite. Call it on results whose no-data NaNs were dropped
+    (`rllib.metrics.drop_no_data`, which RLlib trials do as they report)."""
+    keys = [metric] if metric else []
+    keys += [k for k in flat if k.startswith("learners/") and k.endswith("loss")]
+    for key in keys:
+        value = flat.get(key)
+        if isinstance(value, numbers.Real) and finite(value) is None:
+            return key, value
+    return None

@@ -1,0 +1,209 @@
+"""A trial's placement group as RLlib 2.60 sizes it, computed without importing RLlib, and the
+refusal of a trial that cannot fit, naming the keys the user wrote and what would fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tune_app.errors import SpecError
+from tune_app.rllib.config import check_with_rllib
+from tune_app.rllib.keys import algorithm_keys
+from tune_app.rllib.tables import RESOURCE_KEYS
+from tune_app.scoring import finite
+from tune_app.space import Domain
+from tune_app.spec import Experiment
+
+
+@dataclass(frozen=True)
+class Resources:
+    """A trial's placement group as RLlib sizes it, with the parts named for messages."""
+
+    bundles: tuple[dict[str, float], ...]
+    main: float  # CPUs of the main process (it trains when there are no learners)
+    env_runners: int
+    cpus_per_env_runner: float
+    eval_env_runners: int
+    learners: int
+    cpus_per_learner: float
+
+    @property
+    def cpus(self) -> float:
+        return sum(b.get("CPU", 0.0) for b in self.bundles)
+
+
+_COUNTS = (  # keys that count processes: whole numbers
+    "num_env_runners",
+    "num_learners",
+    "evaluation_num_env_runners",
+    "num_aggregator_actors_per_learner",
+)
+
+
+def _check_count(key: str, value: Any, where: str) -> None:
+    """A resource-sizing key holds a number of processes (a whole number) or of CPUs / GPUs
+    (any number, `num_cpus_per_learner` also "auto"), never below 0; null takes RLlib's default."""
+    if value is None or (key == "num_cpus_per_learner" and value == "auto"):
+        return
+    whole = key in _COUNTS
+    number = finite(value)
+    if number is not None and number >= 0 and (not whole or number.is_integer()):
+        return
+    allowed = "a whole number >= 0" if whole else "a number >= 0"
+    if key == "num_cpus_per_learner":
+        allowed += ' or "auto"'
+    raise SpecError(
+        f"'{key}' sizes each trial's resources; got {value!r}",
+        path=f"{where}.{key}",
+        allowed=allowed,
+    )
+
+
+def resources(name: str, config: dict[str, Any]) -> Resources:
+    """The trial's bundles from `config` and the algorithm's defaults, as RLlib 2.60's
+    `default_resource_request` computes them (tests compare the two), without importing RLlib."""
+    for key in RESOURCE_KEYS:
+        if isinstance(config.get(key), Domain):
+            raise SpecError(
+                f"'{key}' sizes each trial's resources and cannot be searched",
+                path=f"config.{key}",
+                suggestion="write one experiment per value instead",
+            )
+    defaults = algorithm_keys(name).defaults
+    evaluation = config.get("evaluation_config") or {}
+    if not isinstance(evaluation, dict):
+        raise SpecError(
+            f"a mapping of config keys for evaluation, got {evaluation!r}",
+            path="config.evaluation_config",
+        )
+    for key in (*RESOURCE_KEYS, "num_aggregator_actors_per_learner"):
+        _check_count(key, config.get(key), "config")
+    for key in ("num_env_runners", "num_cpus_per_env_runner", "num_gpus_per_env_runner"):
+        _check_count(key, evaluation.get(key), "config.evaluation_config")
+
+    def get(key: str) -> Any:
+        value = config.get(key, defaults.get(key))
+        return value
+
+    learners = int(get("num_learners") or 0)
+    gpus_per_learner = float(get("num_gpus_per_learner") or 0)
+    per_learner = get("num_cpus_per_learner")
+    if per_learner == "auto":
+        per_learner = 1 if gpus_per_learner == 0 else 0
+    per_learner = float(per_learner)
+    main_cpus = float(get("num_cpus_for_main_process") or 0)
+    aggregators = int(get("num_aggregator_actors_per_learner") or 0)
+    if learners == 0:
+        main = {"CPU": max(per_learner, main_cpus), "GPU": gpus_per_learner}
+        learner_bundles = [{"CPU": 1.0} for _ in range(aggregators)]
+    else:
+        main = {"CPU": main_cpus, "GPU": 0.0}
+        learner_bundles = [
+            {"CPU": per_learner + aggregators, "GPU": gpus_per_learner} for _ in range(learners)
+        ]
+    runners = int(get("num_env_runners") or 0)
+    runner = {
+        "CPU": float(get("num_cpus_per_env_runner") or 0),
+        "GPU": float(get("num_gpus_per_env_runner") or 0),
+    }
+    eval_runners = int(evaluation.get("num_env_runners", get("evaluation_num_env_runners")) or 0)
+    eval_runner = {
+        "CPU": float(evaluation.get("num_cpus_per_env_runner", runner["CPU"]) or 0),
+        "GPU": float(evaluation.get("num_gpus_per_env_runner", runner["GPU"]) or 0),
+    }
+    raw = [main, *[runner] * runners, *[eval_runner] * eval_runners, *learner_bundles]
+    bundles = tuple({k: v for k, v in b.items() if v} or {"CPU": 0.0} for b in raw)
+    return Resources(
+        bundles=bundles,
+        main=main["CPU"],
+        env_runners=runners,
+        cpus_per_env_runner=runner["CPU"],
+        eval_env_runners=eval_runners,
+        learners=learners,
+        cpus_per_learner=per_learner,
+    )
+
+
+# Spec keys that set an RLlib resource key, legacy names included, for messages.
+_RESOURCE_SPELLINGS = {
+    "num_env_runners": ("num_env_runners", "num_workers", "num_rollout_workers"),
+    "num_learners": ("num_learners", "num_learner_workers"),
+    "evaluation_num_env_runners": ("evaluation_num_env_runners", "evaluation_num_workers"),
+}
+
+
+def trial_bundles(
+    exp: Experiment, written: Experiment, gym_id: str | None, cpus: float, rllib_checks: bool
+) -> tuple[dict[str, float], ...]:
+    """The trial's bundles as RLlib sizes them; a trial that cannot fit is refused naming the
+    keys the user wrote and what would fit."""
+    config = dict(exp.config)
+    if gym_id is not None:
+        config["env"] = gym_id
+    try:
+        res = resources(exp.run, config)
+        bundles = check_with_rllib(exp.run, config) if rllib_checks else res.bundles
+    except SpecError as err:
+        raise err.under(exp.key_path) from None
+    if res.cpus <= cpus:
+        return bundles
+
+    def spelled(key: str, default: Any) -> tuple[str, str]:
+        """The key path the user wrote for `key` (or the new name), and how it was set."""
+        if key == "num_env_runners" and written.simulations is not None:
+            return f"{exp.key_path}.simulations", f"simulations: {written.simulations}"
+        given = written.config if isinstance(written.config, dict) else {}
+        for name in _RESOURCE_SPELLINGS[key]:
+            if name in given:
+                return f"{exp.key_path}.config.{name}", f"{name}: {given[name]}"
+        return f"{exp.key_path}.config.{key}", f"RLlib's default {key}: {default}"
+
+    parts = [f"{res.main:g} for the main process"]
+    if res.env_runners:
+        parts.append(f"{res.env_runners} env runners x {res.cpus_per_env_runner:g}")
+    if res.eval_env_runners:
+        parts.append(f"{res.eval_env_runners} evaluation env runners")
+    if res.learners:
+        parts.append(f"{res.learners} learners x {res.cpus_per_learner:g}")
+    runners_path, runners_how = spelled("num_env_runners", res.env_runners)
+    learners_path, learners_how = spelled("num_learners", res.learners)
+    runners_key = runners_path.rsplit(".", 1)[-1]
+    learners_key = learners_path.rsplit(".", 1)[-1]
+    per_runner = res.cpus_per_env_runner
+    fixed = res.cpus - res.env_runners * per_runner
+    # Without learners the main process trains: it needs max(its CPUs, a learner's).
+    fixed_alone = fixed - res.learners * res.cpus_per_learner
+    fixed_alone = max(fixed_alone, fixed_alone - res.main + max(res.main, res.cpus_per_learner))
+
+    def most_runners(room: float) -> int:
+        return int(room // per_runner) if per_runner else res.env_runners
+
+    def runners_hint(k: int) -> str:
+        return f"{runners_key}: {k}" if runners_key != "simulations" else f"simulations: {k}"
+
+    if res.env_runners and most_runners(cpus - fixed) >= 1:
+        path, how = runners_path, runners_how
+        hint = f"set {runners_hint(most_runners(cpus - fixed))} to fit"
+    elif res.learners and most_runners(cpus - fixed_alone) >= 1:
+        path, how = learners_path, learners_how
+        k = min(res.env_runners or 1, most_runners(cpus - fixed_alone))
+        hint = f"set {learners_key}: 0 (the main process then trains) and {runners_hint(k)} to fit"
+    elif res.env_runners and fixed <= cpus:
+        path, how = runners_path, runners_how
+        hint = f"set {runners_hint(0)} to fit (the main process then samples)"
+    elif res.learners and fixed_alone <= cpus:
+        path, how = learners_path, learners_how
+        hint = f"set {learners_key}: 0 (the main process then trains) to fit"
+    elif res.eval_env_runners:
+        path, how = f"{exp.key_path}.config", "evaluation env runners"
+        hint = "set evaluation_num_env_runners: 0 to fit"
+    else:
+        path, how = f"{exp.key_path}.config", "its main process"
+        hint = "lower num_cpus_for_main_process or num_cpus_per_learner"
+    raise SpecError(
+        f"one {exp.run} trial needs {res.cpus:g} CPUs ({' + '.join(parts)}; {how}) but the "
+        f"machine has {cpus:g}",
+        path=path,
+        suggestion=hint,
+    )
