@@ -14,7 +14,7 @@ from tune_app.rllib.translation import Translated, translate_config, translate_m
 from tune_app.spec import Experiment
 
 
-def translate_experiment(
+def translate_experiment(  # noqa: C901
     exp: Experiment, warnings: list[str], gym_env: bool
 ) -> tuple[Experiment, SpecError | None]:
     """The experiment with RLlib's legacy config keys and metric names in new-stack spelling,

@@ -133,7 +133,7 @@ _RESOURCE_SPELLINGS = {
 }
 
 
-def trial_bundles(
+def trial_bundles(  # noqa: C901
     exp: Experiment, written: Experiment, gym_id: str | None, cpus: float, rllib_checks: bool
 ) -> tuple[dict[str, float], ...]:
     """The trial's bundles as RLlib sizes them; a trial that cannot fit is refused naming the

@@ -133,7 +133,7 @@ def is_legacy(key: str) -> bool:
     return key in RENAMED or key in HANDLERS or key in NO_OPS or key in NO_OP_DEFAULTS
 
 
-def _translate_key(t: Translation, key: str, value: Any, path: str) -> None:
+def _translate_key(t: Translation, key: str, value: Any, path: str) -> None:  # noqa: C901
     keys = t.keys
     if key in HANDLERS:
         HANDLERS[key](t, value, path)
