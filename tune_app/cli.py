@@ -1,4 +1,5 @@
-"""The command line: parse, call one function, map errors to exit codes.
+"""The command line: parse, call one function (`run` and `resume`: `tune_app.api`'s), print
+what it returns, map errors to exit codes.
 
 Exit codes: 0 done, 1 a trial failed, 2 bad spec or usage, 130 interrupted.
 """
@@ -7,16 +8,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tune_app.analyze import FORMATS
 from tune_app.errors import SpecErrors, TuneAppError
+
+if TYPE_CHECKING:
+    from tune_app.api import RunResult
+    from tune_app.plan import Plan
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130  # bad input exits with its error's code, 2
 
@@ -33,7 +37,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _earlier_runs(plan: Any) -> list[str]:
+def _earlier_runs(plan: Plan) -> list[str]:
     """Warnings for results folders that already hold a run, which `run` would refuse."""
     out = []
     for ep in plan.experiments:
@@ -48,7 +52,7 @@ def _earlier_runs(plan: Any) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tune_app.plan import make_plan
+    from tune_app import api
     from tune_app.spec.resolve import load
 
     loaded = load(args.spec)
@@ -56,105 +60,77 @@ def cmd_run(args: argparse.Namespace) -> int:
         from tune_app.console import start_line
 
         print(start_line(loaded, args.storage_path, args.smoke), flush=True)
-    plan = make_plan(
-        loaded,
-        cpus=_cluster_cpus(args),
-        storage_path=args.storage_path,
-        smoke=args.smoke,
-        rllib_checks=True,
+    return _shown(
+        lambda: api.run(
+            loaded,
+            smoke=args.smoke,
+            storage_path=args.storage_path,
+            address=args.address,
+            verbosity=_verbosity(args),
+            command=args.argv,
+            junit=args.junit,
+            on_plan=_print_plan_warnings,
+        )
     )
-    _print_warnings(plan.warnings)
-
-    from tune_app import runner
-
-    verbosity = 0 if args.quiet else 2 if args.verbose else 1
-    opts = runner.RunOptions(address=args.address, verbosity=verbosity, command=tuple(args.argv))
-    return _finish(plan, _run_or_interrupt(plan, opts), args)
-
-
-def _run_or_interrupt(plan: Any, opts: Any) -> list[Any]:
-    """Run the plan; on Ctrl-C while experiments run concurrently (no summaries come back),
-    say how to resume every experiment that started, as a single experiment's summary does."""
-    from tune_app import runner
-
-    try:
-        return runner.run(plan, opts)
-    except KeyboardInterrupt:
-        started = [
-            ep.location for ep in plan.experiments if ep.storage_uri or ep.storage_dir.exists()
-        ]
-        if started:
-            print(
-                f"interrupted; the state is saved. Continue with: {_resume_command(started)}",
-                file=sys.stderr,
-            )
-        raise
-
-
-def _resume_command(locations: Sequence[str]) -> str:
-    """`resume` takes one folder: an experiment's, or the storage folder holding several."""
-    parents = {loc.rstrip("/").rsplit("/", 1)[0] for loc in locations}
-    if len(locations) == 1:
-        return f"tune_app resume {locations[0]}"
-    if len(parents) == 1:
-        return f"tune_app resume {parents.pop()}"
-    return " && ".join(f"tune_app resume {loc}" for loc in locations)
-
-
-def _cluster_cpus(args: argparse.Namespace) -> float | None:
-    """On a cluster, trial sizes are checked against the cluster once joined, not this machine.
-    (The runner's cluster_address rule, read here without importing Ray: a bad spec never does.)"""
-    return math.inf if args.address or os.environ.get("RAY_ADDRESS") else None
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from tune_app.resume import resume_plan
+    from tune_app import api
 
     if not args.quiet:  # at once: planning imports the trainables, which may import Ray
         print(f"tune_app: resuming {args.dir}", flush=True)
-    plan = resume_plan(args.dir, force=args.force, cpus=_cluster_cpus(args))
-    from tune_app.methods import scheduler_of
-
-    notes = [
-        f"{ep.experiment.key_path}.scheduler: {note}"
-        for ep in plan.experiments
-        if (note := scheduler_of(ep.experiment.scheduler).resume_note)
-    ]
-    _print_warnings([*plan.warnings, *notes])
-
-    from tune_app import runner
-
-    verbosity = 0 if args.quiet else 2 if args.verbose else 1
-    opts = runner.RunOptions(
-        address=args.address, verbosity=verbosity, command=tuple(args.argv), resume=True
+    return _shown(
+        lambda: api.resume(
+            args.dir,
+            force=args.force,
+            address=args.address,
+            verbosity=_verbosity(args),
+            command=args.argv,
+            junit=args.junit,
+            on_plan=_print_plan_warnings,
+        )
     )
-    return _finish(plan, _run_or_interrupt(plan, opts), args)
 
 
-def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:
-    """Expectations, the JUnit report, the summary table and the exit code of a run."""
-    from tune_app import expect
+def _shown(run: Callable[[], RunResult]) -> int:
+    """Print what a run ended with (the summary table, the expectations that failed, how to
+    continue it if interrupted) and return its exit code; a run that raised shows what it can."""
+    from tune_app.api import Interrupted, NeverReported
+
+    try:
+        result = run()
+    except Interrupted as stop:  # experiments ran at the same time: no summaries came back
+        _print_resume_hint(stop.folders)
+        raise
+    except NeverReported as err:  # what did run first, then the error
+        _print_result(err.result)
+        raise
+    _print_result(result)
+    _print_resume_hint(result.interrupted_folders)
+    return result.exit_code
+
+
+def _print_result(result: RunResult) -> None:
     from tune_app.console import print_outcomes, print_summaries
-    from tune_app.rundir.outcome import missing_keys_error
 
-    outcomes = [
-        o
-        for ep, summary in zip(plan.experiments, summaries, strict=True)
-        for o in expect.check(ep, summary, smoke=plan.smoke)
-    ]
-    if args.junit:
-        expect.write_junit(Path(args.junit), plan, summaries, outcomes)
-    print_summaries(plan, summaries)
-    print_outcomes(outcomes)
-    for ep, summary in zip(plan.experiments, summaries, strict=True):
-        if summary.missing and not summary.interrupted:  # stopped early, keys may yet come
-            raise missing_keys_error(ep, summary).with_file(str(plan.spec.file))
-    stopped = [ep for ep, s in zip(plan.experiments, summaries, strict=True) if s.interrupted]
-    if stopped:
-        command = _resume_command([ep.location for ep in stopped])
+    print_summaries(result.plan, result.summaries)
+    print_outcomes(result.outcomes)
+
+
+def _print_resume_hint(folders: list[str]) -> None:
+    from tune_app.api import resume_command
+
+    if folders:
+        command = resume_command(folders)
         print(f"interrupted; the state is saved. Continue with: {command}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return EXIT_OK if all(o.passed for o in outcomes) else EXIT_FAILED
+
+
+def _print_plan_warnings(plan: Plan) -> None:
+    _print_warnings(plan.warnings)
+
+
+def _verbosity(args: argparse.Namespace) -> int:
+    return 0 if args.quiet else 2 if args.verbose else 1
 
 
 def cmd_list(args: argparse.Namespace) -> int:
