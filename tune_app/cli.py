@@ -1,5 +1,5 @@
-"""The command line: parse, call one function (`run` and `resume`: `tune_app.api`'s), print
-what it returns, map errors to exit codes.
+"""The command line: one table of commands, each parsing its arguments into one call (`run` and
+`resume` into `tune_app.api`'s) and printing what it returns; errors map to exit codes.
 
 Exit codes: 0 done, 1 a trial failed, 2 bad spec or usage, 130 interrupted.
 """
@@ -12,8 +12,9 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tune_app.analyze import FORMATS
 from tune_app.errors import SpecErrors, TuneAppError
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from tune_app.plan import Plan
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130  # bad input exits with its error's code, 2
+SHOW_TRACEBACKS = "show tracebacks of errors"
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -244,98 +246,185 @@ def _versions() -> str:
     return f"tune_app {of('tune_app')} (Ray {of('ray')})"
 
 
+@dataclass(frozen=True)
+class Argument:
+    """One `add_argument` call: its flags (or positional name) and options."""
+
+    flags: tuple[str, ...]
+    options: dict[str, Any]
+
+
+def arg(*flags: str, **options: Any) -> Argument:
+    return Argument(flags, options)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its handler (which returns the exit code), its help (also its description),
+    the groups of SHARED flags it takes, and its own arguments."""
+
+    name: str
+    handler: Callable[[argparse.Namespace], int]
+    help: str
+    shared: tuple[str, ...] = ()
+    arguments: tuple[Argument, ...] = ()
+
+
+# Flags several commands take, defined once; each group becomes a parent parser. A group of
+# several flags makes them mutually exclusive.
+SHARED: dict[str, tuple[Argument, ...]] = {
+    "spec": (arg("spec", help="the YAML spec file"),),
+    "dir": (arg("dir", help="an experiment folder, or the storage folder holding several"),),
+    "address": (
+        arg(
+            "--address",
+            help="join the Ray cluster at ADDR (default: RAY_ADDRESS, or start a local Ray)",
+        ),
+    ),
+    "storage-path": (
+        arg("--storage-path", help="write results here instead of the spec's storage_path"),
+    ),
+    "smoke": (
+        arg(
+            "--smoke",
+            action="store_true",
+            help="a tiny run of every experiment: 2 samples, 2 grid values, 2 iterations",
+        ),
+    ),
+    "junit": (
+        arg("--junit", metavar="FILE", help="write a JUnit XML report of trials and expect"),
+    ),
+    "verbosity": (
+        arg("-v", "--verbose", action="store_true", help="Tune's full progress tables"),
+        arg("-q", "--quiet", action="store_true", help="print only the final summary"),
+    ),
+}
+# Every command takes --debug, after the command too (`tune_app run spec.yaml --debug`).
+DEBUG = arg("--debug", action="store_true", default=argparse.SUPPRESS, help=SHOW_TRACEBACKS)
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "run",
+        cmd_run,
+        "run the searches of a spec file",
+        ("spec", "address", "storage-path", "smoke", "junit", "verbosity"),
+    ),
+    Command(
+        "resume",
+        cmd_resume,
+        "continue an interrupted run from its folder",
+        ("dir", "address", "junit", "verbosity"),
+        (arg("--force", action="store_true", help="resume even if the spec file changed"),),
+    ),
+    Command(
+        "validate",
+        cmd_validate,
+        "check a spec file and print its plan, without Ray",
+        ("spec", "storage-path"),
+        (arg("--smoke", action="store_true", help="the plan of the --smoke run"),),
+    ),
+    Command(
+        "analyze",
+        cmd_analyze,
+        "the trials of a run, from its files (no Ray needed)",
+        ("dir",),
+        (
+            arg("--format", choices=FORMATS, default="table", help="default: table"),
+            arg("--top", type=int, metavar="N", help="only the N best trials of each experiment"),
+        ),
+    ),
+    Command(
+        "best",
+        cmd_best,
+        "the best configuration of a run as a ready spec (no Ray)",
+        ("dir",),
+        (
+            arg(
+                "--format",
+                choices=("yaml", "json", "overrides"),
+                default="yaml",
+                help="a spec file (default), its JSON, or experiment.config.path=value lines",
+            ),
+            arg(
+                "--seeds",
+                type=int,
+                metavar="N",
+                help="run the best configuration on N evaluation seeds (config.seed), apart from "
+                "tuning's",
+            ),
+        ),
+    ),
+    Command(
+        "evaluate",
+        cmd_evaluate,
+        "re-run a run's top configurations on fresh seeds (Ray)",
+        ("dir",),
+        (
+            arg("--top", type=int, default=3, metavar="K", help="configurations (default 3)"),
+            arg("--seeds", type=int, default=5, metavar="N", help="fresh seeds (default 5)"),
+            arg("--storage-path", help="results folder (default: beside the run's)"),
+            arg("-q", "--quiet", action="store_true", help="print only the evaluation"),
+        ),
+    ),
+    Command(
+        "report",
+        cmd_report,
+        "an offline HTML page of a run's plots and trials (no Ray)",
+        ("dir",),
+        (arg("--out", metavar="FILE", help="the page to write (default: DIR/report.html)"),),
+    ),
+    Command(
+        "tensorboard",
+        cmd_tensorboard,
+        "serve TensorBoard on a run: scalars and HParams",
+        ("dir",),
+        (
+            arg("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)"),
+            arg("--port", type=int, default=0, help="port to bind (default: 0, a free one)"),
+        ),
+    ),
+    Command(
+        "list",
+        cmd_list,
+        "list the trainables and RLlib algorithms with their knobs",
+        (),
+        (arg("name", nargs="?", help="one trainable, or every config key of an algorithm"),),
+    ),
+    Command("schema", cmd_schema, "print the JSON Schema of spec files"),
+)
+
+
+def _parent(arguments: Sequence[Argument]) -> argparse.ArgumentParser:
+    """A parser holding only `arguments` (mutually exclusive if several), for `parents=`."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_mutually_exclusive_group() if len(arguments) > 1 else parent
+    for a in arguments:
+        group.add_argument(*a.flags, **a.options)
+    return parent
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tune_app",
         description="Hyperparameter searches on Ray Tune and RLlib from a YAML spec.",
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    parser.add_argument("--debug", action="store_true", help=SHOW_TRACEBACKS)
     parser.add_argument(
         "--version", action="version", version=_versions(), help="the app's and Ray's versions"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def command(name: str, handler: Callable[[argparse.Namespace], int], help: str):
-        p = sub.add_parser(name, help=help, description=help)
-        p.set_defaults(handler=handler)
-        p.add_argument(
-            "--debug",
-            action="store_true",
-            default=argparse.SUPPRESS,
-            help="show tracebacks of errors",
+    debug = _parent([DEBUG])
+    parents = {name: _parent(arguments) for name, arguments in SHARED.items()}
+    for command in COMMANDS:
+        p = sub.add_parser(
+            command.name,
+            help=command.help,
+            description=command.help,
+            parents=[debug, *(parents[name] for name in command.shared)],
         )
-        return p
-
-    p = command("run", cmd_run, "run the searches of a spec file")
-    p.add_argument("spec", help="the YAML spec file")
-    p.add_argument(
-        "--address",
-        help="join the Ray cluster at ADDR (default: RAY_ADDRESS, or start a local Ray)",
-    )
-    p.add_argument("--storage-path", help="write results here instead of the spec's storage_path")
-    p.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a tiny run of every experiment: 2 samples, 2 grid values, 2 iterations",
-    )
-    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report of trials and expect")
-    loud = p.add_mutually_exclusive_group()
-    loud.add_argument("-v", "--verbose", action="store_true", help="Tune's full progress tables")
-    loud.add_argument("-q", "--quiet", action="store_true", help="print only the final summary")
-
-    p = command("resume", cmd_resume, "continue an interrupted run from its folder")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument("--force", action="store_true", help="resume even if the spec file changed")
-    p.add_argument("--address", help="as for run")
-    p.add_argument("--junit", metavar="FILE", help="as for run")
-    loud = p.add_mutually_exclusive_group()
-    loud.add_argument("-v", "--verbose", action="store_true", help="as for run")
-    loud.add_argument("-q", "--quiet", action="store_true", help="as for run")
-
-    p = command("validate", cmd_validate, "check a spec file and print its plan, without Ray")
-    p.add_argument("spec", help="the YAML spec file")
-    p.add_argument("--storage-path", help="as for run")
-    p.add_argument("--smoke", action="store_true", help="the plan of the --smoke run")
-
-    p = command("analyze", cmd_analyze, "the trials of a run, from its files (no Ray needed)")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument("--format", choices=FORMATS, default="table", help="default: table")
-    p.add_argument("--top", type=int, metavar="N", help="only the N best trials of each experiment")
-
-    p = command("best", cmd_best, "the best configuration of a run as a ready spec (no Ray)")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument(
-        "--format",
-        choices=("yaml", "json", "overrides"),
-        default="yaml",
-        help="a spec file (default), its JSON, or experiment.config.path=value lines",
-    )
-    p.add_argument(
-        "--seeds",
-        type=int,
-        metavar="N",
-        help="run the best configuration on N evaluation seeds (config.seed), apart from tuning's",
-    )
-
-    p = command("evaluate", cmd_evaluate, "re-run a run's top configurations on fresh seeds (Ray)")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument("--top", type=int, default=3, metavar="K", help="configurations (default 3)")
-    p.add_argument("--seeds", type=int, default=5, metavar="N", help="fresh seeds (default 5)")
-    p.add_argument("--storage-path", help="results folder (default: beside the run's)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only the evaluation")
-
-    p = command("report", cmd_report, "an offline HTML page of a run's plots and trials (no Ray)")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument("--out", metavar="FILE", help="the page to write (default: DIR/report.html)")
-
-    p = command("tensorboard", cmd_tensorboard, "serve TensorBoard on a run: scalars and HParams")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="port to bind (default: 0, a free one)")
-
-    p = command("list", cmd_list, "list the trainables and RLlib algorithms with their knobs")
-    p.add_argument("name", nargs="?", help="one trainable, or every config key of an algorithm")
-    command("schema", cmd_schema, "print the JSON Schema of spec files")
+        p.set_defaults(handler=command.handler)
+        for a in command.arguments:
+            p.add_argument(*a.flags, **a.options)
     return parser
 
 
