@@ -89,6 +89,21 @@ def test_bad_input_raises_the_clis_error_and_writes_nothing(tmp_path, cli):
         tune_app.run(spec_file, storage_path=tmp_path / "out")
 
 
+@pytest.mark.parametrize(
+    ("folders", "command"),
+    [
+        pytest.param(["out/e"], "tune_app resume out/e", id="one"),
+        pytest.param(["out/a", "out/b"], "tune_app resume out", id="one-storage-folder"),
+        pytest.param(["x/a", "y/b"], "tune_app resume x/a && tune_app resume y/b", id="apart"),
+        pytest.param(["s3://b/p/a", "s3://b/p/b/"], "tune_app resume s3://b/p", id="cloud"),
+    ],
+)
+def test_resume_command_continues_every_folder_with_one_command_where_it_can(folders, command):
+    from tune_app.api import resume_command
+
+    assert resume_command(folders) == command
+
+
 def test_importing_the_package_imports_neither_ray_nor_pandas():
     code = "import sys, tune_app; print(sorted(m for m in ('ray', 'pandas') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

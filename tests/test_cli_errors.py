@@ -254,6 +254,27 @@ def test_usage_error_exits_2(cli):
     assert info.value.code == 2
 
 
+def test_shared_flags_read_the_same_in_every_command(capsys):
+    """A flag several commands take is defined once (a parent parser): its help is the same
+    everywhere, never "as for run"."""
+    from tune_app.cli import COMMANDS, main
+
+    helps = {}
+    for command in COMMANDS:
+        with pytest.raises(SystemExit) as done:
+            main([command.name, "--help"])
+        assert done.value.code == 0
+        helps[command.name] = capsys.readouterr().out
+        assert "as for run" not in helps[command.name]
+    for flag, commands in [
+        ("--address ADDRESS  join the Ray cluster at ADDR", ["run", "resume"]),
+        ("--junit FILE       write a JUnit XML report", ["run", "resume"]),
+        ("-q, --quiet        print only the final summary", ["run", "resume"]),
+        ("write results here instead of the spec's storage_path", ["run", "validate"]),
+    ]:
+        assert all(" ".join(flag.split()) in " ".join(helps[c].split()) for c in commands), flag
+
+
 def test_debug_shows_the_traceback(cli, write_spec):
     result = cli("--debug", "validate", write_spec("e: {run: my_fnc}\n"))
     assert result.code == 2 and "Traceback" in result.err

@@ -1,7 +1,8 @@
 """tune_app: hyperparameter searches on Ray Tune and RLlib from one YAML spec file.
 
-`tune_app.run(spec)` runs a spec, `tune_app.load(folder)` reads a run back as a DataFrame (see
-`tune_app.api`); importing the package imports neither Ray nor pandas.
+`tune_app.run(spec)` runs a spec, `tune_app.resume(folder)` continues an interrupted run,
+`tune_app.load(folder)` reads a run back as a DataFrame (see `tune_app.api`); importing the
+package imports neither Ray nor pandas.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["RunResult", "load", "read", "run", "validate"]
+__all__ = ["RunResult", "load", "read", "resume", "run", "validate"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,7 @@
-"""The Python API: `tune_app.run(spec)` runs a spec as `tune_app run` does and returns what it
-ended with; `tune_app.load(folder)` reads a run back as `tune_app analyze` does, as a DataFrame.
+"""The Python API, and the one way a run is done: `tune_app.run(spec)` runs a spec and
+`tune_app.resume(folder)` continues an interrupted run, as `tune_app run` and `tune_app resume`
+do (the CLI calls them), and return what they ended with; `tune_app.load(folder)` reads a run back
+as `tune_app analyze` does, as a DataFrame.
 
 Bad input raises the CLI's errors (`SpecError`, `SpecErrors`: `TuneAppError`s) before Ray
 starts; a failed trial is not an exception but shows in the result (`passed`, `exit_code`).
@@ -7,9 +9,10 @@ starts; a failed trial is not an exception but shows in the result (`passed`, `e
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +25,12 @@ if TYPE_CHECKING:
     from tune_app.plan import Plan
     from tune_app.rundir.read import ExperimentResults
     from tune_app.rundir.records import RunSummary, TrialOutcome
+    from tune_app.runner import RunOptions
+    from tune_app.spec import Spec
 
 SpecSource = str | os.PathLike[str] | Mapping[str, Any]
 DICT_SPEC = "<dict>"  # the file name a spec given as a mapping goes by (run.json, messages)
+PYTHON_API = ("<python api>",)  # the command run.json keeps for a run started from Python
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,15 @@ class RunResult:
         return any(s.interrupted for s in self.summaries)
 
     @property
+    def interrupted_folders(self) -> list[str]:
+        """Where the interrupted experiments are, for `resume_command`."""
+        return [
+            ep.location
+            for ep, s in zip(self.plan.experiments, self.summaries, strict=True)
+            if s.interrupted
+        ]
+
+    @property
     def passed(self) -> bool:
         """Every expectation held (at most `max_errored_trials` errors, metric bounds)."""
         return not self.interrupted and all(o.passed for o in self.outcomes)
@@ -75,22 +90,45 @@ class RunResult:
         return load(*self.folders.values())
 
 
+class NeverReported(SpecError):
+    """A stop or metric key the trainable never reported ended the search early. The error
+    carries what the run ended with (`result`: summaries, expectations), for a caller to show."""
+
+    def __init__(self, error: SpecError, result: RunResult) -> None:
+        super().__init__(
+            error.what,
+            file=error.file,
+            path=error.path,
+            allowed=error.allowed,
+            suggestion=error.suggestion,
+            multiline=error.multiline,
+        )
+        self.result = result
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C while experiments ran at the same time, so no summaries came back: `folders` are
+    the experiments that started, each resumable (`resume_command(folders)`)."""
+
+    def __init__(self, folders: list[str]) -> None:
+        super().__init__()
+        self.folders = folders
+
+
 def validate(
-    spec: SpecSource,
+    spec: SpecSource | Spec,
     *,
     smoke: bool = False,
     storage_path: str | os.PathLike[str] | None = None,
     rllib_checks: bool = False,
     cpus: float | None = None,
 ) -> Plan:
-    """The checked plan of a spec (a file, or a mapping as the YAML would hold it), Ray-free:
-    what `tune_app validate` prints. (`tune_app.plan` is the module that makes it.)"""
+    """The checked plan of a spec (a file, a mapping as the YAML would hold it, or a loaded
+    `Spec`), Ray-free: what `tune_app validate` prints. (`tune_app.plan` makes it.)"""
     from tune_app.plan import make_plan
-    from tune_app.spec import resolve as specs
 
-    loaded = _load(spec, specs)
     return make_plan(
-        loaded,
+        _load(spec),
         cpus=cpus,
         storage_path=None if storage_path is None else str(storage_path),
         smoke=smoke,
@@ -99,37 +137,115 @@ def validate(
 
 
 def run(
-    spec: SpecSource,
+    spec: SpecSource | Spec,
     *,
     smoke: bool = False,
     storage_path: str | os.PathLike[str] | None = None,
     address: str | None = None,
     verbosity: int = 0,
+    command: Sequence[str] = PYTHON_API,
+    junit: str | os.PathLike[str] | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> RunResult:
-    """Run every experiment of `spec` as `tune_app run` does (Ray started or joined) and return
-    its summaries and expectations. `verbosity`: 0 quiet, 1 the live view, 2 Tune's tables."""
-    from tune_app import expect, runner
-    from tune_app.rundir.outcome import missing_keys_error
+    """Run every experiment of `spec` (Ray started, or joined at `address` / RAY_ADDRESS) and
+    return its summaries and expectations.
 
-    cluster = address or os.environ.get("RAY_ADDRESS")
-    checked = validate(
+    `verbosity`: 0 quiet, 1 the live view, 2 Tune's tables. `command` is kept in run.json;
+    `junit` names a JUnit XML report to write; `on_plan` sees the checked plan (its warnings)
+    before Ray starts. Raises `NeverReported` for a stop or metric key never reported, and
+    `Interrupted` on Ctrl-C while experiments ran at the same time.
+    """
+    plan = validate(
         spec,
         smoke=smoke,
         storage_path=storage_path,
         rllib_checks=True,
-        cpus=float("inf") if cluster else None,
+        cpus=_cluster_cpus(address),
     )
-    opts = runner.RunOptions(address=address, verbosity=verbosity, command=("<python api>",))
-    summaries = runner.run(checked, opts)
-    for ep, summary in zip(checked.experiments, summaries, strict=True):
-        if summary.missing and not summary.interrupted:
-            raise missing_keys_error(ep, summary).with_file(str(checked.spec.file))
+    if on_plan is not None:
+        on_plan(plan)
+    from tune_app.runner import RunOptions  # imports Ray: only for a valid plan
+
+    opts = RunOptions(address=address, verbosity=verbosity, command=tuple(command))
+    return _run_plan(plan, opts, junit)
+
+
+def resume(
+    folder: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    address: str | None = None,
+    verbosity: int = 0,
+    command: Sequence[str] = PYTHON_API,
+    junit: str | os.PathLike[str] | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
+) -> RunResult:
+    """Continue the interrupted runs in `folder` (an experiment's folder, the storage folder
+    holding several, or a cloud URI) from Tune's saved state, and return as `run` does.
+
+    A spec file changed since the run is refused unless `force`; the plan's warnings, which
+    `on_plan` sees, say so, and what each scheduler does differently on a resume.
+    """
+    from tune_app.methods import scheduler_of
+    from tune_app.resume import resume_plan
+
+    plan = resume_plan(os.fspath(folder), force=force, cpus=_cluster_cpus(address))
+    notes = [
+        f"{ep.experiment.key_path}.scheduler: {note}"
+        for ep in plan.experiments
+        if (note := scheduler_of(ep.experiment.scheduler).resume_note)
+    ]
+    plan = replace(plan, warnings=(*plan.warnings, *notes))
+    if on_plan is not None:
+        on_plan(plan)
+    from tune_app.runner import RunOptions  # imports Ray: only for a valid plan
+
+    opts = RunOptions(address=address, verbosity=verbosity, command=tuple(command), resume=True)
+    return _run_plan(plan, opts, junit)
+
+
+def resume_command(folders: Sequence[str]) -> str:
+    """The command that continues the runs in `folders`: `resume` takes one folder, an
+    experiment's or the storage folder holding several."""
+    parents = {loc.rstrip("/").rsplit("/", 1)[0] for loc in folders}
+    if len(folders) == 1:
+        return f"tune_app resume {folders[0]}"
+    if len(parents) == 1:
+        return f"tune_app resume {parents.pop()}"
+    return " && ".join(f"tune_app resume {loc}" for loc in folders)
+
+
+def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None) -> RunResult:
+    """Run a checked plan, check its expectations, write the JUnit report when asked."""
+    from tune_app import expect, runner
+    from tune_app.rundir.outcome import missing_keys_error
+
+    try:
+        summaries = runner.run(plan, opts)
+    except KeyboardInterrupt:
+        started = [
+            ep.location for ep in plan.experiments if ep.storage_uri or ep.storage_dir.exists()
+        ]
+        raise Interrupted(started) from None
     outcomes = [
         o
-        for ep, summary in zip(checked.experiments, summaries, strict=True)
-        for o in expect.check(ep, summary, smoke=checked.smoke)
+        for ep, summary in zip(plan.experiments, summaries, strict=True)
+        for o in expect.check(ep, summary, smoke=plan.smoke)
     ]
-    return RunResult(plan=checked, summaries=summaries, outcomes=outcomes)
+    if junit is not None:
+        expect.write_junit(Path(junit), plan, summaries, outcomes)
+    result = RunResult(plan=plan, summaries=summaries, outcomes=outcomes)
+    for ep, summary in zip(plan.experiments, summaries, strict=True):
+        if summary.missing and not summary.interrupted:  # stopped early, keys may yet come
+            error = missing_keys_error(ep, summary).with_file(str(plan.spec.file))
+            raise NeverReported(error, result)
+    return result
+
+
+def _cluster_cpus(address: str | None) -> float | None:
+    """On a cluster, trial sizes are checked against the cluster once joined, not this machine.
+    (The runner's cluster_address rule, read here without importing Ray: a bad spec never does.)"""
+    return math.inf if address or os.environ.get("RAY_ADDRESS") else None
 
 
 def read(*folders: str | os.PathLike[str]) -> list[ExperimentResults]:
@@ -152,7 +268,12 @@ def load(*folders: str | os.PathLike[str], top: int | None = None) -> pd.DataFra
     return pd.DataFrame(trial_rows(read(*folders), top))
 
 
-def _load(source: SpecSource, specs: Any) -> Any:
+def _load(source: SpecSource | Spec) -> Spec:
+    from tune_app.spec import Spec
+    from tune_app.spec import resolve as specs
+
+    if isinstance(source, Spec):
+        return source
     if isinstance(source, Mapping):
         import yaml
 
@@ -165,4 +286,4 @@ def _load(source: SpecSource, specs: Any) -> Any:
             ) from None
         # The same path as a file: errors name the mapping, the run keeps its text as spec.yaml.
         return specs.loads(text, Path(DICT_SPEC))
-    return specs.load(source)
+    return specs.load(os.fspath(source))

@@ -1,4 +1,5 @@
-"""The command line: parse, call one function, map errors to exit codes.
+"""The command line: one table of commands, each parsing its arguments into one call (`run` and
+`resume` into `tune_app.api`'s) and printing what it returns; errors map to exit codes.
 
 Exit codes: 0 done, 1 a trial failed, 2 bad spec or usage, 130 interrupted.
 """
@@ -7,18 +8,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tune_app.analyze import FORMATS
 from tune_app.errors import SpecErrors, TuneAppError
 
+if TYPE_CHECKING:
+    from tune_app.api import RunResult
+    from tune_app.plan import Plan
+
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130  # bad input exits with its error's code, 2
+SHOW_TRACEBACKS = "show tracebacks of errors"
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -33,7 +39,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _earlier_runs(plan: Any) -> list[str]:
+def _earlier_runs(plan: Plan) -> list[str]:
     """Warnings for results folders that already hold a run, which `run` would refuse."""
     out = []
     for ep in plan.experiments:
@@ -48,7 +54,7 @@ def _earlier_runs(plan: Any) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tune_app.plan import make_plan
+    from tune_app import api
     from tune_app.spec.resolve import load
 
     loaded = load(args.spec)
@@ -56,105 +62,77 @@ def cmd_run(args: argparse.Namespace) -> int:
         from tune_app.console import start_line
 
         print(start_line(loaded, args.storage_path, args.smoke), flush=True)
-    plan = make_plan(
-        loaded,
-        cpus=_cluster_cpus(args),
-        storage_path=args.storage_path,
-        smoke=args.smoke,
-        rllib_checks=True,
+    return _shown(
+        lambda: api.run(
+            loaded,
+            smoke=args.smoke,
+            storage_path=args.storage_path,
+            address=args.address,
+            verbosity=_verbosity(args),
+            command=args.argv,
+            junit=args.junit,
+            on_plan=_print_plan_warnings,
+        )
     )
-    _print_warnings(plan.warnings)
-
-    from tune_app import runner
-
-    verbosity = 0 if args.quiet else 2 if args.verbose else 1
-    opts = runner.RunOptions(address=args.address, verbosity=verbosity, command=tuple(args.argv))
-    return _finish(plan, _run_or_interrupt(plan, opts), args)
-
-
-def _run_or_interrupt(plan: Any, opts: Any) -> list[Any]:
-    """Run the plan; on Ctrl-C while experiments run concurrently (no summaries come back),
-    say how to resume every experiment that started, as a single experiment's summary does."""
-    from tune_app import runner
-
-    try:
-        return runner.run(plan, opts)
-    except KeyboardInterrupt:
-        started = [
-            ep.location for ep in plan.experiments if ep.storage_uri or ep.storage_dir.exists()
-        ]
-        if started:
-            print(
-                f"interrupted; the state is saved. Continue with: {_resume_command(started)}",
-                file=sys.stderr,
-            )
-        raise
-
-
-def _resume_command(locations: Sequence[str]) -> str:
-    """`resume` takes one folder: an experiment's, or the storage folder holding several."""
-    parents = {loc.rstrip("/").rsplit("/", 1)[0] for loc in locations}
-    if len(locations) == 1:
-        return f"tune_app resume {locations[0]}"
-    if len(parents) == 1:
-        return f"tune_app resume {parents.pop()}"
-    return " && ".join(f"tune_app resume {loc}" for loc in locations)
-
-
-def _cluster_cpus(args: argparse.Namespace) -> float | None:
-    """On a cluster, trial sizes are checked against the cluster once joined, not this machine.
-    (The runner's cluster_address rule, read here without importing Ray: a bad spec never does.)"""
-    return math.inf if args.address or os.environ.get("RAY_ADDRESS") else None
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from tune_app.resume import resume_plan
+    from tune_app import api
 
     if not args.quiet:  # at once: planning imports the trainables, which may import Ray
         print(f"tune_app: resuming {args.dir}", flush=True)
-    plan = resume_plan(args.dir, force=args.force, cpus=_cluster_cpus(args))
-    from tune_app.methods import scheduler_of
-
-    notes = [
-        f"{ep.experiment.key_path}.scheduler: {note}"
-        for ep in plan.experiments
-        if (note := scheduler_of(ep.experiment.scheduler).resume_note)
-    ]
-    _print_warnings([*plan.warnings, *notes])
-
-    from tune_app import runner
-
-    verbosity = 0 if args.quiet else 2 if args.verbose else 1
-    opts = runner.RunOptions(
-        address=args.address, verbosity=verbosity, command=tuple(args.argv), resume=True
+    return _shown(
+        lambda: api.resume(
+            args.dir,
+            force=args.force,
+            address=args.address,
+            verbosity=_verbosity(args),
+            command=args.argv,
+            junit=args.junit,
+            on_plan=_print_plan_warnings,
+        )
     )
-    return _finish(plan, _run_or_interrupt(plan, opts), args)
 
 
-def _finish(plan: Any, summaries: list[Any], args: argparse.Namespace) -> int:
-    """Expectations, the JUnit report, the summary table and the exit code of a run."""
-    from tune_app import expect
+def _shown(run: Callable[[], RunResult]) -> int:
+    """Print what a run ended with (the summary table, the expectations that failed, how to
+    continue it if interrupted) and return its exit code; a run that raised shows what it can."""
+    from tune_app.api import Interrupted, NeverReported
+
+    try:
+        result = run()
+    except Interrupted as stop:  # experiments ran at the same time: no summaries came back
+        _print_resume_hint(stop.folders)
+        raise
+    except NeverReported as err:  # what did run first, then the error
+        _print_result(err.result)
+        raise
+    _print_result(result)
+    _print_resume_hint(result.interrupted_folders)
+    return result.exit_code
+
+
+def _print_result(result: RunResult) -> None:
     from tune_app.console import print_outcomes, print_summaries
-    from tune_app.rundir.outcome import missing_keys_error
 
-    outcomes = [
-        o
-        for ep, summary in zip(plan.experiments, summaries, strict=True)
-        for o in expect.check(ep, summary, smoke=plan.smoke)
-    ]
-    if args.junit:
-        expect.write_junit(Path(args.junit), plan, summaries, outcomes)
-    print_summaries(plan, summaries)
-    print_outcomes(outcomes)
-    for ep, summary in zip(plan.experiments, summaries, strict=True):
-        if summary.missing and not summary.interrupted:  # stopped early, keys may yet come
-            raise missing_keys_error(ep, summary).with_file(str(plan.spec.file))
-    stopped = [ep for ep, s in zip(plan.experiments, summaries, strict=True) if s.interrupted]
-    if stopped:
-        command = _resume_command([ep.location for ep in stopped])
+    print_summaries(result.plan, result.summaries)
+    print_outcomes(result.outcomes)
+
+
+def _print_resume_hint(folders: list[str]) -> None:
+    from tune_app.api import resume_command
+
+    if folders:
+        command = resume_command(folders)
         print(f"interrupted; the state is saved. Continue with: {command}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return EXIT_OK if all(o.passed for o in outcomes) else EXIT_FAILED
+
+
+def _print_plan_warnings(plan: Plan) -> None:
+    _print_warnings(plan.warnings)
+
+
+def _verbosity(args: argparse.Namespace) -> int:
+    return 0 if args.quiet else 2 if args.verbose else 1
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -268,98 +246,185 @@ def _versions() -> str:
     return f"tune_app {of('tune_app')} (Ray {of('ray')})"
 
 
+@dataclass(frozen=True)
+class Argument:
+    """One `add_argument` call: its flags (or positional name) and options."""
+
+    flags: tuple[str, ...]
+    options: dict[str, Any]
+
+
+def arg(*flags: str, **options: Any) -> Argument:
+    return Argument(flags, options)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its handler (which returns the exit code), its help (also its description),
+    the groups of SHARED flags it takes, and its own arguments."""
+
+    name: str
+    handler: Callable[[argparse.Namespace], int]
+    help: str
+    shared: tuple[str, ...] = ()
+    arguments: tuple[Argument, ...] = ()
+
+
+# Flags several commands take, defined once; each group becomes a parent parser. A group of
+# several flags makes them mutually exclusive.
+SHARED: dict[str, tuple[Argument, ...]] = {
+    "spec": (arg("spec", help="the YAML spec file"),),
+    "dir": (arg("dir", help="an experiment folder, or the storage folder holding several"),),
+    "address": (
+        arg(
+            "--address",
+            help="join the Ray cluster at ADDR (default: RAY_ADDRESS, or start a local Ray)",
+        ),
+    ),
+    "storage-path": (
+        arg("--storage-path", help="write results here instead of the spec's storage_path"),
+    ),
+    "smoke": (
+        arg(
+            "--smoke",
+            action="store_true",
+            help="a tiny run of every experiment: 2 samples, 2 grid values, 2 iterations",
+        ),
+    ),
+    "junit": (
+        arg("--junit", metavar="FILE", help="write a JUnit XML report of trials and expect"),
+    ),
+    "verbosity": (
+        arg("-v", "--verbose", action="store_true", help="Tune's full progress tables"),
+        arg("-q", "--quiet", action="store_true", help="print only the final summary"),
+    ),
+}
+# Every command takes --debug, after the command too (`tune_app run spec.yaml --debug`).
+DEBUG = arg("--debug", action="store_true", default=argparse.SUPPRESS, help=SHOW_TRACEBACKS)
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "run",
+        cmd_run,
+        "run the searches of a spec file",
+        ("spec", "address", "storage-path", "smoke", "junit", "verbosity"),
+    ),
+    Command(
+        "resume",
+        cmd_resume,
+        "continue an interrupted run from its folder",
+        ("dir", "address", "junit", "verbosity"),
+        (arg("--force", action="store_true", help="resume even if the spec file changed"),),
+    ),
+    Command(
+        "validate",
+        cmd_validate,
+        "check a spec file and print its plan, without Ray",
+        ("spec", "storage-path"),
+        (arg("--smoke", action="store_true", help="the plan of the --smoke run"),),
+    ),
+    Command(
+        "analyze",
+        cmd_analyze,
+        "the trials of a run, from its files (no Ray needed)",
+        ("dir",),
+        (
+            arg("--format", choices=FORMATS, default="table", help="default: table"),
+            arg("--top", type=int, metavar="N", help="only the N best trials of each experiment"),
+        ),
+    ),
+    Command(
+        "best",
+        cmd_best,
+        "the best configuration of a run as a ready spec (no Ray)",
+        ("dir",),
+        (
+            arg(
+                "--format",
+                choices=("yaml", "json", "overrides"),
+                default="yaml",
+                help="a spec file (default), its JSON, or experiment.config.path=value lines",
+            ),
+            arg(
+                "--seeds",
+                type=int,
+                metavar="N",
+                help="run the best configuration on N evaluation seeds (config.seed), apart from "
+                "tuning's",
+            ),
+        ),
+    ),
+    Command(
+        "evaluate",
+        cmd_evaluate,
+        "re-run a run's top configurations on fresh seeds (Ray)",
+        ("dir",),
+        (
+            arg("--top", type=int, default=3, metavar="K", help="configurations (default 3)"),
+            arg("--seeds", type=int, default=5, metavar="N", help="fresh seeds (default 5)"),
+            arg("--storage-path", help="results folder (default: beside the run's)"),
+            arg("-q", "--quiet", action="store_true", help="print only the evaluation"),
+        ),
+    ),
+    Command(
+        "report",
+        cmd_report,
+        "an offline HTML page of a run's plots and trials (no Ray)",
+        ("dir",),
+        (arg("--out", metavar="FILE", help="the page to write (default: DIR/report.html)"),),
+    ),
+    Command(
+        "tensorboard",
+        cmd_tensorboard,
+        "serve TensorBoard on a run: scalars and HParams",
+        ("dir",),
+        (
+            arg("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)"),
+            arg("--port", type=int, default=0, help="port to bind (default: 0, a free one)"),
+        ),
+    ),
+    Command(
+        "list",
+        cmd_list,
+        "list the trainables and RLlib algorithms with their knobs",
+        (),
+        (arg("name", nargs="?", help="one trainable, or every config key of an algorithm"),),
+    ),
+    Command("schema", cmd_schema, "print the JSON Schema of spec files"),
+)
+
+
+def _parent(arguments: Sequence[Argument]) -> argparse.ArgumentParser:
+    """A parser holding only `arguments` (mutually exclusive if several), for `parents=`."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_mutually_exclusive_group() if len(arguments) > 1 else parent
+    for a in arguments:
+        group.add_argument(*a.flags, **a.options)
+    return parent
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tune_app",
         description="Hyperparameter searches on Ray Tune and RLlib from a YAML spec.",
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    parser.add_argument("--debug", action="store_true", help=SHOW_TRACEBACKS)
     parser.add_argument(
         "--version", action="version", version=_versions(), help="the app's and Ray's versions"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def command(name: str, handler: Callable[[argparse.Namespace], int], help: str):
-        p = sub.add_parser(name, help=help, description=help)
-        p.set_defaults(handler=handler)
-        p.add_argument(
-            "--debug",
-            action="store_true",
-            default=argparse.SUPPRESS,
-            help="show tracebacks of errors",
+    debug = _parent([DEBUG])
+    parents = {name: _parent(arguments) for name, arguments in SHARED.items()}
+    for command in COMMANDS:
+        p = sub.add_parser(
+            command.name,
+            help=command.help,
+            description=command.help,
+            parents=[debug, *(parents[name] for name in command.shared)],
         )
-        return p
-
-    p = command("run", cmd_run, "run the searches of a spec file")
-    p.add_argument("spec", help="the YAML spec file")
-    p.add_argument(
-        "--address",
-        help="join the Ray cluster at ADDR (default: RAY_ADDRESS, or start a local Ray)",
-    )
-    p.add_argument("--storage-path", help="write results here instead of the spec's storage_path")
-    p.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a tiny run of every experiment: 2 samples, 2 grid values, 2 iterations",
-    )
-    p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report of trials and expect")
-    loud = p.add_mutually_exclusive_group()
-    loud.add_argument("-v", "--verbose", action="store_true", help="Tune's full progress tables")
-    loud.add_argument("-q", "--quiet", action="store_true", help="print only the final summary")
-
-    p = command("resume", cmd_resume, "continue an interrupted run from its folder")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument("--force", action="store_true", help="resume even if the spec file changed")
-    p.add_argument("--address", help="as for run")
-    p.add_argument("--junit", metavar="FILE", help="as for run")
-    loud = p.add_mutually_exclusive_group()
-    loud.add_argument("-v", "--verbose", action="store_true", help="as for run")
-    loud.add_argument("-q", "--quiet", action="store_true", help="as for run")
-
-    p = command("validate", cmd_validate, "check a spec file and print its plan, without Ray")
-    p.add_argument("spec", help="the YAML spec file")
-    p.add_argument("--storage-path", help="as for run")
-    p.add_argument("--smoke", action="store_true", help="the plan of the --smoke run")
-
-    p = command("analyze", cmd_analyze, "the trials of a run, from its files (no Ray needed)")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument("--format", choices=FORMATS, default="table", help="default: table")
-    p.add_argument("--top", type=int, metavar="N", help="only the N best trials of each experiment")
-
-    p = command("best", cmd_best, "the best configuration of a run as a ready spec (no Ray)")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument(
-        "--format",
-        choices=("yaml", "json", "overrides"),
-        default="yaml",
-        help="a spec file (default), its JSON, or experiment.config.path=value lines",
-    )
-    p.add_argument(
-        "--seeds",
-        type=int,
-        metavar="N",
-        help="run the best configuration on N evaluation seeds (config.seed), apart from tuning's",
-    )
-
-    p = command("evaluate", cmd_evaluate, "re-run a run's top configurations on fresh seeds (Ray)")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument("--top", type=int, default=3, metavar="K", help="configurations (default 3)")
-    p.add_argument("--seeds", type=int, default=5, metavar="N", help="fresh seeds (default 5)")
-    p.add_argument("--storage-path", help="results folder (default: beside the run's)")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only the evaluation")
-
-    p = command("report", cmd_report, "an offline HTML page of a run's plots and trials (no Ray)")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument("--out", metavar="FILE", help="the page to write (default: DIR/report.html)")
-
-    p = command("tensorboard", cmd_tensorboard, "serve TensorBoard on a run: scalars and HParams")
-    p.add_argument("dir", help="an experiment folder, or the storage folder holding several")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="port to bind (default: 0, a free one)")
-
-    p = command("list", cmd_list, "list the trainables and RLlib algorithms with their knobs")
-    p.add_argument("name", nargs="?", help="one trainable, or every config key of an algorithm")
-    command("schema", cmd_schema, "print the JSON Schema of spec files")
+        p.set_defaults(handler=command.handler)
+        for a in command.arguments:
+            p.add_argument(*a.flags, **a.options)
     return parser
 
 
