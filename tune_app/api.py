@@ -47,9 +47,7 @@ class RunResult:
     @property
     def summary_paths(self) -> dict[str, str]:
         """Experiment -> its summary.json."""
-        from tune_app.rundir.layout import SUMMARY_FILE
-
-        return {name: f"{where.rstrip('/')}/{SUMMARY_FILE}" for name, where in self.folders.items()}
+        return {ep.name: ep.folder.summary_where for ep in self.plan.experiments}
 
     @property
     def best(self) -> dict[str, TrialOutcome | None]:

@@ -37,8 +37,8 @@ def _earlier_runs(plan: Any) -> list[str]:
     """Warnings for results folders that already hold a run, which `run` would refuse."""
     out = []
     for ep in plan.experiments:
-        folder = ep.storage_dir
-        if ep.storage_uri is None and folder.is_dir() and any(folder.iterdir()):
+        folder = ep.folder.local
+        if ep.folder.uri is None and ep.folder.holds_files():
             out.append(
                 f"{ep.experiment.key_path}.storage_path: {folder} already holds a run: `run` "
                 f"will refuse it; continue it with tune_app resume {folder}, or pass "
@@ -80,9 +80,7 @@ def _run_or_interrupt(plan: Any, opts: Any) -> list[Any]:
     try:
         return runner.run(plan, opts)
     except KeyboardInterrupt:
-        started = [
-            ep.location for ep in plan.experiments if ep.storage_uri or ep.storage_dir.exists()
-        ]
+        started = [ep.location for ep in plan.experiments if ep.folder.started]
         if started:
             print(
                 f"interrupted; the state is saved. Continue with: {_resume_command(started)}",
@@ -93,7 +91,9 @@ def _run_or_interrupt(plan: Any, opts: Any) -> list[Any]:
 
 def _resume_command(locations: Sequence[str]) -> str:
     """`resume` takes one folder: an experiment's, or the storage folder holding several."""
-    parents = {loc.rstrip("/").rsplit("/", 1)[0] for loc in locations}
+    from tune_app.rundir.location import parent_of
+
+    parents = {parent_of(loc) for loc in locations}
     if len(locations) == 1:
         return f"tune_app resume {locations[0]}"
     if len(parents) == 1:

@@ -14,7 +14,6 @@ import contextlib
 import importlib
 import logging
 import os
-import shutil
 import sys
 import threading
 import time
@@ -37,13 +36,8 @@ from tune_app.ray_internals.startup import (
     stop_local_ray,
     trials_on_prestarted_workers,
 )
-from tune_app.rundir import storage
-from tune_app.rundir.layout import (
-    RESULTS_FILE,
-    RUN_FILE,
-    SUMMARY_FILE,
-    write_json,
-)
+from tune_app.rundir.layout import write_json
+from tune_app.rundir.location import RunLocation
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
 from tune_app.rundir.records import RunSummary
@@ -209,12 +203,9 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         logging.INFO if opts.verbosity >= 2 else logging.CRITICAL
     )
     if not opts.resume:
-        if ep.storage_uri:  # a staging folder: whatever an older run left there is stale
-            shutil.rmtree(ep.storage_dir, ignore_errors=True)
-        ep.storage_dir.mkdir(parents=True, exist_ok=False)
+        ep.folder.create()
         write_run_files(ep, plan, list(opts.command))
-        if ep.storage_uri:
-            storage.push(ep.storage_dir, ep.storage_uri)
+        ep.folder.push()
     is_rllib = ep.trainable.kind == "rllib"
     if is_rllib:
         # RLlib sizes each trial's placement group from its config (default_resource_request).
@@ -229,7 +220,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         if opts.resume:
             # Tune's saved state: finished trials stay, unfinished ones restart from their last
             # checkpoint, the searcher's history is restored; callbacks and stopper come back.
-            relocate(ep.name, ep.storage_dir, ep.storage_uri)
+            relocate(ep.name, ep.folder)
             _mark_finished(ep)
             tuner = tune.Tuner.restore(
                 ep.location, trainable=trainable, param_space=param_space(ep, loaded.env)
@@ -245,16 +236,15 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         if not opts.resume and not _started(ep):
             # Tune refused the run before any trial: nothing to resume, and a folder left
             # behind would be taken for an interrupted run by the next `run`.
-            shutil.rmtree(ep.storage_dir, ignore_errors=True)
+            ep.folder.remove()
         raise
     # Tune's final save can keep a stale status: a paused trial that a scheduler stops without a
     # live actor is never re-saved (HyperBand does this). The journal knows how each trial ended.
     _mark_finished(ep)
     # A finished run resumed runs nothing: its wall time stays what it was.
     summary = summarize(ep, grid, earlier if finished else earlier + time.monotonic() - began)
-    write_json(ep.storage_dir / SUMMARY_FILE, summary.to_json())
-    if ep.storage_uri:
-        storage.push(ep.storage_dir, ep.storage_uri)
+    write_json(ep.folder.summary, summary.to_json())
+    ep.folder.push()
     return summary
 
 
@@ -282,16 +272,13 @@ def _library_warnings(verbosity: int) -> Iterator[None]:
 
 def _started(ep: ExperimentPlan) -> bool:
     """Whether Tune got as far as saving its state or a trial reported."""
-    folder = ep.storage_dir
-    results = folder / RESULTS_FILE
-    saved = any(folder.glob("experiment_state-*.json"))
-    return saved or (results.exists() and results.stat().st_size > 0)
+    return ep.folder.tune_started()
 
 
 def _earlier_wall_time(ep: ExperimentPlan) -> tuple[float, bool]:
     """The wall time a resumed run already spent (from the summary an interrupted or finished
     run wrote; a killed run left none), and whether that run had finished."""
-    summary = read_summary(ep.storage_dir)
+    summary = read_summary(ep.folder)
     if summary is None:
         return 0.0, False
     return summary.wall_time_s, not summary.interrupted
@@ -299,47 +286,44 @@ def _earlier_wall_time(ep: ExperimentPlan) -> tuple[float, bool]:
 
 def _mark_finished(ep: ExperimentPlan) -> None:
     """Patch Tune's saved state with the journal of ended trials, wherever the state lives."""
-    if ep.storage_uri:
-        storage.pull_state(ep.storage_uri, ep.storage_dir)
-    if mark_finished_trials(ep.storage_dir) and ep.storage_uri:
-        storage.push_state(ep.storage_dir, ep.storage_uri)
+    ep.folder.pull_state()
+    if mark_finished_trials(ep.folder.local):
+        ep.folder.push_state()
 
 
 def _refuse_existing(plan: Plan) -> None:
     for ep in plan.experiments:
-        if ep.storage_uri:
-            if storage.has_file(ep.storage_uri, RUN_FILE):
+        folder = ep.folder
+        if folder.uri:
+            if folder.holds_remote_run():
                 raise SpecError(
-                    f"results of an earlier run are in {ep.storage_uri}",
+                    f"results of an earlier run are in {folder.uri}",
                     path=f"{ep.experiment.key_path}.storage_path",
-                    suggestion=f"continue it with: tune_app resume {ep.storage_uri}, or pass "
+                    suggestion=f"continue it with: tune_app resume {folder.uri}, or pass "
                     "--storage-path to write elsewhere",
                 )
             continue
-        if (ep.storage_dir / "tuner.pkl").exists() and _unfinished(ep.storage_dir):
+        if folder.has_tune_state() and _unfinished(folder):
             raise SpecError(
-                f"a resumable run of experiment '{ep.name}' is in {ep.storage_dir}",
+                f"a resumable run of experiment '{ep.name}' is in {folder.local}",
                 path=f"{ep.experiment.key_path}.storage_path",
-                suggestion=f"continue it with: tune_app resume {ep.storage_dir} (or pass "
+                suggestion=f"continue it with: tune_app resume {folder.local} (or pass "
                 "--storage-path to start afresh elsewhere)",
             )
-        if ep.storage_dir.exists() and not (ep.storage_dir / "tuner.pkl").exists():
-            if not _started(ep) and {p.name for p in ep.storage_dir.iterdir()} <= {
-                RUN_FILE,
-                "spec.yaml",
-            }:
+        if folder.local.exists() and not folder.has_tune_state():
+            if not folder.tune_started() and folder.holds_only_records():
                 # A driver killed before Tune started: nothing ran, nothing to resume.
-                shutil.rmtree(ep.storage_dir)
+                folder.remove()
                 continue
-        if ep.storage_dir.exists() and any(ep.storage_dir.iterdir()):
+        if folder.holds_files():
             raise SpecError(
-                f"results of an earlier run are in {ep.storage_dir}",
+                f"results of an earlier run are in {folder.local}",
                 path=f"{ep.experiment.key_path}.storage_path",
                 suggestion="pass --storage-path to write elsewhere, or remove that folder",
             )
 
 
-def _unfinished(folder: Path) -> bool:
+def _unfinished(folder: RunLocation) -> bool:
     """Whether the run in `folder` left trials unfinished (or never wrote its summary)."""
     summary = read_summary(folder)
     return summary is None or summary.interrupted

@@ -13,12 +13,10 @@ import hashlib
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tune_app.errors import SpecError
-from tune_app.rundir import layout
 from tune_app.rundir.layout import (
     CLONES_FILE,
     FINISHED_FILE,
@@ -129,29 +127,3 @@ def _download(uri: str, local: Path, wanted: Callable[[str], bool]) -> None:
         if entry.type == pyarrow.fs.FileType.File and wanted(entry.base_name):
             with fs.open_input_stream(entry.path) as f:
                 (local / entry.base_name).write_bytes(f.read())
-
-
-@dataclass(frozen=True)
-class RunFolder:
-    """An experiment folder a run wrote: local, or on cloud storage with a local copy of the
-    app's files and Tune's state."""
-
-    local: Path
-    uri: str | None = None
-
-    @property
-    def location(self) -> str:
-        return self.uri or str(self.local)
-
-    @property
-    def parent(self) -> str:
-        """The folder (or URI) that holds it."""
-        return self.uri.rsplit("/", 1)[0] if self.uri else str(self.local.parent)
-
-
-def open_runs(where: str | Path) -> list[RunFolder]:
-    """The runs in `where` (an experiment folder or one holding several; a path or a URI),
-    with cloud ones pulled into their staging folders."""
-    if is_uri(where):
-        return [RunFolder(pull(uri, staging_dir(uri)), uri) for uri in find_runs(str(where))]
-    return [RunFolder(p) for p in layout.find_runs(Path(where))]
