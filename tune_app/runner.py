@@ -38,6 +38,7 @@ from tune_app.ray_internals.startup import (
 )
 from tune_app.rundir.layout import write_json
 from tune_app.rundir.location import RunLocation
+from tune_app.rundir.lock import hold
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
 from tune_app.rundir.records import RunSummary
@@ -73,6 +74,12 @@ def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     """Run (or resume) every experiment of `plan`; raises SpecError before writing anything."""
     if opts.verbosity and (untested := version_warning()):
         print(f"warning: {untested}", file=sys.stderr)
+    # One writer per run folder, for the run's whole life (any exit releases it).
+    with hold([ep.folder for ep in plan.experiments], resuming=opts.resume):
+        return _run_held(plan, opts)
+
+
+def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     if not opts.resume:
         _refuse_existing(plan)
     started_here = not ray.is_initialized()

@@ -84,6 +84,28 @@ def find_runs(uri: str) -> list[str]:
     return found
 
 
+def read_text(uri: str, name: str) -> str | None:
+    """The text of file `name` at `uri`, or None when there is none."""
+    fs, path = _fs(uri)
+    try:
+        with fs.open_input_stream(f"{path}/{name}") as f:
+            return bytes(f.read()).decode("utf-8", errors="replace")
+    except (FileNotFoundError, OSError):
+        return None
+
+
+def write_text(uri: str, name: str, text: str) -> None:
+    fs, path = _fs(uri)
+    fs.create_dir(path, recursive=True)
+    with fs.open_output_stream(f"{path}/{name}") as out:
+        out.write(text.encode("utf-8"))
+
+
+def delete(uri: str, name: str) -> None:
+    fs, path = _fs(uri)
+    fs.delete_file(f"{path}/{name}")
+
+
 def push(local: Path, uri: str, names: tuple[str, ...] = APP_FILES) -> None:
     """Upload the app's files (those that exist) from `local` to `uri`."""
     fs, path = _fs(uri)
