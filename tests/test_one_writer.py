@@ -46,6 +46,7 @@ def test_a_second_writer_is_refused_naming_the_live_one(tmp_path):
         assert str(folder) in refused and "\n" not in refused
         assert "still being run" in _try(folder, resuming=True)
     assert _try(folder) == "held"  # released on leaving
+    assert not (tmp_path / "results").exists()  # the lock's folders, made for it, are gone
 
 
 def test_a_killed_run_leaves_no_stale_lock(tmp_path):

@@ -3,10 +3,11 @@ life, and a second writer is refused with one line naming the process that holds
 
 Two runs of one spec started together both passed the "is there a run here?" check and merged
 their trials into one results.jsonl. A local folder's lock is an `fcntl` lock on a hidden file
-beside it (`.<name>.lock`), held open by the process: the kernel releases it on any exit, kill -9
-included, so a crashed run never leaves a stale lock. On cloud storage, where nothing can hold a
-lock, the same file is a lease: an owner record rewritten every HEARTBEAT_S while the run lives,
-taken over once it is LEASE_S old (a crashed run's), and deleted at the end.
+beside it (`.<name>.lock`), held open by the process and removed as it lets go: the kernel
+releases the lock on any exit, kill -9 included, so a crashed run never leaves a stale one. On
+cloud storage, where nothing can hold a lock, the same file is a lease: an owner record rewritten
+every HEARTBEAT_S while the run lives, taken over once it is LEASE_S old (a crashed run's), and
+deleted at the end.
 """
 
 from __future__ import annotations
@@ -82,21 +83,53 @@ def lock_path(folder: RunLocation) -> Path:
 @contextlib.contextmanager
 def _flock(folder: RunLocation, resuming: bool) -> Iterator[None]:
     path = lock_path(folder)
+    made = _missing_ancestors(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle: IO[str] = path.open("a+", encoding="utf-8")
-    try:
+    while True:
+        handle: IO[str] = path.open("a+", encoding="utf-8")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
-            raise _busy(folder, Owner.parse(handle.read()), resuming) from None
+            owner = Owner.parse(handle.read())
+            handle.close()
+            _remove_empty(made)
+            raise _busy(folder, owner, resuming) from None
+        # The holder before us unlinks the file as it lets go: locking that unlinked file would
+        # not exclude anyone who opens the path now, so lock the path's file.
+        if path.exists() and os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
+            break
+        handle.close()
+    try:
         handle.seek(0)
         handle.truncate()
         handle.write(json.dumps(asdict(Owner.me())))
         handle.flush()
         yield
     finally:
+        with contextlib.suppress(OSError):
+            path.unlink()  # while still held: nothing is left behind
         handle.close()  # releases the lock
+        _remove_empty(made)
+
+
+def _missing_ancestors(folder: Path) -> list[Path]:
+    """The folders `mkdir(parents=True)` would make for `folder`, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders made for a lock, deepest first, while they are empty (a run that was
+    refused leaves nothing; one that ran has its experiment folder in them)."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 @contextlib.contextmanager
