@@ -28,10 +28,12 @@ import ray
 import trainables
 import tune_app
 from tune_app.errors import SpecError
+from tune_app.interrupts import as_interrupts, reclaim
 from tune_app.plan import ExperimentPlan, Plan, check_loaded
 from tune_app.ray_internals import version_warning
 from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
+    daemons_in_own_session,
     node_wait_polled_finely,
     stop_local_ray,
     trials_on_prestarted_workers,
@@ -74,8 +76,9 @@ def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     """Run (or resume) every experiment of `plan`; raises SpecError before writing anything."""
     if opts.verbosity and (untested := version_warning()):
         print(f"warning: {untested}", file=sys.stderr)
-    # One writer per run folder, for the run's whole life (any exit releases it).
-    with hold([ep.folder for ep in plan.experiments], resuming=opts.resume):
+    # SIGTERM and SIGHUP stop it as Ctrl-C does; one writer per run folder, for the run's whole
+    # life (any exit releases it).
+    with as_interrupts(), hold([ep.folder for ep in plan.experiments], resuming=opts.resume):
         return _run_held(plan, opts)
 
 
@@ -349,6 +352,7 @@ def _ray_for(plan: Plan, opts: RunOptions) -> Iterator[None]:
     )
     if address:
         ray.init(address=address, runtime_env=runtime_env(plan), **kwargs)
+        reclaim()
         try:
             yield
         finally:
@@ -361,8 +365,9 @@ def _ray_for(plan: Plan, opts: RunOptions) -> Iterator[None]:
     # trials_on_prestarted_workers.
     for key, value in {**TUNE_TRIAL_ENV, **TRAIN_FUNCTIONS_ENV}.items():
         os.environ.setdefault(key, value)
-    with node_wait_polled_finely():
+    with node_wait_polled_finely(), daemons_in_own_session():
         ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
+    reclaim()  # ray.init installed Ray's own SIGTERM handler
     try:
         yield
     finally:

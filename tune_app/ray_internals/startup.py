@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -99,3 +100,31 @@ def stop_local_ray() -> None:
         with contextlib.suppress(Exception):  # it is gone already: shutdown's own business
             kill_monitor(check_alive=False)
     ray.shutdown()
+
+
+@contextlib.contextmanager
+def daemons_in_own_session() -> Iterator[None]:
+    """Start a local Ray's processes (GCS, raylet and the workers they start) in a session of
+    their own, so a signal sent to the driver's process group reaches the driver alone.
+
+    `timeout` and Slurm signal the whole process group, and a closed terminal hangs up its
+    session: Ray's daemons died with the driver's SIGTERM or SIGHUP (Ray blocks only SIGINT in
+    them), and the driver, stopping the run as Ctrl-C does, then lost its GCS ("Failed to
+    connect to GCS within 60 seconds") and saved nothing. They still end with the driver:
+    `ray.shutdown` stops them, and Ray ties them to the driver's life where the kernel can."""
+    services: Any = getattr(ray._private, "services", None)
+    original = getattr(services, "ConsolePopen", None)
+    if original is None or sys.platform == "win32":
+        yield
+        return
+
+    class InOwnSession(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("start_new_session", True)
+            super().__init__(*args, **kwargs)
+
+    services.ConsolePopen = InOwnSession
+    try:
+        yield
+    finally:
+        services.ConsolePopen = original
