@@ -34,7 +34,7 @@ def test_smoke_cuts_samples_grid_axes_and_iterations(write_spec):
     assert small.trials == 2 * 2 * 2
     assert small.experiment.stop == {"training_iteration": 2, "mean_accuracy": 1000}
     assert small.iterations == 2 * 8
-    assert small.storage_dir == full.storage_dir.parent / "smoke" / "g"
+    assert small.folder.local == full.folder.local.parent / "smoke" / "g"
     assert small.experiment.config["alpha"].args == (0.1, 0.2)
 
 
@@ -59,7 +59,7 @@ def test_every_example_runs_under_smoke(path, ray_session, cli, tmp_path):
     assert result.code == 0, result.err
     plan = make_plan(spec.load(path), cpus=2, storage_path=str(tmp_path), smoke=True)
     for ep in plan.experiments:
-        summary = json.loads((ep.storage_dir / "summary.json").read_text())
+        summary = json.loads(ep.folder.summary.read_text())
         assert summary["counts"] == {"TERMINATED": ep.trials}
         assert all(t["iterations"] <= 2 for t in summary["trials"])
 

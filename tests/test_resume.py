@@ -357,9 +357,10 @@ def test_ctrl_c_with_two_experiments_prints_one_resume_command_for_both(tmp_path
 def test_resuming_keeps_the_wall_time_of_a_finished_run_and_adds_to_an_interrupted_one(tmp_path):
     from types import SimpleNamespace
 
+    from tune_app.rundir.location import RunLocation
     from tune_app.runner import _earlier_wall_time
 
-    ep = SimpleNamespace(storage_dir=tmp_path)
+    ep = SimpleNamespace(folder=RunLocation(tmp_path))
     assert _earlier_wall_time(ep) == (0.0, False)  # a killed run left no summary
     (tmp_path / "summary.json").write_text(json.dumps({"wall_time_s": 12.5, "interrupted": True}))
     assert _earlier_wall_time(ep) == (12.5, False)

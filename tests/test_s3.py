@@ -174,3 +174,27 @@ def test_a_killed_driver_resumes_from_s3_on_another_machine(s3, spec_dir, tmp_pa
     complete = all(s == list(range(1, 11)) for s in steps.values())
     assert len(steps) == 2 and complete, json.dumps(steps)  # no iteration lost or repeated
     assert json.loads(_read(s3, "killed/e/summary.json"))["counts"] == {"TERMINATED": 2}
+
+
+def test_a_cloud_folder_is_leased_to_one_run(s3, monkeypatch):
+    """Cloud storage has no locks: the run writes a lease (owner and heartbeat) beside its
+    folder, a second writer is refused while it is fresh, and a crashed run's lease expires."""
+    from tune_app.rundir import lock, storage
+    from tune_app.rundir.location import RunLocation
+
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"):
+        monkeypatch.setenv(key, s3[key])
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3["AWS_ENDPOINT_URL"])
+    monkeypatch.setattr(lock, "SETTLE_S", 0.1)
+    where = RunLocation.for_experiment(f"s3://{BUCKET}/leases", "e")
+    with lock.hold([where]):
+        held = json.loads(storage.read_text(where.parent, ".e.lock") or "{}")
+        assert held["pid"] == os.getpid()
+        with pytest.raises(lock.FolderBusy, match=f"pid {os.getpid()}"):
+            with lock.hold([where]):
+                pass  # pragma: no cover
+    assert storage.read_text(where.parent, ".e.lock") is None  # released: the lease is gone
+    crashed = {"host": "elsewhere", "pid": 1, "started": "then", "heartbeat": time.time() - 3600}
+    storage.write_text(where.parent, ".e.lock", json.dumps(crashed))
+    with lock.hold([where]):  # a lease not renewed for an hour is a crashed run's
+        assert json.loads(storage.read_text(where.parent, ".e.lock") or "{}")["pid"] == os.getpid()

@@ -15,6 +15,7 @@ import pytest
 from tune_app import spec
 from tune_app.callbacks import JsonlResults
 from tune_app.plan import make_plan
+from tune_app.rundir.location import RunLocation
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_experiment
 from tune_app.tuner import SpecStopper
@@ -37,7 +38,7 @@ def test_results_log_cuts_a_torn_line_and_replaces_replayed_iterations(tmp_path)
         + json.dumps({"trial_id": "a", "training_iteration": 2}) + "\n"
         + '{"trial_id": "a", "training_iter'  # a killed run's last, torn line
     )  # fmt: skip
-    log = JsonlResults(path, "e")
+    log = JsonlResults(RunLocation(path.parent), "e")
     a = trial("a", x=1)
     log.on_trial_result(0, [a], a, {"training_iteration": 2, "score": 5.0})  # restored at 2
     log.on_trial_result(0, [a], a, {"training_iteration": 3, "score": 6.0, "done": False})
@@ -54,7 +55,7 @@ def test_results_log_writes_a_config_again_when_pbt_changes_it(tmp_path):
     (tmp_path / "run.json").write_text(
         json.dumps({"experiment": "e", "metric": "score", "mode": "max", "searched": ["lr"]})
     )
-    log = JsonlResults(path, "e")
+    log = JsonlResults(RunLocation(path.parent), "e")
     a = trial("a", lr=0.1)
     for step in (1, 2):
         log.on_trial_result(0, [a], a, {"training_iteration": step, "score": float(step)})
@@ -66,7 +67,7 @@ def test_results_log_writes_a_config_again_when_pbt_changes_it(tmp_path):
     (read,) = read_experiment(tmp_path).trials
     assert read.params == {"lr": 0.24}
     # resumed in a new process, and restored to iteration 3: the config comes again with it
-    log = JsonlResults(path, "e")
+    log = JsonlResults(RunLocation(path.parent), "e")
     log.on_trial_result(0, [a], a, {"training_iteration": 3, "score": 3.5})
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r.get("config") for r in rows] == [{"lr": 0.1}, None, {"lr": 0.24}]
@@ -76,7 +77,7 @@ def test_results_log_keeps_a_trials_history_before_a_pbt_exploit(tmp_path):
     """Moved onto another trial's iteration-2 checkpoint, a trial reports iteration 3 again:
     its own iterations 3 and 4 are its history, not a replay to replace."""
     path = tmp_path / "results.jsonl"
-    log = JsonlResults(path, "e")
+    log = JsonlResults(RunLocation(path.parent), "e")
     a = trial("a", lr=0.1)
     for step in (1, 2, 3, 4):
         log.on_trial_result(0, [a], a, {"training_iteration": step, "score": float(step)})
@@ -89,7 +90,7 @@ def test_results_log_keeps_a_trials_history_before_a_pbt_exploit(tmp_path):
 
 def test_results_log_writes_non_finite_numbers_as_valid_json(tmp_path):
     path = tmp_path / "results.jsonl"
-    log = JsonlResults(path, "e")
+    log = JsonlResults(RunLocation(path.parent), "e")
     a = trial("a")
     log.on_trial_result(0, [a], a, {"training_iteration": 1, "loss": float("nan")})
     (row,) = [json.loads(line) for line in path.read_text().splitlines()]  # strict JSON
@@ -144,7 +145,7 @@ def plan_of(tmp_path, text):
     path = tmp_path / "spec.yaml"
     path.write_text(text)
     (ep,) = make_plan(spec.load(path), cpus=2, storage_path=str(tmp_path / "out")).experiments
-    ep.storage_dir.mkdir(parents=True)
+    ep.folder.local.mkdir(parents=True)
     return ep
 
 
@@ -180,7 +181,7 @@ def test_summarize_scores_from_the_apps_log_when_tunes_history_stops_short(tmp_p
     user_module("curves.py", tmp_path)
     ep = plan_of(tmp_path, SPEC.format(scope=""))
     rows = [{"trial_id": "a", "training_iteration": i, "score": 5.0 * i} for i in (1, 2, 3, 4)]
-    (ep.storage_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (ep.folder.local / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     stale = result("a", [5.0, 10.0], score=20.0)  # progress.csv as saved; the last result now
     stale.metrics["training_iteration"] = 4
     (trial,) = summarize(ep, [stale], 1.0).trials
@@ -249,9 +250,9 @@ def test_the_summary_is_read_back_as_the_same_trial_outcomes(tmp_path):
         result("c", [2.0], error=ValueError("bad")),
     ]
     summary = summarize(ep, grid, 3.5)
-    write_json(ep.storage_dir / "summary.json", summary.to_json())
+    write_json(ep.folder.local / "summary.json", summary.to_json())
     assert RunSummary.from_json(summary.to_json()) == summary
-    read = read_experiment(ep.storage_dir)
+    read = read_experiment(ep.folder.local)
     assert sorted(read.trials, key=lambda t: t.trial_id) == summary.trials
     assert read.best_trial == summary.best and summary.best.trial_id == "a"
     assert read.failed_by_cause()["ValueError"][0].error == "ValueError: bad"

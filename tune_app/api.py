@@ -53,9 +53,7 @@ class RunResult:
     @property
     def summary_paths(self) -> dict[str, str]:
         """Experiment -> its summary.json."""
-        from tune_app.rundir.layout import SUMMARY_FILE
-
-        return {name: f"{where.rstrip('/')}/{SUMMARY_FILE}" for name, where in self.folders.items()}
+        return {ep.name: ep.folder.summary_where for ep in self.plan.experiments}
 
     @property
     def best(self) -> dict[str, TrialOutcome | None]:
@@ -82,8 +80,11 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        """What `tune_app run` would exit with: 0 passed, 1 failed, 130 interrupted."""
-        return 130 if self.interrupted else 0 if self.passed else 1
+        """What `tune_app run` would exit with: 0 passed, 1 failed, 130 interrupted by Ctrl-C
+        (128 + the signal's number for SIGTERM, 143, and SIGHUP, 129)."""
+        from tune_app import interrupts
+
+        return interrupts.exit_code() if self.interrupted else 0 if self.passed else 1
 
     def frame(self) -> pd.DataFrame:
         """The run's trials as `load` reads them back from the results."""
@@ -207,7 +208,9 @@ def resume(
 def resume_command(folders: Sequence[str]) -> str:
     """The command that continues the runs in `folders`: `resume` takes one folder, an
     experiment's or the storage folder holding several."""
-    parents = {loc.rstrip("/").rsplit("/", 1)[0] for loc in folders}
+    from tune_app.rundir.location import parent_of
+
+    parents = {parent_of(loc) for loc in folders}
     if len(folders) == 1:
         return f"tune_app resume {folders[0]}"
     if len(parents) == 1:
@@ -223,9 +226,7 @@ def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None
     try:
         summaries = runner.run(plan, opts)
     except KeyboardInterrupt:
-        started = [
-            ep.location for ep in plan.experiments if ep.storage_uri or ep.storage_dir.exists()
-        ]
+        started = [ep.location for ep in plan.experiments if ep.folder.started]
         raise Interrupted(started) from None
     outcomes = [
         o

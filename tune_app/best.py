@@ -20,10 +20,9 @@ import yaml
 
 from tune_app import scoring
 from tune_app.errors import SpecError
-from tune_app.rundir.layout import SPEC_FILE
+from tune_app.rundir.location import RunLocation
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.rundir.records import TrialOutcome
-from tune_app.rundir.storage import open_runs
 from tune_app.seeds import SEED_KEY
 from tune_app.spec.loading import read_yaml_text
 from tune_app.spec.resolve import parse
@@ -54,17 +53,17 @@ def best_spec(
 ) -> tuple[dict[str, Any], list[Best]]:
     """The spec (as plain data) running the `top` best configurations of every experiment in
     `folder`, and where they came from. Raises SpecError when a run has no scored trial."""
-    runs = open_runs(folder)
-    texts = {(r.local / SPEC_FILE).read_text(encoding="utf-8") for r in runs}
+    runs = RunLocation.open(folder)
+    texts = {r.spec.read_text(encoding="utf-8") for r in runs}
     if len(texts) != 1:
         raise SpecError(
             f"{folder} holds runs of {len(texts)} different spec files",
             suggestion="pass one experiment folder at a time",
         )
-    spec_path = runs[0].local / SPEC_FILE
+    spec_path = runs[0].spec
     raw = read_yaml_text(texts.pop(), spec_path)
     parsed = parse(copy.deepcopy(raw), spec_path)
-    found = [b for r in runs for b in _top(read_experiment(r.local, r.location), top)]
+    found = [b for r in runs for b in _top(read_experiment(r.local, r.where), top)]
     if parsed.form == "app":
         out = {k: v for k, v in raw.items() if k not in (*SEARCH_KEYS, "experiments")}
         out["experiments"] = _experiments(raw["experiments"], found, seeds)
@@ -178,14 +177,11 @@ def _set(tree: dict[str, Any], keys: list[str], value: Any, where: str) -> None:
 def evaluation_home(folder: str | Path) -> tuple[Path, str]:
     """Where `evaluate` writes its spec (beside the spec file of the run, so its trainable
     modules resolve as they did) and the storage folder its results go to (the run's)."""
-    import json as json_
+    from tune_app.rundir.write import read_run_record
 
-    from tune_app.rundir.layout import RUN_FILE
-
-    run = open_runs(folder)[0]
-    info = json_.loads((run.local / RUN_FILE).read_text(encoding="utf-8"))
-    spec_file = Path(str(info.get("spec_file") or "spec.yaml"))
+    run = RunLocation.open(folder)[0]
+    spec_file = Path(read_run_record(run).spec_file or "spec")  # an older run.json: ./spec
     stem = spec_file.stem if spec_file.name != "<dict>" else "spec"
     home = spec_file.parent if spec_file.parent.is_dir() else Path.cwd()
-    root = run.location.rsplit("/", 1)[0] if run.uri else str(Path(run.local).parent)
+    root = run.parent
     return home / f"{stem}-evaluate.yaml", root

@@ -13,12 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
-from tune_app.rundir.layout import (
-    FINISHED_FILE,
-    jsonable,
-    read_rows,
-    write_text,
-)
+from tune_app.rundir.layout import jsonable, read_rows, write_text
+from tune_app.rundir.location import RunLocation
 
 if TYPE_CHECKING:
     pass
@@ -30,12 +26,12 @@ MIRROR_PERIOD_S = 5.0  # how often the app's files are copied to cloud storage d
 _DROPPED = ("config", "hostname", "node_ip", "date", "done", "should_checkpoint")
 
 
-_RELOCATED: dict[str, tuple[Path, str | None]] = {}
+_RELOCATED: dict[str, RunLocation] = {}
 
 
-def relocate(experiment: str, folder: Path, uri: str | None) -> None:
-    """Where experiment `experiment`'s files are in this process: its folder and cloud URI."""
-    _RELOCATED[experiment] = (Path(folder), uri)
+def relocate(experiment: str, folder: RunLocation) -> None:
+    """Where experiment `experiment`'s run folder is in this process."""
+    _RELOCATED[experiment] = folder
 
 
 def _as_written(config: Any) -> Any:
@@ -54,10 +50,9 @@ class JsonlResults(Callback):
     appears twice. A trial PBT moved onto another's checkpoint keeps its rows before the move.
     """
 
-    def __init__(self, path: Path, experiment: str = "", mirror_to: str | None = None) -> None:
-        self._path = Path(path)
-        self._experiment = experiment or self._path.parent.name
-        self._mirror_to = mirror_to  # a cloud URI the folder's app files are copied to
+    def __init__(self, folder: RunLocation, experiment: str = "") -> None:
+        self._folder = folder  # mirrored to cloud storage when it has a URI
+        self._experiment = experiment or folder.name
         self._mirrored = 0.0
         self._seen: set[str] = set()
         self._file: Any = None
@@ -67,14 +62,18 @@ class JsonlResults(Callback):
     # Tune restores this callback from the run's pickle on resume, paths and all; a resume on
     # another machine (or of a moved folder) says where the files are now.
     @property
-    def path(self) -> Path:
-        folder, _ = _RELOCATED.get(self._experiment, (None, None))
-        return folder / self._path.name if folder else self._path
+    def folder(self) -> RunLocation:
+        return _RELOCATED.get(self._experiment, self._folder)
 
     @property
-    def mirror_to(self) -> str | None:
-        folder, uri = _RELOCATED.get(self._experiment, (None, None))
-        return uri if folder else self._mirror_to
+    def path(self) -> Path:
+        return self.folder.results
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A run begun when this callback kept a results path and a URI, resumed.
+        if "_folder" not in state:
+            state["_folder"] = RunLocation(Path(state.pop("_path")).parent, state.pop("_mirror_to"))
+        self.__dict__.update(state)
 
     def on_trial_result(
         self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
@@ -154,11 +153,11 @@ class JsonlResults(Callback):
             "last_result": trial.last_result,
             "failures": trial.run_metadata.num_failures,  # this trial's, retried ones included
         }
-        with (self.path.parent / FINISHED_FILE).open("a", encoding="utf-8") as f:
+        with self.folder.finished.open("a", encoding="utf-8") as f:
             f.write(json.dumps(jsonable(entry), allow_nan=False) + "\n")
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
-        if self.mirror_to and time.monotonic() - self._mirrored >= MIRROR_PERIOD_S:
+        if self.folder.uri and time.monotonic() - self._mirrored >= MIRROR_PERIOD_S:
             self._mirror()
 
     def on_checkpoint(  # type: ignore[override]  # Tune passes the checkpoint as a keyword
@@ -166,21 +165,19 @@ class JsonlResults(Callback):
     ) -> None:
         # Tune's next saved state will restore this trial from this checkpoint: the rows up to
         # it must be in the cloud copy before, or a resume elsewhere would never see them.
-        if self.mirror_to:
+        if self.folder.uri:
             self._mirror()
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
-        if self.mirror_to:
+        if self.folder.uri:
             self._mirror()
 
     def _mirror(self) -> None:
-        from tune_app.rundir import storage
-
         self._mirrored = time.monotonic()
-        storage.push(self.path.parent, str(self.mirror_to))
+        self.folder.push()
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config for resume; an open file cannot travel.

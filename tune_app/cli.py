@@ -1,7 +1,8 @@
 """The command line: one table of commands, each parsing its arguments into one call (`run` and
 `resume` into `tune_app.api`'s) and printing what it returns; errors map to exit codes.
 
-Exit codes: 0 done, 1 a trial failed, 2 bad spec or usage, 130 interrupted.
+Exit codes: 0 done, 1 a trial failed, 2 bad spec or usage, 130 interrupted (143 by SIGTERM, 129 by
+SIGHUP).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tune_app import interrupts
 from tune_app.analyze import FORMATS
 from tune_app.errors import SpecErrors, TuneAppError
+from tune_app.interrupts import as_interrupts
 
 if TYPE_CHECKING:
     from tune_app.api import RunResult
@@ -43,8 +46,8 @@ def _earlier_runs(plan: Plan) -> list[str]:
     """Warnings for results folders that already hold a run, which `run` would refuse."""
     out = []
     for ep in plan.experiments:
-        folder = ep.storage_dir
-        if ep.storage_uri is None and folder.is_dir() and any(folder.iterdir()):
+        folder = ep.folder.local
+        if ep.folder.uri is None and ep.folder.holds_files():
             out.append(
                 f"{ep.experiment.key_path}.storage_path: {folder} already holds a run: `run` "
                 f"will refuse it; continue it with tune_app resume {folder}, or pass "
@@ -433,7 +436,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = argv
     try:
-        return args.handler(args)
+        with as_interrupts():  # SIGTERM and SIGHUP act as Ctrl-C, from the start
+            return args.handler(args)
     except TuneAppError as err:
         if args.debug:
             traceback.print_exc()
@@ -444,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return err.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return interrupts.exit_code()
     except BrokenPipeError:
         # The reader went away (`tune_app analyze ... | head`): what it took was all it wanted.
         # Python would complain again flushing stdout at exit, so stdout goes to /dev/null.

@@ -168,12 +168,12 @@ def _rendered(renderable: Any) -> str:
 def start_line(spec: Spec, storage: str | None, smoke: bool, verb: str = "starting") -> str:
     """The line a run prints at once, from the spec alone (before the trainables are imported,
     which may import Ray): that it started and where its results go."""
-    from tune_app.plan import locate
+    from tune_app.rundir.location import RunLocation
 
-    where = []
-    for exp in spec.experiments:
-        folder, uri = locate(exp, storage, smoke)
-        where.append(uri or str(folder))
+    where = [
+        RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke).where
+        for exp in spec.experiments
+    ]
     n = len(spec.experiments)
     what = f"{spec.file.name}{' --smoke' if smoke else ''}, {n} experiment{'s' if n != 1 else ''}"
     return f"tune_app: {verb} {what}; results in {', '.join(where)}"

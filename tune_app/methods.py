@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from tune_app.rundir.location import RunLocation
 
 
 class Options(BaseModel):
@@ -34,7 +36,7 @@ class Context:
 
     seed: int | None = None
     max_concurrent_trials: int | None = None
-    folder: Path | None = None  # the experiment's results folder (a searcher's own files)
+    folder: RunLocation | None = None  # the experiment's run folder (a searcher's own files)
     searcher: str = "grid"  # the experiment's searcher (BOHB pairs with its own HyperBand)
     seeds_aggregate: str | None = None  # with seeds: how a configuration's seeds are judged
     seeds: tuple[int, ...] = ()  # the seeds axis (grid and random searches make its trials)
@@ -124,7 +126,7 @@ def _optuna(options: Options, ctx: Context) -> Any:
     }
     storage = None
     if ctx.folder is not None:
-        storage = optuna.storages.RDBStorage(f"sqlite:///{Path(ctx.folder).resolve() / OPTUNA_DB}")
+        storage = optuna.storages.RDBStorage(f"sqlite:///{ctx.folder.optuna_db.resolve()}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # one line per trial otherwise
     return OptunaSearch(
         sampler=samplers[options.sampler](),
@@ -152,9 +154,6 @@ def _bohb(options: Options, ctx: Context) -> Any:
     return TuneBOHB(
         bohb_config=options.options(), seed=ctx.seed, max_concurrent=ctx.max_concurrent_trials or 0
     )
-
-
-OPTUNA_DB = "optuna.db"  # in the experiment's folder
 
 
 def _optuna_refuses(domain: Any) -> tuple[str, str] | None:

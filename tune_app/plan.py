@@ -25,7 +25,7 @@ from tune_app.methods import (
     searcher_of,
 )
 from tune_app.registry import TrainableRef, resolve
-from tune_app.rundir.storage import is_uri, staging_dir
+from tune_app.rundir.location import RunLocation
 from tune_app.seeds import SEED_KEY
 from tune_app.smoke import shrink
 from tune_app.space import LIST_KINDS, RULES, Domain, grid_size, iter_domains, searched_paths
@@ -48,21 +48,13 @@ class ExperimentPlan:
     trials_exact: bool  # False for model-based searchers, which may stop early
     bundles: tuple[dict[str, float], ...]  # the trial's placement group, head bundle first
     iterations: int | None  # bound on the iterations of all trials, when `stop` gives one
-    storage_dir: Path  # the app's files; for cloud storage, the local staging folder
+    folder: RunLocation  # where its run folder is, local or on cloud storage
     searched: tuple[str, ...]  # config paths of the searched parameters
-    storage_uri: str | None = None  # the experiment's folder on cloud storage, if there
 
     @property
     def location(self) -> str:
         """Where the results are, as a user names it (a folder or a URI)."""
-        return self.storage_uri or str(self.storage_dir)
-
-    @property
-    def storage_root(self) -> str:
-        """Tune's storage_path: the folder (or URI) holding the experiment's folder."""
-        return (
-            self.storage_uri.rsplit("/", 1)[0] if self.storage_uri else str(self.storage_dir.parent)
-        )
+        return self.folder.where
 
     @property
     def name(self) -> str:
@@ -173,7 +165,6 @@ def _plan_experiment(
     envs = len(env.grid) if env is not None and env.grid else 1
     trials = grid_size(exp.config) * envs * exp.num_samples * max(1, len(exp.seeds))
     _check_concurrency(exp, trials)
-    storage_dir, uri = locate(exp, storage, smoke)
     return ExperimentPlan(
         experiment=exp,
         trainable=ref,
@@ -184,8 +175,7 @@ def _plan_experiment(
         trials_exact=searcher_of(exp.search).exact_trials,
         bundles=bundles,
         iterations=_iteration_bound(exp, trials),
-        storage_dir=storage_dir,
-        storage_uri=uri,
+        folder=RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke),
         searched=_searched(exp, env),
     )
 
@@ -198,17 +188,6 @@ def _searched(exp: Experiment, env: EnvRef | None) -> tuple[str, ...]:
     found += [SEED_KEY] if exp.seeds else []
     found += [p for p in mutated_paths(exp.scheduler) if p not in found]
     return tuple(found)
-
-
-def locate(exp: Experiment, storage: str | None, smoke: bool) -> tuple[Path, str | None]:
-    """Where an experiment's results go: its folder (for cloud storage, the local staging
-    folder) and its URI on cloud storage, if there. Needs the spec only, not the trainable."""
-    where = storage or exp.storage_path
-    if is_uri(where):
-        uri = f"{where.rstrip('/')}{'/smoke' if smoke else ''}/{exp.name}"
-        return staging_dir(uri), uri
-    root = Path(where).expanduser() / ("smoke" if smoke else "")
-    return (root if root.is_absolute() else Path.cwd() / root) / exp.name, None
 
 
 def _metric_and_mode(exp: Experiment, ref: TrainableRef) -> tuple[str | None, Mode | None]:

@@ -19,6 +19,7 @@ import jinja2
 from tune_app import importance, plots, scoring
 from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
 from tune_app.analyze import clone_lines, configuration_cells
+from tune_app.rundir.location import name_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome
 from tune_app.seeds import SEED_KEY
@@ -152,7 +153,7 @@ def write(experiments: list[ExperimentResults], out: Path, source: str) -> Path:
             (images / figure.file).write_bytes(figure.png)
         sections.append(_section(exp, figures, images.name))
     page = Page(
-        title=source.rstrip("/").rsplit("/", 1)[-1] or source,
+        title=name_of(source),
         source=source,
         generated=datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         sections=tuple(sections),

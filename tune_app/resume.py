@@ -8,31 +8,30 @@ search then continues as it was run, since Tune's saved state fixes it.
 from __future__ import annotations
 
 import difflib
-import json
 from pathlib import Path
 
 from tune_app.api import DICT_SPEC
 from tune_app.errors import SpecError
 from tune_app.plan import Plan, make_plan
-from tune_app.rundir.layout import RUN_FILE, SPEC_FILE
-from tune_app.rundir.storage import is_uri, open_runs
+from tune_app.rundir.location import RunLocation
+from tune_app.rundir.records import RunRecord
+from tune_app.rundir.write import read_run_record
 from tune_app.spec.resolve import loads
 
 
 def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None = None) -> Plan:
     """The plan continuing the runs in `folder` (a path or a cloud URI); a forced spec change is
     among its warnings."""
-    found = open_runs(folder)
-    runs = [r.local for r in found]
-    infos = [_run_info(r) for r in runs]
-    spec_files = {info["spec_file"] for info in infos}
+    found = RunLocation.open(folder)
+    records = [_resumable_record(r) for r in found]
+    spec_files = {record.spec_file for record in records}
     if len(spec_files) != 1:
         raise SpecError(
             f"{folder} holds runs of {len(spec_files)} spec files: {', '.join(sorted(spec_files))}",
             suggestion="resume one experiment folder at a time",
         )
     spec_file = Path(spec_files.pop())
-    as_run = (runs[0] / SPEC_FILE).read_text(encoding="utf-8")
+    as_run = found[0].spec.read_text(encoding="utf-8")
     warnings = []
     now = spec_file.read_text(encoding="utf-8") if spec_file.exists() else ""
     # A spec given to tune_app.run as a mapping has no file to compare: it runs as it was run.
@@ -41,7 +40,7 @@ def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None =
             difflib.unified_diff(
                 as_run.splitlines(keepends=True),
                 now.splitlines(keepends=True),
-                fromfile=f"{runs[0] / SPEC_FILE} (as run)",
+                fromfile=f"{found[0].spec} (as run)",
                 tofile=str(spec_file) if now else f"{spec_file} (missing)",
             )
         )
@@ -54,15 +53,12 @@ def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None =
             )
         warnings.append(f"{spec_file} changed since the run; resuming the spec as it was run")
     loaded = loads(as_run, spec_file)
-    smoke = bool(infos[0].get("smoke"))
-    root = found[0].parent
-    if smoke:
-        root = root.rsplit("/", 1)[0] if found[0].uri else str(Path(root).parent)
+    smoke = records[0].smoke
+    root = found[0].storage_path(smoke)
     plan = make_plan(loaded, cpus=cpus, storage_path=root, smoke=smoke, rllib_checks=True)
-    wanted = {_same(r.location) for r in found}
-    kept = tuple(ep for ep in plan.experiments if _same(ep.location) in wanted)
-    if len(kept) != len(runs):
-        names = sorted({r.location.rsplit("/", 1)[-1] for r in found} - {ep.name for ep in kept})
+    kept = tuple(ep for ep in plan.experiments if any(ep.folder.same_as(r) for r in found))
+    if len(kept) != len(found):
+        names = sorted({r.name for r in found} - {ep.name for ep in kept})
         raise SpecError(f"the spec as run has no experiment {', '.join(names)}")
     plan = Plan(
         spec=plan.spec,
@@ -74,18 +70,10 @@ def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None =
     return plan
 
 
-def _same(location: str) -> str:
-    """A location in one spelling, so a folder and its resolved path compare equal."""
-    return location.rstrip("/") if is_uri(location) else str(Path(location).resolve())
-
-
-def _run_info(folder: Path) -> dict:
-    try:
-        info = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise SpecError(f"{folder / RUN_FILE} cannot be read: {err}") from None
-    if not (folder / "tuner.pkl").exists():
+def _resumable_record(folder: RunLocation) -> RunRecord:
+    record = read_run_record(folder)
+    if not folder.has_tune_state():
         raise SpecError(
-            f"{folder} has no saved Tune state (tuner.pkl): the run ended before Tune started"
+            f"{folder.local} has no saved Tune state (tuner.pkl): the run ended before Tune started"
         )
-    return info
+    return record

@@ -14,7 +14,6 @@ import contextlib
 import importlib
 import logging
 import os
-import shutil
 import sys
 import threading
 import time
@@ -29,21 +28,20 @@ import ray
 import trainables
 import tune_app
 from tune_app.errors import SpecError
+from tune_app.interrupts import as_interrupts, reclaim
 from tune_app.plan import ExperimentPlan, Plan, check_loaded
 from tune_app.ray_internals import version_warning
 from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
+    daemons_in_own_session,
+    node_on_loopback,
     node_wait_polled_finely,
     stop_local_ray,
     trials_on_prestarted_workers,
 )
-from tune_app.rundir import storage
-from tune_app.rundir.layout import (
-    RESULTS_FILE,
-    RUN_FILE,
-    SUMMARY_FILE,
-    write_json,
-)
+from tune_app.rundir.layout import write_json
+from tune_app.rundir.location import RunLocation
+from tune_app.rundir.lock import hold
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
 from tune_app.rundir.records import RunSummary
@@ -79,6 +77,13 @@ def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     """Run (or resume) every experiment of `plan`; raises SpecError before writing anything."""
     if opts.verbosity and (untested := version_warning()):
         print(f"warning: {untested}", file=sys.stderr)
+    # SIGTERM and SIGHUP stop it as Ctrl-C does; one writer per run folder, for the run's whole
+    # life (any exit releases it).
+    with as_interrupts(), hold([ep.folder for ep in plan.experiments], resuming=opts.resume):
+        return _run_held(plan, opts)
+
+
+def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     if not opts.resume:
         _refuse_existing(plan)
     started_here = not ray.is_initialized()
@@ -209,12 +214,9 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         logging.INFO if opts.verbosity >= 2 else logging.CRITICAL
     )
     if not opts.resume:
-        if ep.storage_uri:  # a staging folder: whatever an older run left there is stale
-            shutil.rmtree(ep.storage_dir, ignore_errors=True)
-        ep.storage_dir.mkdir(parents=True, exist_ok=False)
+        ep.folder.create()
         write_run_files(ep, plan, list(opts.command))
-        if ep.storage_uri:
-            storage.push(ep.storage_dir, ep.storage_uri)
+        ep.folder.push()
     is_rllib = ep.trainable.kind == "rllib"
     if is_rllib:
         # RLlib sizes each trial's placement group from its config (default_resource_request).
@@ -229,7 +231,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         if opts.resume:
             # Tune's saved state: finished trials stay, unfinished ones restart from their last
             # checkpoint, the searcher's history is restored; callbacks and stopper come back.
-            relocate(ep.name, ep.storage_dir, ep.storage_uri)
+            relocate(ep.name, ep.folder)
             _mark_finished(ep)
             tuner = tune.Tuner.restore(
                 ep.location, trainable=trainable, param_space=param_space(ep, loaded.env)
@@ -245,16 +247,15 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         if not opts.resume and not _started(ep):
             # Tune refused the run before any trial: nothing to resume, and a folder left
             # behind would be taken for an interrupted run by the next `run`.
-            shutil.rmtree(ep.storage_dir, ignore_errors=True)
+            ep.folder.remove()
         raise
     # Tune's final save can keep a stale status: a paused trial that a scheduler stops without a
     # live actor is never re-saved (HyperBand does this). The journal knows how each trial ended.
     _mark_finished(ep)
     # A finished run resumed runs nothing: its wall time stays what it was.
     summary = summarize(ep, grid, earlier if finished else earlier + time.monotonic() - began)
-    write_json(ep.storage_dir / SUMMARY_FILE, summary.to_json())
-    if ep.storage_uri:
-        storage.push(ep.storage_dir, ep.storage_uri)
+    write_json(ep.folder.summary, summary.to_json())
+    ep.folder.push()
     return summary
 
 
@@ -282,16 +283,13 @@ def _library_warnings(verbosity: int) -> Iterator[None]:
 
 def _started(ep: ExperimentPlan) -> bool:
     """Whether Tune got as far as saving its state or a trial reported."""
-    folder = ep.storage_dir
-    results = folder / RESULTS_FILE
-    saved = any(folder.glob("experiment_state-*.json"))
-    return saved or (results.exists() and results.stat().st_size > 0)
+    return ep.folder.tune_started()
 
 
 def _earlier_wall_time(ep: ExperimentPlan) -> tuple[float, bool]:
     """The wall time a resumed run already spent (from the summary an interrupted or finished
     run wrote; a killed run left none), and whether that run had finished."""
-    summary = read_summary(ep.storage_dir)
+    summary = read_summary(ep.folder)
     if summary is None:
         return 0.0, False
     return summary.wall_time_s, not summary.interrupted
@@ -299,47 +297,44 @@ def _earlier_wall_time(ep: ExperimentPlan) -> tuple[float, bool]:
 
 def _mark_finished(ep: ExperimentPlan) -> None:
     """Patch Tune's saved state with the journal of ended trials, wherever the state lives."""
-    if ep.storage_uri:
-        storage.pull_state(ep.storage_uri, ep.storage_dir)
-    if mark_finished_trials(ep.storage_dir) and ep.storage_uri:
-        storage.push_state(ep.storage_dir, ep.storage_uri)
+    ep.folder.pull_state()
+    if mark_finished_trials(ep.folder.local):
+        ep.folder.push_state()
 
 
 def _refuse_existing(plan: Plan) -> None:
     for ep in plan.experiments:
-        if ep.storage_uri:
-            if storage.has_file(ep.storage_uri, RUN_FILE):
+        folder = ep.folder
+        if folder.uri:
+            if folder.holds_remote_run():
                 raise SpecError(
-                    f"results of an earlier run are in {ep.storage_uri}",
+                    f"results of an earlier run are in {folder.uri}",
                     path=f"{ep.experiment.key_path}.storage_path",
-                    suggestion=f"continue it with: tune_app resume {ep.storage_uri}, or pass "
+                    suggestion=f"continue it with: tune_app resume {folder.uri}, or pass "
                     "--storage-path to write elsewhere",
                 )
             continue
-        if (ep.storage_dir / "tuner.pkl").exists() and _unfinished(ep.storage_dir):
+        if folder.has_tune_state() and _unfinished(folder):
             raise SpecError(
-                f"a resumable run of experiment '{ep.name}' is in {ep.storage_dir}",
+                f"a resumable run of experiment '{ep.name}' is in {folder.local}",
                 path=f"{ep.experiment.key_path}.storage_path",
-                suggestion=f"continue it with: tune_app resume {ep.storage_dir} (or pass "
+                suggestion=f"continue it with: tune_app resume {folder.local} (or pass "
                 "--storage-path to start afresh elsewhere)",
             )
-        if ep.storage_dir.exists() and not (ep.storage_dir / "tuner.pkl").exists():
-            if not _started(ep) and {p.name for p in ep.storage_dir.iterdir()} <= {
-                RUN_FILE,
-                "spec.yaml",
-            }:
+        if folder.local.exists() and not folder.has_tune_state():
+            if not folder.tune_started() and folder.holds_only_records():
                 # A driver killed before Tune started: nothing ran, nothing to resume.
-                shutil.rmtree(ep.storage_dir)
+                folder.remove()
                 continue
-        if ep.storage_dir.exists() and any(ep.storage_dir.iterdir()):
+        if folder.holds_files():
             raise SpecError(
-                f"results of an earlier run are in {ep.storage_dir}",
+                f"results of an earlier run are in {folder.local}",
                 path=f"{ep.experiment.key_path}.storage_path",
                 suggestion="pass --storage-path to write elsewhere, or remove that folder",
             )
 
 
-def _unfinished(folder: Path) -> bool:
+def _unfinished(folder: RunLocation) -> bool:
     """Whether the run in `folder` left trials unfinished (or never wrote its summary)."""
     summary = read_summary(folder)
     return summary is None or summary.interrupted
@@ -358,6 +353,7 @@ def _ray_for(plan: Plan, opts: RunOptions) -> Iterator[None]:
     )
     if address:
         ray.init(address=address, runtime_env=runtime_env(plan), **kwargs)
+        reclaim()
         try:
             yield
         finally:
@@ -370,8 +366,9 @@ def _ray_for(plan: Plan, opts: RunOptions) -> Iterator[None]:
     # trials_on_prestarted_workers.
     for key, value in {**TUNE_TRIAL_ENV, **TRAIN_FUNCTIONS_ENV}.items():
         os.environ.setdefault(key, value)
-    with node_wait_polled_finely():
+    with node_wait_polled_finely(), daemons_in_own_session(), node_on_loopback():
         ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
+    reclaim()  # ray.init installed Ray's own SIGTERM handler
     try:
         yield
     finally:

@@ -16,7 +16,6 @@ from tune_app.methods import Context, scheduler_of, searcher_of
 from tune_app.plan import ExperimentPlan, saves_checkpoints
 from tune_app.rllib.config import to_rllib
 from tune_app.rllib.tables import RESULT_GROUPS
-from tune_app.rundir.layout import RESULTS_FILE
 from tune_app.rundir.outcome import flatten_result
 from tune_app.space import to_tune
 from tune_app.tensorboard import TrialBoard
@@ -66,7 +65,7 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
         ),
         run_config=tune.RunConfig(
             name=exp.name,
-            storage_path=ep.storage_root,
+            storage_path=ep.folder.parent,
             stop=stopper,
             callbacks=_callbacks(ep, opts),
             failure_config=tune.FailureConfig(
@@ -114,7 +113,7 @@ def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
     # writing every key under `ray/tune/`, is not added. The CSV and JSON ones are given here,
     # whatever the environment says: Tune's results, and the app, read their files back.
     callbacks: list[tune.Callback] = [
-        JsonlResults(ep.storage_dir / RESULTS_FILE, ep.name, mirror_to=ep.storage_uri),
+        JsonlResults(ep.folder, ep.name),
         TrialBoard.for_experiment(ep),
         CSVLoggerCallback(),
         JsonLoggerCallback(),
@@ -199,7 +198,7 @@ def _searcher(ep: ExperimentPlan) -> Any:
     ctx = Context(
         seed=exp.seed,
         max_concurrent_trials=exp.max_concurrent_trials,
-        folder=ep.storage_dir,
+        folder=ep.folder,
         seeds_aggregate=exp.aggregate if exp.seeds else None,
         seeds=tuple(exp.seeds) if searcher_of(exp.search).takes_grid else (),
     )
@@ -224,7 +223,7 @@ def _scheduler(ep: ExperimentPlan) -> Any:
     ctx = Context(
         seed=exp.seed,
         searcher=exp.search.type,
-        folder=ep.storage_dir,
+        folder=ep.folder,
         seeds_aggregate=exp.aggregate if exp.seeds else None,
     )
     return scheduler_of(sched).build(sched, ctx)

@@ -16,13 +16,14 @@ from ray.tune.experiment import Trial
 from ray.tune.schedulers import PopulationBasedTraining
 from ray.tune.schedulers.pb2 import PB2
 
-from tune_app.rundir.layout import CLONES_FILE, flatten, jsonable
+from tune_app.rundir.layout import flatten, jsonable
+from tune_app.rundir.location import RunLocation
 
 
 class _RecordsClones(PopulationBasedTraining):
     """Appends one line per exploit to `<folder>/clones.jsonl`, flushed at once."""
 
-    folder: Path | None = None
+    folder: RunLocation | None = None
 
     def _log_config_on_step(
         self,
@@ -53,7 +54,9 @@ class _RecordsClones(PopulationBasedTraining):
             "from_values": {k: donor.get(k) for k in self._mutated_paths()},
             "logged_at": time.time(),  # results.jsonl rows after it ran with the new config
         }
-        path = Path(self.folder) / CLONES_FILE
+        # A run begun when this held the folder's path, resumed, still has a Path here.
+        folder = self.folder if isinstance(self.folder, RunLocation) else RunLocation(self.folder)
+        path = folder.clones
         _cut_torn_tail(path)
         with path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(jsonable(event), allow_nan=False) + "\n")
@@ -96,7 +99,7 @@ def _leaf(value: Any) -> Any:
 class AppPBT(_RecordsClones):
     """Tune's PopulationBasedTraining, recording clones."""
 
-    def __init__(self, folder: Path | None = None, **options: Any) -> None:
+    def __init__(self, folder: RunLocation | None = None, **options: Any) -> None:
         super().__init__(**options)
         self.folder = folder
 
@@ -104,7 +107,7 @@ class AppPBT(_RecordsClones):
 class AppPB2(_RecordsClones, PB2):
     """Tune's PB2, recording clones."""
 
-    def __init__(self, folder: Path | None = None, **options: Any) -> None:
+    def __init__(self, folder: RunLocation | None = None, **options: Any) -> None:
         PB2.__init__(self, **options)
         self.folder = folder
 

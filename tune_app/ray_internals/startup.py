@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -99,3 +100,54 @@ def stop_local_ray() -> None:
         with contextlib.suppress(Exception):  # it is gone already: shutdown's own business
             kill_monitor(check_alive=False)
     ray.shutdown()
+
+
+@contextlib.contextmanager
+def daemons_in_own_session() -> Iterator[None]:
+    """Start a local Ray's processes (GCS, raylet and the workers they start) in a session of
+    their own, so a signal sent to the driver's process group reaches the driver alone.
+
+    `timeout` and Slurm signal the whole process group, and a closed terminal hangs up its
+    session: Ray's daemons died with the driver's SIGTERM or SIGHUP (Ray blocks only SIGINT in
+    them), and the driver, stopping the run as Ctrl-C does, then lost its GCS ("Failed to
+    connect to GCS within 60 seconds") and saved nothing. They still end with the driver:
+    `ray.shutdown` stops them, and Ray ties them to the driver's life where the kernel can."""
+    services: Any = getattr(ray._private, "services", None)
+    original = getattr(services, "ConsolePopen", None)
+    if original is None or sys.platform == "win32":
+        yield
+        return
+
+    class InOwnSession(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("start_new_session", True)
+            super().__init__(*args, **kwargs)
+
+    services.ConsolePopen = InOwnSession
+    try:
+        yield
+    finally:
+        services.ConsolePopen = original
+
+
+@contextlib.contextmanager
+def node_on_loopback() -> Iterator[None]:
+    """Start a local Ray whose node address is 127.0.0.1, so its GCS, raylet, object manager and
+    workers listen on loopback only: nothing but this machine uses them, and an open,
+    unauthenticated Ray port is how Ray clusters have been taken over.
+
+    Ray binds its servers to the node's address, which it takes from the network on Linux and
+    turns any loopback address given (`_node_ip_address`) back into; its single-machine mode
+    (`ENABLE_RAY_CLUSTER` off, as on macOS and Windows) uses 127.0.0.1. That mode holds while
+    the node starts; its workers are told the address."""
+    from ray._private import ray_constants
+
+    if not hasattr(ray_constants, "ENABLE_RAY_CLUSTER"):
+        yield
+        return
+    saved = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved

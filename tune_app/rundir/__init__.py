@@ -1,13 +1,17 @@
 """The run folder, Ray-free: where everything a run leaves lives, how it is written and read.
 
-- `layout`: the paths and file names of a run folder, atomic and fsynced writes, Tune's saved
-  state read without Ray;
+- `location`: `RunLocation`, where an experiment's folder is (local or cloud), the folder that
+  holds it, its files, whether it holds a run and whether that run can be resumed, mirroring;
+- `layout`: the file names of a run folder, atomic and fsynced writes, Tune's saved state read
+  without Ray;
 - `write`: the run manifest (`run.json`), the spec as run, the journal of ended trials;
-- `records`: the types written and read back: `TrialOutcome`, `RunSummary` (summary.json);
+- `records`: the types written and read back: `RunRecord` (run.json), `TrialOutcome`,
+  `RunSummary` (summary.json);
 - `outcome`: what an experiment ended with, computed from Tune's results;
 - `read`: a run read back from its files alone (`analyze`, `report`, `resume`);
 - `storage`: cloud URIs: staging, pulling and mirroring.
 
-Nothing outside this package builds a path inside a run folder or knows a URI scheme; the Ray
-callbacks that append rows and journal lines during a run (`tune_app.callbacks`) write through it.
+Nothing outside this package builds a path inside a run folder or knows a URI scheme (a test
+reads every module to keep it so); the Ray callbacks that append rows and journal lines during a
+run (`tune_app.callbacks`) write through `RunLocation`.
 """

@@ -22,6 +22,8 @@ RUN_FILE = "run.json"
 FINISHED_FILE = "finished.jsonl"
 SPEC_FILE = "spec.yaml"
 CLONES_FILE = "clones.jsonl"  # PBT and PB2: who copied whom, when, what changed
+OPTUNA_DB = "optuna.db"  # search optuna's study (`optuna-dashboard sqlite:///DIR/optuna.db`)
+TUNER_STATE = "tuner.pkl"  # Tune's saved Tuner: the run can be resumed
 
 # Tune names a trial's folder `<trainable>_<id>_<index>_<params>_<date>`: the id is `abcde_00001`
 # from the variant generator, eight hex digits (`1a2b3c4d`) from a searcher such as hyperopt's.

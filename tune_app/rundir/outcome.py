@@ -13,7 +13,6 @@ from tune_app.config_keys import restore_private_keys
 from tune_app.divergence import diverged
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.rundir.layout import (
-    RESULTS_FILE,
     flatten,
     read_rows,
     saved_trials,
@@ -46,7 +45,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
     seen_keys: set[str] = set()
     # After Ctrl-C Tune marks every trial terminated in memory; its saved state says which were
     # still running or pending, and so does a resume.
-    saved = saved_trials(ep.storage_dir)
+    saved = saved_trials(ep.folder.local)
     interrupted = any(status not in (FINISHED, ERRORED) for status, _ in saved.values())
     episodes = 0.0  # episodes any RLlib trial finished
     reporting = 0  # trials that reported at least one result
@@ -145,7 +144,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
 def _logged(ep: ExperimentPlan) -> dict[str, tuple[list[float | None], int]]:
     """Each trial's values of the metric in results.jsonl, in order (None where it was not
     finite; results without the key left out), and its last iteration there."""
-    path = ep.storage_dir / RESULTS_FILE
+    path = ep.folder.results
     found: dict[str, tuple[list[float | None], int]] = {}
     if not path.exists():
         return found

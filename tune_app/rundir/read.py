@@ -26,18 +26,19 @@ from tune_app.rundir.layout import (
     saved_trials,
     trial_id_of,
 )
+from tune_app.rundir.location import RunLocation
 from tune_app.rundir.records import (
     ERRORED,
     FINISHED,
     UNFINISHED,
     CloneEvent,
+    RunRecord,
     RunSummary,
     TrialOutcome,
     best_value,
     last_value,
     stopped_early,
 )
-from tune_app.rundir.storage import open_runs
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE
 
@@ -117,14 +118,14 @@ def load(folder: str | Path) -> list[ExperimentResults]:
 
     Raises SpecError when `folder` holds no run.
     """
-    return [read_experiment(run.local, run.location) for run in open_runs(folder)]
+    return [read_experiment(run.local, run.where) for run in RunLocation.open(folder)]
 
 
-def read_summary(folder: Path) -> RunSummary | None:
+def read_summary(folder: RunLocation) -> RunSummary | None:
     """The summary a run wrote when it ended (Ctrl-C included); None when there is none or it
     cannot be read (a killed run)."""
     problems: list[str] = []
-    data = _read_json(folder / SUMMARY_FILE, problems)
+    data = _read_json(folder.summary, problems)
     return RunSummary.from_json(data) if data is not None else None
 
 
@@ -132,7 +133,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
     """One experiment folder, read as far as its files allow; `location` names it (a cloud
     URI whose files were pulled into `folder`)."""
     problems: list[str] = []
-    info = _read_json(folder / RUN_FILE, problems) or {}
+    info = RunRecord.from_json(_read_json(folder / RUN_FILE, problems) or {})
     written = None
     if (folder / SUMMARY_FILE).exists():  # absent until the run ends
         data = _read_json(folder / SUMMARY_FILE, problems)
@@ -144,9 +145,9 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
     saved = saved_trials(folder)
     ended = {t.trial_id: t for t in written.trials} if written else {}
 
-    metric = info.get("metric") or (written.metric if written else None)
-    mode = info.get("mode") or (written.mode if written else None)
-    scope = str(info.get("scope") or (written.scope if written else DEFAULT_SCOPE))
+    metric = info.metric or (written.metric if written else None)
+    mode = info.mode or (written.mode if written else None)
+    scope = str(info.scope or (written.scope if written else DEFAULT_SCOPE))
     configs: dict[str, dict[str, Any]] = {}
     history: dict[str, list[dict[str, float]]] = {}
     for row in rows:
@@ -158,10 +159,10 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         history.setdefault(trial_id, [])
 
     flat_configs = {k: flatten(v) for k, v in configs.items()}
-    searched = list(info.get("searched") or _varying(flat_configs))
-    logs = info.get("log_scaled")
-    stop = {str(k): v for k, v in (info.get("stop") or {}).items()}
-    scheduler = str(info.get("scheduler") or "fifo")
+    searched = list(info.searched or _varying(flat_configs))
+    logs = info.log_scaled
+    stop = {str(k): v for k, v in info.stop.items()}
+    scheduler = str(info.scheduler or "fifo")
     folders = _trial_folders(folder)
     most = max((_iterations(h) for h in history.values()), default=0)
     trials = []
@@ -209,7 +210,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
             )
         )
     summary = RunSummary(
-        experiment=str(info.get("experiment") or (written.experiment if written else "")),
+        experiment=str(info.experiment or (written.experiment if written else "")),
         metric=metric,
         mode=mode,
         wall_time_s=written.wall_time_s if written else 0.0,
@@ -219,10 +220,8 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         interrupted=written.interrupted if written else False,
         notes=written.notes if written else [],
         scope=scope,
-        seeds=list(info.get("seeds") or (written.seeds if written else [])),
-        aggregate=str(
-            info.get("aggregate") or (written.aggregate if written else DEFAULT_AGGREGATE)
-        ),
+        seeds=list(info.seeds or (written.seeds if written else [])),
+        aggregate=str(info.aggregate or (written.aggregate if written else DEFAULT_AGGREGATE)),
     )
     if not summary.experiment:
         summary = replace(summary, experiment=folder.name)
@@ -237,7 +236,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         finished=written is not None and not written.interrupted,
         location=location or str(folder),
         clones=[CloneEvent.from_json(r) for r in _read_jsonl(folder / CLONES_FILE, problems)],
-        log_scaled=[str(k) for k in logs] if isinstance(logs, list) else None,
+        log_scaled=[str(k) for k in logs] if logs is not None else None,
     )
 
 

@@ -1,6 +1,7 @@
-"""The records a run leaves and `analyze` reads: one `TrialOutcome` per trial and one
-`RunSummary` per experiment, written as summary.json by the runner and read back as the same
-types. Ray-free and plan-free, so every reader can import them.
+"""The records a run leaves and `analyze` reads: one `RunRecord` per experiment (run.json, how
+it was run), one `TrialOutcome` per trial and one `RunSummary` per experiment (summary.json),
+each written and read back as the same type. Ray-free and plan-free, so every reader can import
+them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,49 @@ UNFINISHED = "UNFINISHED"  # running or pending when the run stopped; a resume c
 
 # Attribute -> its key in summary.json, where the two differ (the file's names came first).
 _JSON_NAMES = {"score": "metric", "folder": "path"}
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """run.json: how an experiment was run, and what reading its results needs without the spec
+    (metric, mode, searched keys, scheduler, stop). A field an older run.json lacks reads as its
+    default (None: not recorded), so readers fall back on summary.json or the results."""
+
+    experiment: str = ""
+    spec_file: str = ""  # the spec file's absolute path (`<dict>` for a spec given as data)
+    smoke: bool = False
+    trainable: str = ""
+    metric: str | None = None
+    mode: str | None = None
+    scope: str | None = None
+    seeds: tuple[int, ...] = ()
+    aggregate: str | None = None
+    searched: tuple[str, ...] = ()
+    log_scaled: tuple[str, ...] | None = None
+    scheduler: str | None = None
+    stop: dict[str, Any] = field(default_factory=dict)
+    trials: int = 0
+    command: tuple[str, ...] = ()
+    cwd: str = ""
+    started: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunRecord:
+        known = {f.name: f for f in fields(cls)}
+        kept: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known or value is None:
+                continue
+            if key in ("stop", "versions") and not isinstance(value, dict):
+                continue
+            if key in ("seeds", "searched", "log_scaled", "command") and isinstance(value, list):
+                value = tuple(value)
+            kept[key] = value
+        return cls(**kept)
 
 
 @dataclass

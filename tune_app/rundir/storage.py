@@ -13,12 +13,10 @@ import hashlib
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tune_app.errors import SpecError
-from tune_app.rundir import layout
 from tune_app.rundir.layout import (
     CLONES_FILE,
     FINISHED_FILE,
@@ -86,6 +84,28 @@ def find_runs(uri: str) -> list[str]:
     return found
 
 
+def read_text(uri: str, name: str) -> str | None:
+    """The text of file `name` at `uri`, or None when there is none."""
+    fs, path = _fs(uri)
+    try:
+        with fs.open_input_stream(f"{path}/{name}") as f:
+            return bytes(f.read()).decode("utf-8", errors="replace")
+    except (FileNotFoundError, OSError):
+        return None
+
+
+def write_text(uri: str, name: str, text: str) -> None:
+    fs, path = _fs(uri)
+    fs.create_dir(path, recursive=True)
+    with fs.open_output_stream(f"{path}/{name}") as out:
+        out.write(text.encode("utf-8"))
+
+
+def delete(uri: str, name: str) -> None:
+    fs, path = _fs(uri)
+    fs.delete_file(f"{path}/{name}")
+
+
 def push(local: Path, uri: str, names: tuple[str, ...] = APP_FILES) -> None:
     """Upload the app's files (those that exist) from `local` to `uri`."""
     fs, path = _fs(uri)
@@ -129,29 +149,3 @@ def _download(uri: str, local: Path, wanted: Callable[[str], bool]) -> None:
         if entry.type == pyarrow.fs.FileType.File and wanted(entry.base_name):
             with fs.open_input_stream(entry.path) as f:
                 (local / entry.base_name).write_bytes(f.read())
-
-
-@dataclass(frozen=True)
-class RunFolder:
-    """An experiment folder a run wrote: local, or on cloud storage with a local copy of the
-    app's files and Tune's state."""
-
-    local: Path
-    uri: str | None = None
-
-    @property
-    def location(self) -> str:
-        return self.uri or str(self.local)
-
-    @property
-    def parent(self) -> str:
-        """The folder (or URI) that holds it."""
-        return self.uri.rsplit("/", 1)[0] if self.uri else str(self.local.parent)
-
-
-def open_runs(where: str | Path) -> list[RunFolder]:
-    """The runs in `where` (an experiment folder or one holding several; a path or a URI),
-    with cloud ones pulled into their staging folders."""
-    if is_uri(where):
-        return [RunFolder(pull(uri, staging_dir(uri)), uri) for uri in find_runs(str(where))]
-    return [RunFolder(p) for p in layout.find_runs(Path(where))]

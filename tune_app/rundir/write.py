@@ -14,15 +14,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tune_app.errors import SpecError
 from tune_app.rundir.layout import (
     FINISHED_FILE,
-    RUN_FILE,
-    SPEC_FILE,
     newest_state,
     read_rows,
     write_json,
     write_text,
 )
+from tune_app.rundir.location import RunLocation
+from tune_app.rundir.records import RunRecord
 from tune_app.scoring import finite
 from tune_app.space import outer_domains
 
@@ -77,28 +78,39 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
     """Leave the spec as run, how it was run (command, versions) and what `analyze` needs to read
     the results without the spec (metric, mode, searched keys, scheduler, stop) beside them."""
     exp = ep.experiment
-    (ep.storage_dir / SPEC_FILE).write_text(plan.spec.text, encoding="utf-8")
-    info = {
-        "experiment": ep.name,
-        "spec_file": str(plan.spec.file.resolve()),
-        "smoke": plan.smoke,
-        "trainable": exp.run,
-        "metric": ep.metric,
-        "mode": ep.mode,
-        "scope": exp.scope,
-        "seeds": list(exp.seeds),
-        "aggregate": exp.aggregate,
-        "searched": list(ep.searched),
-        "log_scaled": log_scaled(exp.config),
-        "scheduler": exp.scheduler.type,
-        "stop": dict(exp.stop),
-        "trials": ep.trials,
-        "command": [_program(), *command],
-        "cwd": os.getcwd(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "versions": package_versions(),
-    }
-    write_json(ep.storage_dir / RUN_FILE, info)
+    ep.folder.spec.write_text(plan.spec.text, encoding="utf-8")
+    record = RunRecord(
+        experiment=ep.name,
+        spec_file=str(plan.spec.file.resolve()),
+        smoke=plan.smoke,
+        trainable=exp.run,
+        metric=ep.metric,
+        mode=ep.mode,
+        scope=exp.scope,
+        seeds=tuple(exp.seeds),
+        aggregate=exp.aggregate,
+        searched=tuple(ep.searched),
+        log_scaled=tuple(log_scaled(exp.config)),
+        scheduler=exp.scheduler.type,
+        stop=dict(exp.stop),
+        trials=ep.trials,
+        command=(_program(), *command),
+        cwd=os.getcwd(),
+        started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        versions=package_versions(),
+    )
+    write_json(ep.folder.record, record.to_json())
+
+
+def read_run_record(location: RunLocation) -> RunRecord:
+    """The run.json of a run folder; SpecError naming the file if it cannot be read."""
+    try:
+        data = json.loads(location.record.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise SpecError(f"{location.record} cannot be read: {err}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{location.record} cannot be read: not a JSON object")
+    return RunRecord.from_json(data)
 
 
 def log_scaled(space: Any) -> list[str]:

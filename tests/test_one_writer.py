@@ -1,0 +1,120 @@
+"""One writer per run folder: a run holds its folder's lock for its whole life, a second writer
+(run or resume) is refused with one line naming the live process, and a crashed run's lock is
+never stale."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT, user_module
+from tune_app.rundir.location import RunLocation
+from tune_app.rundir.lock import FolderBusy, hold
+
+TRY_LOCK = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from tune_app.rundir.location import RunLocation\n"
+    "from tune_app.rundir.lock import FolderBusy, hold\n"
+    "try:\n"
+    "    with hold([RunLocation(Path(sys.argv[1]))], resuming=sys.argv[2] == '1'):\n"
+    "        print('held')\n"
+    "except FolderBusy as err:\n"
+    "    print(err)\n"
+)
+
+
+def _try(folder, resuming=False) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", TRY_LOCK, str(folder), "1" if resuming else "0"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60, check=True,
+    )  # fmt: skip
+    return out.stdout.strip()
+
+
+def test_a_second_writer_is_refused_naming_the_live_one(tmp_path):
+    folder = tmp_path / "results" / "e"
+    with hold([RunLocation(folder)]):
+        refused = _try(folder)
+        assert f"pid {os.getpid()}" in refused and "still going" in refused
+        assert str(folder) in refused and "\n" not in refused
+        assert "still being run" in _try(folder, resuming=True)
+    assert _try(folder) == "held"  # released on leaving
+    assert not (tmp_path / "results").exists()  # the lock's folders, made for it, are gone
+
+
+def test_a_killed_run_leaves_no_stale_lock(tmp_path):
+    folder = tmp_path / "e"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", TRY_LOCK.replace("print('held')", "print('held', flush=True); "
+         "import time; time.sleep(60)"), str(folder), "0"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert f"pid {holder.pid}" in _try(folder)
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+        assert _try(folder) == "held"
+    finally:
+        holder.kill()
+
+
+def test_locks_are_all_or_none(tmp_path):
+    a, b = RunLocation(tmp_path / "a"), RunLocation(tmp_path / "b")
+    with hold([b]):
+        with pytest.raises(FolderBusy):
+            with hold([a, b]):
+                pass  # pragma: no cover
+        with hold([a]):  # a was let go when b was refused
+            pass
+
+
+SLOW = """
+metric: score
+mode: max
+experiments:
+  e:
+    run: nodes:train
+    config:
+      x: {grid_search: [1, 2]}
+      steps: 4
+      sleep: 1.5
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_two_runs_of_one_spec_never_merge_and_a_live_run_is_not_resumed(tmp_path):
+    """Two runs started together into one folder merged their trials; a resume of a live run
+    re-ran its finished trials and the original exited 130."""
+    for name in ("nodes.py", "helper.py"):
+        user_module(name, tmp_path)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SLOW)
+    command = [sys.executable, "-m", "tune_app", "run", str(spec), "-q"]
+    command += ["--storage-path", str(tmp_path / "out")]
+    first = subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    folder = tmp_path / "out" / "e"
+    deadline = time.monotonic() + 120
+    while not (folder / "run.json").exists():
+        assert time.monotonic() < deadline and first.poll() is None
+        time.sleep(0.2)
+    second = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    lines = second.stderr.strip().splitlines()
+    assert second.returncode == 2 and len(lines) == 1, second.stderr
+    assert f"pid {first.pid}" in lines[0] and "Traceback" not in second.stderr
+    resume = [sys.executable, "-m", "tune_app", "resume", str(folder), "-q"]
+    again = subprocess.run(resume, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and "still being run" in again.stderr, again.stderr
+    assert first.wait(timeout=300) == 0, first.stderr.read() if first.stderr else ""
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    seen = [(r["trial_id"], r["training_iteration"]) for r in rows]
+    assert len(seen) == len(set(seen)) == 8  # 2 trials x 4 steps, written once
+    assert json.loads((folder / "summary.json").read_text())["counts"] == {"TERMINATED": 2}

@@ -1,0 +1,64 @@
+"""SIGTERM and SIGHUP interrupt a run the way Ctrl-C does: Tune's state saved, the summary marked
+interrupted, the resume command printed, and exit 128 + the signal's number (143, 129).
+
+`timeout`, `docker stop`, Kubernetes and Slurm end a job with SIGTERM, and a closed terminal
+sends SIGHUP. Python's default for both ends the process at once: the run exited 1 ("a trial
+failed") with neither the summary nor the resume hint. While `as_interrupts` holds, either signal
+is passed on as SIGINT, which Tune's own handler turns into a graceful stop (and which is a
+KeyboardInterrupt before Tune has started). `ray.init` installs Ray's own SIGTERM handler in
+the driver (it prints a C++ stack dump and ends the process), so `reclaim` puts ours back once
+Ray has started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+
+SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+CTRL_C_EXIT = 130
+
+_received: list[int] = []
+_active: list[bool] = []  # as_interrupts holds
+
+
+def _forward(signum: int, frame: object) -> None:
+    _received.append(signum)
+    signal.raise_signal(signal.SIGINT)
+
+
+@contextlib.contextmanager
+def as_interrupts() -> Iterator[None]:
+    """While this holds (in the main thread), SIGTERM and SIGHUP act as Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only; its caller installed the handlers
+        return
+    if not _active:  # the outermost: a new run
+        _received.clear()
+    saved = {s: signal.signal(s, _forward) for s in SIGNALS}
+    _active.append(True)
+    try:
+        yield
+    finally:
+        _active.pop()
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+def reclaim() -> None:
+    """Install the handlers again after something replaced them (`ray.init` does)."""
+    if _active and threading.current_thread() is threading.main_thread():
+        for s in SIGNALS:
+            signal.signal(s, _forward)
+
+
+def exit_code() -> int:
+    """The exit code of an interrupted run: 128 + the signal that ended it (130 for Ctrl-C)."""
+    return 128 + _received[-1] if _received else CTRL_C_EXIT
+
+
+def received() -> str | None:
+    """The name of the signal that interrupted the run (SIGTERM, SIGHUP), if one did."""
+    return signal.Signals(_received[-1]).name if _received else None

@@ -1,0 +1,189 @@
+"""Where one experiment's run folder is, local or on cloud storage, and the files in it.
+
+`RunLocation` is the one owner of that rule: how a spec's storage path and an experiment name
+make a folder (a `smoke/` folder for --smoke runs, a local staging folder for a cloud URI), the
+folder that holds it (Tune's storage_path), the app's files in it, whether it holds a run and
+whether that run can be resumed, and mirroring to cloud storage. Nothing outside `rundir` builds
+a path inside a run folder or splits a URI.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from tune_app.rundir import layout, storage
+from tune_app.rundir.layout import (
+    CLONES_FILE,
+    FINISHED_FILE,
+    OPTUNA_DB,
+    RESULTS_FILE,
+    RUN_FILE,
+    SPEC_FILE,
+    SUMMARY_FILE,
+    TUNER_STATE,
+)
+from tune_app.rundir.storage import is_uri, staging_dir
+
+SMOKE_FOLDER = "smoke"  # --smoke runs go to a folder of this name under the storage path
+
+
+@dataclass(frozen=True)
+class RunLocation:
+    """An experiment's run folder: `local` holds the app's files (for cloud storage, the local
+    staging folder), `uri` is the folder on cloud storage, if there."""
+
+    local: Path
+    uri: str | None = None
+
+    @classmethod
+    def for_experiment(cls, storage_path: str, name: str, *, smoke: bool = False) -> RunLocation:
+        """The folder of experiment `name` under a spec's (or --storage-path's) storage path."""
+        if is_uri(storage_path):
+            uri = f"{storage_path.rstrip('/')}{'/' + SMOKE_FOLDER if smoke else ''}/{name}"
+            return cls(staging_dir(uri), uri)
+        root = Path(storage_path).expanduser() / (SMOKE_FOLDER if smoke else "")
+        return cls((root if root.is_absolute() else Path.cwd() / root) / name)
+
+    @staticmethod
+    def open(where: str | Path) -> list[RunLocation]:
+        """The runs in `where` (an experiment folder or one holding several; a path or a URI),
+        cloud ones pulled into their staging folders."""
+        if is_uri(where):
+            return [
+                RunLocation(storage.pull(uri, staging_dir(uri)), uri)
+                for uri in storage.find_runs(str(where))
+            ]
+        return [RunLocation(p) for p in layout.find_runs(Path(where))]
+
+    # ---- names ----------------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        """Where the results are, as a user names it (a folder or a URI)."""
+        return self.uri or str(self.local)
+
+    @property
+    def name(self) -> str:
+        """The experiment folder's own name."""
+        return self.uri.rstrip("/").rsplit("/", 1)[-1] if self.uri else self.local.name
+
+    @property
+    def parent(self) -> str:
+        """The folder (or URI) that holds it: Tune's storage_path."""
+        return self.uri.rstrip("/").rsplit("/", 1)[0] if self.uri else str(self.local.parent)
+
+    def storage_path(self, smoke: bool) -> str:
+        """The storage path `for_experiment` made this from (above `smoke/` for a smoke run)."""
+        if not smoke:
+            return self.parent
+        return self.parent.rsplit("/", 1)[0] if self.uri else str(Path(self.parent).parent)
+
+    def same_as(self, other: RunLocation) -> bool:
+        """The same folder, however each was spelt (relative or resolved, trailing slash)."""
+        return _canonical(self) == _canonical(other)
+
+    # ---- the app's files ------------------------------------------------------------------
+
+    @property
+    def results(self) -> Path:
+        return self.local / RESULTS_FILE
+
+    @property
+    def summary(self) -> Path:
+        return self.local / SUMMARY_FILE
+
+    @property
+    def record(self) -> Path:
+        """run.json: how the run was run (`RunRecord`)."""
+        return self.local / RUN_FILE
+
+    @property
+    def spec(self) -> Path:
+        """The spec as run."""
+        return self.local / SPEC_FILE
+
+    @property
+    def clones(self) -> Path:
+        return self.local / CLONES_FILE
+
+    @property
+    def finished(self) -> Path:
+        return self.local / FINISHED_FILE
+
+    @property
+    def optuna_db(self) -> Path:
+        return self.local / OPTUNA_DB
+
+    @property
+    def summary_where(self) -> str:
+        """summary.json as a user names it (a path or a URI)."""
+        return f"{self.where.rstrip('/')}/{SUMMARY_FILE}"
+
+    # ---- what it holds --------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        """Whether a run may have written here (a cloud folder cannot be told without a look)."""
+        return self.uri is not None or self.local.exists()
+
+    def holds_files(self) -> bool:
+        """Whether the local folder exists and is not empty."""
+        return self.local.is_dir() and any(self.local.iterdir())
+
+    def holds_remote_run(self) -> bool:
+        """Whether the cloud folder holds a run's record (False for a local folder)."""
+        return self.uri is not None and storage.has_file(self.uri, RUN_FILE)
+
+    def has_tune_state(self) -> bool:
+        """Whether Tune saved its state here (`tuner.pkl`): the run can be resumed."""
+        return (self.local / TUNER_STATE).exists()
+
+    def tune_started(self) -> bool:
+        """Whether Tune got as far as saving its state or a trial reported."""
+        saved = any(self.local.glob("experiment_state-*.json"))
+        return saved or (self.results.exists() and self.results.stat().st_size > 0)
+
+    def holds_only_records(self) -> bool:
+        """Whether the folder holds nothing but what the app writes before Tune starts."""
+        return {p.name for p in self.local.iterdir()} <= {RUN_FILE, SPEC_FILE}
+
+    # ---- writing and mirroring ------------------------------------------------------------
+
+    def create(self) -> None:
+        """Make the local folder for a new run (a staging folder is emptied first: whatever an
+        older run left there is stale). FileExistsError if a local run folder exists."""
+        if self.uri:
+            shutil.rmtree(self.local, ignore_errors=True)
+        self.local.mkdir(parents=True, exist_ok=False)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.local, ignore_errors=True)
+
+    def push(self) -> None:
+        """Mirror the app's files to the cloud folder (nothing for a local one)."""
+        if self.uri:
+            storage.push(self.local, self.uri)
+
+    def push_state(self) -> None:
+        if self.uri:
+            storage.push_state(self.local, self.uri)
+
+    def pull_state(self) -> None:
+        if self.uri:
+            storage.pull_state(self.uri, self.local)
+
+
+def _canonical(location: RunLocation) -> str:
+    return location.uri.rstrip("/") if location.uri else str(location.local.resolve())
+
+
+def parent_of(where: str) -> str:
+    """The folder (or URI) holding a folder path or URI a user gave."""
+    return where.rstrip("/").rsplit("/", 1)[0]
+
+
+def name_of(where: str) -> str:
+    """The last part of a folder path or URI a user gave (a page's title)."""
+    return where.rstrip("/").rsplit("/", 1)[-1] or where
