@@ -81,14 +81,7 @@ def plan_text(plan: Plan) -> str:
     ]
     for ep in plan.experiments:
         exp = ep.experiment
-        ref = ep.trainable
-        what = (
-            f"registered: {ref.info.doc}"
-            if ref.info
-            else "RLlib algorithm"
-            if ref.kind == "rllib"
-            else "module:function"
-        )
+        what = ep.trainable.kind.describe
         if ep.env is not None:
             what += f", env {ep.env.env}"
         trials = f"{ep.trials}" if ep.trials_exact else f"up to {ep.trials}"

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from tune_app import rllib
-from tune_app.contract import Knob
-from tune_app.envs import EnvRef, resolve_env, resolve_env_grid
-from tune_app.errors import Collector, SpecError, did_you_mean
+from tune_app.envs import EnvRef
+from tune_app.errors import Collector, SpecError
+from tune_app.kinds import TrainableKind
 from tune_app.methods import (
     BRACKET_SEARCHERS,
     SCHEDULERS,
@@ -28,7 +26,7 @@ from tune_app.registry import TrainableRef, resolve
 from tune_app.rundir.location import RunLocation
 from tune_app.seeds import SEED_KEY
 from tune_app.smoke import shrink
-from tune_app.space import LIST_KINDS, RULES, Domain, grid_size, iter_domains, searched_paths
+from tune_app.space import grid_size, iter_domains, searched_paths
 from tune_app.spec.models import Experiment, Mode, Spec
 
 
@@ -122,45 +120,35 @@ def _plan_experiment(
         ref = resolve(exp.run, spec.file.parent)
     except SpecError as err:
         raise err.under(exp.key_path) from None
+    kind = ref.kind
     errors = Collector()
     env = None
     with errors.check():
-        env = _env(exp, ref, spec.file.parent, warnings)
+        env = kind.env(exp, spec.file.parent, warnings)
     written = exp
-    config_ok = True
-    if ref.kind == "rllib":
-        exp, failed = rllib.translate_experiment(
-            exp, warnings, gym_env=env is None or all(e.kind == "gym" for e in env.members)
-        )
-        if failed is not None:
-            errors.errors.append(failed)
-            config_ok = False
-    if smoke and config_ok:
+    exp, failed = kind.translate(exp, warnings, env)
+    if failed is not None:
+        errors.errors.append(failed)
+    if smoke and failed is None:
         exp = shrink(exp, ref)
     metric, mode = None, None
     with errors.check():
-        metric, mode = _metric_and_mode(exp, ref)
+        metric, mode = _metric_and_mode(exp, kind)
     for check in (
-        lambda: _check_reported(exp, ref, metric),
-        lambda: _check_knobs(exp, ref),
+        lambda: _check_reported(exp, kind, metric),
+        lambda: kind.check_config(exp),
         lambda: _check_search(exp, metric),
-        lambda: _check_checkpoints(exp, ref),
-        lambda: _check_population(exp, ref, warnings),
-        lambda: _check_seeds(exp, ref),
+        lambda: kind.check_checkpoint_keys(exp),
+        lambda: _check_population(exp, kind, warnings),
+        lambda: _check_seeds(exp, kind),
         lambda: _check_dotted_keys(exp),
     ):
         with errors.check():
             check()
     bundles: tuple[dict[str, float], ...] = ()
     with errors.check():
-        if ref.kind == "rllib" and config_ok:
-            # RLlib sizes a trial the same whatever the env: the first gymnasium one is checked.
-            gym_ids = [e.env for e in env.members if e.kind == "gym"] if env is not None else []
-            gym_id = gym_ids[0] if gym_ids else None
-            bundles = rllib.trial_bundles(exp, written, gym_id, cpus, rllib_checks)
-        elif ref.kind != "rllib":
-            bundles = _bundles(exp, ref)
-            _check_fits(exp, bundles, cpus)
+        if failed is None:  # an untranslated config cannot be sized
+            bundles = kind.bundles(exp, written, env, cpus, rllib_checks)
     errors.raise_any()
     envs = len(env.grid) if env is not None and env.grid else 1
     trials = grid_size(exp.config) * envs * exp.num_samples * max(1, len(exp.seeds))
@@ -190,15 +178,12 @@ def _searched(exp: Experiment, env: EnvRef | None) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _metric_and_mode(exp: Experiment, ref: TrainableRef) -> tuple[str | None, Mode | None]:
-    declared = ref.info
-    metric = exp.metric or (declared.metric if declared else None)
+def _metric_and_mode(exp: Experiment, kind: TrainableKind) -> tuple[str | None, Mode | None]:
+    default_metric, default_mode = kind.default_metric
+    metric = exp.metric or default_metric
     mode: Mode | None = exp.mode
-    if mode is None and declared is not None and metric == declared.metric:
-        mode = declared.mode
-    if ref.kind == "rllib":
-        metric = metric or rllib.METRIC
-        mode = mode or ("max" if metric == rllib.METRIC else None)
+    if mode is None and default_metric is not None and metric == default_metric:
+        mode = default_mode
     if metric is not None and mode is None:
         raise SpecError(
             f"'mode' is needed with metric '{metric}'",
@@ -221,8 +206,8 @@ def _metric_and_mode(exp: Experiment, ref: TrainableRef) -> tuple[str | None, Mo
     return metric, mode
 
 
-def _check_reported(exp: Experiment, ref: TrainableRef, metric: str | None) -> None:
-    """Keys a registered trainable never reports would silently never stop or rank anything."""
+def _check_reported(exp: Experiment, kind: TrainableKind, metric: str | None) -> None:
+    """Keys a trainable never reports would silently never stop or rank anything."""
     keys = [(f"stop.{k}", k) for k in exp.stop]
     keys += [(f"expect.{k}", k) for k in exp.expect.metrics]
     if metric is not None:
@@ -230,98 +215,7 @@ def _check_reported(exp: Experiment, ref: TrainableRef, metric: str | None) -> N
     time_attr = getattr(exp.scheduler, "time_attr", None)
     if time_attr is not None:
         keys.append(("scheduler.time_attr", time_attr))
-    if ref.kind == "rllib":
-        for where, key in keys:
-            rllib.check_metric(key, f"{exp.key_path}.{where}", ref.run)
-    if ref.info is None:
-        return  # a user's function declares nothing; the runner checks its first results
-    reported = ref.info.reported
-    for where, key in keys:
-        if key not in reported:
-            raise SpecError(
-                f"'{key}' is never reported by trainable '{ref.run}'",
-                path=f"{exp.key_path}.{where}",
-                allowed=reported,
-                suggestion=did_you_mean(key, reported),
-            )
-
-
-def _check_knobs(exp: Experiment, ref: TrainableRef) -> None:
-    """A registered trainable's config keys: an unknown key would be silently ignored, a value
-    of the wrong type or a missing required knob would fail every trial."""
-    if ref.info is None:
-        return
-    knobs = {k.name: k for k in ref.info.knobs}
-    errors = Collector()
-    config = exp.config if isinstance(exp.config, dict) else {}
-    for key, value in config.items():
-        with errors.check():
-            where = f"{exp.key_path}.config.{key}"
-            if key not in knobs:
-                raise SpecError(
-                    f"trainable '{ref.run}' has no config key '{key}'",
-                    path=where,
-                    allowed=list(knobs),
-                    suggestion=did_you_mean(key, knobs) or "see `tune_app list`",
-                )
-            _check_knob_type(knobs[key], value, where, ref.run)
-    for knob in knobs.values():
-        given = knob.name in config or (knob.name == "env" and exp.env is not None)
-        if knob.default is None and not given:
-            errors.errors.append(
-                SpecError(
-                    f"trainable '{ref.run}' needs config key '{knob.name}' "
-                    f"({knob.type.__name__}: {knob.doc})",
-                    path=f"{exp.key_path}.config",
-                    suggestion=f"add {knob.name}: under config (a value or a search space)",
-                )
-            )
-    if exp.env is not None and "env" not in knobs:
-        errors.errors.append(
-            SpecError(
-                f"trainable '{ref.run}' takes no env",
-                path=f"{exp.key_path}.env",
-                suggestion="remove env:",
-            )
-        )
-    errors.raise_any()
-
-
-def _check_knob_type(knob: Knob, value: Any, where: str, run: str) -> None:
-    """Every value `value` can take (a constant, a list's values, a sampler's kind) is of the
-    knob's type; an int is a float, a bool is neither."""
-    expected = knob.type.__name__
-    if isinstance(value, Domain):
-        if value.kind in LIST_KINDS:
-            for item in value.args:
-                _check_knob_type(knob, item, where, run)
-            return
-        produced = int if RULES[value.kind].integer else float
-        if produced is knob.type or (produced is int and knob.type is float):
-            return
-        raise SpecError(
-            f"trainable '{run}' reads '{knob.name}' as {expected}, but {value.kind} draws "
-            f"{produced.__name__}s",
-            path=where,
-            suggestion="use randint, qrandint or lograndint for an int"
-            if knob.type is int
-            else "use choice: [...] or grid_search: [...]",
-        )
-    if _of_type(value, knob.type):
-        return
-    raise SpecError(
-        f"trainable '{run}' reads '{knob.name}' as {expected}, but got {value!r}",
-        path=where,
-        suggestion=f"write {'an' if expected[0] in 'aeiou' else 'a'} {expected} ({knob.doc})",
-    )
-
-
-def _of_type(value: Any, kind: type) -> bool:
-    if isinstance(value, bool):
-        return kind is bool
-    if kind is float:
-        return isinstance(value, int | float)
-    return isinstance(value, kind)
+    kind.check_reported(exp, keys)
 
 
 def _check_search(exp: Experiment, metric: str | None) -> None:
@@ -361,76 +255,12 @@ def _check_search(exp: Experiment, metric: str | None) -> None:
     errors.raise_any()
 
 
-def _check_checkpoints(exp: Experiment, ref: TrainableRef) -> None:
-    """Registered trainables are functions; a user's `module:name` is checked once imported
-    (`check_loaded`): it may be a `tune.Trainable` class."""
-    if ref.kind == "registered":
-        _refuse_checkpoint_keys(exp, "a function trainable saves checkpoints itself", exp.key_path)
-
-
-def _refuse_checkpoint_keys(exp: Experiment, why: str, where: str) -> None:
-    """Tune takes checkpoint_frequency and checkpoint_at_end for class trainables only."""
-    errors = Collector()
-    for key in ("checkpoint_frequency", "checkpoint_at_end"):
-        if getattr(exp.checkpoint, key):
-            errors.errors.append(
-                SpecError(
-                    f"{key} applies to class trainables (RLlib algorithms, tune.Trainable "
-                    f"classes that save checkpoints) only; {why}",
-                    path=f"{where}.checkpoint_config.{key}".lstrip("."),
-                )
-            )
-    errors.raise_any()
-
-
-def saves_checkpoints(trainable: Any) -> bool | None:
-    """For a `tune.Trainable` class: whether it overrides `save_checkpoint` (Tune's own raises
-    NotImplementedError). None for anything else (a function saves when it chooses to)."""
-    from ray import tune
-
-    if isinstance(trainable, type) and issubclass(trainable, tune.Trainable):
-        return trainable.save_checkpoint is not tune.Trainable.save_checkpoint
-    return None
-
-
-def check_loaded(ep: ExperimentPlan, trainable: Any) -> None:
-    """What only the imported trainable tells: a user's function cannot take Tune's checkpoint
-    keys, and a class that saves no checkpoints cannot be checkpointed, paused or copied.
-    Paths are relative to the experiment."""
-    exp = ep.experiment
-    if ep.trainable.kind != "function":
-        return
-    saves = saves_checkpoints(trainable)
-    if saves:
-        return
-    if saves is None:
-        why = f"'{ep.trainable.run}' is a function: it saves checkpoints itself"
-        _refuse_checkpoint_keys(exp, why, "")
-        return
-    why = f"class '{ep.trainable.run}' does not implement save_checkpoint"
-    errors = Collector()
-    with errors.check():
-        _refuse_checkpoint_keys(exp, why, "")
-    entry = scheduler_of(exp.scheduler)
-    if entry.population or entry.pauses:
-        errors.errors.append(
-            SpecError(
-                f"scheduler {entry.name} {'copies' if entry.population else 'pauses'} trials "
-                f"through checkpoints, but {why}",
-                path="scheduler",
-                suggestion="implement save_checkpoint and load_checkpoint, or use scheduler: asha",
-            )
-        )
-    errors.raise_any()
-
-
-def _check_population(exp: Experiment, ref: TrainableRef, warnings: list[str]) -> None:
+def _check_population(exp: Experiment, kind: TrainableKind, warnings: list[str]) -> None:
     """PBT and PB2 copy checkpoints between trials: a trainable that saves none is never
     exploited, and a mutated key the trainable does not read changes nothing."""
     entry = scheduler_of(exp.scheduler)
     if not entry.population:
         return
-    where = f"{exp.key_path}.scheduler"
     if not searcher_of(exp.search).generates_variants:
         allowed = names_where(SEARCHERS, lambda s: s.generates_variants)
         raise SpecError(
@@ -441,38 +271,10 @@ def _check_population(exp: Experiment, ref: TrainableRef, warnings: list[str]) -
             allowed=allowed,
             suggestion=f"write search: {allowed[-1]}",
         )
-    options = exp.scheduler.model_dump()
-    mutated = list(options.get("hyperparam_mutations") or options.get("hyperparam_bounds") or {})
-    if ref.info is not None:
-        if not ref.info.checkpoints:
-            raise SpecError(
-                f"scheduler {entry.name} copies checkpoints between trials, but trainable "
-                f"'{ref.run}' saves none",
-                path=where,
-                suggestion="use a trainable that reports tune.Checkpoint (es_cartpole) or an "
-                "RLlib algorithm, or another scheduler",
-            )
-        knobs = [k.name for k in ref.info.knobs]
-        for key in mutated:
-            if key not in knobs:
-                raise SpecError(
-                    f"trainable '{ref.run}' has no config key '{key}' to mutate",
-                    path=f"{where}.{key}",
-                    allowed=knobs,
-                    suggestion=did_you_mean(key, knobs),
-                )
-    elif ref.kind == "rllib":
-        option = next(k for k in ("hyperparam_mutations", "hyperparam_bounds") if k in options)
-        for path in mutated_paths(exp.scheduler):
-            rllib.check_mutated_key(exp.run, path.split(".")[0], f"{where}.{option}.{path}")
-    else:
-        warnings.append(
-            f"{where}: {entry.name} exploits only trials that report checkpoints "
-            "(tune.report(..., checkpoint=...)) and restore from tune.get_checkpoint()"
-        )
+    kind.check_population(exp, warnings)
 
 
-def _check_seeds(exp: Experiment, ref: TrainableRef) -> None:
+def _check_seeds(exp: Experiment, kind: TrainableKind) -> None:
     """The seeds axis passes each seed as config.seed: the trainable must read it, the config
     must not set it too, and the searcher must take repeated configurations."""
     if not exp.seeds:
@@ -484,8 +286,7 @@ def _check_seeds(exp: Experiment, ref: TrainableRef) -> None:
             path=f"{exp.key_path}.config.seed",
             suggestion="remove config.seed, or remove seeds",
         )
-    if ref.info is not None:
-        ref.info.refuse_missing_knob(SEED_KEY, "it cannot run on seeds", path=where)
+    kind.check_seeds(exp)
     entry = searcher_of(exp.search)
     if entry.pairs_with is not None:
         others = names_where(SEARCHERS, lambda s: s.pairs_with is None)
@@ -565,96 +366,6 @@ def _check_concurrency(exp: Experiment, trials: int) -> None:
 def _or(names: list[str]) -> str:
     """'a, b or c'."""
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-
-
-def _check_fits(exp: Experiment, bundles: tuple[dict[str, float], ...], cpus: float) -> None:
-    need = sum(b.get("CPU", 0.0) for b in bundles)
-    if need > cpus:
-        where = "simulations" if len(bundles) > 1 else "resources_per_trial.cpu"
-        raise SpecError(
-            f"one trial needs {need:g} CPUs (bundles {list(bundles)}) but the machine has {cpus:g}",
-            path=f"{exp.key_path}.{where}",
-            suggestion="lower resources_per_trial.cpu, simulations or cpu_per_simulation",
-        )
-
-
-def _env(exp: Experiment, ref: TrainableRef, spec_dir: Path, warnings: list[str]) -> EnvRef | None:
-    """Check `env:` for trainables that make the env themselves; a user function gets the text."""
-    env = exp.env
-    if ref.kind == "rllib" and env is None and isinstance(exp.config, dict):
-        env = exp.config.get("env")  # the classic RLlib YAMLs put env in config
-        if isinstance(env, Domain) and env.is_grid:
-            return _env_grid(exp, list(env.args), spec_dir, warnings)
-        if env is not None and not isinstance(env, str):
-            raise SpecError(
-                "config.env must be one environment name or a grid_search over names",
-                path=f"{exp.key_path}.config.env",
-                suggestion="env: CartPole-v1, or env: {grid_search: [CartPole-v1, Acrobot-v1]}",
-            )
-    if env is None:
-        if ref.kind == "rllib":
-            raise SpecError(
-                f"RLlib algorithm '{ref.run}' needs an env",
-                path=f"{exp.key_path}.env",
-                suggestion="add env: CartPole-v1 (a gymnasium id) or env: my_module:MyEnv",
-            )
-        return None
-    if ref.kind == "function":
-        return None
-    try:
-        found = resolve_env(env, spec_dir)
-    except SpecError as err:
-        raise err.under(exp.key_path) from None
-    if found.note:
-        where = "env" if exp.env is not None else "config.env"
-        warnings.append(f"{exp.key_path}.{where}: {found.note}")
-    return found
-
-
-def _env_grid(exp: Experiment, envs: Any, spec_dir: Path, warnings: list[str]) -> EnvRef:
-    """RLlib's `config.env: {grid_search: [...]}`: every env checked, and a searcher that takes
-    grid axes."""
-    entry = searcher_of(exp.search)
-    if not entry.takes_grid:
-        raise SpecError(
-            f"{entry.name} cannot search a grid_search axis",
-            path=f"{exp.key_path}.config.env",
-            suggestion="one experiment per env, or search: grid",
-        )
-    try:
-        found = resolve_env_grid(envs, "config.env", spec_dir)
-    except SpecError as err:
-        raise err.under(exp.key_path) from None
-    if found.note:
-        warnings.append(f"{exp.key_path}.config.env.{found.note}")
-    return found
-
-
-def _bundles(exp: Experiment, ref: TrainableRef) -> tuple[dict[str, float], ...]:
-    """One head bundle for the trial's own process, then one bundle per simulation."""
-    declared = ref.info
-    sims = (
-        exp.simulations
-        if exp.simulations is not None
-        else (declared.simulations if declared else 0)
-    )
-    if declared is not None and declared.simulations and sims < 1:
-        raise SpecError(
-            f"trainable '{ref.run}' runs its rollouts as simulations; it needs at least one",
-            path=f"{exp.key_path}.simulations",
-            suggestion=f"its default is {declared.simulations}",
-        )
-    if exp.resources is not None:
-        cpu, gpu, memory = exp.resources.cpu, exp.resources.gpu, exp.resources.memory
-    else:
-        cpu, gpu, memory = (declared.head_cpu if declared else 1.0), 0.0, 0.0
-    head = {"CPU": float(cpu)}
-    if gpu:
-        head["GPU"] = float(gpu)
-    if memory:
-        head["memory"] = float(memory)
-    # An all-zero head bundle is fine: Tune then runs the trial's process outside the bundles.
-    return (head, *({"CPU": float(exp.cpu_per_simulation)} for _ in range(sims)))
 
 
 def _iteration_bound(exp: Experiment, trials: int) -> int | None:

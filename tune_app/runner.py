@@ -29,7 +29,7 @@ import trainables
 import tune_app
 from tune_app.errors import SpecError
 from tune_app.interrupts import as_interrupts, reclaim
-from tune_app.plan import ExperimentPlan, Plan, check_loaded
+from tune_app.plan import ExperimentPlan, Plan
 from tune_app.ray_internals import version_warning
 from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
@@ -150,7 +150,7 @@ def _load(ep: ExperimentPlan) -> Loaded:
     try:
         env = ep.env.load() if ep.env is not None else ep.experiment.env
         trainable = ep.trainable.load()
-        check_loaded(ep, trainable)
+        ep.trainable.kind.check_loaded(ep.experiment, trainable)
         return Loaded(trainable=trainable, env=env)
     except SpecError as err:
         raise err.under(ep.experiment.key_path) from None
@@ -217,10 +217,8 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         ep.folder.create()
         write_run_files(ep, plan, list(opts.command))
         ep.folder.push()
-    is_rllib = ep.trainable.kind == "rllib"
-    if is_rllib:
-        # RLlib sizes each trial's placement group from its config (default_resource_request).
-        trainable = loaded.trainable
+    if ep.trainable.kind.sizes_own_placement:
+        trainable = loaded.trainable  # its class sizes each trial from the config
     else:
         pgf = tune.PlacementGroupFactory(list(ep.bundles))
         trainable = tune.with_resources(loaded.trainable, pgf)
@@ -423,13 +421,11 @@ def runtime_env(plan: Plan) -> dict[str, Any]:
 
 def _search_path(ep: Any) -> tuple[str, ...]:
     env_path = ep.env.search_path if ep.env is not None else ()
-    return (*ep.trainable.search_path, *env_path)
+    return (*ep.trainable.kind.search_path, *env_path)
 
 
 def _user_modules(ep: Any) -> list[str]:
-    names = []
-    if ep.trainable.kind == "function":
-        names.append(ep.trainable.run.split(":")[0])
+    names = list(ep.trainable.kind.user_modules)
     if ep.env is not None:
         names += [e.env.split(":")[0] for e in ep.env.members if e.kind == "class"]
     return names

@@ -323,8 +323,7 @@ def metric_keys(ep: ExperimentPlan) -> tuple[str, ...]:
     each only if it is a scalar TensorBoard shows."""
     keys = [ep.metric] if ep.metric else []
     keys += [*ep.experiment.stop, *ep.experiment.expect.metrics]
-    if ep.trainable.info is not None:
-        keys += ep.trainable.info.metrics
+    keys += ep.trainable.kind.declared_metrics
     layout = TagLayout.for_experiment(ep)
     return tuple(k for k in dict.fromkeys(keys) if layout.tag(k) is not None)
 

@@ -12,9 +12,9 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from tune_app import progress
 from tune_app.callbacks import JsonlResults
 from tune_app.divergence import diverged
+from tune_app.kinds_builtin import saves_checkpoints
 from tune_app.methods import Context, scheduler_of, searcher_of
-from tune_app.plan import ExperimentPlan, saves_checkpoints
-from tune_app.rllib.config import to_rllib
+from tune_app.plan import ExperimentPlan
 from tune_app.rllib.tables import RESULT_GROUPS
 from tune_app.rundir.outcome import flatten_result
 from tune_app.space import to_tune
@@ -34,18 +34,19 @@ def state_period(ep: ExperimentPlan) -> str:
     CPU the trials need (about 17% of PPO's sampling on 2 cores, saving every second)."""
     if _USER_STATE_PERIOD:
         return _USER_STATE_PERIOD
-    if ep.trainable.kind == "rllib":
+    if not ep.trainable.kind.frequent_state_saves:
         return "auto"
     return f"{max(1.0, min(10.0, ep.trials / 100)):g}"
 
 
 def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) -> tune.Tuner:
     """A new Tuner for `ep`: `trainable` sized to its bundles, `env` riding in the config."""
-    exp = ep.experiment
-    is_rllib = ep.trainable.kind == "rllib"
+    exp, kind = ep.experiment, ep.trainable.kind
     # The scheduler's time_attr too: misspelt, PBT never perturbs and ASHA never stops a trial.
     clock = getattr(exp.scheduler, "time_attr", None)
-    stopper = SpecStopper(exp.stop, ep.metric, late=is_rllib, also=(clock,) if clock else ())
+    stopper = SpecStopper(
+        exp.stop, ep.metric, late=kind.reports_late, also=(clock,) if clock else ()
+    )
     return tune.Tuner(
         trainable,
         param_space=param_space(ep, env),
@@ -61,7 +62,7 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
             ),
             # A fresh trial process costs 1.5-2 s; trainables that reset cleanly are reused.
             # RLlib algorithms cannot reset their env runners to a new config.
-            reuse_actors=not is_rllib and resets_cleanly(trainable),
+            reuse_actors=kind.reuses_actors and resets_cleanly(trainable),
         ),
         run_config=tune.RunConfig(
             name=exp.name,
@@ -138,9 +139,7 @@ def _iteration_bound(stop: dict[str, float]) -> int | None:
 
 def param_space(ep: ExperimentPlan, env: Any) -> dict[str, Any]:
     """The experiment's config as Tune's param_space; the env rides in it, as in RLlib."""
-    space = to_tune(ep.experiment.config)
-    if ep.trainable.kind == "rllib":
-        space = to_rllib(space)
+    space = ep.trainable.kind.tune_space(to_tune(ep.experiment.config))
     if env is not None:
         space.setdefault("env", env)
     return space

@@ -201,8 +201,8 @@ def _spec_keys(ep: ExperimentPlan, config: dict[str, Any]) -> dict[str, Any]:
 def _never_reported(
     ep: ExperimentPlan, seen: set[str], episodes: float
 ) -> tuple[dict[str, str], list[str]]:
-    """Stop and metric keys no trial reported, and notes on RLlib keys that had no chance to be:
-    episode statistics before any episode finished, evaluation results before any evaluation."""
+    """Stop and metric keys no trial reported, and notes on keys that had no chance to be (the
+    trainable's kind knows: RLlib's episode statistics before any episode finished)."""
     wanted = {f"stop.{k}": k for k in ep.experiment.stop}
     if ep.metric:
         wanted["metric"] = ep.metric
@@ -214,20 +214,9 @@ def _never_reported(
     for where, key in wanted.items():
         if key in seen:
             continue
-        rllib_run = ep.trainable.kind == "rllib"
-        if rllib_run and key.startswith("env_runners/") and not episodes:
-            notes.append(
-                f"{where} '{key}' was never reported: no episode finished in any trial; "
-                "let trials run longer (stop.training_iteration or timesteps)"
-            )
-        elif (
-            rllib_run
-            and key.startswith("evaluation/")
-            and not any(k.startswith("evaluation/") for k in seen)
-        ):
-            notes.append(
-                f"{where} '{key}' was never reported: no evaluation ran (evaluation_interval)"
-            )
+        note = ep.trainable.kind.missing_key_note(where, key, seen, episodes)
+        if note is not None:
+            notes.append(note)
         else:
             missing[where] = key
     return missing, notes

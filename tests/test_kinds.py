@@ -1,0 +1,158 @@
+"""Each kind of trainable answers the questions the plan, the runner and the results ask
+(`tune_app.kinds.TrainableKind`) as the string tests it replaced did, and no module outside the
+kinds tests which kind a trainable is by its name."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import ROOT, USER_MODULES
+from tune_app.registry import resolve
+
+PPO_METRIC = "env_runners/episode_return_mean_smoothed"
+
+TRAITS = {
+    "registered": dict(
+        name="registered",
+        describe="registered: classic Tune example: mean_accuracy = i ** alpha, i grows by beta "
+        "per step",
+        default_metric=("mean_accuracy", "max"),
+        declared_metrics=("mean_accuracy", "timesteps_total"),
+        reuses_actors=True,
+        sizes_own_placement=False,
+        reports_late=False,
+        frequent_state_saves=True,
+        user_modules=(),
+        search_path=(),
+    ),
+    "function": dict(
+        name="function",
+        describe="module:function",
+        default_metric=(None, None),
+        declared_metrics=(),
+        reuses_actors=True,
+        sizes_own_placement=False,
+        reports_late=False,
+        frequent_state_saves=True,
+        user_modules=("quadratic",),
+    ),
+    "rllib": dict(
+        name="rllib",
+        describe="RLlib algorithm",
+        default_metric=(PPO_METRIC, "max"),
+        declared_metrics=(),
+        reuses_actors=False,
+        sizes_own_placement=True,
+        reports_late=True,
+        frequent_state_saves=False,
+        user_modules=(),
+        search_path=(),
+    ),
+}
+RUNS = {"registered": "my_func", "function": "quadratic:train", "rllib": "PPO"}
+
+
+@pytest.mark.parametrize("kind_name", list(TRAITS))
+def test_each_kind_answers_its_traits(kind_name):
+    kind = resolve(RUNS[kind_name], USER_MODULES).kind
+    expected = TRAITS[kind_name]
+    assert {trait: getattr(kind, trait) for trait in expected} == expected
+
+
+def test_a_users_function_is_imported_from_the_specs_folder():
+    assert str(USER_MODULES) in resolve("quadratic:train", USER_MODULES).kind.search_path
+
+
+@pytest.mark.parametrize(
+    "run, config, expected",
+    [
+        pytest.param("my_func", {"alpha": 2.0}, {"alpha": 0.5, "beta": 1.0}, id="registered"),
+        pytest.param("quadratic:train", {"x": 0.1}, {"x": 0.1}, id="function"),
+        pytest.param(
+            "PPO",
+            {"num_env_runners": 4, "lr": 0.1},
+            {"num_env_runners": 1, "num_learners": 0, "lr": 0.1, "minibatch_size": 64},
+            id="rllib-caps-and-overrides",
+        ),
+    ],
+)
+def test_smoke_config_sets_declared_overrides_and_caps(run, config, expected):
+    smoke = resolve(run, USER_MODULES).kind.smoke_config(config)
+    assert {k: smoke.get(k) for k in expected} == expected
+
+
+@pytest.mark.parametrize(
+    "run, wrapped",
+    [
+        pytest.param("my_func", False, id="registered"),
+        pytest.param("quadratic:train", False, id="function"),
+        pytest.param("PPO", True, id="rllib"),
+    ],
+)
+def test_tune_space_is_the_config_but_rllibs_gets_its_connector_under_a_private_key(run, wrapped):
+    space = resolve(run, USER_MODULES).kind.tune_space({"lr": 0.1})
+    assert ("_env_to_module_connector" in space) is wrapped
+    assert space["lr"] == 0.1
+
+
+@pytest.mark.parametrize(
+    "run, key, seen, episodes, note",
+    [
+        pytest.param("PPO", "env_runners/x", set(), 0.0, "no episode finished", id="rllib-runs"),
+        pytest.param("PPO", "env_runners/x", set(), 3.0, None, id="rllib-episodes-ran"),
+        pytest.param("PPO", "evaluation/x", {"a"}, 3.0, "no evaluation ran", id="rllib-eval"),
+        pytest.param("PPO", "evaluation/x", {"evaluation/y"}, 3.0, None, id="rllib-eval-ran"),
+        pytest.param("my_func", "env_runners/x", set(), 0.0, None, id="registered"),
+        pytest.param("quadratic:train", "evaluation/x", set(), 0.0, None, id="function"),
+    ],
+)
+def test_only_rllib_notes_keys_that_had_no_chance_to_be_reported(run, key, seen, episodes, note):
+    found = resolve(run, USER_MODULES).kind.missing_key_note("metric", key, seen, episodes)
+    assert (found is None) is (note is None)
+    if note is not None:
+        assert note in found and found.startswith(f"metric '{key}'")
+
+
+# ---- no kind tested by name outside the kinds ----------------------------------------------------
+
+NAMES = r"""["'](?:registered|function|rllib)["']"""
+# `x == "rllib"`, `"rllib" != x`, `x in ("rllib", ...)`
+KIND_TEST = re.compile(rf"[!=]=\s*{NAMES}|{NAMES}\s*[!=]=|\bin\s*[(\[{{][^)\]}}]*{NAMES}")
+# The kinds themselves; tune_app/rllib/ is RLlib's own package.
+KIND_MODULES = {"kinds.py", "kinds_builtin.py", "registry.py"}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'if ep.trainable.kind == "rllib":',
+        "is_rllib = ref.kind != 'rllib'",
+        'if kind.name == "function":',
+        'if "registered" == ref.kind.name:',
+        'if ref.kind in ("registered", "function"):',
+    ],
+)
+def test_the_guard_sees_a_kind_tested_by_name(line):
+    assert KIND_TEST.search(line)
+
+
+@pytest.mark.parametrize(
+    "line", ['if e.kind == "gym":', 'if domain.kind == "grid_search":', 'what = "a function"']
+)
+def test_the_guard_leaves_other_kinds_alone(line):
+    assert not KIND_TEST.search(line)
+
+
+def test_no_module_outside_the_kinds_tests_a_kind_by_name():
+    package = ROOT / "tune_app"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        if rel.parts[0] == "rllib" or str(rel) in KIND_MODULES:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if KIND_TEST.search(line):
+                found.append(f"tune_app/{rel}:{number}: {line.strip()}")
+    assert not found, "ask the trainable's kind (tune_app.kinds) instead:\n" + "\n".join(found)

@@ -1,0 +1,484 @@
+"""The kinds of trainable the app itself knows (`tune_app.kinds.TrainableKind`): one registered in
+`trainables/`, which declares its knobs, metrics and bundles (`TrainableInfo`), and a user's
+`module:name`, a function or `tune.Trainable` class that declares nothing; with `KindDefaults`,
+the answers they share with RLlib's kind (`tune_app.rllib.kind`).
+
+Nothing here imports Ray at module level: the plan asks these kinds before Ray starts.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from tune_app.contract import Knob, TrainableInfo
+from tune_app.envs import EnvRef, resolve_env
+from tune_app.errors import Collector, SpecError, did_you_mean
+from tune_app.methods import scheduler_of
+from tune_app.seeds import SEED_KEY
+from tune_app.space import LIST_KINDS, RULES, Domain
+from tune_app.user_code import check_trainable, import_user_module, missing_name
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tune_app.spec.models import Experiment
+
+
+class KindDefaults:
+    """The answers most kinds give: a trainable the runner sizes and may reuse, that declares
+    nothing, takes its config as written and resolves `env:` itself."""
+
+    @property
+    def smoke_overrides(self) -> dict[str, Any]:
+        """Config a `--smoke` run sets, where the spec does not search the key."""
+        return {}
+
+    @property
+    def default_metric(self) -> tuple[str | None, Literal["min", "max"] | None]:
+        return None, None
+
+    @property
+    def declared_metrics(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def reuses_actors(self) -> bool:
+        return True
+
+    @property
+    def sizes_own_placement(self) -> bool:
+        return False
+
+    @property
+    def reports_late(self) -> bool:
+        return False
+
+    @property
+    def frequent_state_saves(self) -> bool:
+        return True
+
+    @property
+    def user_modules(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def search_path(self) -> tuple[str, ...]:
+        return ()
+
+    def env(self, exp: Experiment, spec_dir: Path, warnings: list[str]) -> EnvRef | None:
+        if exp.env is None:
+            return None
+        return resolve_spec_env(exp, exp.env, spec_dir, warnings)
+
+    def translate(
+        self, exp: Experiment, warnings: list[str], env: EnvRef | None
+    ) -> tuple[Experiment, SpecError | None]:
+        return exp, None
+
+    def smoke_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        config = dict(config)
+        for key, value in self.smoke_overrides.items():
+            if not isinstance(config.get(key), Domain):
+                config[key] = value
+        return config
+
+    def check_reported(self, exp: Experiment, keys: list[tuple[str, str]]) -> None:
+        return  # a user's function declares nothing; the runner checks its first results
+
+    def check_config(self, exp: Experiment) -> None:
+        return
+
+    def check_checkpoint_keys(self, exp: Experiment) -> None:
+        return
+
+    def check_seeds(self, exp: Experiment) -> None:
+        return
+
+    def bundles(
+        self,
+        exp: Experiment,
+        written: Experiment,
+        env: EnvRef | None,
+        cpus: float,
+        library_checks: bool,
+    ) -> tuple[dict[str, float], ...]:
+        return sized_bundles(exp, cpus)
+
+    def check_loaded(self, exp: Experiment, trainable: Any) -> None:
+        return
+
+    def tune_space(self, space: dict[str, Any]) -> dict[str, Any]:
+        return space
+
+    def missing_key_note(self, where: str, key: str, seen: set[str], episodes: float) -> str | None:
+        return None
+
+
+@dataclass(frozen=True)
+class RegisteredKind(KindDefaults):
+    """A trainable of the `trainables` package: what its `INFO` declares is checked."""
+
+    info: TrainableInfo
+
+    @property
+    def name(self) -> str:
+        return "registered"
+
+    @property
+    def describe(self) -> str:
+        return f"registered: {self.info.doc}"
+
+    @property
+    def default_metric(self) -> tuple[str | None, Literal["min", "max"] | None]:
+        return self.info.metric, self.info.mode
+
+    @property
+    def declared_metrics(self) -> tuple[str, ...]:
+        return self.info.metrics
+
+    @property
+    def smoke_overrides(self) -> dict[str, Any]:
+        return dict(self.info.smoke)
+
+    def check_reported(self, exp: Experiment, keys: list[tuple[str, str]]) -> None:
+        reported = self.info.reported
+        for where, key in keys:
+            if key not in reported:
+                raise SpecError(
+                    f"'{key}' is never reported by trainable '{exp.run}'",
+                    path=f"{exp.key_path}.{where}",
+                    allowed=reported,
+                    suggestion=did_you_mean(key, reported),
+                )
+
+    def check_config(self, exp: Experiment) -> None:
+        """Its config keys: an unknown key would be silently ignored, a value of the wrong type
+        or a missing required knob would fail every trial."""
+        knobs = {k.name: k for k in self.info.knobs}
+        errors = Collector()
+        config = exp.config if isinstance(exp.config, dict) else {}
+        for key, value in config.items():
+            with errors.check():
+                where = f"{exp.key_path}.config.{key}"
+                if key not in knobs:
+                    raise SpecError(
+                        f"trainable '{exp.run}' has no config key '{key}'",
+                        path=where,
+                        allowed=list(knobs),
+                        suggestion=did_you_mean(key, knobs) or "see `tune_app list`",
+                    )
+                _check_knob_type(knobs[key], value, where, exp.run)
+        for knob in knobs.values():
+            given = knob.name in config or (knob.name == "env" and exp.env is not None)
+            if knob.default is None and not given:
+                errors.errors.append(
+                    SpecError(
+                        f"trainable '{exp.run}' needs config key '{knob.name}' "
+                        f"({knob.type.__name__}: {knob.doc})",
+                        path=f"{exp.key_path}.config",
+                        suggestion=f"add {knob.name}: under config (a value or a search space)",
+                    )
+                )
+        if exp.env is not None and "env" not in knobs:
+            errors.errors.append(
+                SpecError(
+                    f"trainable '{exp.run}' takes no env",
+                    path=f"{exp.key_path}.env",
+                    suggestion="remove env:",
+                )
+            )
+        errors.raise_any()
+
+    def check_checkpoint_keys(self, exp: Experiment) -> None:
+        """Registered trainables are functions."""
+        refuse_checkpoint_keys(exp, "a function trainable saves checkpoints itself", exp.key_path)
+
+    def check_population(self, exp: Experiment, warnings: list[str]) -> None:
+        where, entry = f"{exp.key_path}.scheduler", scheduler_of(exp.scheduler)
+        if not self.info.checkpoints:
+            raise SpecError(
+                f"scheduler {entry.name} copies checkpoints between trials, but trainable "
+                f"'{exp.run}' saves none",
+                path=where,
+                suggestion="use a trainable that reports tune.Checkpoint (es_cartpole) or an "
+                "RLlib algorithm, or another scheduler",
+            )
+        options = exp.scheduler.model_dump()
+        mutated = options.get("hyperparam_mutations") or options.get("hyperparam_bounds") or {}
+        knobs = [k.name for k in self.info.knobs]
+        for key in mutated:
+            if key not in knobs:
+                raise SpecError(
+                    f"trainable '{exp.run}' has no config key '{key}' to mutate",
+                    path=f"{where}.{key}",
+                    allowed=knobs,
+                    suggestion=did_you_mean(key, knobs),
+                )
+
+    def check_seeds(self, exp: Experiment) -> None:
+        self.info.refuse_missing_knob(
+            SEED_KEY, "it cannot run on seeds", path=f"{exp.key_path}.seeds"
+        )
+
+    def bundles(
+        self,
+        exp: Experiment,
+        written: Experiment,
+        env: EnvRef | None,
+        cpus: float,
+        library_checks: bool,
+    ) -> tuple[dict[str, float], ...]:
+        return sized_bundles(exp, cpus, self.info.simulations, self.info.head_cpu)
+
+    def load(self) -> Any:
+        return as_tune_function(self.info.fn)
+
+
+@dataclass(frozen=True)
+class FunctionKind(KindDefaults):
+    """A user's `module:name`: a function or a `tune.Trainable` class, which declares nothing;
+    its env is passed as the spec wrote it."""
+
+    run: str
+    search_path: tuple[str, ...] = ()  # folders it is imported from
+
+    @property
+    def name(self) -> str:
+        return "function"
+
+    @property
+    def describe(self) -> str:
+        return "module:function"
+
+    @property
+    def user_modules(self) -> tuple[str, ...]:
+        return (self.run.split(":")[0],)
+
+    def env(self, exp: Experiment, spec_dir: Path, warnings: list[str]) -> EnvRef | None:
+        return None  # the function gets the text, and makes the env as it likes
+
+    def check_population(self, exp: Experiment, warnings: list[str]) -> None:
+        warnings.append(
+            f"{exp.key_path}.scheduler: {scheduler_of(exp.scheduler).name} exploits only trials "
+            "that report checkpoints (tune.report(..., checkpoint=...)) and restore from "
+            "tune.get_checkpoint()"
+        )
+
+    def load(self) -> Any:
+        """The function (wrapped if it takes a legacy reporter) or the `tune.Trainable` class."""
+        module_name, func_name = self.run.split(":")
+        module = import_user_module(module_name, self.search_path, "run")
+        fn = getattr(module, func_name, None)
+        if fn is None:
+            missing_name(module, module_name, func_name, "run", classes=False)
+        check_trainable(fn, func_name, "run")
+        if inspect.isclass(fn):
+            return fn  # a tune.Trainable class
+        return with_keyword_reports(as_tune_function(fn))
+
+    def check_loaded(self, exp: Experiment, trainable: Any) -> None:
+        """A function cannot take Tune's checkpoint keys, and a class that saves no
+        checkpoints cannot be checkpointed, paused or copied."""
+        saves = saves_checkpoints(trainable)
+        if saves:
+            return
+        if saves is None:
+            why = f"'{self.run}' is a function: it saves checkpoints itself"
+            refuse_checkpoint_keys(exp, why, "")
+            return
+        why = f"class '{self.run}' does not implement save_checkpoint"
+        errors = Collector()
+        with errors.check():
+            refuse_checkpoint_keys(exp, why, "")
+        entry = scheduler_of(exp.scheduler)
+        if entry.population or entry.pauses:
+            errors.errors.append(
+                SpecError(
+                    f"scheduler {entry.name} {'copies' if entry.population else 'pauses'} "
+                    f"trials through checkpoints, but {why}",
+                    path="scheduler",
+                    suggestion="implement save_checkpoint and load_checkpoint, or use "
+                    "scheduler: asha",
+                )
+            )
+        errors.raise_any()
+
+
+# ---- shared by the kinds ------------------------------------------------------------------------
+
+
+def resolve_spec_env(exp: Experiment, env: str, spec_dir: Path, warnings: list[str]) -> EnvRef:
+    """`env` (the experiment's `env:` or, for RLlib, `config.env`) checked and resolved."""
+    try:
+        found = resolve_env(env, spec_dir)
+    except SpecError as err:
+        raise err.under(exp.key_path) from None
+    if found.note:
+        where = "env" if exp.env is not None else "config.env"
+        warnings.append(f"{exp.key_path}.{where}: {found.note}")
+    return found
+
+
+def sized_bundles(
+    exp: Experiment, cpus: float, simulations: int = 0, head_cpu: float = 1.0
+) -> tuple[dict[str, float], ...]:
+    """One head bundle for the trial's own process, then one bundle per simulation (a trainable
+    declaring `simulations` > 0 needs at least one); refused if a trial needs more than `cpus`."""
+    sims = exp.simulations if exp.simulations is not None else simulations
+    if simulations and sims < 1:
+        raise SpecError(
+            f"trainable '{exp.run}' runs its rollouts as simulations; it needs at least one",
+            path=f"{exp.key_path}.simulations",
+            suggestion=f"its default is {simulations}",
+        )
+    if exp.resources is not None:
+        cpu, gpu, memory = exp.resources.cpu, exp.resources.gpu, exp.resources.memory
+    else:
+        cpu, gpu, memory = head_cpu, 0.0, 0.0
+    head = {"CPU": float(cpu)}
+    if gpu:
+        head["GPU"] = float(gpu)
+    if memory:
+        head["memory"] = float(memory)
+    # An all-zero head bundle is fine: Tune then runs the trial's process outside the bundles.
+    bundles = (head, *({"CPU": float(exp.cpu_per_simulation)} for _ in range(sims)))
+    need = sum(b.get("CPU", 0.0) for b in bundles)
+    if need > cpus:
+        where = "simulations" if len(bundles) > 1 else "resources_per_trial.cpu"
+        raise SpecError(
+            f"one trial needs {need:g} CPUs (bundles {list(bundles)}) but the machine has {cpus:g}",
+            path=f"{exp.key_path}.{where}",
+            suggestion="lower resources_per_trial.cpu, simulations or cpu_per_simulation",
+        )
+    return bundles
+
+
+def refuse_checkpoint_keys(exp: Experiment, why: str, where: str) -> None:
+    """Tune takes checkpoint_frequency and checkpoint_at_end for class trainables only."""
+    errors = Collector()
+    for key in ("checkpoint_frequency", "checkpoint_at_end"):
+        if getattr(exp.checkpoint, key):
+            errors.errors.append(
+                SpecError(
+                    f"{key} applies to class trainables (RLlib algorithms, tune.Trainable "
+                    f"classes that save checkpoints) only; {why}",
+                    path=f"{where}.checkpoint_config.{key}".lstrip("."),
+                )
+            )
+    errors.raise_any()
+
+
+def saves_checkpoints(trainable: Any) -> bool | None:
+    """For a `tune.Trainable` class: whether it overrides `save_checkpoint` (Tune's own raises
+    NotImplementedError). None for anything else (a function saves when it chooses to)."""
+    from ray import tune
+
+    if isinstance(trainable, type) and issubclass(trainable, tune.Trainable):
+        return trainable.save_checkpoint is not tune.Trainable.save_checkpoint
+    return None
+
+
+def _check_knob_type(knob: Knob, value: Any, where: str, run: str) -> None:
+    """Every value `value` can take (a constant, a list's values, a sampler's kind) is of the
+    knob's type; an int is a float, a bool is neither."""
+    expected = knob.type.__name__
+    if isinstance(value, Domain):
+        if value.kind in LIST_KINDS:
+            for item in value.args:
+                _check_knob_type(knob, item, where, run)
+            return
+        produced = int if RULES[value.kind].integer else float
+        if produced is knob.type or (produced is int and knob.type is float):
+            return
+        raise SpecError(
+            f"trainable '{run}' reads '{knob.name}' as {expected}, but {value.kind} draws "
+            f"{produced.__name__}s",
+            path=where,
+            suggestion="use randint, qrandint or lograndint for an int"
+            if knob.type is int
+            else "use choice: [...] or grid_search: [...]",
+        )
+    if _of_type(value, knob.type):
+        return
+    raise SpecError(
+        f"trainable '{run}' reads '{knob.name}' as {expected}, but got {value!r}",
+        path=where,
+        suggestion=f"write {'an' if expected[0] in 'aeiou' else 'a'} {expected} ({knob.doc})",
+    )
+
+
+def _of_type(value: Any, kind: type) -> bool:
+    if isinstance(value, bool):
+        return kind is bool
+    if kind is float:
+        return isinstance(value, int | float)
+    return isinstance(value, kind)
+
+
+# ---- functions as Tune runs them ----------------------------------------------------------------
+
+
+def as_tune_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` as a Tune function trainable; `def f(config, reporter)` gets a reporter that reports.
+
+    The original Tune function API passed `reporter(**metrics)`; Ray 2.x calls `f(config)` only.
+    """
+    params = [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    if len(params) < 2:
+        return fn
+
+    def with_reporter(config: dict[str, Any]) -> None:
+        from ray import tune
+
+        def reporter(_metrics: dict[str, Any] | None = None, **metrics: Any) -> None:
+            tune.report({**(_metrics or {}), **metrics})
+
+        fn(config, reporter)
+
+    return _named_as(with_reporter, fn)
+
+
+def _named_as(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`wrapper` with `fn`'s name and doc (Tune names trials after it). Not functools.wraps:
+    Tune reads the signature, which must stay the wrapper's `(config)`."""
+    wrapper.__name__ = wrapper.__qualname__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def with_keyword_reports(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` run where `tune.report` also takes keywords, as Ray 1.x to 2.6 documented it
+    (`tune.report(mean_loss=x)`); Ray 2.7 and later take a dict only, and such a trainable
+    failed every trial with a TypeError."""
+
+    def trainable(config: dict[str, Any]) -> Any:
+        accept_keyword_reports()
+        return fn(config)
+
+    return _named_as(trainable, fn)
+
+
+def accept_keyword_reports() -> None:
+    """Make this process's `ray.tune.report` take metrics as keywords too (once; a trial's own
+    process, where nothing else reports)."""
+    from ray import tune
+
+    original = tune.report
+    if getattr(original, "takes_keywords", False):
+        return
+
+    def report(
+        metrics: dict[str, Any] | None = None, /, *, checkpoint: Any = None, **values: Any
+    ) -> None:
+        original({**(metrics or {}), **values}, checkpoint=checkpoint)
+
+    report.takes_keywords = True  # type: ignore[attr-defined]
+    report.__doc__ = original.__doc__
+    tune.report = report
