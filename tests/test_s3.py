@@ -194,6 +194,15 @@ def test_a_cloud_folder_is_leased_to_one_run(s3, monkeypatch):
             with lock.hold([where]):
                 pass  # pragma: no cover
     assert storage.read_text(where.parent, ".e.lock") is None  # released: the lease is gone
+    import socket as socket_
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], text=True,
+                          capture_output=True, check=True).stdout.strip()  # fmt: skip
+    killed_here = {"host": socket_.gethostname(), "pid": int(gone), "started": "then",
+                   "heartbeat": time.time()}  # fmt: skip
+    storage.write_text(where.parent, ".e.lock", json.dumps(killed_here))
+    with lock.hold([where]):  # a fresh lease of a process of this host that is gone
+        pass
     crashed = {"host": "elsewhere", "pid": 1, "started": "then", "heartbeat": time.time() - 3600}
     storage.write_text(where.parent, ".e.lock", json.dumps(crashed))
     with lock.hold([where]):  # a lease not renewed for an hour is a crashed run's

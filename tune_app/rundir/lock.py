@@ -6,8 +6,8 @@ their trials into one results.jsonl. A local folder's lock is an `fcntl` lock on
 beside it (`.<name>.lock`), held open by the process and removed as it lets go: the kernel
 releases the lock on any exit, kill -9 included, so a crashed run never leaves a stale one. On
 cloud storage, where nothing can hold a lock, the same file is a lease: an owner record rewritten
-every HEARTBEAT_S while the run lives, taken over once it is LEASE_S old (a crashed run's), and
-deleted at the end.
+every HEARTBEAT_S while the run lives, taken over once it is LEASE_S old (a crashed run's; at
+once when it names a process of this host that is gone), and deleted at the end.
 """
 
 from __future__ import annotations
@@ -46,6 +46,19 @@ class Owner:
     @classmethod
     def me(cls) -> Owner:
         return cls(socket.gethostname(), os.getpid(), time.strftime("%Y-%m-%d %H:%M:%S%z"))
+
+    def alive(self) -> bool:
+        """False when the owner was a process of this host that is gone (a crashed run here);
+        True otherwise, and for another host's, which only its lease's age can tell."""
+        if self.host != socket.gethostname():
+            return True
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
     def describe(self) -> str:
         return f"host {self.host}, pid {self.pid}, started {self.started}"
@@ -140,7 +153,7 @@ def _lease(folder: RunLocation, resuming: bool) -> Iterator[None]:
     uri, name = folder.parent, f".{folder.name}.lock"
     held = storage.read_text(uri, name)
     owner = Owner.parse(held) if held is not None else None
-    if owner is not None and time.time() - owner.heartbeat < LEASE_S:
+    if owner is not None and owner.alive() and time.time() - owner.heartbeat < LEASE_S:
         raise _busy(folder, owner, resuming)
     me = Owner.me()
     storage.write_text(uri, name, json.dumps({**asdict(me), "heartbeat": time.time()}))
@@ -168,6 +181,8 @@ def _lease(folder: RunLocation, resuming: bool) -> Iterator[None]:
 
 def _busy(folder: RunLocation, owner: Owner | None, resuming: bool) -> FolderBusy:
     who = owner.describe() if owner is not None else "another process"
+    if folder.uri:  # a lease: say when a crashed run's is taken over
+        who += f"; its lease, renewed every {HEARTBEAT_S:g} s, lapses {LEASE_S:g} s after the last"
     if resuming:
         return FolderBusy(
             f"{folder.where} is still being run ({who}); resume it once that run has ended"
