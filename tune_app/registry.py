@@ -19,6 +19,7 @@ from tune_app.contract import TrainableInfo
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.kinds import TrainableKind
 from tune_app.kinds_builtin import FunctionKind, RegisteredKind
+from tune_app.ray_internals import TESTED_RAY
 from tune_app.user_code import check_source, find_module, user_path
 
 
@@ -65,7 +66,7 @@ def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
     if run.upper() in removed:
         name = removed[run.upper()]
         raise SpecError(
-            f"RLlib 2.60 no longer has the {name} algorithm",
+            f"RLlib {TESTED_RAY} no longer has the {name} algorithm",
             path="run",
             allowed=list(ALGORITHMS),
             suggestion=f"its place is taken by {REMOVED[name]}",

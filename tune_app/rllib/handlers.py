@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tune_app.errors import SpecError, did_you_mean
+from tune_app.ray_internals import TESTED_RAY
 from tune_app.rllib.keys import AlgorithmKeys
 from tune_app.rllib.tables import (
     EPSILON_GREEDY,
@@ -113,8 +114,8 @@ def stack_flag(t: Translation, key: str, value: Any, path: str) -> None:
         )
         return
     raise SpecError(
-        f"'{key}: {value!r}' asks for RLlib's old API stack, which RLlib 2.60 and this app no "
-        "longer run",
+        f"'{key}: {value!r}' asks for RLlib's old API stack, which RLlib {TESTED_RAY} and this "
+        "app no longer run",
         path=path,
         suggestion="remove it; the config then runs on the new API stack",
     )

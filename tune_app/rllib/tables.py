@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tune_app.contract import AUTO_METRICS
+from tune_app.ray_internals import TESTED_RAY
 from tune_app.rllib.metrics import SMOOTHED_LEN, SMOOTHED_RETURN
 
 # Algorithm name -> module of its Algorithm class (the new API stack's torch algorithms).
@@ -34,15 +35,15 @@ REMOVED = {
     "SimpleQ": "DQN",
     "MADDPG": "SAC in a multi-agent config",
     "QMIX": "DQN in a multi-agent config",
-    "MAML": "no algorithm in RLlib 2.60",
-    "MBMPO": "no algorithm in RLlib 2.60",
+    "MAML": f"no algorithm in RLlib {TESTED_RAY}",
+    "MBMPO": f"no algorithm in RLlib {TESTED_RAY}",
     "Dreamer": "DreamerV3 (not run by this app)",
-    "AlphaZero": "no algorithm in RLlib 2.60",
-    "SlateQ": "no algorithm in RLlib 2.60",
-    "LinUCB": "no algorithm in RLlib 2.60",
-    "LinTS": "no algorithm in RLlib 2.60",
+    "AlphaZero": f"no algorithm in RLlib {TESTED_RAY}",
+    "SlateQ": f"no algorithm in RLlib {TESTED_RAY}",
+    "LinUCB": f"no algorithm in RLlib {TESTED_RAY}",
+    "LinTS": f"no algorithm in RLlib {TESTED_RAY}",
     "CRR": "CQL or MARWIL (offline RL, not run by this app)",
-    "DT": "no algorithm in RLlib 2.60",
+    "DT": f"no algorithm in RLlib {TESTED_RAY}",
 }
 
 # The default metric: the mean return of the last 100 episodes, as RLlib's old
@@ -87,8 +88,8 @@ for _old, _new in list(LEGACY_METRICS.items()):
         )
 SMOOTHED_NOTE = {
     SMOOTHED_RETURN: "the mean return of the last metrics_num_episodes_for_smoothing (100) "
-    "episodes, as the old key was; RLlib 2.60's env_runners/episode_return_mean averages only "
-    "one iteration's episodes",
+    f"episodes, as the old key was; RLlib {TESTED_RAY}'s env_runners/episode_return_mean "
+    "averages only one iteration's episodes",
     SMOOTHED_LEN: "the mean length of the last metrics_num_episodes_for_smoothing (100) episodes",
 }
 
@@ -193,7 +194,7 @@ NO_OP_DEFAULTS: dict[str, tuple[Any, str]] = {
     "_disable_preprocessor_api": (False, "the new stack has no preprocessors"),
     "vtrace": (
         True,
-        "RLlib 2.60's IMPALA and APPO always correct off-policy samples with "
+        f"RLlib {TESTED_RAY}'s IMPALA and APPO always correct off-policy samples with "
         "V-trace; use PPO for a surrogate loss without it",
     ),
 }
@@ -204,7 +205,7 @@ NO_OPS = {
     "eager_max_retraces": "a TensorFlow option; the new stack is torch",
     "tf_session_args": "a TensorFlow option; the new stack is torch",
     "local_tf_session_args": "a TensorFlow option; the new stack is torch",
-    "log_sys_usage": "system usage is not part of RLlib 2.60's results",
+    "log_sys_usage": f"system usage is not part of RLlib {TESTED_RAY}'s results",
     "synchronize_filters": "connector states are synchronised by the new stack itself",
     "preprocessor_pref": "the new stack has no preprocessors",
     "collect_metrics_timeout": "the new stack collects metrics every iteration",

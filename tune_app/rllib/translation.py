@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tune_app.errors import Collector, SpecError, did_you_mean
+from tune_app.ray_internals import TESTED_RAY
 from tune_app.rllib.handlers import (
     HANDLERS,
     Translation,
@@ -107,8 +108,8 @@ def _fragments_for_n_step(t: Translation) -> None:
     if t.name == "DQN" and isinstance(n_step, tuple):
         if fragment > steps:
             raise SpecError(
-                f"RLlib 2.60's DQN cannot check rollout_fragment_length {fragment} against an "
-                f"n_step range {list(n_step)} (it fails comparing a number with the range)",
+                f"RLlib {TESTED_RAY}'s DQN cannot check rollout_fragment_length {fragment} against "
+                f"an n_step range {list(n_step)} (it fails comparing a number with the range)",
                 path="config.rollout_fragment_length",
                 suggestion=f"write rollout_fragment_length: auto (n_step's high end, {steps}), "
                 "or one n_step",
@@ -117,14 +118,14 @@ def _fragments_for_n_step(t: Translation) -> None:
         if fragment < steps:
             t.warnings.append(
                 f"config.rollout_fragment_length: {fragment} is shorter than n_step's high end "
-                f"{steps}, which RLlib 2.60 refuses; read as auto ({steps})"
+                f"{steps}, which RLlib {TESTED_RAY} refuses; read as auto ({steps})"
             )
         return
     if fragment < steps:
         t.out["rollout_fragment_length"] = steps
         t.warnings.append(
             f"config.rollout_fragment_length: {fragment} is shorter than n_step {steps}, which "
-            f"RLlib 2.60 refuses; read as {steps}"
+            f"RLlib {TESTED_RAY} refuses; read as {steps}"
         )
 
 

@@ -1,0 +1,35 @@
+"""What every searcher and scheduler entry shares: the options model a spec writes, and the
+context building a Tune object needs from its experiment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from tune_app.rundir.location import RunLocation
+
+
+class Options(BaseModel):
+    """A searcher's or scheduler's options as written in a spec: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    type: str
+
+    def options(self) -> dict[str, Any]:
+        """The options without `type`, as Tune's constructor takes them."""
+        return self.model_dump(exclude={"type"})
+
+
+@dataclass(frozen=True)
+class Context:
+    """What building a Tune object needs from the experiment besides its options."""
+
+    seed: int | None = None
+    max_concurrent_trials: int | None = None
+    folder: RunLocation | None = None  # the experiment's run folder (a searcher's own files)
+    searcher: str = "grid"  # the experiment's searcher (BOHB pairs with its own HyperBand)
+    seeds_aggregate: str | None = None  # with seeds: how a configuration's seeds are judged
+    seeds: tuple[int, ...] = ()  # the seeds axis (grid and random searches make its trials)

@@ -1,0 +1,203 @@
+"""The searcher table: each entry's options (what `search:` may say), what it needs from the
+experiment, and how it builds Tune's search algorithm (Ray imported only then)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field
+
+from tune_app.methods.common import Context, Options
+
+
+class GridOptions(Options):
+    """Tune's variant generator: grid axes crossed, sampled values drawn, all times num_samples."""
+
+    type: Literal["grid"] = "grid"
+
+
+class RandomOptions(Options):
+    """Tune's variant generator seeded by `seed`: `num_samples` draws (times any grid axes)."""
+
+    type: Literal["random"] = "random"
+
+
+class HyperOptOptions(Options):
+    """Tree-structured Parzen estimators through Tune's HyperOptSearch; no grid_search axes."""
+
+    type: Literal["hyperopt"] = "hyperopt"
+    n_initial_points: int = Field(20, ge=1, description="random draws before TPE takes over")
+    gamma: float = Field(0.25, gt=0, lt=1, description="TPE's quantile separating good from bad")
+
+
+class OptunaOptions(Options):
+    """Optuna's samplers through Tune's OptunaSearch; the study is kept in the run folder's
+    optuna.db, which `optuna-dashboard sqlite:///DIR/optuna.db` opens."""
+
+    type: Literal["optuna"] = "optuna"
+    sampler: Literal["tpe", "cmaes", "random", "qmc"] = Field(
+        "tpe", description="tpe (default), cmaes (CMA-ES), random or qmc (quasi-Monte Carlo)"
+    )
+    n_startup_trials: int = Field(
+        10, ge=0, description="random draws before tpe or cmaes takes over"
+    )
+
+
+class BohbOptions(Options):
+    """BOHB: a TPE-like model proposing configurations for HyperBand's brackets (hpbandster).
+    Pairs with `scheduler: hyperband`, which is chosen for it when the spec names none."""
+
+    type: Literal["bohb"] = "bohb"
+    min_points_in_model: int | None = Field(
+        None, ge=1, description="results before the model is used (default: parameters + 1)"
+    )
+    top_n_percent: int = Field(15, gt=0, lt=100, description="percent of results called good")
+    num_samples: int = Field(64, ge=1, description="candidates drawn to optimise the model")
+    random_fraction: float = Field(1 / 3, ge=0, le=1, description="share of random proposals")
+    bandwidth_factor: float = Field(3, gt=0, description="widens the model's kernels to sample")
+    min_bandwidth: float = Field(1e-3, gt=0, description="narrowest kernel bandwidth")
+
+
+def _variants(options: Options, ctx: Context) -> Any:
+    from ray.tune.search import BasicVariantGenerator
+
+    # Tune ignores TuneConfig.max_concurrent_trials for a search algorithm passed in (with only
+    # a warning); the variant generator takes the limit itself.
+    limit, seed = ctx.max_concurrent_trials or 0, ctx.seed
+    if ctx.seeds:  # every variant once per seed, its seeds made one after another
+        from tune_app.ray_internals.seeded import SeededVariants
+
+        return SeededVariants(ctx.seeds, max_concurrent=limit, random_state=seed)
+    return BasicVariantGenerator(max_concurrent=limit, random_state=seed)
+
+
+def _hyperopt(options: Options, ctx: Context) -> Any:
+    from ray.tune.search.hyperopt import HyperOptSearch
+
+    return HyperOptSearch(**options.options(), random_state_seed=ctx.seed)
+
+
+def _optuna(options: Options, ctx: Context) -> Any:
+    import optuna
+    from ray.tune.search.optuna import OptunaSearch
+
+    assert isinstance(options, OptunaOptions)
+    seed, startup = ctx.seed, options.n_startup_trials
+    samplers: dict[str, Callable[[], Any]] = {
+        "tpe": lambda: optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup),
+        "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=startup),
+        "random": lambda: optuna.samplers.RandomSampler(seed=seed),
+        "qmc": lambda: optuna.samplers.QMCSampler(seed=seed),
+    }
+    storage = None
+    if ctx.folder is not None:
+        storage = optuna.storages.RDBStorage(f"sqlite:///{ctx.folder.optuna_db.resolve()}")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # one line per trial otherwise
+    return OptunaSearch(
+        sampler=samplers[options.sampler](),
+        seed=seed,
+        storage=storage,
+        study_name=ctx.folder.name if ctx.folder is not None else None,
+    )
+
+
+def _bohb(options: Options, ctx: Context) -> Any:
+    import logging
+
+    from ray.tune.search.bohb import TuneBOHB
+
+    # hpbandster logs a warning with its KDEs' raw data whenever a sampled point's expected
+    # improvement is not finite (its KDE bandwidth collapses on a choice axis, say) and then
+    # goes on sampling: dozens of lines a run that a user can do nothing about.
+    logging.getLogger("hpbandster").setLevel(logging.ERROR)
+    if ctx.seed is not None:
+        import numpy as np
+
+        # hpbandster draws from its models with numpy's global generator; TuneBOHB seeds only
+        # the random configurations, so seeded runs parted once the model took over.
+        np.random.seed(ctx.seed)
+    return TuneBOHB(
+        bohb_config=options.options(), seed=ctx.seed, max_concurrent=ctx.max_concurrent_trials or 0
+    )
+
+
+def _optuna_refuses(domain: Any) -> tuple[str, str] | None:
+    """What Tune's OptunaSearch cannot sample as written: (why, suggestion), or None."""
+    kind, args = domain.kind, domain.args
+    if kind in ("randn", "qrandn"):
+        return "Optuna has no normal distribution", "use uniform, or search: hyperopt"
+    if kind in ("qloguniform", "qlograndint"):
+        plain = kind[1:]
+        return (
+            f"Optuna cannot round a log-scaled range to q: it would sample {plain} and ignore q",
+            f"use {plain}, or {'quniform' if kind == 'qloguniform' else 'qrandint'}",
+        )
+    if kind == "qrandint" and args[0] % args[2]:
+        lower = (args[0] // args[2] + 1) * args[2]
+        return (
+            f"Optuna steps from the lower bound: qrandint {list(args)} would draw "
+            f"{args[0]}, {args[0] + args[2]}, ..., not multiples of {args[2]}",
+            f"start at a multiple of q, e.g. qrandint: [{lower}, {args[1]}, {args[2]}]",
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Searcher:
+    """One entry of the searcher table."""
+
+    name: str
+    options: type[Options]
+    build: Callable[[Any, Context], Any]
+    needs_metric: bool = False  # model-based: it learns from the metric
+    takes_grid: bool = True  # grid_search axes allowed
+    needs_sampled: bool = False  # at least one sampled (non-grid) value to search
+    exact_trials: bool = True  # the trial count is known before the run
+    limits_concurrency: bool = False  # TuneConfig.max_concurrent_trials applies (not its own)
+    pairs_with: str | None = None  # the one scheduler it works with, chosen when none is named
+    # Tune's variant generator: trials are independent draws, which a population scheduler's
+    # exploits and explores may replace (a model-based searcher's would be lost on it).
+    generates_variants: bool = False
+    refuses: Callable[[Any], tuple[str, str] | None] | None = None  # a Domain it cannot sample
+
+
+SEARCHERS: dict[str, Searcher] = {
+    s.name: s
+    for s in (
+        Searcher("grid", GridOptions, _variants, generates_variants=True),
+        Searcher("random", RandomOptions, _variants, generates_variants=True),
+        Searcher(
+            "hyperopt",
+            HyperOptOptions,
+            _hyperopt,
+            needs_metric=True,
+            takes_grid=False,
+            needs_sampled=True,
+            exact_trials=False,
+            limits_concurrency=True,
+        ),
+        Searcher(
+            "optuna",
+            OptunaOptions,
+            _optuna,
+            needs_metric=True,
+            takes_grid=False,
+            needs_sampled=True,
+            limits_concurrency=True,
+            refuses=_optuna_refuses,
+        ),
+        Searcher(
+            "bohb",
+            BohbOptions,
+            _bohb,
+            needs_metric=True,
+            takes_grid=False,
+            needs_sampled=True,
+            pairs_with="hyperband",
+        ),
+    )
+}
+# Searchers that fill a scheduler's brackets themselves (BOHB): the scheduler's for_bohb variant.
+BRACKET_SEARCHERS = frozenset(s.name for s in SEARCHERS.values() if s.pairs_with is not None)
