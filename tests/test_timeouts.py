@@ -1,6 +1,6 @@
 """Time limits: `time_budget_s` (Tune's, for a whole search) and `result_timeout_s` (a running
 trial silent that long fails with the cause "no result for N s", retried under max_failures):
-the spec keys, the plan and its warning."""
+the spec keys, the plan and its warning without Ray; a run checks that an endless search ends."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import pytest
 
 from tune_app import spec
 from tune_app.rundir.records import RunRecord
+
+from .conftest import user_module
 
 FILE = Path("spec.yaml")
 BODY = "run: my_func\n    config: {alpha: 1, beta: 1}\n"
@@ -96,3 +98,30 @@ def test_run_json_records_the_limits_and_reads_them_back():
     record = RunRecord(experiment="e", time_budget_s=60.0, result_timeout_s=2.0)
     assert RunRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
     assert RunRecord.from_json({"experiment": "old"}).result_timeout_s is None
+
+
+def test_a_time_budget_ends_a_search_of_endless_trials(ray_session, cli, write_spec, tmp_path):
+    user_module("hangs.py", tmp_path)
+    spec_file = write_spec("""
+metric: score
+mode: max
+time_budget_s: 4
+experiments:
+  endless:
+    run: hangs:forever
+    num_samples: 3
+""")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    assert result.code == 0, result.err
+    summary = json.loads((tmp_path / "o" / "endless" / "summary.json").read_text())
+    assert 4.0 <= summary["wall_time_s"] <= 4.0 + 10.0  # each trial would report for an hour
+    assert summary["counts"] == {"TERMINATED": 3}
+    # The first two (2 CPUs) ran until the budget ran out; the third, waiting for a CPU, never
+    # started (nor did a second one, when starting a trial took the whole budget).
+    ran = [t["iterations"] for t in summary["trials"]]
+    never = ran.count(0)
+    assert ran[0] >= 1 and ran[2] == 0, ran
+    (note,) = summary["notes"]
+    assert note.startswith("time_budget_s (4 s) ran out: the search was ended")
+    assert note.endswith(f", {never} trial{'s' * (never > 1)} never started")
+    assert note in result.out

@@ -63,6 +63,9 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
             # A fresh trial process costs 1.5-2 s; trainables that reset cleanly are reused.
             # RLlib algorithms cannot reset their env runners to a new config.
             reuse_actors=kind.reuses_actors and resets_cleanly(trainable),
+            # Checked at every step of Tune's loop, not at results, so it ends hung trials too
+            # (Tune kills a process that does not stop within 10 s: a 4 s budget, 14 s).
+            time_budget_s=exp.time_budget_s,
         ),
         run_config=tune.RunConfig(
             name=exp.name,
