@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
+from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -229,6 +231,12 @@ def _attempts(log: Path) -> list[float]:
     return [float(line) for line in log.read_text().split()]
 
 
+def _failed_at(error_txt: str) -> list[float]:
+    """When each failure in a trial's error.txt occurred, as Tune stamps them (local time)."""
+    stamps = re.findall(r"^Failure # \d+ \(occurred at ([^)]*)\)", error_txt, flags=re.M)
+    return [datetime.strptime(s, "%Y-%m-%d_%H-%M-%S").timestamp() for s in stamps]
+
+
 def test_a_trial_that_stops_reporting_fails_with_no_result_and_is_retried(
     ray_session, cli, write_spec, tmp_path
 ):
@@ -261,9 +269,15 @@ experiments:
         (read,) = json.loads(cli("analyze", folder, "--format", "json").out)
         assert read["failed"] == summary["failed"]
         assert json.loads((folder / "run.json").read_text())["result_timeout_s"] == 2
-    # Each attempt reported once and hung for 600 s; the retry began soon after the limit.
-    first, second = _attempts(log)
-    assert 2.0 <= second - first <= 2.0 + 6.0, second - first
+    # Each attempt reported once, hung for 600 s, and failed soon after the limit (Tune stamps a
+    # failure to the second).
+    reported = _attempts(log)
+    function = tmp_path / "o" / "function"
+    (trial,) = json.loads((function / "summary.json").read_text())["trials"]
+    failed = _failed_at((function / trial["path"] / "error.txt").read_text())
+    assert len(reported) == len(failed) == 2
+    for report, failure in zip(reported, failed, strict=True):
+        assert 2.0 - 1.0 <= failure - report <= 2.0 + 4.0, (reported, failed)
     assert "failed, no result for 2 s (1)" in result.out
 
 
@@ -283,11 +297,11 @@ experiments:
     summary = json.loads((tmp_path / "o" / "endless" / "summary.json").read_text())
     assert 4.0 <= summary["wall_time_s"] <= 4.0 + 10.0  # each trial would report for an hour
     assert summary["counts"] == {"TERMINATED": 3}
-    # The first two (2 CPUs) ran until the budget ran out; the third, waiting for a CPU, never
-    # started (nor did a second one, when starting a trial took the whole budget).
+    # At most two (2 CPUs) ran until the budget ran out; the third, waiting for a CPU, never
+    # started (nor do the others when starting a trial takes the whole budget on a busy machine).
     ran = [t["iterations"] for t in summary["trials"]]
     never = ran.count(0)
-    assert ran[0] >= 1 and ran[2] == 0, ran
+    assert ran[2] == 0, ran
     (note,) = summary["notes"]
     assert note.startswith("time_budget_s (4 s) ran out: the search was ended")
     assert note.endswith(f", {never} trial{'s' * (never > 1)} never started")
