@@ -158,6 +158,11 @@ ACCEPTED = [
         "e: {run: f, stop: {loss: -3e+2, time: 1e4}, config: {lr: 2.5e3}}", id="yaml-1.2-floats"
     ),
     pytest.param("e: {run: f, stop: {x: .inf}}", id="infinite-stop"),
+    pytest.param(
+        "time_budget_s: 3600\nresult_timeout_s: 60\n"
+        "experiments: {e: {run: f, time_budget_s: 1.5, result_timeout_s: 2}}",
+        id="time-limits",
+    ),
 ]
 
 
@@ -205,6 +210,10 @@ REJECTED = [
     pytest.param("e: {run: f, expect: {score: 3}}", id="expect-metric-not-a-bound"),
     pytest.param("e: {run: f, expect: {max_errored_trials: -1}}", id="expect-negative-count"),
     pytest.param("e: {run: f, expect: {score: {low: 1}}}", id="expect-unknown-bound-key"),
+    pytest.param("time_budget_s: 0\nexperiments: {e: {run: f}}", id="time-budget-zero"),
+    pytest.param("e: {run: f, result_timeout_s: -1}", id="result-timeout-negative"),
+    pytest.param("e: {run: f, result_timeout_s: true}", id="result-timeout-bool"),
+    pytest.param("e: {run: f, time_budget_s: '60'}", id="time-budget-text"),
 ]
 
 

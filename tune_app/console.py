@@ -88,7 +88,8 @@ def plan_text(plan: Plan) -> str:
         at_once = int(plan.cpus // ep.trial_cpus) if ep.trial_cpus else ep.trials
         if exp.max_concurrent_trials:
             at_once = min(at_once, exp.max_concurrent_trials)
-        stop = ", ".join(f"{k} >= {v:g}" for k, v in exp.stop.items()) or "none (trainable ends)"
+        stop = ", ".join(f"{k} >= {v:g}" for k, v in exp.stop.items())
+        stop = f"{stop} (checked when a result arrives)" if stop else "none (trainable ends)"
         rows = [
             ("trainable", f"{exp.run} ({what})"),
             (
@@ -111,6 +112,7 @@ def plan_text(plan: Plan) -> str:
                 else "none",
             ),
             ("stop", stop),
+            ("time", _time_limits(exp)),
             (
                 "bundles",
                 f"{list(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; "
@@ -240,6 +242,17 @@ def failures_text(trials: list[Any]) -> str:
         ids = ", ".join(f"{t.trial_id} ({t.failures}x)" for t in retried)
         lines.append(f"  recovered after failures: {ids}")
     return "\n".join(lines)
+
+
+def _time_limits(exp: Any) -> str:
+    parts = []
+    if exp.time_budget_s is not None:
+        parts.append(f"the search ends after {exp.time_budget_s:g} s (time_budget_s)")
+    if exp.result_timeout_s is not None:
+        parts.append(
+            f"a trial with no result for {exp.result_timeout_s:g} s fails (result_timeout_s)"
+        )
+    return "; ".join(parts) or "no limit (time_budget_s, result_timeout_s)"
 
 
 def _expectations(exp: Any) -> str:

@@ -1,11 +1,13 @@
 """Why trials failed: each failure gets a cause (the exception type, a non-finite metric, out of
-memory, killed) and its first lines, read from the exception or from Tune's error.txt, so runs
-and `analyze` group failures the same way."""
+memory, killed, no result for N s) and its first lines, read from the exception or from Tune's
+error.txt, so runs and `analyze` group failures the same way."""
 
 from __future__ import annotations
 
+import pickle
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 OUT_OF_MEMORY = "out of memory"
 KILLED = "killed"
@@ -24,8 +26,10 @@ _KILLED_TYPES = {
     "LocalRayletDiedError",
 }
 _KILLED_TEXT = ("actor died unexpectedly", "worker process has died", "worker died", "node died")
+_NO_RESULT = re.compile(r"no result for \S+ s")
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)(?::\s|:$|$)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_FAILURE_HEADER = re.compile(r"^Failure # \d+ \(occurred at [^)]*\)[ \t]*$", flags=re.M)
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,35 @@ class Failure:
 
     cause: str
     message: str
+
+
+class NoResultError(Exception):
+    """A trial reported no result for `result_timeout_s` seconds, so the app ended its process
+    (`tune_app.timeouts`). Its message starts with the cause: "no result for N s"."""
+
+
+def no_result(limit_s: float) -> NoResultError:
+    """The error a trial silent for `limit_s` seconds fails with."""
+    return NoResultError(
+        f"no result for {limit_s:g} s (result_timeout_s), so its process was ended"
+    )
+
+
+def record_failure(
+    error_file: str | Path, pickled_file: str | Path | None, error: Exception
+) -> None:
+    """Make `error` the trial's last failure in the files Tune wrote for it: the body of the last
+    "Failure # N" block of its error.txt, and its error.pkl (what Tune's Result.error reads).
+
+    For a failure Tune saw as something else: a process the app ended looks to Tune like any
+    dead worker ("killed"), but every reader of these files should name the app's cause."""
+    path = Path(error_file)
+    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    headers = list(_FAILURE_HEADER.finditer(text))
+    head = text[: headers[-1].end()] + "\n" if headers else ""
+    path.write_text(f"{head}{type(error).__name__}: {error}\n", encoding="utf-8")
+    if pickled_file is not None:
+        Path(pickled_file).write_bytes(pickle.dumps(error))
 
 
 def from_exception(error: BaseException) -> Failure:
@@ -55,7 +88,7 @@ def from_text(text: str) -> Failure:
     """The failure of a trial from Tune's error.txt: its last failure's exception, without the
     traceback."""
     text = _ANSI.sub("", text)
-    blocks = re.split(r"^Failure # \d+ \(occurred at [^)]*\)\s*$", text, flags=re.M)
+    blocks = _FAILURE_HEADER.split(text)
     last = blocks[-1].strip("\n")
     lines = last.splitlines()
     frames = [i for i, line in enumerate(lines) if line.startswith("  File ")]
@@ -83,6 +116,9 @@ def classify(text: str) -> Failure:
     message = "\n".join(lines[:MESSAGE_LINES]) or "unknown error"
     found = _EXCEPTION_LINE.match(lines[0]) if lines else None
     name = found.group(1) if found else ""
+    silent = _NO_RESULT.search(lines[0]) if name == NoResultError.__name__ else None
+    if silent is not None:
+        return Failure(silent.group(0), message)
     lowered = text.lower()
     if (
         name in _OOM_TYPES

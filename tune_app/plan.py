@@ -150,6 +150,7 @@ def _plan_experiment(
         if failed is None:  # an untranslated config cannot be sized
             bundles = kind.bundles(exp, written, env, cpus, rllib_checks)
     errors.raise_any()
+    _warn_unwatched_time(exp, warnings)
     envs = len(env.grid) if env is not None and env.grid else 1
     trials = grid_size(exp.config) * envs * exp.num_samples * max(1, len(exp.seeds))
     _check_concurrency(exp, trials)
@@ -312,6 +313,17 @@ def _check_seeds(exp: Experiment, kind: TrainableKind) -> None:
             path=where,
             suggestion=f"use scheduler {_or(names_where(SCHEDULERS, lambda e: e.takes_seeds))} "
             "with seeds",
+        )
+
+
+def _warn_unwatched_time(exp: Experiment, warnings: list[str]) -> None:
+    """Tune checks `stop` only when a result arrives: `time_total_s` there never ends a trial
+    that stops reporting, which only `result_timeout_s` fails."""
+    if "time_total_s" in exp.stop and exp.result_timeout_s is None:
+        warnings.append(
+            f"{exp.key_path}.stop.time_total_s: checked only when a trial reports a result, so "
+            "it never stops a trial that hangs; set result_timeout_s to fail a trial silent "
+            "that long (time_budget_s bounds the whole search)"
         )
 
 

@@ -19,6 +19,7 @@ from tune_app.rllib.tables import RESULT_GROUPS
 from tune_app.rundir.outcome import flatten_result
 from tune_app.space import to_tune
 from tune_app.tensorboard import TrialBoard
+from tune_app.timeouts import ResultTimeout
 
 if TYPE_CHECKING:
     from tune_app.runner import RunOptions  # runner imports this module
@@ -63,6 +64,9 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
             # A fresh trial process costs 1.5-2 s; trainables that reset cleanly are reused.
             # RLlib algorithms cannot reset their env runners to a new config.
             reuse_actors=kind.reuses_actors and resets_cleanly(trainable),
+            # Checked at every step of Tune's loop, not at results, so it ends hung trials too
+            # (Tune kills a process that does not stop within 10 s: a 4 s budget, 14 s).
+            time_budget_s=exp.time_budget_s,
         ),
         run_config=tune.RunConfig(
             name=exp.name,
@@ -113,7 +117,11 @@ def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
     # TUNE_DISABLE_AUTO_CALLBACK_LOGGERS is set). TrialBoard is the TensorBoard one, so Tune's,
     # writing every key under `ray/tune/`, is not added. The CSV and JSON ones are given here,
     # whatever the environment says: Tune's results, and the app, read their files back.
-    callbacks: list[tune.Callback] = [
+    callbacks: list[tune.Callback] = []
+    if ep.experiment.result_timeout_s is not None:
+        # First: it records why the trials it fails failed, which the others read.
+        callbacks.append(ResultTimeout(ep.experiment.result_timeout_s))
+    callbacks += [
         JsonlResults(ep.folder, ep.name),
         TrialBoard.for_experiment(ep),
         CSVLoggerCallback(),

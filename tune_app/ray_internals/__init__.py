@@ -24,6 +24,8 @@ What each module depends on (private to Ray, so free to change in any release):
   `ray._raylet.GcsClient`, `ray.core.generated.gcs_pb2.GcsNodeInfo`,
   `ray.tune.execution.class_cache.DEFAULT_ENV_VARS` and `ENV_VARS_TO_PROPAGATE`,
   `ray._private.worker._global_node.kill_monitor`.
+- `actors`: `Trial.temporary_state.ray_actor` (the trial's actor handle, an attribute of the
+  private `ray.tune.experiment.trial._TemporaryTrialState`), killed for `result_timeout_s`.
 
 `version_warning` is checked at the start of `run` and `resume`. The package imports Ray only
 in its modules, never here, so `validate` stays Ray-free.

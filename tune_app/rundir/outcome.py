@@ -125,6 +125,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         )
     # A trial that crashed before its first result is reported as a failure, not as keys missing.
     missing, notes = _never_reported(ep, seen_keys, episodes) if reporting else ({}, [])
+    notes += _budget_spent(ep.experiment.time_budget_s, wall_time_s, trials)
     return RunSummary(
         experiment=ep.name,
         metric=ep.metric,
@@ -139,6 +140,21 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         seeds=list(ep.experiment.seeds),
         aggregate=ep.experiment.aggregate,
     )
+
+
+def _budget_spent(
+    budget_s: float | None, wall_time_s: float, trials: list[TrialOutcome]
+) -> list[str]:
+    """A note when the experiment's time budget ran out: Tune then stops every running trial
+    where it is and starts no more, so the results are those of a shorter search."""
+    if budget_s is None or wall_time_s < budget_s:
+        return []
+    never = sum(t.status == FINISHED and not t.iterations and not t.failures for t in trials)
+    return [
+        f"time_budget_s ({budget_s:g} s) ran out: the search was ended, its running trials "
+        "stopped where they were"
+        + (f", {never} trial{'s' * (never != 1)} never started" if never else "")
+    ]
 
 
 def _logged(ep: ExperimentPlan) -> dict[str, tuple[list[float | None], int]]:

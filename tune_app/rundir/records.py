@@ -41,6 +41,8 @@ class RunRecord:
     log_scaled: tuple[str, ...] | None = None
     scheduler: str | None = None
     stop: dict[str, Any] = field(default_factory=dict)
+    time_budget_s: float | None = None  # the search's time limit, if any
+    result_timeout_s: float | None = None  # a trial silent this long failed, if set
     trials: int = 0
     command: tuple[str, ...] = ()
     cwd: str = ""

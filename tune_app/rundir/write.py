@@ -93,6 +93,8 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         log_scaled=tuple(log_scaled(exp.config)),
         scheduler=exp.scheduler.type,
         stop=dict(exp.stop),
+        time_budget_s=exp.time_budget_s,
+        result_timeout_s=exp.result_timeout_s,
         trials=ep.trials,
         command=(_program(), *command),
         cwd=os.getcwd(),

@@ -4,11 +4,20 @@ as resolved for a run (the frozen dataclasses `Experiment` and `Spec`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from tune_app.methods import SCHEDULERS, SEARCHERS, Options
 from tune_app.scoring import DEFAULT_SCOPE, SCOPE_PATTERN
@@ -165,6 +174,10 @@ class TensorBoardSpec(_Strict):
     exclude: KeyPatterns = Field((), description="keys not shown (include wins)")
 
 
+# A duration in seconds: a finite number above 0 (strict: `true` or "60" is not a duration).
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
+
+
 class Settings(_Strict):
     """Settings an app-form file sets for all experiments and each experiment may override."""
 
@@ -200,6 +213,16 @@ class Settings(_Strict):
     tensorboard: TensorBoardSpec | None = Field(
         None, description="result keys TensorBoard shows: include, exclude (timers are off)"
     )
+    time_budget_s: Seconds | None = Field(
+        None,
+        description="Tune's time_budget_s: after this many seconds the experiment's search ends, "
+        "its running trials stopped and no new ones started (none)",
+    )
+    result_timeout_s: Seconds | None = Field(
+        None,
+        description="a running trial that reports no result for this many seconds fails ('no "
+        "result for N s') and is retried under max_failures (none: a hung trial runs forever)",
+    )
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -216,6 +239,18 @@ class Settings(_Strict):
         raise ValueError(
             f"seeds is a count (N: seeds 0 to N-1, at least 1) or a list of whole numbers, "
             f"got {value!r}"
+        )
+
+    @field_validator("time_budget_s", "result_timeout_s", mode="before")
+    @classmethod
+    def _seconds_as_written(cls, value: Any, info: ValidationInfo) -> Any:
+        """One message for any wrong duration, saying what one is and how to have no limit."""
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if value is None or (number and math.isfinite(value) and value > 0):
+            return value
+        raise ValueError(
+            f"{info.field_name} is a number of seconds above 0 (3600 for an hour), got "
+            f"{value!r}; leave it out for no limit"
         )
 
 
@@ -310,6 +345,8 @@ class Experiment:
     log_to_file: bool | str | tuple[str, str] = False  # Tune's: trial output to files
     scope: str = DEFAULT_SCOPE  # which value of its metric ranks a trial (see tune_app.scoring)
     tensorboard: TensorBoardSpec = TensorBoardSpec()  # result keys shown beyond the spec's
+    time_budget_s: float | None = None  # Tune's: the search ends after this many seconds
+    result_timeout_s: float | None = None  # a running trial silent this long fails
 
 
 @dataclass(frozen=True)

@@ -198,4 +198,6 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         expect=pick("expect", ExpectSpec()),
         scope=pick("scope", DEFAULT_SCOPE),
         tensorboard=pick("tensorboard", TensorBoardSpec()),
+        time_budget_s=pick("time_budget_s"),
+        result_timeout_s=pick("result_timeout_s"),
     )
