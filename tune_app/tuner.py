@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
+from ray.tune.search import Searcher
 
 from tune_app import progress
 from tune_app.callbacks import JsonlResults
@@ -224,8 +225,13 @@ def _searcher(ep: ExperimentPlan) -> Any:
     if _repeats(ep):
         from tune_app.ray_internals.seeded import SeedRepeater
 
-        return SeedRepeater(searcher, exp.seeds, exp.aggregate)
-    return searcher
+        searcher = SeedRepeater(searcher, exp.seeds, exp.aggregate)
+    if not isinstance(searcher, Searcher):
+        return searcher  # Tune's variant generator: it learns nothing from results
+    from tune_app.ray_internals.sparse import LatestMetric
+
+    # Told only numbers, and a trial's latest one when its last result has none.
+    return LatestMetric(searcher)
 
 
 def _repeats(ep: ExperimentPlan) -> int:
