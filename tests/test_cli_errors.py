@@ -248,6 +248,35 @@ def test_folder_commands_refuse_what_is_not_a_run(cli, tmp_path, command, make, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]  # nothing written
 
 
+@pytest.mark.parametrize(
+    ("word", "choices", "hint"),
+    [
+        pytest.param(
+            "episode_return_mean",
+            ["episode_len_mean", "env_runners/episode_return_mean"],
+            "did you mean 'env_runners/episode_return_mean'?",
+            id="a-key-under-a-group-not-a-similar-one",
+        ),
+        pytest.param(
+            "acc",
+            ["val/acc", "acc_top5", "evaluation/val/acc"],
+            "did you mean 'val/acc' or 'evaluation/val/acc'?",
+            id="shortest-path-first",
+        ),
+        pytest.param("lr", ["optim.lr", "lr_decay"], "did you mean 'optim.lr'?", id="dotted"),
+        pytest.param(
+            "grace", ["grace_period", "max_t"], "did you mean 'grace_period'?", id="prefix"
+        ),
+        pytest.param("scor", ["score", "time"], "did you mean 'score'?", id="similar"),
+        pytest.param("acc", ["val/accuracy"], None, id="a-prefix-of-a-leaf-is-not-the-leaf"),
+    ],
+)
+def test_near_miss_hints(word, choices, hint):
+    from tune_app.errors import did_you_mean
+
+    assert did_you_mean(word, choices) == hint
+
+
 def test_usage_error_exits_2(cli):
     with pytest.raises(SystemExit) as info:
         cli("frobnicate")

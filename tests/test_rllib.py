@@ -207,6 +207,17 @@ def test_simulations_are_env_runners(write_spec):
             "e.stop.episode_return_mean",
             "env_runners/episode_return_mean",
         ),
+        (  # the key under its group first; not the similar-looking episode_len_mean
+            "e:\n  run: PPO\n  env: CartPole-v1\n  metric: episode_return_mean\n  mode: max\n",
+            "e.metric",
+            "; did you mean 'env_runners/episode_return_mean' or "
+            "'evaluation/env_runners/episode_return_mean'?",
+        ),
+        (
+            "e:\n  run: PPO\n  env: CartPole-v1\n  stop: {num_episodes: 50}\n",
+            "e.stop.num_episodes",
+            "; did you mean 'env_runners/num_episodes'?",
+        ),
         (
             "e:\n  run: PPO\n  env: CartPole-v1\n"
             "  config: {num_env_runners: {grid_search: [1, 2]}}\n",

@@ -212,17 +212,92 @@ def test_summarize_counts_a_nan_metric_as_a_failure(tmp_path):
     assert a.status == "ERROR" and a.cause == "non-finite metric"
 
 
+@pytest.mark.parametrize(
+    ("values", "unusable", "note"),
+    [
+        pytest.param(["0.93", "0.95"], "a string ('0.93') by trial a", None, id="text"),
+        pytest.param([[0.9], [0.8]], "a list ([0.9]) by trial a", None, id="a-list"),
+        pytest.param(
+            ["n/a", 0.5, "n/a"],
+            None,
+            "metric 'score' was not a number in 2 of 3 results that held it (first a string "
+            "('n/a') by trial a); those results were skipped",
+            id="text-and-numbers",
+        ),
+        pytest.param([0.5, None], None, None, id="nan-is-a-number-diverged"),
+    ],
+)
+def test_summarize_tells_a_metric_never_a_number_from_one_sometimes_text(
+    tmp_path, values, unusable, note
+):
+    from tune_app.rundir.outcome import missing_keys_error
+
+    user_module("curves.py", tmp_path)
+    ep = plan_of(tmp_path, SPEC.format(scope=""))
+    rows = [{"trial_id": "a", "training_iteration": i, "score": v} for i, v in enumerate(values, 1)]
+    (ep.folder.local / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = summarize(ep, [result("a", values)], 1.0)
+    assert summary.unusable == ({"metric": unusable} if unusable else {})
+    assert summary.notes == ([note] if note else [])
+    if unusable:
+        assert summary.best is None
+        assert str(missing_keys_error(ep, summary)) == (
+            f"experiments.e.metric: 'score' was reported as {unusable}, never as a number, so "
+            "it can never stop or rank a trial; report it as an int or a float"
+        )
+    elif note:  # the numbers rank it; the text is skipped, as a result without the key is
+        (trial,) = summary.trials
+        assert (trial.score, trial.last, trial.best) == (0.5, 0.5, 0.5)
+
+
 # ---- the stopper --------------------------------------------------------------------------------
 
 
-def test_stopper_stops_at_thresholds_on_missing_keys_and_on_divergence():
+def test_stopper_stops_at_thresholds_and_on_divergence():
     stop = SpecStopper({"score": 10.0}, metric="score")
     assert not stop("a", {"score": 3.0, "training_iteration": 1})
     assert stop("a", {"score": 10.0, "training_iteration": 2})
     assert stop("b", {"score": math.nan})  # diverged
+    assert not stop("c", {"score": "12", "training_iteration": 1})  # text reaches nothing
+    assert not stop("c", {"score": [12.0], "training_iteration": 2})
     assert not stop.stop_all()
-    assert stop("c", {"training_iteration": 1})  # metric missing from a first result
-    assert stop.stop_all()
+
+
+@pytest.mark.parametrize(
+    ("reports", "ends"),
+    [
+        pytest.param([{}, {"score": 1.0}] * 5, False, id="every-second-result"),
+        pytest.param([{}] + [{"score": 1.0}] * 9, False, id="warm-up-without-it"),
+        pytest.param([{}] * 9 + [{"score": 1.0}], False, id="first-in-the-last-of-grace"),
+        pytest.param([{}] * 10, True, id="never-reported"),
+        pytest.param([{"score": "0.9"}] * 10, True, id="never-a-number"),
+        pytest.param([{"score": "n/a"}] * 9 + [{"score": 0.5}], False, id="text-then-a-number"),
+    ],
+)
+def test_the_stopper_ends_the_search_on_a_key_no_result_held_in_its_grace(reports, ends):
+    """A key reported now and then counts once any result held it as a number; one that none
+    held by a trial's `grace`-th result ends the search (a trainable looping until its stop
+    criteria would run forever on a misspelt stop key)."""
+    stop = SpecStopper({"score": 100.0}, metric="score", grace=10)
+    stopped = [stop("a", {**r, "training_iteration": i}) for i, r in enumerate(reports, 1)]
+    assert stop.stop_all() is ends
+    assert stopped == [False] * (len(reports) - 1) + [ends]
+
+
+def test_a_key_any_trial_reported_counts_for_every_trial():
+    stop = SpecStopper({}, metric="score", grace=2)
+    assert not stop("a", {"training_iteration": 1, "score": 1.0})
+    assert not stop("b", {"training_iteration": 1}) and not stop("b", {"training_iteration": 2})
+    assert not stop.stop_all()
+
+
+def test_a_stopper_pickled_before_the_grace_resumes():
+    """Tune pickles the stopper with the Tuner; a run begun with the first-result guard, resumed,
+    has none of the new fields."""
+    stop = SpecStopper({}, metric="score")
+    old = {"criteria": {}, "metric": "score", "required": ["score"], "seen": set()}
+    stop.__setstate__({**old, "missing": False})
+    assert not stop("a", {"training_iteration": 1}) and not stop.stop_all()
 
 
 def test_stopper_waits_for_rllibs_late_keys_and_stops_on_a_nan_loss():

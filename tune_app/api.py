@@ -92,8 +92,9 @@ class RunResult:
 
 
 class NeverReported(SpecError):
-    """A stop or metric key the trainable never reported ended the search early. The error
-    carries what the run ended with (`result`: summaries, expectations), for a caller to show."""
+    """A stop or metric key the trainable never reported, or never as a number, ended the
+    search early. The error carries what the run ended with (`result`: summaries,
+    expectations), for a caller to show."""
 
     def __init__(self, error: SpecError, result: RunResult) -> None:
         super().__init__(
@@ -153,8 +154,8 @@ def run(
 
     `verbosity`: 0 quiet, 1 the live view, 2 Tune's tables. `command` is kept in run.json;
     `junit` names a JUnit XML report to write; `on_plan` sees the checked plan (its warnings)
-    before Ray starts. Raises `NeverReported` for a stop or metric key never reported, and
-    `Interrupted` on Ctrl-C while experiments ran at the same time.
+    before Ray starts. Raises `NeverReported` for a stop or metric key never reported (or
+    never as a number), and `Interrupted` on Ctrl-C while experiments ran at the same time.
     """
     plan = validate(
         spec,
@@ -237,7 +238,8 @@ def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None
         expect.write_junit(Path(junit), plan, summaries, outcomes)
     result = RunResult(plan=plan, summaries=summaries, outcomes=outcomes)
     for ep, summary in zip(plan.experiments, summaries, strict=True):
-        if summary.missing and not summary.interrupted:  # stopped early, keys may yet come
+        # Not after Ctrl-C: the search was cut short, and the keys may yet come.
+        if (summary.missing or summary.unusable) and not summary.interrupted:
             error = missing_keys_error(ep, summary).with_file(str(plan.spec.file))
             raise NeverReported(error, result)
     return result

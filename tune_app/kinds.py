@@ -63,7 +63,8 @@ class TrainableKind(Protocol):
     @property
     def reports_late(self) -> bool:
         """Whether some result keys appear only after a while (RLlib's episode and evaluation
-        groups), so the stopper does not require them in a trial's first result."""
+        groups), so the stopper does not require them within its grace (`tuner.REPORT_GRACE`
+        results)."""
         ...
 
     @property

@@ -26,12 +26,18 @@ SCOPE_DOC = {
 }
 
 
-def finite(value: Any) -> float | None:
-    """`value` as a float when it is a finite number (numpy's too), else None."""
+def number(value: Any) -> float | None:
+    """`value` as a float when it is a real number (numpy's too; NaN and infinities included, a
+    bool not), else None: a metric reported as text or a list holds no value of it."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
-    number = float(value)
-    return number if math.isfinite(number) else None
+    return float(value)
+
+
+def finite(value: Any) -> float | None:
+    """`value` as a float when it is a finite number (numpy's too), else None."""
+    found = number(value)
+    return found if found is not None and math.isfinite(found) else None
 
 
 def score(

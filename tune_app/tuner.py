@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
+from ray.tune.search import Searcher
 
 from tune_app import progress
 from tune_app.callbacks import JsonlResults
@@ -17,6 +18,7 @@ from tune_app.methods import Context, scheduler_of, searcher_of
 from tune_app.plan import ExperimentPlan
 from tune_app.rllib.tables import RESULT_GROUPS
 from tune_app.rundir.outcome import flatten_result
+from tune_app.scoring import number
 from tune_app.space import to_tune
 from tune_app.tensorboard import TrialBoard
 from tune_app.timeouts import ResultTimeout
@@ -153,15 +155,25 @@ def param_space(ep: ExperimentPlan, env: Any) -> dict[str, Any]:
     return space
 
 
-class SpecStopper(tune.Stopper):
-    """The spec's `stop` thresholds: a key reaching its value ends the trial.
+# Results one trial may report before a stop, metric or time_attr key that no result of any
+# trial has held as a number ends the search. A key reported now and then (validation every few
+# epochs, none in a warm-up iteration) has shown up by then; a misspelt one never stops or ranks
+# a trial, and a trainable that loops until its stop criteria would run forever.
+REPORT_GRACE = 10
 
-    Also a guard: a stop key or the metric missing from a trial's first result ends the search at
-    once, where Tune would warn once and run the trial to its natural end (or forever). With
-    `late`, keys in RLlib's result groups are exempt: episode returns appear only once an episode
-    has ended, evaluation results every `evaluation_interval` iterations. A trial whose metric
-    (or an RLlib loss) turns NaN or infinite is stopped: it has diverged, and the summary counts
-    it as failed. RLlib's "no episode finished yet" NaNs never get here (`rllib.metrics`).
+
+class SpecStopper(tune.Stopper):
+    """The spec's `stop` thresholds: a key reaching its value ends the trial; a result without
+    the key, or with something other than a number in it, stops nothing.
+
+    Also a guard: once a trial has reported `grace` results and a stop key, the metric or the
+    scheduler's time_attr has been a number in no result of any trial, the search ends at once,
+    where Tune would warn once and run the trial to its natural end (or forever); the summary
+    says which key, and whether it was never reported or never a number. With `late`, keys in
+    RLlib's result groups are exempt: episode returns appear only once an episode has ended,
+    evaluation results every `evaluation_interval` iterations. A trial whose metric (or an RLlib
+    loss) turns NaN or infinite is stopped: it has diverged, and the summary counts it as failed.
+    RLlib's "no episode finished yet" NaNs never get here (`rllib.metrics`).
     """
 
     def __init__(
@@ -170,34 +182,42 @@ class SpecStopper(tune.Stopper):
         metric: str | None = None,
         late: bool = False,
         also: tuple[str, ...] = (),
+        grace: int = REPORT_GRACE,
     ) -> None:
         self.criteria = dict(criteria)
         self.metric = metric
         wanted = dict.fromkeys([*criteria, *([metric] if metric else []), *also])
         self.required = [k for k in wanted if not (late and k.startswith(RESULT_GROUPS))]
-        self.seen: set[str] = set()
+        self.grace = grace
+        self.held: set[str] = set()  # required keys that some result held a number in
+        self.results: dict[str, int] = {}  # trial id -> the results it reported
         self.missing = False
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A run begun when the guard judged each trial's first result alone, resumed.
+        state.setdefault("grace", REPORT_GRACE)
+        state.setdefault("held", set())
+        state.setdefault("results", {})
+        self.__dict__.update(state)
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         flat = flatten_result(result)
         if diverged(flat, self.metric):
             return True
-        if trial_id not in self.seen:
-            self.seen.add(trial_id)
-            if any(k not in flat for k in self.required):
-                self.missing = True
-                return True
-        return any(k in flat and _reached(flat[k], v) for k, v in self.criteria.items())
+        self.held.update(k for k in self.required if number(flat.get(k)) is not None)
+        self.results[trial_id] = self.results.get(trial_id, 0) + 1
+        if self.results[trial_id] >= self.grace and not self.held.issuperset(self.required):
+            self.missing = True
+            return True
+        return any(_reached(flat.get(k), v) for k, v in self.criteria.items())
 
     def stop_all(self) -> bool:
         return self.missing
 
 
 def _reached(value: Any, threshold: float) -> bool:
-    try:
-        return bool(value >= threshold)
-    except TypeError:
-        return False
+    found = number(value)
+    return found is not None and found >= threshold
 
 
 def _searcher(ep: ExperimentPlan) -> Any:
@@ -213,8 +233,13 @@ def _searcher(ep: ExperimentPlan) -> Any:
     if _repeats(ep):
         from tune_app.ray_internals.seeded import SeedRepeater
 
-        return SeedRepeater(searcher, exp.seeds, exp.aggregate)
-    return searcher
+        searcher = SeedRepeater(searcher, exp.seeds, exp.aggregate)
+    if not isinstance(searcher, Searcher):
+        return searcher  # Tune's variant generator: it learns nothing from results
+    from tune_app.ray_internals.sparse import LatestMetric
+
+    # Told only numbers, and a trial's latest one when its last result has none.
+    return LatestMetric(searcher)
 
 
 def _repeats(ep: ExperimentPlan) -> int:

@@ -247,8 +247,9 @@ class Scheduler:
 
 def _clones_logged(ctx: Context) -> dict[str, Any]:
     # Each clone (who copied whom, when, what changed) goes to the run folder's clones.jsonl.
-    # require_attrs=False: an RLlib iteration in which no episode finished has no return; PBT
-    # skips it instead of failing the trial (a metric never reported is caught by the stopper).
+    # require_attrs=False: a result without the metric (an RLlib iteration in which no episode
+    # finished, a metric reported every other iteration) is skipped instead of failing the
+    # trial; a metric never reported is caught by the stopper.
     return {"folder": ctx.folder, "log_config": True, "require_attrs": False}
 
 
@@ -276,14 +277,14 @@ SCHEDULERS: dict[str, Scheduler] = {
         Scheduler(
             "asha",
             AshaOptions,
-            Variants("ray.tune.schedulers:ASHAScheduler", seeded=f"{_INTERNALS}.seeded:SeededASHA"),
+            Variants(f"{_INTERNALS}.sparse:SparseASHA", seeded=f"{_INTERNALS}.seeded:SeededASHA"),
             bounds_time=True,
         ),
         Scheduler(
             "median",
             MedianOptions,
             Variants(
-                "ray.tune.schedulers:MedianStoppingRule", seeded=f"{_INTERNALS}.seeded:SeededMedian"
+                f"{_INTERNALS}.sparse:SparseMedian", seeded=f"{_INTERNALS}.seeded:SeededMedian"
             ),
         ),
         Scheduler(

@@ -12,6 +12,8 @@ What each module depends on (private to Ray, so free to change in any release):
   _process_bracket`, `_trial_info`; `ASHAScheduler`'s `_rungs` (via its brackets), `_max_t`,
   `_metric`, `_metric_op`, `_num_stopped`, `_time_attr`, `_stop_last_trials` (its
   `on_trial_result`, copied).
+- `sparse`: no private symbol; what Tune's schedulers and searchers do with a result whose
+  metric is missing or not a number (its docstring lists each), which a new release may change.
 - `population`: `PopulationBasedTraining._log_config_on_step` (overridden to record clones),
   `_hyperparam_mutations`; `PB2._hyperparam_bounds`.
 - `placement`: `ray.air.execution.resources.placement_group.PlacementGroupResourceManager`'s

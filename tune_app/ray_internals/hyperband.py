@@ -7,6 +7,10 @@ hangs. Here finished trials join no bracket; unfinished ones (paused or running 
 stopped) start new brackets and continue from their checkpoints. Pickled with the Tuner, so the
 same class runs the resume.
 
+A rung is judged on each trial's latest number for the metric, where the trial's result at the
+rung has none (a metric reported every other iteration), and a trial that never had one ranks
+last; Tune's halving read the metric of each trial's latest result, and failed without it.
+
 Tune also counts a bracket as full only while its trials are alive. When trials are made as
 others end (BOHB's searcher makes them so, and so does any searcher under a concurrency limit),
 the bracket that runs its trials to max_t never fills: it takes every later trial, and the rest
@@ -16,25 +20,49 @@ once it has been given its trials.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import HyperBandForBOHB, HyperBandScheduler
 from ray.tune.schedulers.hyperband import _Bracket
 
+from tune_app.ray_internals.sparse import NumbersOnly, numbers_only
+from tune_app.scoring import number
+
 
 class _FilledOnce(_Bracket):
-    """A bracket that is full once it was given its trials, ended ones included."""
+    """A bracket that is full once it was given its trials, ended ones included; a trial without
+    a number for the metric at a rung ranks last."""
 
     def filled(self) -> bool:
         return len(self._all_trials) >= self._n
 
+    def successive_halving(self, metric: str, metric_op: float) -> tuple[list, list]:
+        for trial, result in self._live_trials.items():
+            if result is not None and number(result.get(metric)) is None:
+                self._live_trials[trial] = {**result, metric: -metric_op * math.inf}
+        return super().successive_halving(metric, metric_op)
 
-class _FinishedTrialsStayOut(HyperBandScheduler):
-    """Brackets hold only trials that can still report, and fill once (mixed into Tune's
-    HyperBands)."""
+
+class _FinishedTrialsStayOut(NumbersOnly, HyperBandScheduler):
+    """Brackets hold only trials that can still report, and fill once; a trial is judged on its
+    latest number for the metric (mixed into Tune's HyperBands)."""
 
     bracket_class: type[_FilledOnce] = _FilledOnce
+
+    def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
+        # The bracket keeps the result it is given as the trial's state at the rung: without a
+        # number, a copy with the trial's latest. A copy, not Tune's dict: BOHB's HyperBand marks
+        # a rung's budget on the dict it is given for its searcher to learn from, and a rung
+        # without a number teaches the searcher nothing (`sparse.LatestMetric` skips it).
+        latest: dict[str, Any] = self.__dict__.setdefault("_latest_numbers", {})
+        result = numbers_only(result, self._metric)
+        if self._metric in result:
+            latest[trial.trial_id] = result[self._metric]
+        elif trial.trial_id in latest:
+            result = {**result, self._metric: latest[trial.trial_id]}
+        return super().on_trial_result(tune_controller, trial, result)
 
     def _create_bracket(self, s: int) -> _Bracket:
         return self.bracket_class(

@@ -16,12 +16,14 @@ from ray.tune.experiment import Trial
 from ray.tune.schedulers import PopulationBasedTraining
 from ray.tune.schedulers.pb2 import PB2
 
+from tune_app.ray_internals.sparse import NumbersOnly
 from tune_app.rundir.layout import flatten, jsonable
 from tune_app.rundir.location import RunLocation
 
 
-class _RecordsClones(PopulationBasedTraining):
-    """Appends one line per exploit to `<folder>/clones.jsonl`, flushed at once."""
+class _RecordsClones(NumbersOnly, PopulationBasedTraining):
+    """Appends one line per exploit to `<folder>/clones.jsonl`, flushed at once; sees the
+    metric only where it is a number (`sparse`)."""
 
     folder: RunLocation | None = None
 

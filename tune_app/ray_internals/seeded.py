@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 from ray.tune.experiment import Trial
-from ray.tune.schedulers import ASHAScheduler, MedianStoppingRule, TrialScheduler
+from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 from ray.tune.search import BasicVariantGenerator, Repeater
 from ray.tune.search.basic_variant import _TrialIterator
 from ray.tune.search.repeater import TRIAL_INDEX
 
 from tune_app.ray_internals.hyperband import ResumableHyperBand, _FilledOnce
+from tune_app.ray_internals.sparse import SparseMedian, numbers_only
 from tune_app.seeds import SEED_KEY, aggregate
 
 
@@ -148,8 +149,9 @@ class JudgesBySeeds(TrialScheduler):
 
     def _judged(self, trial: Trial, result: dict) -> dict:
         """`result` with its metric replaced by the configuration's aggregate at its time, the
-        value recorded in the trial's history first."""
+        value recorded in the trial's history first; without it where it is not a number."""
         metric = getattr(self, "_metric", None)
+        result = numbers_only(result, metric)
         if not metric or result.get(metric) is None:
             return result
         group, time = self._group(trial), self._time_of(result)
@@ -242,7 +244,7 @@ class SeededASHA(JudgesBySeeds, ASHAScheduler):
         self._trial_info.pop(trial.trial_id, None)
 
 
-class SeededMedian(JudgesBySeeds, MedianStoppingRule):
+class SeededMedian(JudgesBySeeds, SparseMedian):
     """The median stopping rule judging configurations by their seeds' aggregate."""
 
 

@@ -220,7 +220,10 @@ def check_metric(key: str, where: str, name: str) -> None:
     """Refuse a top-level result key RLlib never reports; grouped keys are checked at run time."""
     if key in RESULT_KEYS or key.startswith(RESULT_GROUPS) or "/" in key:
         return
-    known = [*RESULT_KEYS, METRIC, RETURN_MEAN, *LEGACY_METRICS]
+    # Today's keys (the legacy table's targets too) before the legacy names, which are read as
+    # today's: `num_episodes` means env_runners/num_episodes.
+    known = list(dict.fromkeys([*RESULT_KEYS, METRIC, RETURN_MEAN, *LEGACY_METRICS.values()]))
+    known += LEGACY_METRICS
     raise SpecError(
         f"'{key}' is not a result key of {name}",
         path=where,

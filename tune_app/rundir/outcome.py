@@ -5,13 +5,14 @@ takes a ResultGrid but imports nothing from Ray.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tune_app import failures, scoring
 from tune_app.config_keys import restore_private_keys
 from tune_app.divergence import diverged
-from tune_app.errors import SpecError, did_you_mean
+from tune_app.errors import SpecError, clip, did_you_mean
 from tune_app.rundir.layout import (
     flatten,
     read_rows,
@@ -27,7 +28,7 @@ from tune_app.rundir.records import (
     best_value,
     stopped_early,
 )
-from tune_app.scoring import finite
+from tune_app.scoring import finite, number
 
 if TYPE_CHECKING:
     from tune_app.plan import ExperimentPlan
@@ -50,7 +51,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
     episodes = 0.0  # episodes any RLlib trial finished
     reporting = 0  # trials that reported at least one result
     lasts: dict[str, dict[str, Any]] = {}  # trial id -> its last result, flat
-    logged = _logged(ep) if ep.metric else {}
+    logged, held = _logged(ep)
     for result in grid:
         flat = flatten_result(dict(result.metrics or {}))
         seen_keys.update(flat)
@@ -126,6 +127,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
     # A trial that crashed before its first result is reported as a failure, not as keys missing.
     missing, notes = _never_reported(ep, seen_keys, episodes) if reporting else ({}, [])
     notes += _budget_spent(ep.experiment.time_budget_s, wall_time_s, trials)
+    unusable, odd = _not_numbers(ep, held, missing) if reporting else ({}, [])
     return RunSummary(
         experiment=ep.name,
         metric=ep.metric,
@@ -133,9 +135,10 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         wall_time_s=round(wall_time_s, 3),
         trials=trials,
         missing=missing,
+        unusable=unusable,
         reported=sorted(seen_keys),
         interrupted=interrupted,
-        notes=notes,
+        notes=[*notes, *odd],
         scope=ep.experiment.scope,
         seeds=list(ep.experiment.seeds),
         aggregate=ep.experiment.aggregate,
@@ -157,23 +160,45 @@ def _budget_spent(
     ]
 
 
-def _logged(ep: ExperimentPlan) -> dict[str, tuple[list[float | None], int]]:
-    """Each trial's values of the metric in results.jsonl, in order (None where it was not
-    finite; results without the key left out), and its last iteration there."""
+@dataclass
+class _Held:
+    """What one stop, metric or time_attr key held across every result of a run."""
+
+    numbers: int = 0  # results holding a number (null: a NaN or infinity, as logged)
+    others: int = 0  # results holding something else: text, a list, a bool
+    first: tuple[str, Any] | None = None  # (trial id, value) of the first of those
+
+
+def _logged(
+    ep: ExperimentPlan,
+) -> tuple[dict[str, tuple[list[float | None], int]], dict[str, _Held]]:
+    """From results.jsonl: each trial's numbers of the metric, in order (None where it was not
+    finite; results without one left out, as are those holding text), and its last iteration
+    there; and what each wanted key held across all results."""
     path = ep.folder.results
     found: dict[str, tuple[list[float | None], int]] = {}
+    held = {key: _Held() for key in _wanted(ep).values()}
     if not path.exists():
-        return found
-    metric = str(ep.metric)
+        return found, held
     for row in read_rows(path.read_bytes()):
-        values, most = found.get(str(row.get("trial_id")), ([], 0))
+        trial_id = str(row.get("trial_id"))
+        values, most = found.get(trial_id, ([], 0))
         flat = flatten_result(row)
-        if metric in flat:
-            v = flat[metric]
-            values.append(float(v) if isinstance(v, int | float) else None)
+        for key in held.keys() & flat.keys():
+            _hold(held[key], trial_id, flat[key])
+        if ep.metric in flat and (flat[ep.metric] is None or number(flat[ep.metric]) is not None):
+            values.append(finite(flat[ep.metric]))
         step = row.get("training_iteration")
-        found[str(row.get("trial_id"))] = (values, max(most, step if isinstance(step, int) else 0))
-    return found
+        found[trial_id] = (values, max(most, step if isinstance(step, int) else 0))
+    return found, held
+
+
+def _hold(held: _Held, trial_id: str, value: Any) -> None:
+    if value is None or number(value) is not None:
+        held.numbers += 1
+        return
+    held.others += 1
+    held.first = held.first or (trial_id, value)
 
 
 def _columns(result: Any) -> list[str]:
@@ -214,20 +239,25 @@ def _spec_keys(ep: ExperimentPlan, config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _wanted(ep: ExperimentPlan) -> dict[str, str]:
+    """The result keys the spec names, by where it names them: the metric, stop keys, the
+    scheduler's time_attr."""
+    wanted = {"metric": ep.metric} if ep.metric else {}
+    wanted.update((f"stop.{k}", k) for k in ep.experiment.stop)
+    clock = getattr(ep.experiment.scheduler, "time_attr", None)
+    if clock:
+        wanted["scheduler.time_attr"] = clock
+    return wanted
+
+
 def _never_reported(
     ep: ExperimentPlan, seen: set[str], episodes: float
 ) -> tuple[dict[str, str], list[str]]:
     """Stop and metric keys no trial reported, and notes on keys that had no chance to be (the
     trainable's kind knows: RLlib's episode statistics before any episode finished)."""
-    wanted = {f"stop.{k}": k for k in ep.experiment.stop}
-    if ep.metric:
-        wanted["metric"] = ep.metric
-    clock = getattr(ep.experiment.scheduler, "time_attr", None)
-    if clock:
-        wanted["scheduler.time_attr"] = clock
     missing: dict[str, str] = {}
     notes: list[str] = []
-    for where, key in wanted.items():
+    for where, key in _wanted(ep).items():
         if key in seen:
             continue
         note = ep.trainable.kind.missing_key_note(where, key, seen, episodes)
@@ -238,8 +268,49 @@ def _never_reported(
     return missing, notes
 
 
+def _not_numbers(
+    ep: ExperimentPlan, held: dict[str, _Held], missing: dict[str, str]
+) -> tuple[dict[str, str], list[str]]:
+    """Keys the spec names that some result held something other than a number in: never a
+    number, what they were reported as (an error: they can never stop or rank a trial); a number
+    in other results, a note (those results were skipped by every consumer, as results without
+    the key are: a trainable reporting "n/a" before its first validation still ranks)."""
+    unusable: dict[str, str] = {}
+    notes: list[str] = []
+    for where, key in _wanted(ep).items():
+        found = held.get(key)
+        if where in missing or found is None or found.first is None:
+            continue
+        trial_id, value = found.first
+        shown = f"{_kind_of(value)} ({clip(repr(value), 60)}) by trial {trial_id}"
+        if not found.numbers:
+            unusable[where] = shown
+        else:
+            notes.append(
+                f"{where} '{key}' was not a number in {found.others} of "
+                f"{found.others + found.numbers} results that held it (first {shown}); those "
+                "results were skipped"
+            )
+    return unusable, notes
+
+
+def _kind_of(value: Any) -> str:
+    names = {str: "a string", list: "a list", bool: "a boolean", dict: "a mapping"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
 def missing_keys_error(ep: ExperimentPlan, summary: RunSummary) -> SpecError:
-    """The message for a stop or metric key the trainable never reported."""
+    """The message for a stop or metric key the trainable never reported, or never reported as
+    a number."""
+    if not summary.missing:
+        where, shown = next(iter(summary.unusable.items()))
+        key = _wanted(ep)[where]
+        return SpecError(
+            f"'{key}' was reported as {shown}, never as a number, so it can never stop or rank "
+            "a trial",
+            path=f"{ep.experiment.key_path}.{where}",
+            suggestion="report it as an int or a float",
+        )
     where, key = next(iter(summary.missing.items()))
     reported = [
         k for k in summary.reported if k not in ("trial_id", "config") and "config/" not in k

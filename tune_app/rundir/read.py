@@ -216,6 +216,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         wall_time_s=written.wall_time_s if written else 0.0,
         trials=trials,
         missing=written.missing if written else {},
+        unusable=written.unusable if written else {},
         reported=written.reported if written else [],
         interrupted=written.interrupted if written else False,
         notes=written.notes if written else [],

@@ -117,6 +117,9 @@ class RunSummary:
     wall_time_s: float
     trials: list[TrialOutcome] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)  # spec key path -> key never reported
+    # Spec key path -> what a key held in place of a number, in every result that held it
+    # ("a string ('0.93') by trial abc_00001").
+    unusable: dict[str, str] = field(default_factory=dict)
     reported: list[str] = field(default_factory=list)  # every result key any trial reported
     interrupted: bool = False  # trials left unfinished (Ctrl-C): resumable
     notes: list[str] = field(default_factory=list)  # what the run could not judge, and why
@@ -188,6 +191,7 @@ class RunSummary:
             "best": best.to_json() if best else None,
             "trials": [t.to_json() for t in self.trials],
             "missing": self.missing,
+            "unusable": self.unusable,
             "reported": self.reported,
             "interrupted": self.interrupted,
             "failed": self.failed,
@@ -208,6 +212,7 @@ class RunSummary:
                 TrialOutcome.from_json(t) for t in data.get("trials") or [] if isinstance(t, dict)
             ],
             missing=dict(data.get("missing") or {}),
+            unusable=dict(data.get("unusable") or {}),
             reported=list(data.get("reported") or []),
             interrupted=bool(data.get("interrupted")),
             notes=list(data.get("notes") or []),
