@@ -330,11 +330,8 @@ def test_a_clone_record_torn_by_a_kill_does_not_swallow_the_next(tmp_path):
             "x: 5 is one value, nothing to mutate to",
         ),
         ("search: optuna", "{x: {randn: [0, 1]}}", "Optuna has no normal distribution"),
-        (
-            "search: optuna",
-            "{x: {qrandint: [1, 10, 3]}}",
-            "qrandint [1, 10, 3] would draw 1, 4, ..., not multiples of 3",
-        ),
+        ("search: random", "{x: {qrandint: [1, 4, 5]}}", "no multiple of q=5 lies in [1, 4]"),
+        ("search: hyperopt", "{x: {randint: [0, 1]}}", "it holds one value, 0 (upper excluded)"),
         ("search: optuna", "{x: {qloguniform: [5, 100, 5]}}", "cannot round a log-scaled range"),
         ("search: random", "{x: {qloguniform: [1, 100, 5]}}", "lower bound 1 must be a multiple"),
         ("search: random", "{o.x: 1, o: {x: {uniform: [0, 1]}}}", "'o.x' names two values"),

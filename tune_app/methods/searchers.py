@@ -125,7 +125,7 @@ def _bohb(options: Options, ctx: Context) -> Any:
 
 def _optuna_refuses(domain: Any) -> tuple[str, str] | None:
     """What Tune's OptunaSearch cannot sample as written: (why, suggestion), or None."""
-    kind, args = domain.kind, domain.args
+    kind = domain.tune_form()[0]  # qlograndint with q = 1 is lograndint
     if kind in ("randn", "qrandn"):
         return "Optuna has no normal distribution", "use uniform, or search: hyperopt"
     if kind in ("qloguniform", "qlograndint"):
@@ -133,13 +133,6 @@ def _optuna_refuses(domain: Any) -> tuple[str, str] | None:
         return (
             f"Optuna cannot round a log-scaled range to q: it would sample {plain} and ignore q",
             f"use {plain}, or {'quniform' if kind == 'qloguniform' else 'qrandint'}",
-        )
-    if kind == "qrandint" and args[0] % args[2]:
-        lower = (args[0] // args[2] + 1) * args[2]
-        return (
-            f"Optuna steps from the lower bound: qrandint {list(args)} would draw "
-            f"{args[0]}, {args[0] + args[2]}, ..., not multiples of {args[2]}",
-            f"start at a multiple of q, e.g. qrandint: [{lower}, {args[1]}, {args[2]}]",
         )
     return None
 
