@@ -330,6 +330,7 @@ def test_a_clone_record_torn_by_a_kill_does_not_swallow_the_next(tmp_path):
             "x: 5 is one value, nothing to mutate to",
         ),
         ("search: optuna", "{x: {randn: [0, 1]}}", "Optuna has no normal distribution"),
+        ("search: bohb", "{x: {qrandn: [0, 1, 0.5]}}", "BOHB samples bounded ranges only"),
         ("search: random", "{x: {qrandint: [1, 4, 5]}}", "no multiple of q=5 lies in [1, 4]"),
         ("search: hyperopt", "{x: {randint: [0, 1]}}", "it holds one value, 0 (upper excluded)"),
         ("search: optuna", "{x: {qloguniform: [5, 100, 5]}}", "cannot round a log-scaled range"),

@@ -74,9 +74,9 @@ def _variants(options: Options, ctx: Context) -> Any:
 
 
 def _hyperopt(options: Options, ctx: Context) -> Any:
-    from ray.tune.search.hyperopt import HyperOptSearch
+    from tune_app.methods.hyperopt import IndexedHyperOpt
 
-    return HyperOptSearch(**options.options(), random_state_seed=ctx.seed)
+    return IndexedHyperOpt(**options.options(), random_state_seed=ctx.seed)
 
 
 def _optuna(options: Options, ctx: Context) -> Any:
@@ -106,7 +106,7 @@ def _optuna(options: Options, ctx: Context) -> Any:
 def _bohb(options: Options, ctx: Context) -> Any:
     import logging
 
-    from ray.tune.search.bohb import TuneBOHB
+    from tune_app.methods.bohb import IndexedBOHB
 
     # hpbandster logs a warning with its KDEs' raw data whenever a sampled point's expected
     # improvement is not finite (its KDE bandwidth collapses on a choice axis, say) and then
@@ -118,7 +118,7 @@ def _bohb(options: Options, ctx: Context) -> Any:
         # hpbandster draws from its models with numpy's global generator; TuneBOHB seeds only
         # the random configurations, so seeded runs parted once the model took over.
         np.random.seed(ctx.seed)
-    return TuneBOHB(
+    return IndexedBOHB(
         bohb_config=options.options(), seed=ctx.seed, max_concurrent=ctx.max_concurrent_trials or 0
     )
 
@@ -133,6 +133,16 @@ def _optuna_refuses(domain: Any) -> tuple[str, str] | None:
         return (
             f"Optuna cannot round a log-scaled range to q: it would sample {plain} and ignore q",
             f"use {plain}, or {'quniform' if kind == 'qloguniform' else 'qrandint'}",
+        )
+    return None
+
+
+def _bohb_refuses(domain: Any) -> tuple[str, str] | None:
+    """What Tune's TuneBOHB cannot sample as written: (why, suggestion), or None."""
+    if domain.kind in ("randn", "qrandn"):  # TuneBOHB: "does not support unbounded normal ..."
+        return (
+            "BOHB samples bounded ranges only, and a normal distribution has no bounds",
+            "use uniform, or search: hyperopt",
         )
     return None
 
@@ -189,6 +199,7 @@ SEARCHERS: dict[str, Searcher] = {
             takes_grid=False,
             needs_sampled=True,
             pairs_with="hyperband",
+            refuses=_bohb_refuses,
         ),
     )
 }
