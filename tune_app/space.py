@@ -6,6 +6,7 @@ Pure: parsing and checking need no Ray; only `to_tune` imports `ray.tune`, when 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -329,3 +330,63 @@ def representative(space: Any) -> Any:
     bound or a mean).
     """
     return map_domains(space, lambda d: representative(d.args[0]))
+
+
+# A string written as Tune's Python (`tune.loguniform(1e-4, 1e-1)`, `lambda spec: ...`) is a
+# constant to Tune as to us: we never evaluate a spec's values.
+_TUNE_CALL = re.compile(r"\s*(?:ray\.)?tune\.(\w+)\s*\((.*)\)\s*", re.DOTALL)
+_LAMBDA = re.compile(r"\s*lambda\b")
+_INSTEAD = "write a search-space mapping such as {choice: [...]}, or compute it in the trainable"
+
+
+def code_warnings(space: Any, path: str) -> list[str]:
+    """One warning for each constant of a parsed space that reads as Tune code: a string such as
+    'tune.choice([...])' or 'lambda config: ...', or a `{sample_from: ...}` mapping; each names
+    its key path and the mapping to write instead."""
+    if isinstance(space, str):
+        found = _code_string(space, path)
+        return [found] if found else []
+    if isinstance(space, dict) and list(space) == ["sample_from"]:
+        return [
+            f"{path}: {{sample_from: ...}} is a constant mapping: a spec cannot hold a function; "
+            + _INSTEAD
+        ]
+    if isinstance(space, dict):
+        return [w for k, v in space.items() for w in code_warnings(v, f"{path}.{k}")]
+    if isinstance(space, list):
+        return [w for i, v in enumerate(space) for w in code_warnings(v, f"{path}[{i}]")]
+    if isinstance(space, Domain) and space.kind in LIST_KINDS:
+        at = f"{path}.{space.kind}"
+        return [w for i, v in enumerate(space.args) for w in code_warnings(v, f"{at}[{i}]")]
+    return []
+
+
+def _code_string(text: str, path: str) -> str | None:
+    call = _TUNE_CALL.fullmatch(text)
+    if call is None and not _LAMBDA.match(text):
+        return None
+    shown = " ".join(text.split())
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    head = f"{path}: '{shown}' is a constant string"
+    mapping = _mapping_for(*call.groups()) if call else None
+    if mapping is None:
+        return f"{head} (a spec's values are never evaluated); {_INSTEAD}"
+    leaf = path.rsplit(".", 1)[-1]
+    return f"{head}; write {mapping if leaf.endswith(']') else f'{leaf}: {mapping}'}"
+
+
+def _mapping_for(kind: str, args: str) -> str | None:
+    """The mapping for a call of Tune's `kind` with `args` as written, or None for a function
+    with no mapping (`sample_from`). Arguments are copied as text, never evaluated; keyword or
+    missing ones give the mapping's argument names instead."""
+    args = args.strip()
+    if kind in LIST_KINDS:
+        listed = args.startswith("[") and args.endswith("]")
+        return f"{{{kind}: {args if listed else '[a, b, ...]'}}}"
+    if kind not in RULES:
+        return None
+    params = RULES[kind].params
+    given = [a.strip() for a in args.split(",")] if args else []
+    if len(given) != len(params) or any("=" in a for a in given):
+        given = list(params)
+    return f"{{{kind}: [{', '.join(given)}]}}"
