@@ -37,6 +37,31 @@ def test_mapping_samples_like_the_tune_domain(mapping, expected):
     assert np.array_equal(np.asarray(a), np.asarray(b))
 
 
+@pytest.mark.parametrize(
+    ("mapping", "form"),
+    [
+        pytest.param({"qrandint": [1, 14, 5]}, ("qrandint", (5, 10, 5)), id="onto-the-grid"),
+        pytest.param({"qrandint": [-7, 7, 5]}, ("qrandint", (-5, 5, 5)), id="negative"),
+        pytest.param({"qrandint": [0, 10, 1]}, ("randint", (0, 10)), id="q-1"),
+        pytest.param({"qlograndint": [1, 1006, 10]}, ("qlograndint", (10, 1000, 10)), id="log"),
+        pytest.param({"qlograndint": [1, 10, 1]}, ("lograndint", (1, 10)), id="log-q-1"),
+        pytest.param({"qrandint": [0, 100, 10]}, ("qrandint", (0, 100, 10)), id="on-the-grid"),
+        pytest.param({"uniform": [0, 1]}, ("uniform", (0, 1)), id="float"),
+    ],
+)
+def test_tune_is_given_the_same_domain_in_the_form_every_searcher_reads(mapping, form):
+    """Optuna and HyperOpt read a q = 1 upper bound as included, and HyperOpt rounds from bounds
+    off the grid; Tune's sampler draws the same values from both forms."""
+    domain = parse_space(mapping, "c")
+    assert domain.tune_form() == form
+    ((kind, args),) = mapping.items()
+    rng = np.random.default_rng(0)
+    written = getattr(tune, kind)(*args).sample(size=3000, random_state=rng)
+    given = domain.to_tune().sample(size=3000, random_state=rng)
+    if kind != "uniform":
+        assert set(np.asarray(written).tolist()) == set(np.asarray(given).tolist())
+
+
 def test_grid_search_becomes_tune_grid():
     space = to_tune(parse_space({"a": {"grid_search": [1, 2, 3]}}, "config"))
     assert space == {"a": tune.grid_search([1, 2, 3])}
@@ -88,6 +113,18 @@ BAD = [
     pytest.param({"randint": [True, 3]}, "config.x.randint", "must be integers", id="randint-bool"),
     pytest.param({"quniform": [0, 1, 0]}, "config.x.quniform", "q > 0", id="q-zero"),
     pytest.param({"randn": [0, -1]}, "config.x.randn", "sd > 0", id="sd-negative"),
+    pytest.param(
+        {"qrandint": [1, 4, 5]},
+        "config.x.qrandint",
+        "no multiple of q=5 lies in [1, 4]",
+        id="q-none",
+    ),
+    pytest.param(
+        {"randint": [0, 1]}, "config.x.randint", "it holds one value, 0 (upper excluded)", id="one"
+    ),
+    pytest.param(
+        {"qlograndint": [3, 7, 5]}, "config.x.qlograndint", "it holds one value, 5:", id="q-one"
+    ),
     pytest.param({"choice": []}, "config.x.choice", "non-empty list", id="choice-empty"),
     pytest.param({"grid_search": 3}, "config.x.grid_search", "non-empty list", id="grid-scalar"),
     pytest.param({"gridsearch": [1, 2]}, "config.x", "did you mean 'grid_search'", id="near-miss"),

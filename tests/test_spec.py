@@ -12,7 +12,7 @@ from tune_app import methods, spec
 from tune_app.errors import SpecError
 from tune_app.space import Domain
 
-from .conftest import SEARCH_SPACES
+from .conftest import SEARCH_SPACES, user_module
 
 CLASSIC = """
 my_experiment:
@@ -141,6 +141,89 @@ e:
     assert e.resources.cpu == 2
     assert len(s.warnings) == 5
     assert all(w.startswith("e.") and "legacy Tune key" in w for w in s.warnings)
+
+
+NEVER_EVALUATED = (
+    "(a spec's values are never evaluated); write a search-space mapping such as "
+    "{choice: [...]}, or compute it in the trainable"
+)
+
+
+@pytest.mark.parametrize(
+    ("config", "warning"),
+    [
+        pytest.param(
+            "lr: 'tune.loguniform(1e-4, 1e-1)'",
+            "e.config.lr: 'tune.loguniform(1e-4, 1e-1)' is a constant string; "
+            "write lr: {loguniform: [1e-4, 1e-1]}",
+            id="loguniform",
+        ),
+        pytest.param(
+            "model: {act: 'ray.tune.choice([relu, tanh])'}",
+            "e.config.model.act: 'ray.tune.choice([relu, tanh])' is a constant string; "
+            "write act: {choice: [relu, tanh]}",
+            id="choice-nested",
+        ),
+        pytest.param(
+            "sizes: ['tune.qrandint(16, 256, 16)']",
+            "e.config.sizes[0]: 'tune.qrandint(16, 256, 16)' is a constant string; "
+            "write {qrandint: [16, 256, 16]}",
+            id="in-a-list",
+        ),
+        pytest.param(
+            "n: 'tune.randint(10)'",
+            "e.config.n: 'tune.randint(10)' is a constant string; "
+            "write n: {randint: [lower, upper]}",
+            id="arguments-unlike-the-mapping",
+        ),
+        pytest.param(
+            "b: {sample_from: 'lambda spec: spec.config.a * 2'}",
+            "e.config.b: {sample_from: ...} is a constant mapping: a spec cannot hold a function; "
+            "write a search-space mapping such as {choice: [...]}, or compute it in the trainable",
+            id="sample_from-mapping",
+        ),
+        pytest.param(
+            "b: 'lambda config: config[\"a\"] * 2'",
+            "e.config.b: 'lambda config: config[\"a\"] * 2' is a constant string "
+            + NEVER_EVALUATED,
+            id="lambda",
+        ),
+        pytest.param(
+            "b: 'tune.sample_from(lambda spec: 3)'",
+            "e.config.b: 'tune.sample_from(lambda spec: 3)' is a constant string "
+            + NEVER_EVALUATED,
+            id="tune-sample_from",
+        ),
+        pytest.param(
+            "b: {grid_search: ['tune.uniform(0, 1)', 2]}",
+            "e.config.b.grid_search[0]: 'tune.uniform(0, 1)' is a constant string; "
+            "write {uniform: [0, 1]}",
+            id="a-grid-value",
+        ),
+    ],
+)
+def test_a_string_of_tune_code_is_a_constant_with_a_warning_naming_the_mapping(config, warning):
+    """Such a string was run as the text it is: `lr` reached the trainable as a string."""
+    s = load_text(f"e:\n  run: my_func\n  config: {{{config}}}\n")
+    assert s.warnings == (warning,)
+
+
+def test_strings_that_merely_start_like_code_get_no_warning():
+    s = load_text(
+        "e:\n  run: my_func\n  config: {a: tuned, b: lambdas, c: 'tune.x', d: 'my lambda: 1'}\n"
+    )
+    assert s.warnings == ()
+
+
+def test_a_tune_code_warning_is_one_line_of_validate(cli, write_spec, tmp_path):
+    user_module("quadratic.py", tmp_path)
+    text = "e:\n  run: quadratic:train\n  config: {x: 'tune.uniform(0, 1)', y: 0.5}\n"
+    result = cli("validate", write_spec(text))
+    assert result.code == 0, result.err
+    lines = [line for line in result.err.splitlines() if "constant string" in line]
+    assert lines == [
+        "warning: e.config.x: 'tune.uniform(0, 1)' is a constant string; write x: {uniform: [0, 1]}"
+    ]
 
 
 def test_ray_0_and_1_experiment_keys_are_translated_or_dropped_saying_why():

@@ -6,6 +6,7 @@ Pure: parsing and checking need no Ray; only `to_tune` imports `ray.tune`, when 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -32,7 +33,25 @@ class Domain:
             return tune.grid_search(list(self.args))
         if self.kind == "choice":
             return tune.choice(list(self.args))
-        return getattr(tune, self.kind)(*self.args)
+        kind, args = self.tune_form()
+        return getattr(tune, kind)(*args)
+
+    def tune_form(self) -> tuple[str, tuple[Any, ...]]:
+        """The kind and arguments Tune is given: the same values, written so that every
+        searcher's converter reads them as Tune's sampler does.
+
+        Tune's converters for Optuna and HyperOpt keep the upper bound of an integer q = 1,
+        which Tune's sampler excludes (Optuna drew 10 in 2 of 40 draws of qrandint [0, 10, 1]),
+        and HyperOpt rounds from bounds between multiples of q (it drew 0 in 35 of 40 draws
+        of qrandint [1, 14, 5]): so q = 1 is the plain sampler, and the bounds are moved in
+        onto the grid, as Tune's sampler moves them.
+        """
+        if self.kind not in ("qrandint", "qlograndint"):
+            return self.kind, self.args
+        lo, hi, q = self.args
+        if q == 1:
+            return self.kind[1:], (lo, hi)
+        return self.kind, (-(-lo // q) * q, hi // q * q, q)
 
     def describe(self) -> str:
         return f"{self.kind}{list(self.args)}"
@@ -75,6 +94,35 @@ def _quantized(lo: Any, hi: Any, q: Any) -> str | None:
 
 def _log_quantized(lo: Any, hi: Any, q: Any) -> str | None:
     return f"q > 0 must hold, but got q={q}" if q <= 0 else _log_bounds(lo, hi)
+
+
+def _integer_values(lo: int, hi: int, q: int = 1) -> str | None:
+    """An integer range must hold two values or more: on none, Tune's sampler fails mid-run;
+    one is a constant, on which HyperOpt's TPE (`assert prior_sigma > 0`) and BOHB (ConfigSpace:
+    "illegal settings") fail mid-run."""
+    first, last = -(-lo // q), (hi - 1 if q == 1 else hi // q)
+    if last < first:
+        return f"no multiple of q={q} lies in [{lo}, {hi}]"
+    if last == first:
+        upper = " (upper excluded)" if q == 1 else ""
+        return f"it holds one value, {first * q}{upper}: a constant, not a search"
+    return None
+
+
+def _integer(lo: Any, hi: Any) -> str | None:
+    return _bounds(lo, hi) or _integer_values(lo, hi)
+
+
+def _integer_log(lo: Any, hi: Any) -> str | None:
+    return _log_bounds(lo, hi) or _integer_values(lo, hi)
+
+
+def _integer_quantized(lo: Any, hi: Any, q: Any) -> str | None:
+    return _quantized(lo, hi, q) or _integer_values(lo, hi, q)
+
+
+def _integer_log_quantized(lo: Any, hi: Any, q: Any) -> str | None:
+    return _log_quantized(lo, hi, q) or _integer_values(lo, hi, q)
 
 
 def _divisible(lo: Any, hi: Any, q: Any) -> str | None:
@@ -123,24 +171,24 @@ RULES: dict[str, _Rule] = {
         doc="loguniform, rounded to a multiple of q",
     ),
     "randint": _Rule(
-        ("lower", "upper"), True, _bounds, doc="integer in [lower, upper): upper excluded"
+        ("lower", "upper"), True, _integer, doc="integer in [lower, upper): upper excluded"
     ),
     "qrandint": _Rule(
         ("lower", "upper", "q"),
         True,
-        _quantized,
+        _integer_quantized,
         doc="integer multiple of q in [lower, upper]: upper included unless q = 1",
     ),
     "lograndint": _Rule(
         ("lower", "upper"),
         True,
-        _log_bounds,
+        _integer_log,
         doc="integer in [lower, upper), uniform in log space: upper excluded",
     ),
     "qlograndint": _Rule(
         ("lower", "upper", "q"),
         True,
-        _log_quantized,
+        _integer_log_quantized,
         doc="lograndint rounded to a multiple of q: upper included unless q = 1",
     ),
     "randn": _Rule(("mean", "sd"), False, _normal, doc="float from a normal distribution"),
@@ -282,3 +330,63 @@ def representative(space: Any) -> Any:
     bound or a mean).
     """
     return map_domains(space, lambda d: representative(d.args[0]))
+
+
+# A string written as Tune's Python (`tune.loguniform(1e-4, 1e-1)`, `lambda spec: ...`) is a
+# constant to Tune as to us: we never evaluate a spec's values.
+_TUNE_CALL = re.compile(r"\s*(?:ray\.)?tune\.(\w+)\s*\((.*)\)\s*", re.DOTALL)
+_LAMBDA = re.compile(r"\s*lambda\b")
+_INSTEAD = "write a search-space mapping such as {choice: [...]}, or compute it in the trainable"
+
+
+def code_warnings(space: Any, path: str) -> list[str]:
+    """One warning for each constant of a parsed space that reads as Tune code: a string such as
+    'tune.choice([...])' or 'lambda config: ...', or a `{sample_from: ...}` mapping; each names
+    its key path and the mapping to write instead."""
+    if isinstance(space, str):
+        found = _code_string(space, path)
+        return [found] if found else []
+    if isinstance(space, dict) and list(space) == ["sample_from"]:
+        return [
+            f"{path}: {{sample_from: ...}} is a constant mapping: a spec cannot hold a function; "
+            + _INSTEAD
+        ]
+    if isinstance(space, dict):
+        return [w for k, v in space.items() for w in code_warnings(v, f"{path}.{k}")]
+    if isinstance(space, list):
+        return [w for i, v in enumerate(space) for w in code_warnings(v, f"{path}[{i}]")]
+    if isinstance(space, Domain) and space.kind in LIST_KINDS:
+        at = f"{path}.{space.kind}"
+        return [w for i, v in enumerate(space.args) for w in code_warnings(v, f"{at}[{i}]")]
+    return []
+
+
+def _code_string(text: str, path: str) -> str | None:
+    call = _TUNE_CALL.fullmatch(text)
+    if call is None and not _LAMBDA.match(text):
+        return None
+    shown = " ".join(text.split())
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    head = f"{path}: '{shown}' is a constant string"
+    mapping = _mapping_for(*call.groups()) if call else None
+    if mapping is None:
+        return f"{head} (a spec's values are never evaluated); {_INSTEAD}"
+    leaf = path.rsplit(".", 1)[-1]
+    return f"{head}; write {mapping if leaf.endswith(']') else f'{leaf}: {mapping}'}"
+
+
+def _mapping_for(kind: str, args: str) -> str | None:
+    """The mapping for a call of Tune's `kind` with `args` as written, or None for a function
+    with no mapping (`sample_from`). Arguments are copied as text, never evaluated; keyword or
+    missing ones give the mapping's argument names instead."""
+    args = args.strip()
+    if kind in LIST_KINDS:
+        listed = args.startswith("[") and args.endswith("]")
+        return f"{{{kind}: {args if listed else '[a, b, ...]'}}}"
+    if kind not in RULES:
+        return None
+    params = RULES[kind].params
+    given = [a.strip() for a in args.split(",")] if args else []
+    if len(given) != len(params) or any("=" in a for a in given):
+        given = list(params)
+    return f"{{{kind}: [{', '.join(given)}]}}"

@@ -74,9 +74,9 @@ def _variants(options: Options, ctx: Context) -> Any:
 
 
 def _hyperopt(options: Options, ctx: Context) -> Any:
-    from ray.tune.search.hyperopt import HyperOptSearch
+    from tune_app.methods.hyperopt import IndexedHyperOpt
 
-    return HyperOptSearch(**options.options(), random_state_seed=ctx.seed)
+    return IndexedHyperOpt(**options.options(), random_state_seed=ctx.seed)
 
 
 def _optuna(options: Options, ctx: Context) -> Any:
@@ -106,7 +106,7 @@ def _optuna(options: Options, ctx: Context) -> Any:
 def _bohb(options: Options, ctx: Context) -> Any:
     import logging
 
-    from ray.tune.search.bohb import TuneBOHB
+    from tune_app.methods.bohb import IndexedBOHB
 
     # hpbandster logs a warning with its KDEs' raw data whenever a sampled point's expected
     # improvement is not finite (its KDE bandwidth collapses on a choice axis, say) and then
@@ -118,14 +118,14 @@ def _bohb(options: Options, ctx: Context) -> Any:
         # hpbandster draws from its models with numpy's global generator; TuneBOHB seeds only
         # the random configurations, so seeded runs parted once the model took over.
         np.random.seed(ctx.seed)
-    return TuneBOHB(
+    return IndexedBOHB(
         bohb_config=options.options(), seed=ctx.seed, max_concurrent=ctx.max_concurrent_trials or 0
     )
 
 
 def _optuna_refuses(domain: Any) -> tuple[str, str] | None:
     """What Tune's OptunaSearch cannot sample as written: (why, suggestion), or None."""
-    kind, args = domain.kind, domain.args
+    kind = domain.tune_form()[0]  # qlograndint with q = 1 is lograndint
     if kind in ("randn", "qrandn"):
         return "Optuna has no normal distribution", "use uniform, or search: hyperopt"
     if kind in ("qloguniform", "qlograndint"):
@@ -134,12 +134,15 @@ def _optuna_refuses(domain: Any) -> tuple[str, str] | None:
             f"Optuna cannot round a log-scaled range to q: it would sample {plain} and ignore q",
             f"use {plain}, or {'quniform' if kind == 'qloguniform' else 'qrandint'}",
         )
-    if kind == "qrandint" and args[0] % args[2]:
-        lower = (args[0] // args[2] + 1) * args[2]
+    return None
+
+
+def _bohb_refuses(domain: Any) -> tuple[str, str] | None:
+    """What Tune's TuneBOHB cannot sample as written: (why, suggestion), or None."""
+    if domain.kind in ("randn", "qrandn"):  # TuneBOHB: "does not support unbounded normal ..."
         return (
-            f"Optuna steps from the lower bound: qrandint {list(args)} would draw "
-            f"{args[0]}, {args[0] + args[2]}, ..., not multiples of {args[2]}",
-            f"start at a multiple of q, e.g. qrandint: [{lower}, {args[1]}, {args[2]}]",
+            "BOHB samples bounded ranges only, and a normal distribution has no bounds",
+            "use uniform, or search: hyperopt",
         )
     return None
 
@@ -196,6 +199,7 @@ SEARCHERS: dict[str, Searcher] = {
             takes_grid=False,
             needs_sampled=True,
             pairs_with="hyperband",
+            refuses=_bohb_refuses,
         ),
     )
 }

@@ -12,7 +12,7 @@ from tune_app.errors import Collector, SpecError
 from tune_app.methods import SCHEDULERS, SEARCHERS, FifoOptions, GridOptions
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE, seed_values
-from tune_app.space import parse_space
+from tune_app.space import code_warnings, parse_space
 from tune_app.spec.legacy import translate_legacy
 from tune_app.spec.loading import read_yaml, read_yaml_text
 from tune_app.spec.messages import validate
@@ -98,6 +98,8 @@ def parse(data: Any, file: Path, text: str = "") -> Spec:
         written, lambda name, exp: _resolve(str(name), exp, settings, f"{prefix}{name}")
     )
     experiments = tuple(resolved.values())
+    for exp in experiments:
+        warnings += code_warnings(exp.config, f"{exp.key_path}.config")
     return Spec(file=file, text=text, form=form, experiments=experiments, warnings=tuple(warnings))
 
 

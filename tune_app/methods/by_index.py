@@ -1,0 +1,117 @@
+"""Searchers that are handed each searched value by index and give back the value itself: a
+mixin for Tune's searchers whose converters sample otherwise than the domain says.
+
+- ConfigSpace hands a choice's values back as numpy scalars (np.int64, np.str_, np.True_,
+  which `is True` is not) and refuses a value listed twice; HyperOpt's pyll hands lists back
+  as tuples, constants included (`layers: [64, 64]` reached the trial as (64, 64)); TuneBOHB's
+  suggestion of a value inside a list dropped the list's constants (`pair: [choice, 4]`
+  became [2]). So a choice is searched as the index of its value, and a suggestion is the
+  space as written with each domain replaced by its value.
+- TuneBOHB drops q ("TuneBOHB does not support quantization"; ConfigSpace 1.x has no q and
+  hpbandster refuses ordinal hyperparameters): qrandint [0, 100, 10] drew 37, quniform [0, 10,
+  0.25] 4.1702, qloguniform [1e-4, 0.1, 1e-4] 0.0017826, off the grid in 27 to 40 of 40
+  draws. We quantize rather than refuse: BOHB searches a quantized range as the integer range
+  of its grid indices k, the value being k * q, as Tune's own sampler draws quantized integers.
+  The model learns on the same axis (k is the value divided by q; ConfigSpace scales every
+  range to [0, 1] anyway): over 30 seeds of 40 trials on a quadratic, the best loss had the
+  same median with quniform [0, 1, 0.01] as with uniform [0, 1] (0.0095), and 0.024 with
+  qloguniform [1e-4, 0.1, 1e-4] against 0.022 with loguniform.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ray import tune
+from ray.tune.search import Searcher
+from ray.tune.search.sample import Categorical, Domain, Float, Integer, LogUniform, Quantized
+from ray.tune.search.variant_generator import parse_spec_vars
+
+
+@dataclass(frozen=True)
+class _Searched:
+    """One searched value at `path`: the searcher's own value, or an integer index k into a
+    choice's `values`, or onto the grid of `q` (the value is k * q)."""
+
+    path: tuple[Any, ...]
+    values: tuple[Any, ...] | None = None
+    q: float | None = None
+    integer: bool = False
+
+    def value(self, drawn: Any) -> Any:
+        if self.values is not None:
+            return self.values[int(drawn)]
+        if self.q is None:
+            return drawn
+        v = int(drawn) * self.q
+        return int(v) if self.integer else float(v)
+
+
+def _by_index(path: tuple[Any, ...], domain: Domain, quantized: bool) -> tuple[Any, _Searched]:
+    """The domain the searcher is handed in place of `domain`, and how its value maps back."""
+    if isinstance(domain, Categorical):
+        values = tuple(domain.categories)
+        return tune.choice(list(range(len(values)))), _Searched(path, values=values)
+    sampler = domain.get_sampler()
+    if not quantized or not isinstance(sampler, Quantized):
+        return domain, _Searched(path)
+    if not isinstance(domain, Float | Integer):  # Tune quantizes numbers only
+        return domain, _Searched(path)
+    q, integer = sampler.q, isinstance(domain, Integer)
+    first: int
+    last: int
+    if integer:  # bounds moved in onto the grid; upper excluded for q = 1 (Tune's rule)
+        first = math.ceil(domain.lower / q)
+        last = int(domain.upper // q) - (1 if q == 1 else 0)
+    else:  # Tune refuses float bounds that are not multiples of q
+        first, last = round(domain.lower / q), round(domain.upper / q)
+    make = tune.lograndint if isinstance(sampler.get_sampler(), LogUniform) else tune.randint
+    return make(first, last + 1), _Searched(path, q=q, integer=integer)
+
+
+def _at(config: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        config = config[key]
+    return config
+
+
+class SearchesByIndex(Searcher):
+    """Mixed in before a Tune searcher (`class X(SearchesByIndex, TuneBOHB)`): the searcher is
+    handed choices (and, with `index_quantized`, quantized ranges) as index ranges, and each
+    suggestion is the space as written with every domain replaced by its value.
+
+    The space must come through `set_search_properties`, as a Tuner passes it.
+    """
+
+    index_quantized: ClassVar[bool] = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._written: dict[str, Any] = {}
+        self._searched: tuple[_Searched, ...] = ()
+        super().__init__(*args, **kwargs)
+
+    def set_search_properties(
+        self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
+    ) -> bool:
+        handed = copy.deepcopy(config)
+        searched = []
+        for path, domain in parse_spec_vars(config)[1]:
+            domain_handed, how = _by_index(path, domain, self.index_quantized)
+            _at(handed, path[:-1])[path[-1]] = domain_handed
+            searched.append(how)
+        accepted = bool(super().set_search_properties(metric, mode, handed, **spec))
+        if accepted:
+            self._written, self._searched = copy.deepcopy(config), tuple(searched)
+        return accepted
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        drawn = super().suggest(trial_id)
+        if not isinstance(drawn, dict):  # None (wait) or Searcher.FINISHED
+            return drawn
+        config = copy.deepcopy(self._written)
+        for how in self._searched:
+            _at(config, how.path[:-1])[how.path[-1]] = how.value(_at(drawn, how.path))
+        return config
