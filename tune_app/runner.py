@@ -27,8 +27,8 @@ import ray
 
 import trainables
 import tune_app
-from tune_app.errors import SpecError
-from tune_app.interrupts import as_interrupts, reclaim
+from tune_app.errors import SpecError, StorageError
+from tune_app.interrupts import as_interrupts, forget_write_errors, reclaim, write_error
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.ray_internals import version_warning
 from tune_app.ray_internals.startup import (
@@ -39,6 +39,7 @@ from tune_app.ray_internals.startup import (
     stop_local_ray,
     trials_on_prestarted_workers,
 )
+from tune_app.ray_internals.uploads import whole_file_uploads
 from tune_app.rundir.layout import write_json
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import hold
@@ -185,13 +186,16 @@ def _run_concurrently(
     try:
         waiting = list(refs)
         while waiting:
-            _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.5)
+            done, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.5)
+            ray.get(done)  # one that failed (its storage full) stops the others now
             if board is not None and view is not None:
                 progress.pump(board, view)
         return ray.get(refs)
-    except BaseException:
+    except BaseException as err:
         for ref in refs:
             ray.cancel(ref)
+        if isinstance(err, ray.exceptions.RayTaskError) and isinstance(err.cause, StorageError):
+            raise StorageError(err.cause.error) from None  # the others stopped with theirs
         raise
 
 
@@ -213,10 +217,9 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     logging.getLogger("ray.tune").setLevel(
         logging.INFO if opts.verbosity >= 2 else logging.CRITICAL
     )
+    forget_write_errors()
     if not opts.resume:
-        ep.folder.create()
-        write_run_files(ep, plan, list(opts.command))
-        ep.folder.push()
+        _start_folder(ep, plan, opts)
     if ep.trainable.kind.sizes_own_placement:
         trainable = loaded.trainable  # its class sizes each trial from the config
     else:
@@ -238,6 +241,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             tuner = build_tuner(ep, trainable, loaded.env, opts)
         with (
             deferred_group_removal(),
+            whole_file_uploads(),
             trials_on_prestarted_workers() if opts.local_ray else contextlib.nullcontext(),
         ):
             grid = tuner.fit()
@@ -247,13 +251,43 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             # behind would be taken for an interrupted run by the next `run`.
             ep.folder.remove()
         raise
-    # Tune's final save can keep a stale status: a paused trial that a scheduler stops without a
-    # live actor is never re-saved (HyperBand does this). The journal knows how each trial ended.
-    _mark_finished(ep)
     # A finished run resumed runs nothing: its wall time stays what it was.
-    summary = summarize(ep, grid, earlier if finished else earlier + time.monotonic() - began)
-    write_json(ep.folder.summary, summary.to_json())
-    ep.folder.push()
+    return _finish(ep, grid, earlier if finished else earlier + time.monotonic() - began)
+
+
+def _start_folder(ep: ExperimentPlan, plan: Plan, opts: RunOptions) -> None:
+    """A new run's folder with its records (run.json, spec.yaml). A write that fails leaves no
+    folder: nothing ran, and the next `run` starts afresh."""
+    try:
+        ep.folder.create()
+        write_run_files(ep, plan, list(opts.command))
+        ep.folder.push()
+    except FileExistsError:
+        raise
+    except OSError as err:
+        ep.folder.remove()
+        raise StorageError(err) from None
+
+
+def _finish(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
+    """The journal folded into Tune's saved state and summary.json written. A write that failed,
+    here or in Tune's loop (which it stopped), raises StorageError with the summary."""
+    failed = write_error()
+    try:
+        # Tune's final save can keep a stale status: a paused trial that a scheduler stops
+        # without a live actor is never re-saved (HyperBand does this). The journal knows how
+        # each trial ended.
+        _mark_finished(ep)
+    except OSError as err:
+        failed = failed or err
+    summary = summarize(ep, grid, wall_time_s)
+    try:
+        write_json(ep.folder.summary, summary.to_json())
+        ep.folder.push()
+    except OSError as err:
+        failed = failed or err
+    if failed is not None:
+        raise StorageError(failed, summaries=[summary])
     return summary
 
 
