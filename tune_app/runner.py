@@ -14,6 +14,7 @@ import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -31,6 +32,7 @@ from tune_app.errors import SpecError, StorageError
 from tune_app.interrupts import as_interrupts, forget_write_errors, reclaim, write_error
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.ray_internals import version_warning
+from tune_app.ray_internals.memory import trial_oom_is_actor_death
 from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
     daemons_in_own_session,
@@ -160,7 +162,7 @@ def _load(ep: ExperimentPlan) -> Loaded:
 def _run_concurrently(
     plan: Plan, loaded: list[Loaded], opts: RunOptions, view: progress.View | None
 ) -> list[RunSummary]:
-    """Fit every experiment's Tuner at once, each in a zero-CPU task on this node.
+    """Fit every experiment's Tuner at once, each in a zero-CPU actor of its own on this node.
 
     Tune's `run_experiments` cannot give experiments their own searchers and schedulers, so each
     experiment drives its own Tuner; the trials of all of them share the cluster.
@@ -170,18 +172,25 @@ def _run_concurrently(
     from tune_app import progress
 
     here = ray.get_runtime_context().get_node_id()
+    # An actor, not a task: Ray's memory monitor kills a running task (retried or not) before
+    # the trial actors it started, so one trial taking too much memory killed the task that
+    # drove its whole experiment (and a task it retried began the experiment anew, into its
+    # own folder: FileExistsError). Actors go newest first: the trials before their driver.
     driver = ray.remote(  # type: ignore[call-overload]  # Ray's stubs lack node affinity
         num_cpus=0,
+        max_restarts=0,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
-    )(run_experiment)
-    # Tune's per-experiment tables would interleave: each task relays its progress to one view.
+    )(ExperimentDriver)
+    # Tune's per-experiment tables would interleave: each actor relays its progress to one view.
     board = None
     if view is not None:
         board = ray.remote(num_cpus=0)(progress.ProgressBoard).remote()
     inner = replace(opts, board=board)
+    drivers = [driver.remote() for _ in plan.experiments]
+    pids = ray.get([d.pid.remote() for d in drivers])
     refs = [
-        driver.remote(ep, what, plan, inner)
-        for ep, what in zip(plan.experiments, loaded, strict=True)
+        d.run.remote(ep, what, plan, inner)
+        for d, ep, what in zip(drivers, plan.experiments, loaded, strict=True)
     ]
     try:
         waiting = list(refs)
@@ -192,11 +201,30 @@ def _run_concurrently(
                 progress.pump(board, view)
         return ray.get(refs)
     except BaseException as err:
-        for ref in refs:
-            ray.cancel(ref)
+        _interrupt(refs, pids)
         if isinstance(err, ray.exceptions.RayTaskError) and isinstance(err.cause, StorageError):
             raise StorageError(err.cause.error) from None  # the others stopped with theirs
         raise
+
+
+class ExperimentDriver:
+    """The actor that runs one experiment of several (`_run_concurrently`)."""
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def run(self, ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOptions) -> RunSummary:
+        return run_experiment(ep, loaded, plan, opts)
+
+
+def _interrupt(refs: list[Any], pids: list[int]) -> None:
+    """Stop the experiments still running as Ctrl-C stops one (Tune saves its state): SIGINT
+    to their actors, on this node (a running actor task cannot be cancelled)."""
+    done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+    for ref, pid in zip(refs, pids, strict=True):
+        if ref not in done:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
 
 
 def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOptions) -> RunSummary:
@@ -242,6 +270,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         with (
             deferred_group_removal(),
             whole_file_uploads(),
+            trial_oom_is_actor_death(),
             trials_on_prestarted_workers() if opts.local_ray else contextlib.nullcontext(),
         ):
             grid = tuner.fit()

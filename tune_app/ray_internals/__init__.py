@@ -24,6 +24,8 @@ What each module depends on (private to Ray, so free to change in any release):
   `ray._raylet.GcsClient`, `ray.core.generated.gcs_pb2.GcsNodeInfo`,
   `ray.tune.execution.class_cache.DEFAULT_ENV_VARS` and `ENV_VARS_TO_PROPAGATE`,
   `ray._private.worker._global_node.kill_monitor`.
+- `memory`: `ray.air.execution._internal.actor_manager.RayActorManager._actor_task_failed`
+  (wrapped while a Tuner fits, so a trial killed by Ray's memory monitor fails as a trial).
 - `uploads`: `ray.train._internal.storage._upload_to_fs_path` (replaced while a Tuner fits, so
   Tune's copies of its state and trial files to the run folder replace files whole).
 
