@@ -4,7 +4,11 @@ worker), the rest of the search goes on, and failed trials are grouped by cause.
 from __future__ import annotations
 
 import json
+import pickle
 from collections import defaultdict
+from types import SimpleNamespace
+
+import pytest
 
 from tune_app import failures
 
@@ -152,3 +156,51 @@ def test_exceptions_from_ray_are_unwrapped_to_the_trial_own_error():
     except KeyError as err:
         wrapped = RayTaskError("train", "traceback text", err).as_instanceof_cause()
     assert failures.from_exception(wrapped) == failures.Failure("KeyError", "KeyError: 'lr'")
+
+
+OOM_KILL_TXT = """Failure # 1 (occurred at 2026-11-25_10-50-02)
+1 worker(s) were killed due to the node running low on memory. Memory on the node (IP: \
+127.0.0.1, ID: 382c) was 3.43GB used / 23.54GB limit (0.145916)
+OOM kill reason: Memory usage 3667054592B exceeded threshold of 3665092608B
+"""
+
+
+def test_a_worker_killed_for_memory_is_out_of_memory_whichever_way_tune_gives_it():
+    """Tune pickles only Ray's task and actor errors; a trial whose process the memory monitor
+    killed in its set-up comes back as the text of its error.txt (it read `str: Failure # 1`),
+    one killed while it ran, as ActorOutOfMemoryError (`ray_internals.memory`)."""
+    from tune_app.ray_internals.memory import ActorOutOfMemoryError
+
+    text = failures.from_exception(OOM_KILL_TXT)
+    assert text.cause == "out of memory"
+    assert text.message.startswith("1 worker(s) were killed due to the node running low")
+    error = ActorOutOfMemoryError(OOM_KILL_TXT.split("\n", 1)[1])
+    raised = failures.from_exception(error)
+    assert raised.cause == "out of memory"
+    assert raised.message.startswith("ActorOutOfMemoryError: 1 worker(s) were killed")
+
+
+def test_tune_takes_a_trial_killed_for_memory_as_a_dead_actor_not_its_own_crash():
+    """Ray 2.60 gives OutOfMemoryError for a call to an actor its memory monitor killed; Tune's
+    actor manager raised RuntimeError for it, ending the whole search."""
+    from ray.air.execution._internal.actor_manager import RayActorManager
+    from ray.exceptions import OutOfMemoryError, RayActorError
+
+    from tune_app.ray_internals.memory import trial_oom_is_actor_death
+
+    seen: list[Exception] = []
+    actor = SimpleNamespace(actor_id="a1", _on_error=lambda actor, exc: seen.append(exc))
+    task = SimpleNamespace(_tracked_actor=actor, _on_error=lambda actor, exc: seen.append(exc))
+    manager = SimpleNamespace(_failed_actor_ids=set(), _cleanup_actor=lambda tracked_actor: None)
+    killed = OutOfMemoryError("1 worker(s) were killed due to the node running low on memory.")
+    with pytest.raises(RuntimeError, match="Caught unexpected exception"):
+        RayActorManager._actor_task_failed(manager, task, killed)  # Ray as it is
+    with trial_oom_is_actor_death():
+        RayActorManager._actor_task_failed(manager, task, killed)
+    assert manager._failed_actor_ids == {"a1"} and len(seen) == 2  # the actor's, the call's
+    assert all(isinstance(e, RayActorError) for e in seen)
+    back = pickle.loads(pickle.dumps(seen[0]))  # Tune keeps a trial's error as a pickle
+    assert failures.from_exception(back).cause == "out of memory"
+    assert str(back) == str(killed)
+    with pytest.raises(RuntimeError):  # put back as it was
+        RayActorManager._actor_task_failed(manager, task, killed)

@@ -294,19 +294,18 @@ def test_a_clone_record_torn_by_a_kill_does_not_swallow_the_next(tmp_path):
     """A driver killed mid-write leaves half a line; `resume` appends the next clone after it.
     Glued to the torn line, that record was lost too. The clone file is mirrored to cloud
     storage with the app's other files (pulling a cloud run replaces the staging folder)."""
-    from tune_app.ray_internals.population import _cut_torn_tail
-    from tune_app.rundir.layout import CLONES_FILE
+    from tune_app.rundir.layout import CLONES_FILE, cut_torn_tail
     from tune_app.rundir.storage import APP_FILES
 
     path = tmp_path / CLONES_FILE
     whole = json.dumps({"trial_id": "a", "from_trial": "b", "iteration": 4}) + "\n"
     path.write_text(whole + '{"trial_id": "c", "from_tri')
-    _cut_torn_tail(path)
+    cut_torn_tail(path)
     with path.open("a") as f:
         f.write(json.dumps({"trial_id": "d", "from_trial": "b", "iteration": 8}) + "\n")
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["trial_id"] for r in rows] == ["a", "d"]
-    _cut_torn_tail(path)  # whole lines are kept as they are
+    cut_torn_tail(path)  # whole lines are kept as they are
     assert len(path.read_text().splitlines()) == 2
     assert CLONES_FILE in APP_FILES
 

@@ -4,7 +4,9 @@ do (the CLI calls them), and return what they ended with; `tune_app.load(folder)
 as `tune_app analyze` does, as a DataFrame.
 
 Bad input raises the CLI's errors (`SpecError`, `SpecErrors`: `TuneAppError`s) before Ray
-starts; a failed trial is not an exception but shows in the result (`passed`, `exit_code`).
+starts; a failed trial is not an exception but shows in the result (`passed`, `exit_code`). A
+write of the run's files that failed (a full disk) stops the run as Ctrl-C does and raises
+`StorageError`, which says how to resume it and carries the result so far (`result`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tune_app.errors import SpecError
+from tune_app.errors import SpecError, StorageError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -155,7 +157,9 @@ def run(
     `verbosity`: 0 quiet, 1 the live view, 2 Tune's tables. `command` is kept in run.json;
     `junit` names a JUnit XML report to write; `on_plan` sees the checked plan (its warnings)
     before Ray starts. Raises `NeverReported` for a stop or metric key never reported (or
-    never as a number), and `Interrupted` on Ctrl-C while experiments ran at the same time.
+    never as a number), `Interrupted` on Ctrl-C while experiments ran at the same time, and
+    `StorageError` when a write of the run's files failed (the run stopped as by Ctrl-C; its
+    message says how to resume).
     """
     plan = validate(
         spec,
@@ -229,6 +233,11 @@ def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None
     except KeyboardInterrupt:
         started = [ep.location for ep in plan.experiments if ep.folder.started]
         raise Interrupted(started) from None
+    except StorageError as err:  # stopped as by Ctrl-C; what ran is resumed as it would be
+        started = [ep.location for ep in plan.experiments if ep.folder.started]
+        if len(err.summaries) == len(plan.experiments):
+            err.result = RunResult(plan=plan, summaries=err.summaries, outcomes=[])
+        raise err.resumed_by(resume_command(started) if started else None) from None
     outcomes = [
         o
         for ep, summary in zip(plan.experiments, summaries, strict=True)

@@ -1,7 +1,9 @@
 """What a run leaves beside Tune's own files: results.jsonl, summary.json, run.json, spec.yaml.
 
-`results.jsonl` is written by a Tune callback on the driver, one JSON object per result, flushed
-per line, so a killed run leaves only whole lines behind.
+`results.jsonl` is written by a Tune callback on the driver, one JSON object per result, one
+unbuffered write per line, so a killed run leaves only whole lines behind, but for a torn last
+one that the next write cuts. A write that fails (a full disk) stops the run as Ctrl-C does
+(`interrupts.stops_on_write_error`).
 """
 
 from __future__ import annotations
@@ -9,16 +11,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ray.tune import Callback
 
-from tune_app.rundir.layout import jsonable, read_rows, write_text
+from tune_app.interrupts import stops_on_write_error
+from tune_app.rundir.layout import append_line, jsonable, read_rows, write_all, write_text
 from tune_app.rundir.location import RunLocation
-
-if TYPE_CHECKING:
-    pass
-
 
 MIRROR_PERIOD_S = 5.0  # how often the app's files are copied to cloud storage during a run
 
@@ -58,6 +57,7 @@ class JsonlResults(Callback):
         self._file: Any = None
         self._logged: dict[str, int] = {}  # trial id -> last iteration in the file
         self._configs: dict[str, Any] = {}  # trial id -> the config last written
+        self._failed = False  # a write failed: the file may end in a torn line, add nothing
 
     # Tune restores this callback from the run's pickle on resume, paths and all; a resume on
     # another machine (or of a moved folder) says where the files are now.
@@ -73,11 +73,15 @@ class JsonlResults(Callback):
         # A run begun when this callback kept a results path and a URI, resumed.
         if "_folder" not in state:
             state["_folder"] = RunLocation(Path(state.pop("_path")).parent, state.pop("_mirror_to"))
+        state.setdefault("_failed", False)
         self.__dict__.update(state)
 
+    @stops_on_write_error
     def on_trial_result(
         self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
     ) -> None:
+        if self._failed:  # the run is stopping; the next process cuts the torn line
+            return
         if self._file is None:
             self._open()
         step = result.get("training_iteration")
@@ -96,8 +100,12 @@ class JsonlResults(Callback):
             self._seen.add(trial.trial_id)
             self._configs[trial.trial_id] = config
             row["config"] = trial.config
-        self._file.write(json.dumps(jsonable(row), allow_nan=False) + "\n")
-        self._file.flush()
+        try:
+            write_all(self._file, (json.dumps(jsonable(row), allow_nan=False) + "\n").encode())
+        except OSError:
+            self._failed = True
+            self._close()
+            raise
         if isinstance(step, int):
             self._logged[trial.trial_id] = step
 
@@ -112,7 +120,7 @@ class JsonlResults(Callback):
                     f.truncate(len(whole))
             for row in read_rows(whole):
                 self._index(row)
-        self._file = self.path.open("a", encoding="utf-8")
+        self._file = self.path.open("ab", buffering=0)
 
     def _index(self, row: dict[str, Any]) -> None:
         trial_id = str(row.get("trial_id"))
@@ -125,7 +133,7 @@ class JsonlResults(Callback):
 
     def _drop_from(self, trial_id: str, step: int) -> None:
         """Rewrite the file without `trial_id`'s rows from iteration `step` on (atomically)."""
-        self._file.close()
+        self._close()
         kept = [
             row
             for row in read_rows(self.path.read_bytes())
@@ -135,11 +143,18 @@ class JsonlResults(Callback):
         self._seen, self._logged, self._configs = set(), {}, {}
         for row in kept:
             self._index(row)
-        self._file = self.path.open("a", encoding="utf-8")
+        self._file = self.path.open("ab", buffering=0)
 
+    def _close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    @stops_on_write_error
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._journal(trial, "TERMINATED")
 
+    @stops_on_write_error
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._journal(trial, "ERROR")
 
@@ -153,13 +168,14 @@ class JsonlResults(Callback):
             "last_result": trial.last_result,
             "failures": trial.run_metadata.num_failures,  # this trial's, retried ones included
         }
-        with self.folder.finished.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(jsonable(entry), allow_nan=False) + "\n")
+        append_line(self.folder.finished, entry)
 
+    @stops_on_write_error
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         if self.folder.uri and time.monotonic() - self._mirrored >= MIRROR_PERIOD_S:
             self._mirror()
 
+    @stops_on_write_error
     def on_checkpoint(  # type: ignore[override]  # Tune passes the checkpoint as a keyword
         self, iteration: int, trials: list, trial: Any, **info: Any
     ) -> None:
@@ -168,10 +184,9 @@ class JsonlResults(Callback):
         if self.folder.uri:
             self._mirror()
 
+    @stops_on_write_error
     def on_experiment_end(self, trials: list, **info: Any) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._close()
         if self.folder.uri:
             self._mirror()
 
@@ -181,4 +196,4 @@ class JsonlResults(Callback):
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config for resume; an open file cannot travel.
-        return {**self.__dict__, "_file": None}
+        return {**self.__dict__, "_file": None, "_failed": False}

@@ -1,8 +1,9 @@
 """The command line: one table of commands, each parsing its arguments into one call (`run` and
 `resume` into `tune_app.api`'s) and printing what it returns; errors map to exit codes.
 
-Exit codes: 0 done, 1 a trial failed, 2 bad spec or usage, 130 interrupted (143 by SIGTERM, 129 by
-SIGHUP).
+Exit codes: 0 done, 1 a trial failed, 2 bad spec or usage, 74 a write of the run's files failed
+(a full disk: sysexits' EX_IOERR; the run stopped as by Ctrl-C, resumable once fixed), 130
+interrupted (143 by SIGTERM, 129 by SIGHUP).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from tune_app import interrupts
 from tune_app.analyze import FORMATS
-from tune_app.errors import SpecErrors, TuneAppError
+from tune_app.errors import SpecErrors, StorageError, TuneAppError
 from tune_app.interrupts import as_interrupts
 
 if TYPE_CHECKING:
@@ -109,6 +110,10 @@ def _shown(run: Callable[[], RunResult]) -> int:
         raise
     except NeverReported as err:  # what did run first, then the error
         _print_result(err.result)
+        raise
+    except StorageError as err:  # the summary so far, then the error naming file and resume
+        if err.result is not None:
+            _print_result(err.result)
         raise
     _print_result(result)
     _print_resume_hint(result.interrupted_folders)

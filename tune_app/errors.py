@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import errno
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 class TuneAppError(Exception):
@@ -92,6 +95,61 @@ class SpecErrors(SpecError):
 
     def message(self) -> str:
         return "\n".join(err.message() for err in self.errors)
+
+
+class StorageError(TuneAppError):
+    """Writing the run's own files failed (a full disk, a quota, a folder made read-only). The
+    run was stopped as Ctrl-C stops it, its state saved where the storage allowed, so it can be
+    resumed once the cause is fixed; `resume` is that command, None when nothing ran yet.
+
+    Exit 74, sysexits' EX_IOERR ("an error occurred while doing I/O on some file"): neither a
+    failed trial (1) nor bad input (2), and a job script can tell it from an interruption (130,
+    143) to free space and resume rather than give up.
+    """
+
+    exit_code = 74
+
+    def __init__(self, error: OSError, resume: str | None = None, summaries: Any = ()) -> None:
+        self.error = error
+        self.resume = resume
+        self.summaries = list(summaries)  # RunSummary of each experiment, when all got one
+        self.result: Any = None  # the api's RunResult of those summaries, for printing
+        super().__init__(self.message())
+
+    def resumed_by(self, command: str | None) -> StorageError:
+        """The same error, saying how to continue the run (None: nothing ran, run it again)."""
+        self.resume = command
+        self.args = (self.message(),)
+        return self
+
+    def message(self) -> str:
+        err = self.error
+        code = err.errno
+        what = err.strerror or str(err)
+        where = f"{os.fsdecode(err.filename)}: " if err.filename is not None else ""
+        number = f" (errno {code})" if code is not None else ""
+        fix = _STORAGE_FIXES.get(code or 0, "fix the storage")
+        if self.resume is None:
+            then = f"nothing ran: {fix}, then run it again"
+        else:
+            then = f"the run stopped with its state saved: {fix}, then {self.resume}"
+        return f"{where}{what}{number}; {then}".translate(_ESCAPES)
+
+    def __str__(self) -> str:
+        return self.message()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Raised in an experiment's own Ray task, it travels back to the driver by pickle.
+        return (StorageError, (self.error, self.resume, self.summaries))
+
+
+_STORAGE_FIXES = {
+    errno.ENOSPC: "free space",
+    errno.EDQUOT: "free space or raise the quota",
+    errno.EROFS: "make the file system writable",
+    errno.EACCES: "make the folder writable",
+    errno.EPERM: "make the folder writable",
+}
 
 
 class Collector:

@@ -69,11 +69,15 @@ def record_failure(
         Path(pickled_file).write_bytes(pickle.dumps(error))
 
 
-def from_exception(error: BaseException) -> Failure:
+def from_exception(error: BaseException | str) -> Failure:
     """The failure of a trial from the exception Tune gives for it.
 
-    A trial's own exception comes wrapped in a RayTaskError whose `cause` is the original.
+    A trial's own exception comes wrapped in a RayTaskError whose `cause` is the original. An
+    error Tune did not pickle (only Ray's task and actor errors are: a worker that Ray's memory
+    monitor killed raises OutOfMemoryError) comes as the text of the trial's error.txt.
     """
+    if isinstance(error, str):
+        return from_text(error)
     inner = getattr(error, "cause", None)
     if not isinstance(inner, BaseException):
         inner = error

@@ -14,6 +14,7 @@ import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -27,10 +28,11 @@ import ray
 
 import trainables
 import tune_app
-from tune_app.errors import SpecError
-from tune_app.interrupts import as_interrupts, reclaim
+from tune_app.errors import SpecError, StorageError
+from tune_app.interrupts import as_interrupts, forget_write_errors, reclaim, write_error
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.ray_internals import version_warning
+from tune_app.ray_internals.memory import trial_oom_is_actor_death
 from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
     daemons_in_own_session,
@@ -39,6 +41,7 @@ from tune_app.ray_internals.startup import (
     stop_local_ray,
     trials_on_prestarted_workers,
 )
+from tune_app.ray_internals.uploads import whole_file_uploads
 from tune_app.rundir.layout import write_json
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import hold
@@ -159,7 +162,7 @@ def _load(ep: ExperimentPlan) -> Loaded:
 def _run_concurrently(
     plan: Plan, loaded: list[Loaded], opts: RunOptions, view: progress.View | None
 ) -> list[RunSummary]:
-    """Fit every experiment's Tuner at once, each in a zero-CPU task on this node.
+    """Fit every experiment's Tuner at once, each in a zero-CPU actor of its own on this node.
 
     Tune's `run_experiments` cannot give experiments their own searchers and schedulers, so each
     experiment drives its own Tuner; the trials of all of them share the cluster.
@@ -169,30 +172,59 @@ def _run_concurrently(
     from tune_app import progress
 
     here = ray.get_runtime_context().get_node_id()
+    # An actor, not a task: Ray's memory monitor kills a running task (retried or not) before
+    # the trial actors it started, so one trial taking too much memory killed the task that
+    # drove its whole experiment (and a task it retried began the experiment anew, into its
+    # own folder: FileExistsError). Actors go newest first: the trials before their driver.
     driver = ray.remote(  # type: ignore[call-overload]  # Ray's stubs lack node affinity
         num_cpus=0,
+        max_restarts=0,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
-    )(run_experiment)
-    # Tune's per-experiment tables would interleave: each task relays its progress to one view.
+    )(ExperimentDriver)
+    # Tune's per-experiment tables would interleave: each actor relays its progress to one view.
     board = None
     if view is not None:
         board = ray.remote(num_cpus=0)(progress.ProgressBoard).remote()
     inner = replace(opts, board=board)
+    drivers = [driver.remote() for _ in plan.experiments]
+    pids = ray.get([d.pid.remote() for d in drivers])
     refs = [
-        driver.remote(ep, what, plan, inner)
-        for ep, what in zip(plan.experiments, loaded, strict=True)
+        d.run.remote(ep, what, plan, inner)
+        for d, ep, what in zip(drivers, plan.experiments, loaded, strict=True)
     ]
     try:
         waiting = list(refs)
         while waiting:
-            _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.5)
+            done, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.5)
+            ray.get(done)  # one that failed (its storage full) stops the others now
             if board is not None and view is not None:
                 progress.pump(board, view)
         return ray.get(refs)
-    except BaseException:
-        for ref in refs:
-            ray.cancel(ref)
+    except BaseException as err:
+        _interrupt(refs, pids)
+        if isinstance(err, ray.exceptions.RayTaskError) and isinstance(err.cause, StorageError):
+            raise StorageError(err.cause.error) from None  # the others stopped with theirs
         raise
+
+
+class ExperimentDriver:
+    """The actor that runs one experiment of several (`_run_concurrently`)."""
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def run(self, ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOptions) -> RunSummary:
+        return run_experiment(ep, loaded, plan, opts)
+
+
+def _interrupt(refs: list[Any], pids: list[int]) -> None:
+    """Stop the experiments still running as Ctrl-C stops one (Tune saves its state): SIGINT
+    to their actors, on this node (a running actor task cannot be cancelled)."""
+    done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+    for ref, pid in zip(refs, pids, strict=True):
+        if ref not in done:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
 
 
 def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOptions) -> RunSummary:
@@ -213,10 +245,9 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     logging.getLogger("ray.tune").setLevel(
         logging.INFO if opts.verbosity >= 2 else logging.CRITICAL
     )
+    forget_write_errors()
     if not opts.resume:
-        ep.folder.create()
-        write_run_files(ep, plan, list(opts.command))
-        ep.folder.push()
+        _start_folder(ep, plan, opts)
     if ep.trainable.kind.sizes_own_placement:
         trainable = loaded.trainable  # its class sizes each trial from the config
     else:
@@ -238,6 +269,8 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             tuner = build_tuner(ep, trainable, loaded.env, opts)
         with (
             deferred_group_removal(),
+            whole_file_uploads(),
+            trial_oom_is_actor_death(),
             trials_on_prestarted_workers() if opts.local_ray else contextlib.nullcontext(),
         ):
             grid = tuner.fit()
@@ -247,13 +280,43 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             # behind would be taken for an interrupted run by the next `run`.
             ep.folder.remove()
         raise
-    # Tune's final save can keep a stale status: a paused trial that a scheduler stops without a
-    # live actor is never re-saved (HyperBand does this). The journal knows how each trial ended.
-    _mark_finished(ep)
     # A finished run resumed runs nothing: its wall time stays what it was.
-    summary = summarize(ep, grid, earlier if finished else earlier + time.monotonic() - began)
-    write_json(ep.folder.summary, summary.to_json())
-    ep.folder.push()
+    return _finish(ep, grid, earlier if finished else earlier + time.monotonic() - began)
+
+
+def _start_folder(ep: ExperimentPlan, plan: Plan, opts: RunOptions) -> None:
+    """A new run's folder with its records (run.json, spec.yaml). A write that fails leaves no
+    folder: nothing ran, and the next `run` starts afresh."""
+    try:
+        ep.folder.create()
+        write_run_files(ep, plan, list(opts.command))
+        ep.folder.push()
+    except FileExistsError:
+        raise
+    except OSError as err:
+        ep.folder.remove()
+        raise StorageError(err) from None
+
+
+def _finish(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
+    """The journal folded into Tune's saved state and summary.json written. A write that failed,
+    here or in Tune's loop (which it stopped), raises StorageError with the summary."""
+    failed = write_error()
+    try:
+        # Tune's final save can keep a stale status: a paused trial that a scheduler stops
+        # without a live actor is never re-saved (HyperBand does this). The journal knows how
+        # each trial ended.
+        _mark_finished(ep)
+    except OSError as err:
+        failed = failed or err
+    summary = summarize(ep, grid, wall_time_s)
+    try:
+        write_json(ep.folder.summary, summary.to_json())
+        ep.folder.push()
+    except OSError as err:
+        failed = failed or err
+    if failed is not None:
+        raise StorageError(failed, summaries=[summary])
     return summary
 
 

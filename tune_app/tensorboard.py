@@ -30,6 +30,7 @@ from tune_app import scoring
 from tune_app.config_keys import restore_private_keys
 from tune_app.divergence import diverged
 from tune_app.errors import SpecError
+from tune_app.interrupts import stops_on_write_error
 from tune_app.rundir.layout import find_runs, flatten, jsonable
 from tune_app.seeds import SEED_KEY
 from tune_app.space import Domain, iter_domains
@@ -199,6 +200,7 @@ class TrialBoard(TBXLoggerCallback):
                 shown[tag] = key
         return shown
 
+    @stops_on_write_error
     def log_trial_start(self, trial: Trial) -> None:
         if trial in self.writers:
             self.writers[trial].close()
@@ -210,6 +212,7 @@ class TrialBoard(TBXLoggerCallback):
         self._write(trial, session_start(values, trial_name(trial.trial_id)))
         self.writers[trial].flush()  # listed in HParams at once, before any result
 
+    @stops_on_write_error
     def log_trial_result(self, iteration: int, trial: Trial, result: dict) -> None:
         if trial not in self.writers:
             self.log_trial_start(trial)
@@ -226,6 +229,7 @@ class TrialBoard(TBXLoggerCallback):
             if score is not None:
                 writer.add_scalar(SCORE_TAG, score, global_step=step)
 
+    @stops_on_write_error
     def log_trial_end(self, trial: Trial, failed: bool = False) -> None:
         if trial not in self.writers:  # ended before it started (its actor failed)
             self.log_trial_start(trial)
@@ -233,11 +237,13 @@ class TrialBoard(TBXLoggerCallback):
         self._write(trial, session_end(failed or diverged(last, self.metric) is not None))
         self.writers.pop(trial).close()
 
+    @stops_on_write_error
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         """Events reach the disk within FLUSH_S, also a trial's that reports no more."""
         for writer in self.writers.values():
             writer.flush_if_due()
 
+    @stops_on_write_error
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         """Close what an interrupted run left open: its trials never ended."""
         for writer in self.writers.values():

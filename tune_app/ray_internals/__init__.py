@@ -28,6 +28,10 @@ What each module depends on (private to Ray, so free to change in any release):
   `ray._private.worker._global_node.kill_monitor`.
 - `actors`: `Trial.temporary_state.ray_actor` (the trial's actor handle, an attribute of the
   private `ray.tune.experiment.trial._TemporaryTrialState`), killed for `result_timeout_s`.
+- `memory`: `ray.air.execution._internal.actor_manager.RayActorManager._actor_task_failed`
+  (wrapped while a Tuner fits, so a trial killed by Ray's memory monitor fails as a trial).
+- `uploads`: `ray.train._internal.storage._upload_to_fs_path` (replaced while a Tuner fits, so
+  Tune's copies of its state and trial files to the run folder replace files whole).
 
 `version_warning` is checked at the start of `run` and `resume`. The package imports Ray only
 in its modules, never here, so `validate` stays Ray-free.

@@ -7,17 +7,16 @@ exactly which mutated keys changed, so `analyze` and `report` can show who copie
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import PopulationBasedTraining
 from ray.tune.schedulers.pb2 import PB2
 
+from tune_app.interrupts import stops_on_write_error
 from tune_app.ray_internals.sparse import NumbersOnly
-from tune_app.rundir.layout import flatten, jsonable
+from tune_app.rundir.layout import append_line, flatten
 from tune_app.rundir.location import RunLocation
 
 
@@ -27,6 +26,7 @@ class _RecordsClones(NumbersOnly, PopulationBasedTraining):
 
     folder: RunLocation | None = None
 
+    @stops_on_write_error
     def _log_config_on_step(
         self,
         trial_state: Any,
@@ -59,30 +59,11 @@ class _RecordsClones(NumbersOnly, PopulationBasedTraining):
         # A run begun when this held the folder's path, resumed, still has a Path here.
         folder = self.folder if isinstance(self.folder, RunLocation) else RunLocation(self.folder)
         path = folder.clones
-        _cut_torn_tail(path)
-        with path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(jsonable(event), allow_nan=False) + "\n")
+        append_line(path, event)
 
     def _mutated_paths(self) -> list[str]:
         """Dotted config paths of the mutated keys (nested mutations flattened)."""
         return list(flatten({k: _leaf(v) for k, v in self._hyperparam_mutations.items()}))
-
-
-def _cut_torn_tail(path: Path) -> None:
-    """Drop a last line left half-written by a killed driver, so the next record starts on a
-    line of its own (appended to the torn one, both would be lost)."""
-    if not path.exists():
-        return
-    with path.open("r+b") as f:
-        size = f.seek(0, 2)
-        if size == 0:
-            return
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return
-        f.seek(0)
-        data = f.read()
-        f.truncate(data.rfind(b"\n") + 1)
 
 
 def _iteration(state: Any, trial: Trial) -> int:

@@ -7,6 +7,7 @@ the run) and Tune's own state and trial folders. `analyze` reads them without im
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -59,10 +60,53 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write a file atomically, through a temporary file beside it and a rename."""
+    """Write a file atomically, through a temporary file beside it and a rename; a write that
+    fails (a full disk) leaves the file as it was and no temporary file."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.filename in (None, str(tmp)):
+            err.filename, err.filename2 = str(path), None  # the file meant, not the temporary
+        raise
+
+
+def append_line(path: Path, row: dict[str, Any]) -> None:
+    """Append `row` to a JSON-lines file as one line, after cutting a torn last line."""
+    cut_torn_tail(path)
+    with path.open("ab", buffering=0) as f:
+        write_all(f, (json.dumps(jsonable(row), allow_nan=False) + "\n").encode())
+
+
+def write_all(file: io.FileIO, data: bytes) -> None:
+    """Write `data` through an unbuffered file. A write that fails (a full disk) leaves at most a
+    torn last line, which `cut_torn_tail` drops, and nothing buffered to land after it later."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[file.write(view) :]
+    except OSError as err:
+        err.filename = err.filename or file.name  # a failed write() names no file
+        raise
+
+
+def cut_torn_tail(path: Path) -> None:
+    """Drop a last line left half-written by a killed driver or a full disk, so the next record
+    starts on a line of its own (appended to the torn one, both would be lost)."""
+    if not path.exists():
+        return
+    with path.open("r+b") as f:
+        size = f.seek(0, 2)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        f.seek(0)
+        data = f.read()
+        f.truncate(data.rfind(b"\n") + 1)
 
 
 def read_rows(data: bytes) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-from tune_app.errors import TuneAppError
+from tune_app.errors import StorageError, TuneAppError
 from tune_app.rundir.location import RunLocation
 
 HEARTBEAT_S = 10.0
@@ -114,16 +114,26 @@ def _flock(folder: RunLocation, resuming: bool) -> Iterator[None]:
             break
         handle.close()
     try:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(json.dumps(asdict(Owner.me())))
-        handle.flush()
+        _write_owner(handle, path)
         yield
     finally:
         with contextlib.suppress(OSError):
             path.unlink()  # while still held: nothing is left behind
-        handle.close()  # releases the lock
+        with contextlib.suppress(OSError):  # an owner record a full disk refused is dropped
+            handle.close()  # releases the lock
         _remove_empty(made)
+
+
+def _write_owner(handle: IO[str], path: Path) -> None:
+    """Record who holds the lock; a full disk is a StorageError before anything ran."""
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(asdict(Owner.me())))
+        handle.flush()
+    except OSError as err:
+        err.filename = err.filename or str(path)  # a failed flush names no file
+        raise StorageError(err) from None
 
 
 def _missing_ancestors(folder: Path) -> list[Path]:

@@ -78,7 +78,7 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
     """Leave the spec as run, how it was run (command, versions) and what `analyze` needs to read
     the results without the spec (metric, mode, searched keys, scheduler, stop) beside them."""
     exp = ep.experiment
-    ep.folder.spec.write_text(plan.spec.text, encoding="utf-8")
+    write_text(ep.folder.spec, plan.spec.text)
     record = RunRecord(
         experiment=ep.name,
         spec_file=str(plan.spec.file.resolve()),
