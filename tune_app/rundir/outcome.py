@@ -14,6 +14,7 @@ from tune_app.divergence import diverged
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.rundir.layout import (
     flatten,
+    latest_results,
     read_rows,
     saved_trials,
     trial_id_of,
@@ -149,7 +150,7 @@ def _logged(ep: ExperimentPlan) -> dict[str, tuple[list[float | None], int]]:
     if not path.exists():
         return found
     metric = str(ep.metric)
-    for row in read_rows(path.read_bytes()):
+    for row in latest_results(read_rows(path.read_bytes())):
         values, most = found.get(str(row.get("trial_id")), ([], 0))
         flat = flatten_result(row)
         if metric in flat:
