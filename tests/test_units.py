@@ -217,8 +217,8 @@ def test_results_are_read_one_row_per_trial_and_iteration_the_last_winning(rows,
 
 
 def test_a_killed_and_resumed_pbt_run_logged_by_an_older_version_reads_once(tmp_path):
-    """An older writer logged a replayed iteration beside the row it repeats: read back, it is
-    there once."""
+    """An older writer logged a replayed iteration beside the row it repeats, and PBT's clone
+    decided again after the resume beside the first: read back, each is there once."""
     rows = [
         {"trial_id": "a", "training_iteration": 1, "score": 1.0, "config": {"x": 0.1}},
         {"trial_id": "a", "training_iteration": 2, "score": 2.0, "config": {"x": 0.7}},
@@ -226,10 +226,17 @@ def test_a_killed_and_resumed_pbt_run_logged_by_an_older_version_reads_once(tmp_
         {"trial_id": "a", "training_iteration": 3, "score": 3.0},
     ]
     write_run(tmp_path / "e", rows)
+    clones = [
+        {"trial_id": "a", "from_trial": "b", "iteration": 2, "changed": {"x": [0.1, 0.7]}},
+        {"trial_id": "c", "from_trial": "b", "iteration": 2, "changed": {"x": [0.3, 0.4]}},
+        {"trial_id": "a", "from_trial": "d", "iteration": 2, "changed": {"x": [0.1, 0.9]}},
+    ]
+    (tmp_path / "e" / "clones.jsonl").write_text("".join(json.dumps(c) + "\n" for c in clones))
     exp = read_experiment(tmp_path / "e")
     assert [s["score"] for s in exp.history["a"]] == [1.0, 2.5, 3.0]
     (a,) = exp.trials
     assert a.iterations == 3 and a.params == {"x": 0.1} and a.best == 3.0
+    assert [(c.trial_id, c.from_trial) for c in exp.clones] == [("c", "b"), ("a", "d")]
 
 
 # ---- summarize ----------------------------------------------------------------------------------

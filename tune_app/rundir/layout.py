@@ -97,6 +97,19 @@ def latest_results(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [row for row in kept if row is not None]
 
 
+def clone_key(event: dict[str, Any]) -> tuple[Any, Any]:
+    """What identifies a clone in clones.jsonl: the trial that copied, and its iteration when it
+    did. A trial restored to before an exploit and deciding it again logs the same key."""
+    return event.get("trial_id"), event.get("iteration")
+
+
+def latest_clones(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """clones.jsonl's records one per `clone_key`, in the order logged, the last written winning
+    (files written before the writer kept to this hold a clone decided again after a resume)."""
+    last = {clone_key(e): i for i, e in enumerate(events)}
+    return [e for i, e in enumerate(events) if last[clone_key(e)] == i]
+
+
 def newest_state(folder: Path) -> Path | None:
     """Tune's newest experiment state file in a run folder, if any."""
     # One file per (re)start of the run, named by its start time; Tune touches them all at the end,
