@@ -310,6 +310,117 @@ def test_a_clone_record_torn_by_a_kill_does_not_swallow_the_next(tmp_path):
     assert CLONES_FILE in APP_FILES
 
 
+class Exploits:
+    """PBT's exploits of fake trials, logged by the app's scheduler as Tune would call it: a
+    trial takes a donor's checkpoint and a new `lr` at its iteration; a trial (re)started from a
+    checkpoint reports `iterations_since_restore` 1 first."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.driver()
+
+    def driver(self):
+        """A new driver process (a resume): a new scheduler, with no memory of the last one."""
+        from ray import tune
+
+        from tune_app.ray_internals.population import AppPBT
+        from tune_app.rundir.location import RunLocation
+
+        self.pbt = AppPBT(
+            RunLocation(self.folder),
+            metric="value",
+            mode="max",
+            hyperparam_mutations={"lr": tune.uniform(0, 1)},
+            require_attrs=False,  # the restart results below carry no metric: no decision
+        )
+
+    def trial(self, trial_id, lr):
+        from types import SimpleNamespace
+
+        where = str(self.folder)
+        return SimpleNamespace(
+            trial_id=trial_id,
+            config={"lr": lr},
+            last_result={},
+            local_experiment_path=where,
+            local_dir=where,
+        )
+
+    def exploit(self, trial, iteration, donor, lr):
+        from types import SimpleNamespace
+
+        def state(t, at):
+            return SimpleNamespace(orig_tag=t.trial_id, last_result={"training_iteration": at})
+
+        new_config = {**donor.config, "lr": lr}
+        self.pbt._log_config_on_step(
+            state(trial, iteration), state(donor, iteration - 2), trial, donor, new_config
+        )
+        trial.config = new_config  # as Tune's exploit goes on to do
+
+    def restart(self, trial, iteration):
+        result = {"training_iteration": iteration, "iterations_since_restore": 1}
+        self.pbt.on_trial_result(None, trial, result)
+
+    def logged(self):
+        path = self.folder / "clones.jsonl"
+        return [
+            (c["trial_id"], c["iteration"], c["changed"].get("lr", [0, None])[1])
+            for c in _lines(path)
+        ]
+
+
+def _lines(path):
+    text = path.read_text()
+    assert text.endswith("\n")  # whole lines
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_a_clone_decided_again_after_a_resume_is_logged_once(tmp_path):
+    """Killed after PBT logged an exploit and before Tune saved it, a resumed run restores the
+    trial as saved (its old config and checkpoint), and PBT may decide the exploit again on the
+    replayed iteration. It was logged twice."""
+    run = Exploits(tmp_path)
+    a, b, c = run.trial("a", 0.1), run.trial("b", 0.9), run.trial("c", 0.2)
+    run.exploit(c, 2, b, lr=0.8)  # saved: c restarts with it
+    run.exploit(a, 4, b, lr=0.7)  # lost with the driver
+    run.driver()
+    a.config, c.config = {"lr": 0.1}, {"lr": 0.8}  # as Tune restores them
+    run.restart(c, 5)
+    run.restart(a, 4)
+    assert run.logged() == [("c", 2, 0.8)]  # not run.exploit(a, 4): the timeline lost it
+    run.exploit(a, 4, b, lr=0.6)  # decided again
+    assert run.logged() == [("c", 2, 0.8), ("a", 4, 0.6)]
+
+
+def test_a_trial_restarted_onto_its_exploit_keeps_it(tmp_path):
+    """An exploit restarts the trial from the donor's checkpoint (earlier than its own: it
+    replays iterations), and a retry or a resume restores it with the exploit's config: the
+    record stays."""
+    run = Exploits(tmp_path)
+    a, b = run.trial("a", 0.1), run.trial("b", 0.9)
+    run.exploit(a, 4, b, lr=0.7)
+    run.restart(a, 3)  # from b's iteration-2 checkpoint
+    run.driver()
+    run.restart(a, 4)  # resumed from its own checkpoint at 3
+    assert run.logged() == [("a", 4, 0.7)]
+
+
+def test_a_clone_of_the_same_trial_and_iteration_replaces_the_record(tmp_path):
+    """A clone that changed nothing leaves the restart nothing to tell by; logged again at the
+    same (trial, iteration), the new record replaces the old, whatever came between."""
+    run = Exploits(tmp_path)
+    a, b, c = run.trial("a", 0.5), run.trial("b", 0.9), run.trial("c", 0.3)
+    run.exploit(a, 4, b, lr=0.5)  # the same lr: nothing changed
+    run.exploit(c, 4, b, lr=0.4)
+    (tmp_path / "clones.jsonl").open("a").write('{"trial_id": "a", "from_tr')  # killed mid-line
+    run.driver()
+    run.restart(a, 4)
+    run.exploit(a, 4, c, lr=0.2)
+    assert run.logged() == [("c", 4, 0.4), ("a", 4, 0.2)]
+    assert _lines(tmp_path / "clones.jsonl")[-1]["from_trial"] == "c"
+
+
 @pytest.mark.parametrize(
     ("head", "config", "message"),
     [

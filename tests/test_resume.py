@@ -4,6 +4,7 @@ without re-running finished trials, and results.jsonl stays whole and free of du
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -53,13 +54,13 @@ def _by_trial(rows):
     return out
 
 
-def _wait_for(predicate, proc, timeout=90):
+def _wait_for(predicate, proc, timeout=90, every=0.2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         assert proc.poll() is None, proc.communicate()
-        time.sleep(0.2)
+        time.sleep(every)
     pytest.fail("the run never got there")
 
 
@@ -366,3 +367,97 @@ def test_resuming_keeps_the_wall_time_of_a_finished_run_and_adds_to_an_interrupt
     assert _earlier_wall_time(ep) == (12.5, False)
     (tmp_path / "summary.json").write_text(json.dumps({"wall_time_s": 30.0, "interrupted": False}))
     assert _earlier_wall_time(ep) == (30.0, True)
+
+
+PBT = """
+metric: value
+mode: max
+seed: 3
+search: random
+scheduler:
+  type: pbt
+  perturbation_interval: 2
+  quantile_fraction: 0.5
+  resample_probability: 1.0
+  hyperparam_mutations:
+    lr: {uniform: [0.0, 1.0]}
+experiments:
+  climb:
+    run: pbt_climb:train
+    num_samples: 4
+    stop: {training_iteration: 10}
+    config:
+      lr: {uniform: [0.0, 1.0]}
+      sleep: 0.25
+"""
+
+
+@pytest.mark.e2e
+def test_a_pbt_run_killed_twice_logs_each_iteration_and_clone_once(tmp_path):
+    """Killed just after PBT logged an exploit, before Tune saved its state, a resumed run
+    restores the trial as Tune saved it: it replays the iteration with its config from before
+    the exploit (taken for an exploit, the replay was logged beside the row it repeats), and
+    PBT may decide the exploit again (logged twice) or not (the record of an exploit the run
+    no longer made stayed). Asynchronous PBT: Tune does not save the scheduler, and a resumed
+    synchronous one waits forever once its trials are past the first perturbations."""
+    from .test_population import after_clone
+
+    user_module("pbt_climb.py", tmp_path)
+    (tmp_path / "spec.yaml").write_text(PBT)
+    folder = tmp_path / "out" / "climb"
+    results, clones, journal = (
+        folder / n for n in ("results.jsonl", "clones.jsonl", "finished.jsonl")
+    )
+
+    def count(path):
+        return len(_rows(path)) if path.exists() else 0
+
+    proc = _start("run", "spec.yaml", "--storage-path", tmp_path / "out", cwd=tmp_path)
+    # At once after the first exploit: Tune saves its state every second.
+    _wait_for(lambda: count(clones) >= 1, proc, every=0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert count(journal) == 0
+
+    proc = _start("resume", folder, cwd=tmp_path)
+    # Mid-iteration of the others, once a trial has ended (the four end within iterations of
+    # one another: PBT takes turns with the two CPUs).
+    _wait_for(lambda: count(journal) >= 1, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    ended = {row["trial_id"] for row in _rows(journal)}
+    before = _by_trial(_rows(results))
+
+    proc = _start("resume", folder, cwd=tmp_path)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["counts"] == {"TERMINATED": 4}
+
+    rows = _rows(results)
+    events = _rows(clones)
+    assert max(Counter((r["trial_id"], r["training_iteration"]) for r in rows).values()) == 1
+    assert max(Counter((c["trial_id"], c["iteration"]) for c in events).values()) == 1
+    after = _by_trial(rows)
+    assert ended and len(after) == 4
+    for trial_id in ended:
+        assert after[trial_id] == before[trial_id]  # not run again, not rewritten
+    # No gap: each step is the one after, or where an exploit moved the trial onto a checkpoint
+    # further on (the rows in between are the other trial's).
+    moved = {(c["trial_id"], c["iteration"]): c["from_iteration"] for c in events}
+    for trial_id, trial_rows in after.items():
+        steps = [r["training_iteration"] for r in trial_rows]
+        assert steps[0] == 1 and steps[-1] == 10, steps
+        for step, following in zip(steps, steps[1:], strict=False):
+            assert following == step + 1 or moved.get((trial_id, step)) == following - 1, steps
+    # Each clone is one the run made: the trial's rows logged after it, up to its next clone,
+    # read the lr it set (after a record of an exploit the resumed run did not make again, the
+    # trial's rows read its lr from before).
+    for trial_id, trial_rows in after.items():
+        by_step = {r["training_iteration"]: r for r in trial_rows}
+        own = [c for c in events if c["trial_id"] == trial_id]
+        for n, clone in enumerate(own):
+            until = own[n + 1]["logged_at"] if n + 1 < len(own) else math.inf
+            later = [r for r in after_clone(by_step, clone) if r["logged_at"] < until]
+            lr = clone["changed"]["lr"][1]
+            assert all(r["lr_seen"] == pytest.approx(lr) for r in later), (clone, later)

@@ -73,19 +73,54 @@ def test_results_log_writes_a_config_again_when_pbt_changes_it(tmp_path):
     assert [r.get("config") for r in rows] == [{"lr": 0.1}, None, {"lr": 0.24}]
 
 
-def test_results_log_keeps_a_trials_history_before_a_pbt_exploit(tmp_path):
-    """Moved onto another trial's iteration-2 checkpoint, a trial reports iteration 3 again:
-    its own iterations 3 and 4 are its history, not a replay to replace."""
+def logged(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_results_log_replaces_a_replay_after_a_resume_that_lost_an_exploit(tmp_path):
+    """PBT exploited `a` at iteration 4 (Tune logs that row after the scheduler's decision, with
+    the new config) and the driver was killed before Tune saved its state: resumed, `a` replays
+    iteration 4 from its own checkpoint with the config from before the exploit. Taken for an
+    exploit by its config, the replay was logged beside the row it repeats."""
     path = tmp_path / "results.jsonl"
     log = JsonlResults(RunLocation(path.parent), "e")
     a = trial("a", lr=0.1)
-    for step in (1, 2, 3, 4):
+    for step in (1, 2, 3):
         log.on_trial_result(0, [a], a, {"training_iteration": step, "score": float(step)})
+    a.config = {"lr": 0.7}  # the exploit, decided on iteration 4's result
+    log.on_trial_result(0, [a], a, {"training_iteration": 4, "score": 4.0})
+    resumed = JsonlResults(RunLocation(path.parent), "e")  # a new driver process
+    a.config = {"lr": 0.1}  # as Tune saved it, before the exploit
+    resumed.on_trial_result(0, [a], a, {"training_iteration": 4, "score": 4.5})
+    rows = logged(path)
+    assert [(r["training_iteration"], r["score"]) for r in rows] == [
+        (1, 1),
+        (2, 2),
+        (3, 3),
+        (4, 4.5),
+    ]
+    assert [r.get("config") for r in rows] == [{"lr": 0.1}, None, None, None]
+    (read,) = read_experiment(tmp_path).trials
+    assert read.config == {"lr": 0.1} and read.iterations == 4
+
+
+def test_results_log_replaces_the_iterations_a_pbt_exploit_moves_a_trial_back_over(tmp_path):
+    """Moved onto another trial's iteration-2 checkpoint at iteration 4, a trial reports
+    iteration 3 again: its rows from 3 on are replaced, its own rows before stay, and the
+    replayed row carries the config it now runs with."""
+    path = tmp_path / "results.jsonl"
+    log = JsonlResults(RunLocation(path.parent), "e")
+    a, b = trial("a", lr=0.1), trial("b", lr=0.5)
+    for step in (1, 2, 3):
+        log.on_trial_result(0, [a], a, {"training_iteration": step, "score": float(step)})
+        log.on_trial_result(0, [b], b, {"training_iteration": step, "score": 5.0 + step})
     a.config = {"lr": 0.24}
+    log.on_trial_result(0, [a], a, {"training_iteration": 4, "score": 4.0})
     log.on_trial_result(0, [a], a, {"training_iteration": 3, "score": 9.0})
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
-    assert [r["training_iteration"] for r in rows] == [1, 2, 3, 4, 3]
-    assert rows[-1]["config"] == {"lr": 0.24} and rows[-1]["score"] == 9.0
+    rows = [r for r in logged(path) if r["trial_id"] == "a"]
+    assert [(r["training_iteration"], r["score"]) for r in rows] == [(1, 1), (2, 2), (3, 9)]
+    assert rows[-1]["config"] == {"lr": 0.24}
+    assert [r["score"] for r in logged(path) if r["trial_id"] == "b"] == [6.0, 7.0, 8.0]
 
 
 def test_results_log_writes_non_finite_numbers_as_valid_json(tmp_path):
@@ -136,6 +171,72 @@ def test_read_experiment_of_a_run_killed_after_a_nan_marks_the_trial_failed(tmp_
     write_run(tmp_path / "e", rows)
     (a,) = read_experiment(tmp_path / "e").trials
     assert a.status == "ERROR" and a.failure.cause == "non-finite metric"
+
+
+def rows_at(*steps, trial_id="a"):
+    """Result rows of one trial at `steps`; a step given as (iteration, tag) tags its row."""
+    out = []
+    for step in steps:
+        it, tag = step if isinstance(step, tuple) else (step, "")
+        out.append({"trial_id": trial_id, "training_iteration": it, "tag": tag})
+    return out
+
+
+@pytest.mark.parametrize(
+    ("rows", "kept"),
+    [
+        pytest.param(rows_at(1, 2, 3), rows_at(1, 2, 3), id="no-replay"),
+        pytest.param(
+            rows_at(1, 2, 3, 4, (4, "r")), rows_at(1, 2, 3, (4, "r")), id="resumed-at-a-logged-one"
+        ),
+        pytest.param(
+            rows_at(1, 2, 3, 4, (3, "r"), (4, "r"), (5, "r")),
+            rows_at(1, 2, (3, "r"), (4, "r"), (5, "r")),
+            id="moved-back-by-pbt",
+        ),
+        pytest.param(
+            rows_at(1, 2, 3, 4, 5, (3, "r")), rows_at(1, 2, (3, "r")), id="killed-after-a-replay"
+        ),
+        pytest.param(
+            [*rows_at(1, 2), *rows_at(1, 2, trial_id="b"), *rows_at((2, "r"), 3)],
+            [*rows_at(1), *rows_at(1, 2, trial_id="b"), *rows_at((2, "r"), 3)],
+            id="other-trials-untouched",
+        ),
+        pytest.param(
+            [*rows_at(1, 2), {"trial_id": "a", "note": 1}, *rows_at((2, "r"))],
+            [*rows_at(1), {"trial_id": "a", "note": 1}, *rows_at((2, "r"))],
+            id="a-row-without-iteration-stays",
+        ),
+    ],
+)
+def test_results_are_read_one_row_per_trial_and_iteration_the_last_winning(rows, kept):
+    """As the writer keeps them, and as an older version's file (a replay logged twice) reads."""
+    from tune_app.rundir.layout import latest_results
+
+    assert latest_results(rows) == kept
+
+
+def test_a_killed_and_resumed_pbt_run_logged_by_an_older_version_reads_once(tmp_path):
+    """An older writer logged a replayed iteration beside the row it repeats, and PBT's clone
+    decided again after the resume beside the first: read back, each is there once."""
+    rows = [
+        {"trial_id": "a", "training_iteration": 1, "score": 1.0, "config": {"x": 0.1}},
+        {"trial_id": "a", "training_iteration": 2, "score": 2.0, "config": {"x": 0.7}},
+        {"trial_id": "a", "training_iteration": 2, "score": 2.5, "config": {"x": 0.1}},
+        {"trial_id": "a", "training_iteration": 3, "score": 3.0},
+    ]
+    write_run(tmp_path / "e", rows)
+    clones = [
+        {"trial_id": "a", "from_trial": "b", "iteration": 2, "changed": {"x": [0.1, 0.7]}},
+        {"trial_id": "c", "from_trial": "b", "iteration": 2, "changed": {"x": [0.3, 0.4]}},
+        {"trial_id": "a", "from_trial": "d", "iteration": 2, "changed": {"x": [0.1, 0.9]}},
+    ]
+    (tmp_path / "e" / "clones.jsonl").write_text("".join(json.dumps(c) + "\n" for c in clones))
+    exp = read_experiment(tmp_path / "e")
+    assert [s["score"] for s in exp.history["a"]] == [1.0, 2.5, 3.0]
+    (a,) = exp.trials
+    assert a.iterations == 3 and a.params == {"x": 0.1} and a.best == 3.0
+    assert [(c.trial_id, c.from_trial) for c in exp.clones] == [("c", "b"), ("a", "d")]
 
 
 # ---- summarize ----------------------------------------------------------------------------------

@@ -44,9 +44,11 @@ class JsonlResults(Callback):
     and on the first line after PBT changes it.
 
     Safe to resume: on its first write in a process it cuts a torn last line (a killed run) and
-    indexes what is there, and a trial restored from its own checkpoint that reports an
-    iteration already logged has its rows from that iteration on replaced, so no iteration
-    appears twice. A trial PBT moved onto another's checkpoint keeps its rows before the move.
+    indexes what is there. A row is identified by (trial, training_iteration): a trial that
+    reports an iteration already logged was restored from an older checkpoint (a resume, a
+    retry, or a PBT exploit onto another trial's) and has its rows from that iteration on
+    replaced, whatever config it runs with, so no iteration appears twice (`latest_results`
+    reads a file the same way). Its rows before that iteration stay.
     """
 
     def __init__(self, folder: RunLocation, experiment: str = "") -> None:
@@ -85,13 +87,12 @@ class JsonlResults(Callback):
         if self._file is None:
             self._open()
         step = result.get("training_iteration")
-        config = _as_written(trial.config)
-        exploited = self._configs.get(trial.trial_id, config) != config
-        if isinstance(step, int) and self._logged.get(trial.trial_id, 0) >= step and not exploited:
-            # Restored from its own checkpoint (a retry, a resume): the replayed iterations
-            # replace the rows they repeat. Not after a PBT exploit, which changes the config:
-            # the rows before it are the trial's own history, the new ones another branch.
+        if isinstance(step, int) and self._logged.get(trial.trial_id, 0) >= step:
+            # Whatever its config: a trial resumed from a state Tune saved before an exploit
+            # that the file shows replays with its config from before the exploit, and a test
+            # of the config took that replay for an exploit and logged its iteration twice.
             self._drop_from(trial.trial_id, step)
+        config = _as_written(trial.config)
         row = {"trial_id": trial.trial_id, "logged_at": time.time()}
         row.update((k, v) for k, v in result.items() if k not in _DROPPED)
         if trial.trial_id not in self._seen or self._configs.get(trial.trial_id) != config:

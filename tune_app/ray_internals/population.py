@@ -2,12 +2,17 @@
 
 Tune's own log (`pbt_global.txt`) names trials by their changing experiment tags and lands in
 Tune's local experiment folder; this record names trial ids, the iterations of both trials and
-exactly which mutated keys changed, so `analyze` and `report` can show who copied whom.
+exactly which mutated keys changed, so `analyze` and `report` can show who copied whom. A
+resumed run restores each trial as Tune last saved it, and the record follows: the exploits
+logged after that state are dropped as the trial restarts, and an exploit decided again on a
+replayed iteration replaces its record.
 """
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 from ray.tune.experiment import Trial
@@ -16,15 +21,34 @@ from ray.tune.schedulers.pb2 import PB2
 
 from tune_app.interrupts import stops_on_write_error
 from tune_app.ray_internals.sparse import NumbersOnly
-from tune_app.rundir.layout import append_line, flatten
+from tune_app.rundir.layout import (
+    append_line,
+    clone_key,
+    cut_torn_tail,
+    flatten,
+    jsonable,
+    latest_clones,
+    read_rows,
+    write_text,
+)
 from tune_app.rundir.location import RunLocation
 
 
 class _RecordsClones(NumbersOnly, PopulationBasedTraining):
-    """Appends one line per exploit to `<folder>/clones.jsonl`, flushed at once; sees the
-    metric only where it is a number (`sparse`)."""
+    """Records each exploit in `<folder>/clones.jsonl`, written at once, as it stands in the
+    trials' timelines: one record per `clone_key`, and none that Tune's saved state lost. Sees
+    the metric only where it is a number (`sparse`)."""
 
     folder: RunLocation | None = None
+
+    def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict[str, Any]) -> str:
+        path = self._clones()
+        if path is not None and result.get("iterations_since_restore") == 1:
+            # (Re)started from a checkpoint: a resume restores the trial as Tune last saved it,
+            # and an exploit logged after that (the driver killed before the next save) is
+            # gone from its timeline; PBT may decide it again, from this result on.
+            _forget_unkept(path, trial.trial_id, _as_written(trial.config))
+        return super().on_trial_result(tune_controller, trial, result)
 
     @stops_on_write_error
     def _log_config_on_step(
@@ -36,7 +60,8 @@ class _RecordsClones(NumbersOnly, PopulationBasedTraining):
         new_config: dict[str, Any],
     ) -> None:
         super()._log_config_on_step(trial_state, new_state, trial, trial_to_clone, new_config)
-        if self.folder is None:
+        path = self._clones()
+        if path is None:
             return
         old, new = flatten(dict(trial.config)), flatten(dict(new_config))
         donor = flatten(dict(trial_to_clone.config))
@@ -56,14 +81,63 @@ class _RecordsClones(NumbersOnly, PopulationBasedTraining):
             "from_values": {k: donor.get(k) for k in self._mutated_paths()},
             "logged_at": time.time(),  # results.jsonl rows after it ran with the new config
         }
+        _record(path, _as_written(event))
+
+    def _clones(self) -> Path | None:
+        """The clone log; None without a run folder (a scheduler built outside a run)."""
+        if self.folder is None:
+            return None
         # A run begun when this held the folder's path, resumed, still has a Path here.
         folder = self.folder if isinstance(self.folder, RunLocation) else RunLocation(self.folder)
-        path = folder.clones
-        append_line(path, event)
+        return folder.clones
 
     def _mutated_paths(self) -> list[str]:
         """Dotted config paths of the mutated keys (nested mutations flattened)."""
         return list(flatten({k: _leaf(v) for k, v in self._hyperparam_mutations.items()}))
+
+
+def _record(path: Path, event: dict[str, Any]) -> None:
+    """Append `event` to the clone log; one with its `clone_key` already there (a trial restored
+    to before an exploit, deciding it again) replaces that record, the file rewritten atomically."""
+    cut_torn_tail(path)
+    logged = read_rows(path.read_bytes()) if path.exists() else []
+    if any(clone_key(e) == clone_key(event) for e in logged):
+        _rewrite(path, latest_clones([*logged, event]))
+        return
+    append_line(path, event)
+
+
+def _forget_unkept(path: Path, trial_id: str, config: dict[str, Any]) -> None:
+    """Drop `trial_id`'s last clone records whose new values `config` does not hold.
+
+    Tune restores a trial's config together with its checkpoint, so the config a trial restarts
+    with is the one its last kept exploit gave it; the records after that one are of exploits
+    the restored state never saw. A record that changed nothing says nothing, and is kept.
+    """
+    if not path.exists():
+        return
+    logged = read_rows(path.read_bytes())
+    values = flatten(config)
+    unkept: set[int] = set()
+    for i in reversed(range(len(logged))):
+        event = logged[i]
+        if event.get("trial_id") != trial_id:
+            continue
+        changed = event.get("changed") or {}
+        if all(values.get(k) == v[-1] for k, v in changed.items() if isinstance(v, list) and v):
+            break
+        unkept.add(i)
+    if unkept:
+        _rewrite(path, [e for i, e in enumerate(logged) if i not in unkept])
+
+
+def _rewrite(path: Path, events: list[dict[str, Any]]) -> None:
+    write_text(path, "".join(json.dumps(e, allow_nan=False) + "\n" for e in events))
+
+
+def _as_written(value: dict[str, Any]) -> dict[str, Any]:
+    """`value` as clones.jsonl holds it (strict JSON: tuples as lists, NaN as null)."""
+    return dict(json.loads(json.dumps(jsonable(value), allow_nan=False)))
 
 
 def _iteration(state: Any, trial: Trial) -> int:

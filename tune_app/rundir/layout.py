@@ -122,6 +122,38 @@ def read_rows(data: bytes) -> list[dict[str, Any]]:
     return rows
 
 
+def latest_results(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """results.jsonl's rows as its writer means them: a row is identified by (trial,
+    training_iteration), and a row for an iteration its trial already has replaces that trial's
+    rows from that iteration on (a trial restored from an older checkpoint, by a resume, a retry
+    or a PBT exploit, reports them again). Each (trial, iteration) is there once, the last
+    written winning; files written before the writer kept to this read the same."""
+    kept: list[dict[str, Any] | None] = []
+    timeline: dict[Any, list[tuple[int, int]]] = {}  # trial -> (its row's index, iteration)
+    for row in rows:
+        step = row.get("training_iteration")
+        if isinstance(step, int):
+            own = timeline.setdefault(row.get("trial_id"), [])
+            while own and own[-1][1] >= step:
+                kept[own.pop()[0]] = None
+            own.append((len(kept), step))
+        kept.append(row)
+    return [row for row in kept if row is not None]
+
+
+def clone_key(event: dict[str, Any]) -> tuple[Any, Any]:
+    """What identifies a clone in clones.jsonl: the trial that copied, and its iteration when it
+    did. A trial restored to before an exploit and deciding it again logs the same key."""
+    return event.get("trial_id"), event.get("iteration")
+
+
+def latest_clones(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """clones.jsonl's records one per `clone_key`, in the order logged, the last written winning
+    (files written before the writer kept to this hold a clone decided again after a resume)."""
+    last = {clone_key(e): i for i, e in enumerate(events)}
+    return [e for i, e in enumerate(events) if last[clone_key(e)] == i]
+
+
 def newest_state(folder: Path) -> Path | None:
     """Tune's newest experiment state file in a run folder, if any."""
     # One file per (re)start of the run, named by its start time; Tune touches them all at the end,

@@ -15,6 +15,7 @@ from tune_app.divergence import diverged
 from tune_app.errors import SpecError, clip, did_you_mean
 from tune_app.rundir.layout import (
     flatten,
+    latest_results,
     read_rows,
     saved_trials,
     trial_id_of,
@@ -180,7 +181,7 @@ def _logged(
     held = {key: _Held() for key in _wanted(ep).values()}
     if not path.exists():
         return found, held
-    for row in read_rows(path.read_bytes()):
+    for row in latest_results(read_rows(path.read_bytes())):
         trial_id = str(row.get("trial_id"))
         values, most = found.get(trial_id, ([], 0))
         flat = flatten_result(row)

@@ -3,7 +3,9 @@
 Sources, most trusted first: `summary.json` (written when the run ended), `finished.jsonl` (each
 trial as it ended), Tune's saved experiment state (statuses, retries), `results.jsonl` (every
 result) and the trial folders' `error.txt`. A file cut short by a killed run is reported in
-`problems` and read as far as it goes.
+`problems` and read as far as it goes. `results.jsonl` and `clones.jsonl` are read one record
+per (trial, iteration), as their writers keep them, so a file an older version wrote with a
+resumed trial's replay logged twice reads the same.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from tune_app.rundir.layout import (
     RUN_FILE,
     SUMMARY_FILE,
     flatten,
+    latest_clones,
+    latest_results,
     saved_trials,
     trial_id_of,
 )
@@ -138,7 +142,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
     if (folder / SUMMARY_FILE).exists():  # absent until the run ends
         data = _read_json(folder / SUMMARY_FILE, problems)
         written = RunSummary.from_json(data) if data is not None else None
-    rows = _read_jsonl(folder / RESULTS_FILE, problems)
+    rows = latest_results(_read_jsonl(folder / RESULTS_FILE, problems))
     journal = {
         r["trial_id"]: r for r in _read_jsonl(folder / FINISHED_FILE, problems) if "trial_id" in r
     }
@@ -236,7 +240,10 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         problems=problems,
         finished=written is not None and not written.interrupted,
         location=location or str(folder),
-        clones=[CloneEvent.from_json(r) for r in _read_jsonl(folder / CLONES_FILE, problems)],
+        clones=[
+            CloneEvent.from_json(r)
+            for r in latest_clones(_read_jsonl(folder / CLONES_FILE, problems))
+        ],
         log_scaled=[str(k) for k in logs] if logs is not None else None,
     )
 
