@@ -436,38 +436,6 @@ def test_a_background_import_that_fails_is_done_again_and_its_error_raised(tmp_p
     assert broken.failed
 
 
-def test_ray_s_node_lookup_waits_on_fine_polls_while_a_local_ray_starts(ray_session, monkeypatch):
-    """Ray looks its new raylet up once a second; the runner first polls the GCS every 20 ms,
-    so `ray.init` ends when the raylet registers (it took 2.1 s or 3.1 s on 2 cores)."""
-    import time
-    from types import SimpleNamespace
-
-    from ray._private import services
-
-    from tune_app.ray_internals import startup
-    from tune_app.ray_internals.startup import NODE_POLL_S, _wait_for_node, node_wait_polled_finely
-
-    slept: list[float] = []  # polls counted, not timed: a loaded machine may be slow to answer
-
-    def sleep(seconds):
-        slept.append(seconds)
-        time.sleep(seconds)
-
-    monkeypatch.setattr(startup, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
-    node = ray_session._private.worker._global_node
-    _wait_for_node(node.gcs_address, node.node_id, timeout_s=5)
-    assert slept == []  # registered: found at the first poll
-    began = time.monotonic()
-    _wait_for_node(node.gcs_address, "ab" * 28, timeout_s=0.3)  # no such node
-    assert time.monotonic() - began >= 0.3 and len(slept) >= 2
-    assert set(slept) == {NODE_POLL_S} and NODE_POLL_S <= 0.05
-    original = services.get_node
-    with node_wait_polled_finely():
-        assert services.get_node is not original
-        assert services.get_node(node.gcs_address, node.node_id)["node_id"] == node.node_id
-    assert services.get_node is original
-
-
 def test_a_run_tune_refuses_at_start_leaves_no_folder_to_resume(
     ray_session, cli, user_spec, tmp_path, monkeypatch
 ):

@@ -37,7 +37,6 @@ from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
     daemons_in_own_session,
     node_on_loopback,
-    node_wait_polled_finely,
     stop_local_ray,
     trials_on_prestarted_workers,
 )
@@ -427,7 +426,7 @@ def _ray_for(plan: Plan, opts: RunOptions) -> Iterator[None]:
     # trials_on_prestarted_workers.
     for key, value in {**TUNE_TRIAL_ENV, **TRAIN_FUNCTIONS_ENV}.items():
         os.environ.setdefault(key, value)
-    with node_wait_polled_finely(), daemons_in_own_session(), node_on_loopback():
+    with daemons_in_own_session(), node_on_loopback():
         ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
     reclaim()  # ray.init installed Ray's own SIGTERM handler
     try:

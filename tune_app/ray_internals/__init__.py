@@ -20,10 +20,8 @@ What each module depends on (private to Ray, so free to change in any release):
   `_pg_to_request`, `_pg_to_staging_future`, `_staging_future_to_pg`,
   `_request_to_staged_pgs`; the module attribute `ray.tune.execution.tune_controller.
   PlacementGroupResourceManager` (replaced while a Tuner is built).
-- `startup`: `ray._private.services.get_node` (wrapped while a local Ray starts),
-  `ray._private.services.ConsolePopen` (its processes started in their own session),
+- `startup`: `ray._private.services.ConsolePopen` (its processes started in their own session),
   `ray._private.ray_constants.ENABLE_RAY_CLUSTER` (off while a local Ray starts: loopback),
-  `ray._raylet.GcsClient`, `ray.core.generated.gcs_pb2.GcsNodeInfo`,
   `ray.tune.execution.class_cache.DEFAULT_ENV_VARS` and `ENV_VARS_TO_PROPAGATE`,
   `ray._private.worker._global_node.kill_monitor`.
 - `actors`: `Trial.temporary_state.ray_actor` (the trial's actor handle, an attribute of the

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,48 +17,6 @@ import ray
 # What Tune gives each trial actor as its runtime env (ray.tune.execution.class_cache, checked
 # once Tune is imported): a local Ray's workers inherit it instead.
 TUNE_TRIAL_ENV = {"PL_DISABLE_FORK": "1"}
-
-NODE_POLL_S = 0.02
-
-
-@contextlib.contextmanager
-def node_wait_polled_finely() -> Iterator[None]:
-    """Let `ray.init` find its new raylet when it registers, not up to a second later.
-
-    Ray's node lookup (GlobalStateAccessor::GetNode) retries once a second; on 2 cores the raylet
-    registers about 1.8 s after the start, so `ray.init` took 2.1 s or 3.1 s. While this holds,
-    the lookup first waits for the node, asking the GCS every NODE_POLL_S, then asks as Ray does.
-    Anything unexpected in Ray's API leaves Ray's own lookup to do all of it."""
-    services: Any = getattr(ray._private, "services", None)
-    original = getattr(services, "get_node", None)
-    if original is None:
-        yield
-        return
-
-    def get_node(gcs_address: str, node_id: str) -> Any:
-        with contextlib.suppress(Exception):
-            _wait_for_node(gcs_address, node_id)
-        return original(gcs_address, node_id)
-
-    services.get_node = get_node
-    try:
-        yield
-    finally:
-        services.get_node = original
-
-
-def _wait_for_node(gcs_address: str, node_id: str, timeout_s: float = 10.0) -> None:
-    """Until the GCS lists node `node_id` (hex) as alive, or `timeout_s` has passed."""
-    from ray._raylet import GcsClient  # type: ignore[attr-defined]  # not in Ray's stubs
-    from ray.core.generated.gcs_pb2 import GcsNodeInfo  # type: ignore[attr-defined]
-
-    client = GcsClient(address=gcs_address)
-    ends = time.monotonic() + timeout_s
-    while time.monotonic() < ends:
-        nodes = client.get_all_node_info(timeout=5)
-        if any(k.hex() == node_id and v.state == GcsNodeInfo.ALIVE for k, v in nodes.items()):
-            return
-        time.sleep(NODE_POLL_S)
 
 
 @contextlib.contextmanager
