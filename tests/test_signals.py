@@ -104,7 +104,7 @@ def test_a_signal_while_ray_starts_is_an_interruption(tmp_path):
 LISTENING = """
 import os, sys
 import ray
-from tune_app import api, runner
+from tune_app import api, cluster
 
 def listening(pids):
     inodes = {}
@@ -138,7 +138,7 @@ def tree(pid):
     return out
 
 plan = api.validate(sys.argv[1])
-with runner._ray_for(plan, runner.RunOptions(verbosity=0)):
+with cluster.ray_for(plan, None, 0):
     ray.get(ray.remote(lambda: 1).remote())  # a worker too
     print(" ".join(listening(tree(os.getpid()))))
 """

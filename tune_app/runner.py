@@ -1,7 +1,5 @@
-"""The runner: a checked `Plan` run on Ray, one Tuner per experiment (built by `tuner`),
-experiments at the same time, and where Ray runs: a local Ray sized to the machine, or a cluster
-joined with `--address` / RAY_ADDRESS, with this package, `trainables/` and the user's modules
-shipped to its nodes as Ray `py_modules`.
+"""The runner: a checked `Plan` run on Ray (started or joined by `cluster`), one Tuner per
+experiment (built by `tuner`), experiments at the same time, each run folder held by its writer.
 
 Ray is started (or joined) only after the plan is valid, and the results' folders are created
 only once the trainables are imported and the cluster is known to fit the plan. Tune is imported
@@ -21,23 +19,17 @@ import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
 
-import trainables
-import tune_app
+from tune_app.cluster import check_cluster, cluster_address, ray_for
 from tune_app.errors import SpecError, StorageError
-from tune_app.interrupts import as_interrupts, forget_write_errors, reclaim, write_error
+from tune_app.interrupts import as_interrupts, forget_write_errors, write_error
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.ray_internals import version_warning
 from tune_app.ray_internals.memory import trial_oom_is_actor_death
 from tune_app.ray_internals.startup import (
-    TUNE_TRIAL_ENV,
-    daemons_in_own_session,
-    node_on_loopback,
-    stop_local_ray,
     trials_on_prestarted_workers,
 )
 from tune_app.ray_internals.uploads import whole_file_uploads
@@ -48,12 +40,6 @@ from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
 from tune_app.rundir.records import RunSummary
 from tune_app.rundir.write import mark_finished_trials, write_run_files
-
-# Ray Train's own switch (ray.train.v2._internal.constants): with it off, a trial process's
-# `ray.train.report`, `get_checkpoint` and `get_context` are Train's first versions, which hand
-# over to ray.tune's in a Tune trial. Trainables as Ray 2.7 to 2.40 documented them run; Train's
-# second versions raise DeprecationWarning in a Tune trial, failing every one.
-TRAIN_FUNCTIONS_ENV = {"RAY_TRAIN_V2_ENABLED": "0"}
 
 if TYPE_CHECKING:
     from tune_app import progress
@@ -94,7 +80,7 @@ def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     # Tune and the app's callbacks import in 0.7 s of CPU; a local Ray takes 2 s to start, most
     # of it waiting for its daemons: the import runs meanwhile.
     tune_side = _Import("tune_app.tuner")
-    with _ray_for(plan, opts) if started_here else contextlib.nullcontext():
+    with ray_for(plan, opts.address, opts.verbosity) if started_here else contextlib.nullcontext():
         tune_side.wait()
         from tune_app import progress
 
@@ -102,7 +88,7 @@ def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
             loaded = [_load(ep) for ep in plan.experiments]
         except SpecError as err:
             raise err.with_file(str(plan.spec.file)) from None
-        _check_cluster(plan)
+        check_cluster(plan)
         # Normal verbosity: our compact view; -v: Tune's tables; -q: nothing until the summary.
         view = progress.View.for_stdout() if opts.verbosity == 1 else None
         with view or contextlib.nullcontext(), _library_warnings(opts.verbosity):
@@ -398,113 +384,3 @@ def _unfinished(folder: RunLocation) -> bool:
     """Whether the run in `folder` left trials unfinished (or never wrote its summary)."""
     summary = read_summary(folder)
     return summary is None or summary.interrupted
-
-
-@contextlib.contextmanager
-def _ray_for(plan: Plan, opts: RunOptions) -> Iterator[None]:
-    """Ray for this run: the cluster named by `--address` / RAY_ADDRESS joined, or a local Ray
-    started and, at the end, stopped."""
-    address = cluster_address(opts.address)
-    kwargs: dict[str, Any] = dict(
-        include_dashboard=False,
-        logging_level=logging.WARNING if opts.verbosity >= 2 else logging.ERROR,
-        # Workers' own output (trainables' prints, RLlib's warnings) only with -v.
-        log_to_driver=opts.verbosity >= 2,
-    )
-    if address:
-        ray.init(address=address, runtime_env=runtime_env(plan), **kwargs)
-        reclaim()
-        try:
-            yield
-        finally:
-            ray.shutdown()
-        return
-    path = local_pythonpath(plan)
-    if path:
-        os.environ["PYTHONPATH"] = path  # the local Ray's workers inherit it
-    # What Tune would give each trial actor as its runtime env, inherited instead: see
-    # trials_on_prestarted_workers.
-    for key, value in {**TUNE_TRIAL_ENV, **TRAIN_FUNCTIONS_ENV}.items():
-        os.environ.setdefault(key, value)
-    with daemons_in_own_session(), node_on_loopback():
-        ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
-    reclaim()  # ray.init installed Ray's own SIGTERM handler
-    try:
-        yield
-    finally:
-        stop_local_ray()
-
-
-def _check_cluster(plan: Plan) -> None:
-    have = ray.cluster_resources()
-    for ep in plan.experiments:
-        for key in ("CPU", "GPU"):
-            need = sum(b.get(key, 0.0) for b in ep.bundles)
-            if need > have.get(key, 0.0):
-                raise SpecError(
-                    f"one trial needs {need:g} {key}s (bundles {list(ep.bundles)}) but the "
-                    f"cluster has {have.get(key, 0.0):g}",
-                    path=f"{ep.experiment.key_path}.resources_per_trial",
-                    suggestion="ask for fewer resources per trial",
-                )
-
-
-# ---- where Ray runs ---------------------------------------------------------------------
-
-# A spec folder's own .py files travel with it (a trainable's helpers live beside it), up to this.
-MAX_SIBLING_BYTES = 1_000_000
-
-
-def cluster_address(given: str | None) -> str | None:
-    """The cluster to join: `--address`, else RAY_ADDRESS, else None (start a local Ray)."""
-    return given or os.environ.get("RAY_ADDRESS") or None
-
-
-def local_pythonpath(plan: Plan) -> str | None:
-    """PYTHONPATH for a local Ray this process starts: the user modules' folders first. Workers
-    inherit it, so Ray's pre-started workers serve the first trials (a runtime env would make
-    every worker start afresh: about 2 s before the first result)."""
-    folders = sorted({f for ep in plan.experiments for f in _search_path(ep)})
-    if not folders:
-        return None
-    existing = os.environ.get("PYTHONPATH", "")
-    return os.pathsep.join(dict.fromkeys([*folders, *filter(None, existing.split(os.pathsep))]))
-
-
-def runtime_env(plan: Plan) -> dict[str, Any]:
-    """The runtime env of the driver's job on a cluster: the code itself, as py_modules, and
-    TRAIN_FUNCTIONS_ENV."""
-    modules = [_package_dir(tune_app), _package_dir(trainables)]
-    for ep in plan.experiments:
-        for name in _user_modules(ep):
-            modules += _module_files(name.split(".")[0], _search_path(ep))
-    return {"py_modules": list(dict.fromkeys(modules)), "env_vars": dict(TRAIN_FUNCTIONS_ENV)}
-
-
-def _search_path(ep: Any) -> tuple[str, ...]:
-    env_path = ep.env.search_path if ep.env is not None else ()
-    return (*ep.trainable.kind.search_path, *env_path)
-
-
-def _user_modules(ep: Any) -> list[str]:
-    names = list(ep.trainable.kind.user_modules)
-    if ep.env is not None:
-        names += [e.env.split(":")[0] for e in ep.env.members if e.kind == "class"]
-    return names
-
-
-def _module_files(top: str, folders: tuple[str, ...]) -> list[str]:
-    """The files of a user's top-level module found in `folders` (an installed one travels not:
-    the cluster's image must have it), with the small .py files beside it."""
-    for folder in map(Path, folders):
-        package, single = folder / top, folder / f"{top}.py"
-        if package.is_dir() or single.is_file():
-            found = [str(package if package.is_dir() else single)]
-            siblings = sorted(p for p in folder.glob("*.py") if p.name != single.name)
-            found += [str(p) for p in siblings if p.stat().st_size <= MAX_SIBLING_BYTES]
-            return found
-    return []
-
-
-def _package_dir(module: Any) -> str:
-    return str(Path(module.__file__).resolve().parent)
