@@ -105,15 +105,20 @@ def test_a_failed_write_in_tunes_loop_asks_tune_to_stop_once(tune_listening):
 
 def test_outside_tunes_loop_a_failed_write_is_recorded_without_a_signal():
     interrupts.forget_write_errors()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # Python's own handler, as outside Tune's loop (an earlier in-process run in this session
+    # may have left Tune's handler installed: Tune restores the previous one only on a signal).
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
 
-    @interrupts.stops_on_write_error
-    def hook() -> None:
-        raise OSError(errno.ENOSPC, ENOSPC, "/r/e/results.jsonl")
+        @interrupts.stops_on_write_error
+        def hook() -> None:
+            raise OSError(errno.ENOSPC, ENOSPC, "/r/e/results.jsonl")
 
-    hook()  # no KeyboardInterrupt
-    assert interrupts.write_error() is not None
-    interrupts.forget_write_errors()
+        hook()  # no KeyboardInterrupt
+        assert interrupts.write_error() is not None
+    finally:
+        signal.signal(signal.SIGINT, saved)
+        interrupts.forget_write_errors()
 
 
 def _trial(trial_id, **config):
