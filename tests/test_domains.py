@@ -231,11 +231,11 @@ def test_what_a_searcher_drew_outside_its_domain_lies_inside_it(setup, mapping):
     assert not outside, f"{setup} drew {outside!r} from {domain.describe()}"
 
 
-@pytest.mark.parametrize("setup", ["hyperopt", "bohb"])
+@pytest.mark.parametrize("setup", ["hyperopt", "bohb", "optuna"])
 def test_a_trial_gets_the_constants_as_written_beside_the_drawn_values(setup):
     """HyperOpt gave lists back as tuples, constants too (`layers: [64, 64]` reached the trial
     as (64, 64)); BOHB's suggestion of a value inside a list dropped the list's constants
-    (`pair: [choice, 4]` became [2])."""
+    (`pair: [choice, 4]` became [2]); Optuna failed on any domain inside a list."""
     from ray import tune
     from ray.tune.utils.util import merge_dicts
 
@@ -247,6 +247,8 @@ def test_a_trial_gets_the_constants_as_written_beside_the_drawn_values(setup):
         "pair": [tune.choice([[1], [2]]), 4],
         "layers": [64, 64],
         "net": {"act": "relu", "sizes": [[8, 8]]},
+        "widths": [tune.uniform(0, 1), 3, {"inner": [tune.randint(1, 4)]}],
+        "by_number": {7: tune.choice(["a", "b"]), "8": tune.uniform(2, 3)},
     }
     searcher.set_search_properties("loss", "min", space)
     for i in range(3):
@@ -257,4 +259,7 @@ def test_a_trial_gets_the_constants_as_written_beside_the_drawn_values(setup):
         assert config["layers"] == [64, 64] and type(config["layers"]) is list
         assert config["net"] == {"act": "relu", "sizes": [[8, 8]]}
         assert type(config["net"]["sizes"][0]) is list
+        assert 0 <= config["widths"][0] <= 1 and config["widths"][1] == 3
+        assert config["widths"][2]["inner"][0] in (1, 2, 3) and type(config["widths"]) is list
+        assert config["by_number"][7] in ("a", "b") and 2 <= config["by_number"]["8"] <= 3
         searcher.on_trial_complete(f"t{i}", {"loss": 1.0})

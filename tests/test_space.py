@@ -7,7 +7,17 @@ import pytest
 from ray import tune
 
 from tune_app.errors import SpecError
-from tune_app.space import Domain, grid_size, parse_space, searched_paths, to_tune
+from tune_app.space import (
+    Domain,
+    grid_size,
+    outer_domains,
+    parse_space,
+    place_at,
+    representative,
+    searched_paths,
+    to_tune,
+    value_at,
+)
 
 # (spec mapping, the Tune domain a user would write by hand)
 MAPPINGS = [
@@ -137,3 +147,40 @@ def test_bad_mapping_names_its_path(mapping, path, words):
         parse_space({"x": mapping}, "config")
     assert info.value.path == path
     assert words in str(info.value)
+
+
+CONFIG = {"lr": 0.1, "layers": [0.5, 3, {"inner": [7]}], "by": {7: "a", "8": "b"}, "n": None}
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        pytest.param("lr", 0.1, id="key"),
+        pytest.param("layers[0]", 0.5, id="list-index"),
+        pytest.param("layers[2].inner[0]", 7, id="nested"),
+        pytest.param("by.7", "a", id="integer-key"),
+        pytest.param("by.8", "b", id="digit-text-key"),
+        pytest.param("n", None, id="none-value"),
+        pytest.param("layers[3]", "missing", id="index-past-the-end"),
+        pytest.param("lr.x", "missing", id="below-a-number"),
+        pytest.param("layers.0", "missing", id="key-on-a-list"),
+        pytest.param("absent", "missing", id="absent"),
+    ],
+)
+def test_a_searched_path_reads_the_value_outer_domains_named(path, value):
+    assert value_at(CONFIG, path, "missing") == value
+
+
+def test_every_path_outer_domains_writes_reads_and_places_its_value():
+    space = parse_space(
+        {"a": {"uniform": [0, 1]}, "l": [{"choice": [1, 2]}, 3, {"k": [{"randint": [0, 4]}]}]},
+        "config",
+    )
+    paths = [p for p, _ in outer_domains(space)]
+    assert paths == ["a", "l[0]", "l[2].k[0]"]
+    config = representative(space)
+    for i, path in enumerate(paths):
+        assert place_at(config, path, f"v{i}")
+        assert value_at(config, path) == f"v{i}"
+    assert config == {"a": "v0", "l": ["v1", 3, {"k": ["v2"]}]}
+    assert not place_at(config, "l[5]", 1) and not place_at(config, "a.b", 1)

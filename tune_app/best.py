@@ -24,6 +24,7 @@ from tune_app.rundir.location import RunLocation
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.rundir.records import TrialOutcome
 from tune_app.seeds import SEED_KEY
+from tune_app.space import place_at
 from tune_app.spec.loading import read_yaml_text
 from tune_app.spec.resolve import parse
 
@@ -143,7 +144,9 @@ def _experiments(written: dict[str, Any], found: list[Best], seeds: int | None) 
         }
         config = exp.setdefault("config", {})
         for path, value in b.params.items():
-            _set(config, path.split("."), value, f"{b.experiment}.config.{path}")
+            if not place_at(config, path, value):
+                where = f"{b.experiment}.config.{path}"
+                raise SpecError(f"{where} is not in the spec as run; cannot place its value")
         if seeds:
             _check_takes_seed(b.experiment, exp.get("run"))
             if isinstance(config, dict):
@@ -161,17 +164,6 @@ def _check_takes_seed(name: str, run: Any) -> None:
     if info is not None:
         why = f"experiment '{name}' cannot be run on evaluation seeds (--seeds)"
         info.refuse_missing_knob(SEED_KEY, why)
-
-
-def _set(tree: dict[str, Any], keys: list[str], value: Any, where: str) -> None:
-    """Replace the search space at `keys` with `value`."""
-    for key in keys[:-1]:
-        tree = tree.get(key) if isinstance(tree, dict) else None  # type: ignore[assignment]
-        if not isinstance(tree, dict):
-            raise SpecError(f"{where} is not in the spec as run; cannot place its value")
-    if keys[-1] not in tree:
-        raise SpecError(f"{where} is not in the spec as run; cannot place its value")
-    tree[keys[-1]] = value
 
 
 def evaluation_home(folder: str | Path) -> tuple[Path, str]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tune_app import scoring
 from tune_app.plan import Plan, describe_scheduler, describe_search
+from tune_app.space import value_at
 
 if TYPE_CHECKING:
     from tune_app.contract import TrainableInfo
@@ -279,9 +280,7 @@ def _short(config: dict[str, Any], searched: tuple[str, ...]) -> str:
     """The searched values of a config, as `a=1, b.c=2`."""
     out = []
     for path in searched or tuple(config):
-        value: Any = config
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
+        value = value_at(config, path)
         out.append(f"{path}={value:.4g}" if isinstance(value, float) else f"{path}={value}")
     return ", ".join(out)
 

@@ -279,6 +279,50 @@ def outer_domains(space: Any, path: str = "") -> Iterator[tuple[str, Domain]]:
             yield from outer_domains(v, f"{path}[{i}]")
 
 
+# A part of a searched path as `outer_domains` writes it: `[i]` for a list index, else a key.
+_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+
+
+def _step(node: Any, index: str, key: str) -> tuple[Any, Any]:
+    """The container's key for one path part: a list index, or a mapping's key (a key of
+    digits also as the integer a YAML mapping may hold); raises LookupError when absent."""
+    if index:
+        if not isinstance(node, list) or int(index) >= len(node):
+            raise LookupError(index)
+        return int(index), node[int(index)]
+    if isinstance(node, dict):
+        for k in (key, int(key)) if key.isdigit() else (key,):
+            if k in node:
+                return k, node[k]
+    raise LookupError(key)
+
+
+def value_at(config: Any, path: str, default: Any = None) -> Any:
+    """The value at a searched path (`model.layers[0]`) of a config, or `default` where the
+    config has none: the one reading of the paths `outer_domains` writes."""
+    node = config
+    try:
+        for index, key in _PART.findall(path):
+            node = _step(node, index, key)[1]
+    except LookupError:
+        return default
+    return node
+
+
+def place_at(config: Any, path: str, value: Any) -> bool:
+    """Put `value` at a searched path of `config` in place; False where the path is not there."""
+    parts = _PART.findall(path)
+    node = config
+    try:
+        for index, key in parts[:-1]:
+            node = _step(node, index, key)[1]
+        at, _ = _step(node, *parts[-1])
+    except (LookupError, IndexError):
+        return False
+    node[at] = value
+    return True
+
+
 def map_domains(space: Any, fn: Callable[[Domain], Any]) -> Any:
     """`space` with every outermost `Domain` replaced by `fn(domain)`; mappings and lists are
     rebuilt, constants kept."""

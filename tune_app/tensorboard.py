@@ -15,7 +15,6 @@ import fnmatch
 import itertools
 import json
 import os
-import re
 import socket
 import sys
 import time
@@ -33,7 +32,7 @@ from tune_app.errors import SpecError
 from tune_app.interrupts import stops_on_write_error
 from tune_app.rundir.layout import find_runs, flatten, jsonable
 from tune_app.seeds import SEED_KEY
-from tune_app.space import Domain, iter_domains
+from tune_app.space import Domain, iter_domains, value_at
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -78,7 +77,6 @@ _INTERVALS = (
     "qlograndint",
 )
 FLUSH_S = 1.0  # how late an event may reach the disk (Tune's writers take 30 s)
-_SEGMENT = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 
 
 def matches(key: str, patterns: Iterable[str]) -> bool:
@@ -347,15 +345,12 @@ def hparam_value(value: Any) -> bool | float | str:
 def searched_values(config: dict[str, Any], hparams: dict[str, Domain]) -> dict[str, Any]:
     """The trial's value of each searched path (`a.b[0]`), as HParams holds it."""
     config = restore_private_keys(config)  # RLlib's attribute names back to the spec's
+    missing = object()
     values = {}
     for path in hparams:
-        node: Any = config
-        try:
-            for index, key in _SEGMENT.findall(path):
-                node = node[int(index)] if index else node[key]
-        except (KeyError, IndexError, TypeError):
-            continue
-        values[path] = hparam_value(node)
+        node = value_at(config, path, missing)
+        if node is not missing:
+            values[path] = hparam_value(node)
     return values
 
 

@@ -1,5 +1,5 @@
 """Searchers that are handed each searched value by index and give back the value itself: a
-mixin for Tune's searchers whose converters sample otherwise than the domain says.
+mixin for Tune's model-based searchers, whose converters sample otherwise than the domain says.
 
 - ConfigSpace hands a choice's values back as numpy scalars (np.int64, np.str_, np.True_,
   which `is True` is not) and refuses a value listed twice; HyperOpt's pyll hands lists back
@@ -16,13 +16,18 @@ mixin for Tune's searchers whose converters sample otherwise than the domain say
   range to [0, 1] anyway): over 30 seeds of 40 trials on a quadratic, the best loss had the
   same median with quniform [0, 1, 0.01] as with uniform [0, 1] (0.0095), and 0.024 with
   qloguniform [1e-4, 0.1, 1e-4] against 0.022 with loguniform.
+- Tune's converters name a value by joining its path with "/", which fails on a list index
+  (OptunaSearch: "sequence item 1: expected str instance, int found" for `layers: [{uniform:
+  [0, 1]}, 3]`), and unflatten a suggestion into dicts only. So each searcher is handed a
+  space of nested dicts keyed by the path's parts as text, holding the searched values alone;
+  the suggestion is read back at those keys and put into the space as written.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from ray import tune
@@ -34,9 +39,11 @@ from ray.tune.search.variant_generator import parse_spec_vars
 @dataclass(frozen=True)
 class _Searched:
     """One searched value at `path`: the searcher's own value, or an integer index k into a
-    choice's `values`, or onto the grid of `q` (the value is k * q)."""
+    choice's `values`, or onto the grid of `q` (the value is k * q). `name` is where the
+    searcher is handed it."""
 
     path: tuple[Any, ...]
+    name: tuple[str, ...] = ()
     values: tuple[Any, ...] | None = None
     q: float | None = None
     integer: bool = False
@@ -78,10 +85,29 @@ def _at(config: Any, path: tuple[Any, ...]) -> Any:
     return config
 
 
+def _named(config: Any, path: tuple[Any, ...]) -> tuple[str, ...]:
+    """Where the searcher is handed the value at `path` of `config`: its parts as text, a list
+    index as "[i]" and a key of digits quoted, since TuneBOHB unflattens a part of digits into
+    a list (and asserts the list holds every index before it)."""
+    names = []
+    for key in path:
+        text = f"[{key}]" if isinstance(config, list) else str(key)
+        names.append(f"'{text}'" if text.isdigit() else text)
+        config = config[key]
+    return tuple(names)
+
+
+def _put(space: dict[str, Any], names: tuple[str, ...], value: Any) -> None:
+    for name in names[:-1]:
+        space = space.setdefault(name, {})
+    space[names[-1]] = value
+
+
 class SearchesByIndex(Searcher):
     """Mixed in before a Tune searcher (`class X(SearchesByIndex, TuneBOHB)`): the searcher is
-    handed choices (and, with `index_quantized`, quantized ranges) as index ranges, and each
-    suggestion is the space as written with every domain replaced by its value.
+    handed the searched values alone, under text keys, choices (and, with `index_quantized`,
+    quantized ranges) as index ranges; each suggestion is the space as written with every
+    domain replaced by its value.
 
     The space must come through `set_search_properties`, as a Tuner passes it.
     """
@@ -96,11 +122,12 @@ class SearchesByIndex(Searcher):
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
     ) -> bool:
-        handed = copy.deepcopy(config)
+        handed: dict[str, Any] = {}
         searched = []
         for path, domain in parse_spec_vars(config)[1]:
             domain_handed, how = _by_index(path, domain, self.index_quantized)
-            _at(handed, path[:-1])[path[-1]] = domain_handed
+            how = replace(how, name=_named(config, path))
+            _put(handed, how.name, domain_handed)
             searched.append(how)
         accepted = bool(super().set_search_properties(metric, mode, handed, **spec))
         if accepted:
@@ -113,5 +140,5 @@ class SearchesByIndex(Searcher):
             return drawn
         config = copy.deepcopy(self._written)
         for how in self._searched:
-            _at(config, how.path[:-1])[how.path[-1]] = how.value(_at(drawn, how.path))
+            _at(config, how.path[:-1])[how.path[-1]] = how.value(_at(drawn, how.name))
         return config

@@ -81,7 +81,8 @@ def _hyperopt(options: Options, ctx: Context) -> Any:
 
 def _optuna(options: Options, ctx: Context) -> Any:
     import optuna
-    from ray.tune.search.optuna import OptunaSearch
+
+    from tune_app.methods.optuna_search import IndexedOptuna
 
     assert isinstance(options, OptunaOptions)
     seed, startup = ctx.seed, options.n_startup_trials
@@ -95,7 +96,7 @@ def _optuna(options: Options, ctx: Context) -> Any:
     if ctx.folder is not None:
         storage = optuna.storages.RDBStorage(f"sqlite:///{ctx.folder.optuna_db.resolve()}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # one line per trial otherwise
-    return OptunaSearch(
+    return IndexedOptuna(
         sampler=samplers[options.sampler](),
         seed=seed,
         storage=storage,

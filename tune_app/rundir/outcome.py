@@ -30,6 +30,7 @@ from tune_app.rundir.records import (
     stopped_early,
 )
 from tune_app.scoring import finite, number
+from tune_app.space import value_at
 
 if TYPE_CHECKING:
     from tune_app.plan import ExperimentPlan
@@ -100,7 +101,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
                 },
                 cause=failure.cause if failure else None,
                 failures=retried,
-                params={k: flatten(config).get(k) for k in ep.searched},
+                params={k: value_at(config, k) for k in ep.searched},
                 # The last result's value (None when it was not finite); an RLlib result
                 # without one: the last reported.
                 last=(

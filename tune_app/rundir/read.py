@@ -45,6 +45,7 @@ from tune_app.rundir.records import (
 )
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE
+from tune_app.space import value_at
 
 __all__ = [
     "ERRORED",
@@ -178,7 +179,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
             # an older summary.json lacks come from the history.
             trial = ended[trial_id]
             if not trial.params:
-                trial.params = {k: flat_configs.get(trial_id, {}).get(k) for k in searched}
+                trial.params = {k: value_at(configs.get(trial_id, {}), k) for k in searched}
             if trial.last is None:
                 trial.last = last_value(values)
             if trial.best is None:
@@ -205,7 +206,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
                 time_total_s=float(steps[-1].get("time_total_s", 0.0)) if steps else 0.0,
                 cause=failure.cause if failure else None,
                 failures=saved.get(trial_id, ("", 0))[1],
-                params={k: flat_configs.get(trial_id, {}).get(k) for k in searched},
+                params={k: value_at(configs.get(trial_id, {}), k) for k in searched},
                 last=last_value(values),
                 best=best_value(values, mode),
                 stopped_early=stopped_early(
