@@ -172,17 +172,19 @@ def test_simulations_are_env_runners(write_spec):
         ("e:\n  run: PPO\n", "e.env", "needs an env"),
         ("e:\n  run: PPO\n  env: CartPol-v1\n", "e.env", "did you mean 'CartPole-v1'"),
         (
-            "e:\n  run: PPO\n  env: CartPole-v1\n",
+            "e:\n  run: PPO\n  env: CartPole-v1\n  layout: rllib\n",
             "e.config.num_env_runners",
             "needs 3 CPUs (1 for the main process + 2 env runners x 1; RLlib's default "
-            "num_env_runners: 2) but the machine has 2; set num_env_runners: 1 to fit",
+            "num_env_runners: 2) but the machine has 2; set num_env_runners: 1 to fit; the "
+            "fastest layout that fits: num_env_runners: 0, num_envs_per_env_runner: 8",
         ),
         (
-            "e:\n  run: IMPALA\n  env: CartPole-v1\n",
+            "e:\n  run: IMPALA\n  env: CartPole-v1\n  layout: rllib\n",
             "e.config.num_learners",
             "(1 for the main process + 2 env runners x 1 + 1 learners x 1; RLlib's default "
             "num_learners: 1) but the machine has 2; set num_learners: 0 (the main process then "
-            "trains) and num_env_runners: 1 to fit",
+            "trains) and num_env_runners: 1 to fit; the fastest layout that fits: "
+            "num_env_runners: 1, num_learners: 0 (env runners sample while IMPALA learns)",
         ),
         (
             "e:\n  run: APPO\n  env: CartPole-v1\n  config: {num_workers: 3, num_learners: 0}\n",
