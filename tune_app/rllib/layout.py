@@ -52,9 +52,14 @@ def _synchronous(budget: int, defaults: dict[str, Any], runners: int | None) -> 
     """PPO samples, then trains: an env-runner process idles while the learner trains. With
     room for fewer than 2 runners, sampling moves into the trial's process (vectorized); with
     more, runners sample in parallel, the same envs in all."""
+    given = runners is not None
     if runners is None:  # above 2 CPUs a trial unmeasured: at most RLlib's 2 runners
         runners = 0 if budget < 3 else min(budget - 1, int(defaults.get(RUNNERS) or 2))
     envs = max(1, VECTOR_ENVS // max(runners, 1))
+    if given:
+        return Choice(
+            runners, envs, None, f"{VECTOR_ENVS} envs in all: {{alg}} samples, then trains"
+        )
     if runners == 0:
         return Choice(0, envs, None, "no env-runner process: {alg} trains between samples")
     return Choice(runners, envs, None, "runners sample in parallel, then {alg} trains")
