@@ -331,6 +331,8 @@ def test_a_grid_over_envs_is_an_axis_of_the_search(write_spec, top_level):
 @pytest.mark.e2e
 def test_a_grid_over_envs_runs_a_trial_on_each(ray_session, cli, write_spec, tmp_path):
     text = ENV_GRID.replace("lr: {grid_search: [0.001, 0.0001]}", "lr: 0.001")
+    # One env, as RLlib's: 200 steps over 8 envs would end no 200-step Pendulum episode.
+    text = text.replace("  run: PPO\n", "  run: PPO\n  layout: rllib\n")
     result = cli("run", write_spec(text), "-q", "--storage-path", tmp_path / "out")
     assert result.code == 0, result.err[-3000:]
     summary = json.loads((tmp_path / "out" / "ppo-envs" / "summary.json").read_text())
@@ -419,7 +421,10 @@ cartpole-ppo:
 
 
 def test_ppo_runs_through_the_cli(ray_session, cli, write_spec, tmp_path):
-    result = cli("run", write_spec(PPO_SPEC), "-q", "--storage-path", tmp_path / "out")
+    # RLlib's one env: the step counts below are the batch exactly (8 vectorized envs may
+    # overshoot it by a step or two of the last episodes).
+    text = PPO_SPEC.replace("  run: PPO\n", "  run: PPO\n  layout: rllib\n")
+    result = cli("run", write_spec(text), "-q", "--storage-path", tmp_path / "out")
     assert result.code == 0, result.err
     for old in ("num_workers", "num_sgd_iter", "sgd_minibatch_size", "episode_reward_mean"):
         assert f"cartpole-ppo.{'stop' if 'episode' in old else 'config'}.{old}" in result.err
