@@ -83,7 +83,9 @@ def _off_policy(budget: int, defaults: dict[str, Any], runners: int | None) -> C
     env steps, then makes one update (training_intensity: as many as its ratio asks, a ratio
     that counts num_env_runners + 1 processes). More runners or envs would change the updates
     per env step, so the only layout kept is RLlib's default: 0 runners, 1 env, which samples
-    in the trial's process and lets 2 trials run on 2 CPUs where 1 runner each allowed 1."""
+    in the trial's process and lets 2 trials run on 2 CPUs where 1 runner each allowed 1: a DQN
+    CartPole search of 4 trials ran at 51 env steps/s against 21 with `num_env_runners: 1`
+    (2 cores under heavy load, docs/rllib_layout.md)."""
     return Choice(
         0 if runners is None else runners,
         None,
