@@ -242,3 +242,11 @@ def test_run_json_records_the_layout_and_best_exports_it(write_spec, tmp_path):
 def test_an_older_run_json_reads_without_a_layout():
     record = RunRecord.from_json({"experiment": "e", "trials": 2})
     assert record.layout == {} and record.layout_line == ""
+
+
+def test_run_prints_the_layout_once_planned_unless_quiet(write_spec, capsys):
+    from tune_app.cli import _print_plan_start
+
+    plan = plan_of(write_spec, exp_text("PPO", "  num_samples: 4\n"))
+    _print_plan_start(plan)
+    assert capsys.readouterr().out == f"e: {plan.experiments[0].layout.line}\n"
