@@ -11,7 +11,7 @@ from pathlib import Path
 
 from benchmarks.common import Figure, machine, table, write_json
 
-NAMES = ("overhead", "nested", "search", "throughput", "startup", "scale")
+NAMES = ("overhead", "nested", "search", "throughput", "startup", "scale", "layout")
 
 
 def main() -> int:

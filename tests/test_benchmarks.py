@@ -258,3 +258,26 @@ def test_results_are_strict_json_when_a_method_never_got_there(tmp_path):
     assert written["figures"][0]["value"] is None
     assert written["figures"][0]["spread"] == [None, None]
     assert written["figures"][0]["verdict"] == "**no**"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "within"),
+    [
+        pytest.param([20.0, 25.0, 30.0], [22.0, 26.0, 31.0], True, id="alike"),
+        pytest.param([20.0, 21.0, 22.0], [40.0, 45.0, 50.0], False, id="apart"),
+        pytest.param([20.0, 30.0], [], False, id="one-side-empty"),
+    ],
+)
+def test_learning_is_unchanged_when_each_median_lies_in_the_others_range(a, b, within):
+    from benchmarks.layout import _within
+
+    assert _within(a, b) is within
+
+
+def test_layout_sides_write_their_layout_and_read_nested_results():
+    from benchmarks.layout import ADVICE, _layout, _value
+
+    assert _layout({}) == "app" and _layout({**ADVICE, "lr": 0.1}) == "rllib"
+    row = {"env_runners": {"episode_return_mean_smoothed": 9.5}, "a/b": 1}
+    assert _value(row, "env_runners/episode_return_mean_smoothed") == 9.5
+    assert _value(row, "a/b") == 1 and _value(row, "env_runners/missing") is None

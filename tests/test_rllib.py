@@ -172,17 +172,19 @@ def test_simulations_are_env_runners(write_spec):
         ("e:\n  run: PPO\n", "e.env", "needs an env"),
         ("e:\n  run: PPO\n  env: CartPol-v1\n", "e.env", "did you mean 'CartPole-v1'"),
         (
-            "e:\n  run: PPO\n  env: CartPole-v1\n",
+            "e:\n  run: PPO\n  env: CartPole-v1\n  layout: rllib\n",
             "e.config.num_env_runners",
             "needs 3 CPUs (1 for the main process + 2 env runners x 1; RLlib's default "
-            "num_env_runners: 2) but the machine has 2; set num_env_runners: 1 to fit",
+            "num_env_runners: 2) but the machine has 2; set num_env_runners: 1 to fit; the "
+            "fastest layout that fits: num_env_runners: 0, num_envs_per_env_runner: 8",
         ),
         (
-            "e:\n  run: IMPALA\n  env: CartPole-v1\n",
+            "e:\n  run: IMPALA\n  env: CartPole-v1\n  layout: rllib\n",
             "e.config.num_learners",
             "(1 for the main process + 2 env runners x 1 + 1 learners x 1; RLlib's default "
             "num_learners: 1) but the machine has 2; set num_learners: 0 (the main process then "
-            "trains) and num_env_runners: 1 to fit",
+            "trains) and num_env_runners: 1 to fit; the fastest layout that fits: "
+            "num_env_runners: 1, num_learners: 0 (env runners sample while IMPALA learns)",
         ),
         (
             "e:\n  run: APPO\n  env: CartPole-v1\n  config: {num_workers: 3, num_learners: 0}\n",
@@ -329,6 +331,8 @@ def test_a_grid_over_envs_is_an_axis_of_the_search(write_spec, top_level):
 @pytest.mark.e2e
 def test_a_grid_over_envs_runs_a_trial_on_each(ray_session, cli, write_spec, tmp_path):
     text = ENV_GRID.replace("lr: {grid_search: [0.001, 0.0001]}", "lr: 0.001")
+    # One env, as RLlib's: 200 steps over 8 envs would end no 200-step Pendulum episode.
+    text = text.replace("  run: PPO\n", "  run: PPO\n  layout: rllib\n")
     result = cli("run", write_spec(text), "-q", "--storage-path", tmp_path / "out")
     assert result.code == 0, result.err[-3000:]
     summary = json.loads((tmp_path / "out" / "ppo-envs" / "summary.json").read_text())
@@ -417,7 +421,10 @@ cartpole-ppo:
 
 
 def test_ppo_runs_through_the_cli(ray_session, cli, write_spec, tmp_path):
-    result = cli("run", write_spec(PPO_SPEC), "-q", "--storage-path", tmp_path / "out")
+    # RLlib's one env: the step counts below are the batch exactly (8 vectorized envs may
+    # overshoot it by a step or two of the last episodes).
+    text = PPO_SPEC.replace("  run: PPO\n", "  run: PPO\n  layout: rllib\n")
+    result = cli("run", write_spec(text), "-q", "--storage-path", tmp_path / "out")
     assert result.code == 0, result.err
     for old in ("num_workers", "num_sgd_iter", "sgd_minibatch_size", "episode_reward_mean"):
         assert f"cartpole-ppo.{'stop' if 'episode' in old else 'config'}.{old}" in result.err

@@ -65,11 +65,12 @@ def best_spec(
     raw = read_yaml_text(texts.pop(), spec_path)
     parsed = parse(copy.deepcopy(raw), spec_path)
     found = [b for r in runs for b in _top(read_experiment(r.local, r.where), top)]
+    layouts = _layouts(runs)
     if parsed.form == "app":
         out = {k: v for k, v in raw.items() if k not in (*SEARCH_KEYS, "experiments")}
-        out["experiments"] = _experiments(raw["experiments"], found, seeds)
+        out["experiments"] = _experiments(raw["experiments"], found, seeds, layouts)
     else:
-        out = _experiments(raw, found, seeds)
+        out = _experiments(raw, found, seeds, layouts)
     parse(copy.deepcopy(out), Path("<best>"))  # a bug here must not reach the user's run
     return out, found
 
@@ -135,14 +136,37 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
     return out
 
 
-def _experiments(written: dict[str, Any], found: list[Best], seeds: int | None) -> dict[str, Any]:
-    """Each chosen configuration's experiment, as written, with its values and no searcher."""
+def _layouts(runs: list[RunLocation]) -> dict[str, dict[str, Any]]:
+    """Each experiment's config keys the app's layout chose (run.json), which the exported spec
+    writes out: a single trial would otherwise get the layout of a single-trial search."""
+    from tune_app.rundir.write import read_run_record
+
+    out = {}
+    for run in runs:
+        try:
+            record = read_run_record(run)
+        except SpecError:  # summary.json was read: the results stand without it
+            continue
+        out[record.experiment] = record.layout
+    return out
+
+
+def _experiments(
+    written: dict[str, Any],
+    found: list[Best],
+    seeds: int | None,
+    layouts: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """Each chosen configuration's experiment, as written, with its values and the layout it
+    ran with, and no searcher."""
     out: dict[str, Any] = {}
     for b in found:
         exp = {
             k: copy.deepcopy(v) for k, v in written[b.experiment].items() if k not in SEARCH_KEYS
         }
         config = exp.setdefault("config", {})
+        if isinstance(config, dict):
+            config.update(layouts.get(b.experiment, {}))
         for path, value in b.params.items():
             if not place_at(config, path, value):
                 where = f"{b.experiment}.config.{path}"

@@ -39,6 +39,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     loaded = load(args.spec)
     plan = make_plan(loaded, storage_path=args.storage_path, smoke=args.smoke)
     _print_warnings([*plan.warnings, *_earlier_runs(plan)])
+    _print_layouts(plan)
     print(plan_text(plan))
     return EXIT_OK
 
@@ -75,7 +76,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             verbosity=_verbosity(args),
             command=args.argv,
             junit=args.junit,
-            on_plan=_print_plan_warnings,
+            on_plan=_print_plan_warnings if args.quiet else _print_plan_start,
         )
     )
 
@@ -137,6 +138,19 @@ def _print_resume_hint(folders: list[str]) -> None:
 
 def _print_plan_warnings(plan: Plan) -> None:
     _print_warnings(plan.warnings)
+
+
+def _print_plan_start(plan: Plan) -> None:
+    """What a run says once planned: its warnings, and each experiment's chosen layout."""
+    _print_warnings(plan.warnings)
+    _print_layouts(plan)
+
+
+def _print_layouts(plan: Plan) -> None:
+    from tune_app.plan import layout_lines
+
+    for line in layout_lines(plan):
+        print(line, flush=True)
 
 
 def _verbosity(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ only).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
@@ -19,6 +20,15 @@ if TYPE_CHECKING:
     from tune_app.envs import EnvRef
     from tune_app.errors import SpecError
     from tune_app.spec.models import Experiment
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a kind laid out its trials' parallel work for the search, and why: printed by
+    `validate` and `run`, kept in run.json, and written into the spec `best` exports."""
+
+    chosen: dict[str, Any] = field(default_factory=dict)  # config keys the app set
+    line: str = ""  # one line: the layout, trials at once, the reason
 
 
 class TrainableKind(Protocol):
@@ -123,6 +133,12 @@ class TrainableKind(Protocol):
 
     def check_seeds(self, exp: Experiment) -> None:
         """For the seeds axis, which passes each seed as config.seed: refuse if it reads none."""
+        ...
+
+    def layout(self, exp: Experiment, trials: int, cpus: float) -> tuple[Experiment, Layout | None]:
+        """The experiment with the parallel-work keys the spec left out chosen for a search of
+        `trials` trials on `cpus` CPUs (RLlib's env runners and envs), and that layout said;
+        the experiment itself and None for a kind that chooses nothing."""
         ...
 
     def bundles(

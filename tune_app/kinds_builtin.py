@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tune_app.contract import Knob, TrainableInfo
 from tune_app.envs import EnvRef, resolve_env
 from tune_app.errors import Collector, SpecError, did_you_mean
+from tune_app.kinds import Layout
 from tune_app.methods import scheduler_of
 from tune_app.seeds import SEED_KEY
 from tune_app.space import LIST_KINDS, RULES, Domain
@@ -96,6 +97,9 @@ class KindDefaults:
 
     def check_seeds(self, exp: Experiment) -> None:
         return
+
+    def layout(self, exp: Experiment, trials: int, cpus: float) -> tuple[Experiment, Layout | None]:
+        return exp, None
 
     def bundles(
         self,

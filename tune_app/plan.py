@@ -12,7 +12,7 @@ from typing import Any
 
 from tune_app.envs import EnvRef
 from tune_app.errors import Collector, SpecError
-from tune_app.kinds import TrainableKind
+from tune_app.kinds import Layout, TrainableKind
 from tune_app.methods import (
     BRACKET_SEARCHERS,
     SCHEDULERS,
@@ -48,6 +48,7 @@ class ExperimentPlan:
     iterations: int | None  # bound on the iterations of all trials, when `stop` gives one
     folder: RunLocation  # where its run folder is, local or on cloud storage
     searched: tuple[str, ...]  # config paths of the searched parameters
+    layout: Layout | None = None  # the sampling layout the kind chose for the search, if any
 
     @property
     def location(self) -> str:
@@ -127,8 +128,13 @@ def _plan_experiment(
         env = kind.env(exp, spec.file.parent, warnings)
     written = exp
     exp, failed = kind.translate(exp, warnings, env)
+    envs = len(env.grid) if env is not None and env.grid else 1
+    trials = grid_size(exp.config) * envs * exp.num_samples * max(1, len(exp.seeds))
+    layout = None
     if failed is not None:
         errors.errors.append(failed)
+    else:  # chosen for the search as written: --smoke then shrinks it like any config
+        exp, layout = kind.layout(exp, trials, cpus)
     if smoke and failed is None:
         exp = shrink(exp, ref)
     metric, mode = None, None
@@ -151,7 +157,6 @@ def _plan_experiment(
             bundles = kind.bundles(exp, written, env, cpus, rllib_checks)
     errors.raise_any()
     _warn_unwatched_time(exp, warnings)
-    envs = len(env.grid) if env is not None and env.grid else 1
     trials = grid_size(exp.config) * envs * exp.num_samples * max(1, len(exp.seeds))
     _check_concurrency(exp, trials)
     return ExperimentPlan(
@@ -166,6 +171,7 @@ def _plan_experiment(
         iterations=_iteration_bound(exp, trials),
         folder=RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke),
         searched=_searched(exp, env),
+        layout=layout,
     )
 
 
@@ -391,6 +397,11 @@ def _iteration_bound(exp: Experiment, trials: int) -> int | None:
     ):
         caps.append(int(sched.model_dump()["max_t"]))
     return trials * min(caps) if caps else None
+
+
+def layout_lines(plan: Plan) -> list[str]:
+    """One line per experiment whose kind chose a layout: what, how many trials at once, why."""
+    return [f"{ep.name}: {ep.layout.line}" for ep in plan.experiments if ep.layout is not None]
 
 
 def describe_scheduler(exp: Experiment) -> str:

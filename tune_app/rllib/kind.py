@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tune_app.envs import EnvRef, resolve_env_grid
 from tune_app.errors import SpecError
+from tune_app.kinds import Layout
 from tune_app.kinds_builtin import KindDefaults, resolve_spec_env
 from tune_app.methods import mutated_paths, searcher_of
 from tune_app.rllib.algorithm import app_algorithm
 from tune_app.rllib.config import to_rllib
 from tune_app.rllib.experiment import translate_experiment
 from tune_app.rllib.keys import algorithm_keys
+from tune_app.rllib.layout import choose, fastest_fit
 from tune_app.rllib.resources import trial_bundles
 from tune_app.rllib.tables import METRIC, SMOKE, SMOKE_AT_MOST, SMOKE_FRAGMENTS
 from tune_app.rllib.translation import check_metric, check_mutated_key
@@ -123,6 +125,9 @@ class RLlibKind(KindDefaults):
         for path in mutated_paths(exp.scheduler):
             check_mutated_key(self.algorithm, path.split(".")[0], f"{where}.{path}")
 
+    def layout(self, exp: Experiment, trials: int, cpus: float) -> tuple[Experiment, Layout]:
+        return choose(exp, trials, cpus)
+
     def bundles(
         self,
         exp: Experiment,
@@ -134,7 +139,7 @@ class RLlibKind(KindDefaults):
         # RLlib sizes a trial the same whatever the env: the first gymnasium one is checked.
         gym_ids = [e.env for e in env.members if e.kind == "gym"] if env is not None else []
         gym_id = gym_ids[0] if gym_ids else None
-        return trial_bundles(exp, written, gym_id, cpus, library_checks)
+        return trial_bundles(exp, written, gym_id, cpus, library_checks, fastest_fit(exp, cpus))
 
     def load(self) -> Any:
         return app_algorithm(self.algorithm)

@@ -134,10 +134,16 @@ _RESOURCE_SPELLINGS = {
 
 
 def trial_bundles(  # noqa: C901
-    exp: Experiment, written: Experiment, gym_id: str | None, cpus: float, rllib_checks: bool
+    exp: Experiment,
+    written: Experiment,
+    gym_id: str | None,
+    cpus: float,
+    rllib_checks: bool,
+    fastest: str | None = None,
 ) -> tuple[dict[str, float], ...]:
     """The trial's bundles as RLlib sizes them; a trial that cannot fit is refused naming the
-    keys the user wrote and what would fit."""
+    keys the user wrote, the smallest change that fits and `fastest`, the layout the app would
+    choose (`layout.fastest_fit`)."""
     config = dict(exp.config)
     if gym_id is not None:
         config["env"] = gym_id
@@ -205,5 +211,5 @@ def trial_bundles(  # noqa: C901
         f"one {exp.run} trial needs {res.cpus:g} CPUs ({' + '.join(parts)}; {how}) but the "
         f"machine has {cpus:g}",
         path=path,
-        suggestion=hint,
+        suggestion=hint if fastest is None else f"{hint}; the fastest layout that fits: {fastest}",
     )

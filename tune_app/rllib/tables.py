@@ -269,6 +269,16 @@ RESOURCE_KEYS = (
     "evaluation_num_env_runners",
 )
 
+# Each algorithm's sampling family, which `layout.FAMILIES` maps to the layout that pays for it:
+# PPO samples then trains; APPO and IMPALA learn while runners sample; DQN and SAC replay.
+LAYOUT_FAMILY = {
+    "PPO": "synchronous",
+    "APPO": "asynchronous",
+    "IMPALA": "asynchronous",
+    "DQN": "off-policy",
+    "SAC": "off-policy",
+}
+
 # Config overrides for --smoke: one env runner, tiny batches, where the algorithm has the key.
 SMOKE = {
     "train_batch_size": 256,

@@ -44,6 +44,10 @@ class RunRecord:
     time_budget_s: float | None = None  # the search's time limit, if any
     result_timeout_s: float | None = None  # a trial silent this long failed, if set
     trials: int = 0
+    # The sampling layout the app chose (config keys it set, and its line); {} and "" where it
+    # chose none or the file predates it.
+    layout: dict[str, Any] = field(default_factory=dict)
+    layout_line: str = ""
     command: tuple[str, ...] = ()
     cwd: str = ""
     started: str = ""
@@ -59,7 +63,7 @@ class RunRecord:
         for key, value in data.items():
             if key not in known or value is None:
                 continue
-            if key in ("stop", "versions") and not isinstance(value, dict):
+            if key in ("stop", "versions", "layout") and not isinstance(value, dict):
                 continue
             if key in ("seeds", "searched", "log_scaled", "command") and isinstance(value, list):
                 value = tuple(value)

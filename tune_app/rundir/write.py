@@ -96,6 +96,8 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         time_budget_s=exp.time_budget_s,
         result_timeout_s=exp.result_timeout_s,
         trials=ep.trials,
+        layout=dict(ep.layout.chosen) if ep.layout is not None else {},
+        layout_line=ep.layout.line if ep.layout is not None else "",
         command=(_program(), *command),
         cwd=os.getcwd(),
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),

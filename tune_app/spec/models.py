@@ -198,6 +198,12 @@ class Settings(_Strict):
         None, ge=1, description="trials at once (all that fit)"
     )
     seed: int | None = Field(None, description="seeds the searcher, so runs draw the same configs")
+    layout: Literal["app", "rllib"] | None = Field(
+        None,
+        description="RLlib trials' sampling layout for keys the config leaves out "
+        "(num_env_runners, num_envs_per_env_runner): app (default) chooses per algorithm for "
+        "the trials that run at once, rllib keeps RLlib's own defaults",
+    )
     seeds: Annotated[int, Field(ge=1)] | Annotated[list[int], Field(min_length=1)] | None = Field(
         None,
         description="run every configuration once per seed, passed as config.seed: N (seeds "
@@ -347,6 +353,7 @@ class Experiment:
     tensorboard: TensorBoardSpec = TensorBoardSpec()  # result keys shown beyond the spec's
     time_budget_s: float | None = None  # Tune's: the search ends after this many seconds
     result_timeout_s: float | None = None  # a running trial silent this long fails
+    layout: str = "app"  # RLlib's sampling layout: the app's choice, or "rllib" (its defaults)
 
 
 @dataclass(frozen=True)

@@ -202,4 +202,5 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         tensorboard=pick("tensorboard", TensorBoardSpec()),
         time_budget_s=pick("time_budget_s"),
         result_timeout_s=pick("result_timeout_s"),
+        layout=pick("layout", "app"),
     )
