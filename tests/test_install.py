@@ -44,6 +44,9 @@ USED_INDIRECTLY = {
     "ruff": "the lint command of .ci/run",
     "mypy": "the type check of .ci/run",
     "pytest-timeout": "a pytest plugin: tool.pytest's per-test timeout",
+    "sphinx": "tests/test_docs.py runs sphinx-build on docs/",
+    "myst-parser": "Sphinx's Markdown parser, named in docs/conf.py",
+    "furo": "the docs site's theme, named in docs/conf.py",
 }
 # Import name -> distribution, for modules not installed here (packages_distributions covers
 # the rest).

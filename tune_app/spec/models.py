@@ -195,7 +195,7 @@ class Settings(_Strict):
         None, description=" | ".join(SCHEDULER_NAMES) + " (default fifo)"
     )
     max_concurrent_trials: int | None = Field(
-        None, ge=1, description="trials at once (all that fit)"
+        None, ge=1, description="trials running at once per experiment (default: all that fit)"
     )
     seed: int | None = Field(None, description="seeds the searcher, so runs draw the same configs")
     seeds: Annotated[int, Field(ge=1)] | Annotated[list[int], Field(min_length=1)] | None = Field(
@@ -206,7 +206,11 @@ class Settings(_Strict):
     aggregate: Literal["mean", "iqm", "median"] | None = Field(
         None, description="how a configuration's seeds are judged: mean (default), iqm, median"
     )
-    storage_path: str | None = Field(None, description="results folder (default ./results)")
+    storage_path: str | None = Field(
+        None,
+        description="results go to storage_path/<experiment>/ (default ./results, relative to "
+        "the working directory); a path or an s3:// URI; --storage-path overrides it",
+    )
     expect: ExpectInput | None = Field(
         None, description="checked after the run: metric bounds, max_errored_trials"
     )
@@ -284,7 +288,9 @@ class ExperimentSpec(Settings):
         raise ValueError("should be an env name or {grid_search: [name, ...]}")
 
     stop: dict[str, Annotated[float, Field(strict=False)]] = Field(
-        default_factory=dict, description="stop a trial when any result key reaches its value"
+        default_factory=dict,
+        description="stop a trial when any result key reaches (>=) its value; checked only "
+        "when a result arrives, so a hung trial needs result_timeout_s",
     )
     num_samples: int = Field(1, ge=1, description="repeats of the grid, or draws of a sampler")
     resources_per_trial: ResourcesSpec | None = Field(
@@ -303,13 +309,19 @@ class ExperimentSpec(Settings):
         None, ge=0, description="parallel simulations inside each trial (the trainable's)"
     )
     cpu_per_simulation: float = Field(1, gt=0, description="CPUs of each simulation bundle")
-    checkpoint_config: CheckpointSpec = Field(default_factory=CheckpointSpec)
+    checkpoint_config: CheckpointSpec = Field(
+        default_factory=CheckpointSpec,
+        description="Tune's CheckpointConfig; checkpoint_frequency and checkpoint_at_end only for "
+        "class trainables (RLlib's, and tune.Trainable classes with save_checkpoint)",
+    )
 
 
 class AppSpec(Settings):
     """The app form: file-level settings and the experiments that inherit them."""
 
-    experiments: dict[str, ExperimentSpec] = Field(min_length=1)
+    experiments: dict[str, ExperimentSpec] = Field(
+        min_length=1, description="experiment name -> its experiment keys"
+    )
 
 
 # ---- the resolved spec -----------------------------------------------------------------------

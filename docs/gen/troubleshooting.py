@@ -1,0 +1,7 @@
+"""docs/troubleshooting.md."""
+
+from __future__ import annotations
+
+
+def page() -> str:
+    return "# Troubleshooting\n"
