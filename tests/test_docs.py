@@ -57,3 +57,8 @@ def test_every_field_has_a_description(model):
     ]
     assert not missing, f"{model.__name__}: fields without description=: {missing}"
     assert (model.__doc__ or "").strip(), f"{model.__name__} has no docstring"
+
+
+def test_readme_is_a_front_door_of_at_most_20_kb():
+    size = len((ROOT / "README.md").read_bytes())
+    assert size <= 20_000, f"README.md is {size} bytes: move the detail into docs/"

@@ -10,7 +10,7 @@ from docs.gen.common import HEADER, code, table
 from tune_app import cli
 
 
-def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
@@ -36,7 +36,7 @@ def page() -> str:
         "command, shows the traceback behind an error.\n\n",
         table(("command", "what it does"), [[code(c.name), c.help] for c in cli.COMMANDS]),
     ]
-    for name, sub in _subparsers(parser).items():
+    for name, sub in subparsers(parser).items():
         usage = sub.format_usage().replace("usage: ", "", 1).strip()
         rows = [
             _argument(a)
