@@ -89,7 +89,7 @@ def pins() -> dict[str, Version]:
 
 @functools.cache
 def local_modules() -> set[str]:
-    names = {"tune_app", "trainables", "benchmarks", "tests"}
+    names = {"tune_app", "trainables", "benchmarks", "tests", "docs"}
     # The app's own modules are always imported as tune_app.x (tune_app/tensorboard.py is not
     # the tensorboard package); scripts and tests may import their neighbours by bare name.
     for folder in ("trainables", "benchmarks", "tests"):
