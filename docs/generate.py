@@ -38,9 +38,10 @@ PAGES = {
 
 
 def expected() -> dict[Path, str]:
-    """Every generated file and the text it should hold (README's generated part included)."""
+    """Every generated file and the text it should hold (pages with generated parts included)."""
     found = {ROOT / name: make() for name, make in PAGES.items()}
-    found[ROOT / "README.md"] = readme.filled((ROOT / "README.md").read_text())
+    for name in readme.PAGES:
+        found[ROOT / name] = readme.filled((ROOT / name).read_text())
     return found
 
 

@@ -1,5 +1,6 @@
-"""README's generated parts, each between `<!-- generated: NAME -->` and `<!-- end: NAME -->`:
-the example spec and what `validate` prints for it, and the commands table."""
+"""The generated parts of hand-written pages, each between `<!-- generated: NAME -->` and
+`<!-- end: NAME -->`: README's example spec with what `validate` prints for it and its commands
+table, and the warnings `validate` prints for an old RLlib tuned example."""
 
 from __future__ import annotations
 
@@ -36,7 +37,20 @@ def _commands() -> str:
     return table(("command", "what it does"), rows)
 
 
-PARTS: dict[str, Callable[[], str]] = {"example": _example, "commands": _commands}
+def _ppo_cartpole_warnings() -> str:
+    spec = "tests/rllib_specs/ppo-cartpole.yaml"
+    code, _, err = tune_app(["validate", spec], ROOT)
+    assert code == 0, err
+    return f"```text\n$ python -m tune_app validate {spec}\n{err}...\n```\n"
+
+
+PARTS: dict[str, Callable[[], str]] = {
+    "example": _example,
+    "commands": _commands,
+    "ppo-cartpole-warnings": _ppo_cartpole_warnings,
+}
+# Pages holding generated parts.
+PAGES = ("README.md", "docs/tutorials/own-code.md")
 
 
 def filled(text: str) -> str:
