@@ -66,6 +66,6 @@ def test_yaml_block(mark, body, shown, tmp_path, monkeypatch):
 
     command, _, message = shown.partition("\n")
     assert command.startswith("$ python -m tune_app "), command
-    code, _, err = run_cli(command.split()[3:], tmp_path)
+    code, _, err = run_cli(command.split()[4:], tmp_path)
     assert code == 2
     assert err == message

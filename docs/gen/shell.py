@@ -35,4 +35,8 @@ def tune_app(args: list[str], cwd: Path) -> tuple[int, str, str]:
     ):
         code = cli.main(args)
     here = str(cwd.resolve())
-    return code, out.getvalue().replace(here + "/", ""), err.getvalue().replace(here + "/", "")
+
+    def local(text: str) -> str:
+        return text.replace(here + "/", "").replace(here, ".")
+
+    return code, local(out.getvalue()), local(err.getvalue())
