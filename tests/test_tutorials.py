@@ -153,3 +153,12 @@ def test_bring_your_own_code(tmp_path):
     for experiment, trials in (("function", 4), ("class", 3), ("env", 2)):
         summary = json.loads((tmp_path / f"results/{experiment}/summary.json").read_text())
         assert len(summary["trials"]) == trials, (experiment, summary["trials"])
+
+
+def test_every_tutorial_is_run_here_or_says_what_runs_it():
+    """A tutorial without a test above has no command left to run: each is marked `not-run`
+    with what checks it instead."""
+    tested = {"first-search.md", "python.md", "ci.md", "own-code.md", RLLIB.page}
+    for page in sorted(TUTORIALS.glob("*.md")):
+        if page.name not in tested:
+            assert commands(page) == [], f"{page.name}: commands no test runs"
