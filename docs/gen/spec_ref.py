@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel, BeforeValidator
+
 from docs.gen.common import HEADER, code, field_rows, first_paragraph, table
+from tune_app.methods import Options
 from tune_app.spec import legacy, models
 
 HEAD = ("key", "type", "default", "meaning")
@@ -24,9 +31,53 @@ def _legacy() -> str:
     )
 
 
+def _models_in(annotation: Any) -> Iterator[type[BaseModel]]:
+    """The spec models a field's type holds (inside unions, lists and mappings); for a value
+    validated from another shape (`expect:`), the model of the shape a file writes."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        written = [
+            m.json_schema_input_type
+            for m in args[1:]
+            if isinstance(m, BeforeValidator) and isinstance(m.json_schema_input_type, type)
+        ]
+        yield from _models_in(written[0] if written else args[0])
+    elif args:
+        for arg in args:
+            yield from _models_in(arg)
+    elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if not issubclass(annotation, Options):
+            yield annotation
+
+
+def nested(model: type[BaseModel], path: str = "") -> list[tuple[str, type[BaseModel]]]:
+    """Every model under `model`'s keys, with the key path a file writes it at, depth first."""
+    found = []
+    extra = model.__annotations__.get("__pydantic_extra__")
+    keyed = [(name, f.annotation) for name, f in model.model_fields.items()]
+    if isinstance(extra, str):  # postponed annotations: the extra keys' type, resolved
+        keyed.append(("<metric>", typing.get_type_hints(model)["__pydantic_extra__"]))
+    for name, annotation in keyed:
+        if name == "experiments":
+            continue
+        for inner in dict.fromkeys(_models_in(annotation)):
+            key = f"{path}{name}"
+            found.append((key, inner))
+            found += nested(inner, f"{key}.")
+    return found
+
+
+def documented() -> list[type[BaseModel]]:
+    """Every model whose fields the page documents."""
+    models_ = [models.AppSpec, models.Settings, models.ExperimentSpec]
+    for _, model in nested(models.ExperimentSpec):
+        if model not in models_:
+            models_.append(model)
+    return models_
+
+
 def page() -> str:
-    settings = set(models.Settings.model_fields)
-    own = tuple(settings)
+    own = tuple(models.Settings.model_fields)
     parts = [
         HEADER,
         "# Spec keys\n\n",
@@ -48,23 +99,11 @@ def page() -> str:
             "Besides the file-level keys above (except `experiments`). ",
             skip=own,
         ),
-        "\n",
-        _section("resources_per_trial", models.ResourcesSpec, "Tune's `CPU` and `GPU` too. "),
-        "\n",
-        _section("checkpoint_config", models.CheckpointSpec, ""),
-        "\n",
-        _section(
-            "expect",
-            models.ExpectAsWritten,
-            "Every other key is a metric name with a bound (below). ",
-        ),
-        "\n",
-        _section("A metric's bound in expect", models.Bound, ""),
-        "\n",
-        _section("tensorboard", models.TensorBoardSpec, ""),
-        "\n",
-        _section("env as a grid", models.EnvGridSpec, ""),
-        "\n",
-        _legacy(),
     ]
+    seen = set()
+    for key, model in nested(models.ExperimentSpec):
+        if model not in seen:
+            seen.add(model)
+            parts += ["\n", _section(f"`{key}`", model, "")]
+    parts += ["\n", _legacy()]
     return "".join(parts)

@@ -64,7 +64,8 @@ SchedulerSpec = Annotated[
 
 
 class ResourcesSpec(_Strict):
-    """What one trial reserves (its head bundle when the trial runs simulations)."""
+    """What one trial reserves (its head bundle when the trial runs simulations); Tune's own
+    spellings `CPU` and `GPU` are read as `cpu` and `gpu`."""
 
     cpu: float = Field(1, ge=0, description="CPUs per trial (Tune also reads CPU)")
     gpu: float = Field(0, ge=0, description="GPUs per trial (Tune also reads GPU)")
@@ -138,7 +139,8 @@ class ExpectSpec(_Strict):
 
 
 class ExpectAsWritten(BaseModel):
-    """`expect:` as a file writes it, for the JSON Schema: the count beside metrics' bounds."""
+    """`expect:` as a file writes it (also its JSON Schema): what a run must reach, checked
+    after it ends, unmet exits 1. `max_errored_trials` beside a bound for each metric named."""
 
     model_config = ConfigDict(extra="allow", title="Expect")
     __pydantic_extra__: dict[str, Bound]  # every other key is a metric
