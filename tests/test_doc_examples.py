@@ -69,3 +69,25 @@ def test_yaml_block(mark, body, shown, tmp_path, monkeypatch):
     code, _, err = run_cli(command.split()[4:], tmp_path)
     assert code == 2
     assert err == message
+
+
+# Tutorial files that are deliberately wrong, and the key path their one error names.
+BROKEN_FILES = {"ci_typo.yaml": "classic.num_sample"}
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "docs/tutorials/files").glob("*.yaml")),
+    ids=lambda p: p.name,
+)
+def test_tutorial_spec_files_validate(path, monkeypatch):
+    """The tutorials' spec files, checked without Ray (the tutorial tests also run them)."""
+    from tune_app.errors import SpecError
+
+    monkeypatch.chdir(path.parent)  # their modules are found beside them, as for a user
+    if path.name not in BROKEN_FILES:
+        tune_app.validate(path.name)
+        return
+    with pytest.raises(SpecError) as raised:
+        tune_app.validate(path.name)
+    assert raised.value.path == BROKEN_FILES[path.name]
