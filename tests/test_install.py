@@ -44,6 +44,9 @@ USED_INDIRECTLY = {
     "ruff": "the lint command of .ci/run",
     "mypy": "the type check of .ci/run",
     "pytest-timeout": "a pytest plugin: tool.pytest's per-test timeout",
+    "sphinx": "tests/test_docs.py runs sphinx-build on docs/",
+    "myst-parser": "Sphinx's Markdown parser, named in docs/conf.py",
+    "furo": "the docs site's theme, named in docs/conf.py",
 }
 # Import name -> distribution, for modules not installed here (packages_distributions covers
 # the rest).
@@ -86,7 +89,7 @@ def pins() -> dict[str, Version]:
 
 @functools.cache
 def local_modules() -> set[str]:
-    names = {"tune_app", "trainables", "benchmarks", "tests"}
+    names = {"tune_app", "trainables", "benchmarks", "tests", "docs"}
     # The app's own modules are always imported as tune_app.x (tune_app/tensorboard.py is not
     # the tensorboard package); scripts and tests may import their neighbours by bare name.
     for folder in ("trainables", "benchmarks", "tests"):
@@ -261,8 +264,9 @@ def test_readme_install_line_is_what_ci_runs():
         assert "/opt/" not in step and "--find-links" not in step, step
 
 
-def test_readme_cuda_recipe_drops_exactly_the_cpu_lines():
-    command = next(line for line in quick_start().splitlines() if line.startswith("grep -v"))
+def test_install_page_cuda_recipe_drops_exactly_the_cpu_lines():
+    install = (ROOT / "docs/install.md").read_text()
+    command = next(line for line in install.splitlines() if line.startswith("grep -v"))
     words = shlex.split(command)
     patterns = [words[i + 1] for i, w in enumerate(words) if w == "-e"]
     assert words[words.index(">") - 1] == "constraints.txt"

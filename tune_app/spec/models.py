@@ -64,7 +64,8 @@ SchedulerSpec = Annotated[
 
 
 class ResourcesSpec(_Strict):
-    """What one trial reserves (its head bundle when the trial runs simulations)."""
+    """What one trial reserves (its head bundle when the trial runs simulations); Tune's own
+    spellings `CPU` and `GPU` are read as `cpu` and `gpu`."""
 
     cpu: float = Field(1, ge=0, description="CPUs per trial (Tune also reads CPU)")
     gpu: float = Field(0, ge=0, description="GPUs per trial (Tune also reads GPU)")
@@ -138,7 +139,8 @@ class ExpectSpec(_Strict):
 
 
 class ExpectAsWritten(BaseModel):
-    """`expect:` as a file writes it, for the JSON Schema: the count beside metrics' bounds."""
+    """`expect:` as a file writes it (also its JSON Schema): what a run must reach, checked
+    after it ends, unmet exits 1. `max_errored_trials` beside a bound for each metric named."""
 
     model_config = ConfigDict(extra="allow", title="Expect")
     __pydantic_extra__: dict[str, Bound]  # every other key is a metric
@@ -195,7 +197,7 @@ class Settings(_Strict):
         None, description=" | ".join(SCHEDULER_NAMES) + " (default fifo)"
     )
     max_concurrent_trials: int | None = Field(
-        None, ge=1, description="trials at once (all that fit)"
+        None, ge=1, description="trials running at once per experiment (default: all that fit)"
     )
     seed: int | None = Field(None, description="seeds the searcher, so runs draw the same configs")
     layout: Literal["app", "rllib"] | None = Field(
@@ -212,7 +214,11 @@ class Settings(_Strict):
     aggregate: Literal["mean", "iqm", "median"] | None = Field(
         None, description="how a configuration's seeds are judged: mean (default), iqm, median"
     )
-    storage_path: str | None = Field(None, description="results folder (default ./results)")
+    storage_path: str | None = Field(
+        None,
+        description="results go to storage_path/<experiment>/ (default ./results, relative to "
+        "the working directory); a path or an s3:// URI; --storage-path overrides it",
+    )
     expect: ExpectInput | None = Field(
         None, description="checked after the run: metric bounds, max_errored_trials"
     )
@@ -290,7 +296,9 @@ class ExperimentSpec(Settings):
         raise ValueError("should be an env name or {grid_search: [name, ...]}")
 
     stop: dict[str, Annotated[float, Field(strict=False)]] = Field(
-        default_factory=dict, description="stop a trial when any result key reaches its value"
+        default_factory=dict,
+        description="stop a trial when any result key reaches (>=) its value; checked only "
+        "when a result arrives, so a hung trial needs result_timeout_s",
     )
     num_samples: int = Field(1, ge=1, description="repeats of the grid, or draws of a sampler")
     resources_per_trial: ResourcesSpec | None = Field(
@@ -309,13 +317,19 @@ class ExperimentSpec(Settings):
         None, ge=0, description="parallel simulations inside each trial (the trainable's)"
     )
     cpu_per_simulation: float = Field(1, gt=0, description="CPUs of each simulation bundle")
-    checkpoint_config: CheckpointSpec = Field(default_factory=CheckpointSpec)
+    checkpoint_config: CheckpointSpec = Field(
+        default_factory=CheckpointSpec,
+        description="Tune's CheckpointConfig; checkpoint_frequency and checkpoint_at_end only for "
+        "class trainables (RLlib's, and tune.Trainable classes with save_checkpoint)",
+    )
 
 
 class AppSpec(Settings):
     """The app form: file-level settings and the experiments that inherit them."""
 
-    experiments: dict[str, ExperimentSpec] = Field(min_length=1)
+    experiments: dict[str, ExperimentSpec] = Field(
+        min_length=1, description="experiment name -> its experiment keys"
+    )
 
 
 # ---- the resolved spec -----------------------------------------------------------------------

@@ -1,0 +1,164 @@
+"""Every tutorial runs top to bottom: its ```bash blocks, in order, in a fresh folder holding the
+files the tutorial uses, with `python` the venv's and the checkout importable. A block marked
+`% not-run: why` on the line before it is shown, not run (a server that runs until Ctrl-C, a
+cluster); `% exits: N` expects that exit code. A tutorial's spec files may be shrunk to test
+budgets, declared here beside the tutorial."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+
+TUTORIALS = ROOT / "docs/tutorials"
+BLOCK = re.compile(
+    r"(?:^% (?P<mark>[\w-]+):(?P<arg>[^\n]*)\n)?^```bash\n(?P<body>.*?)^```\n", re.M | re.S
+)
+
+pytestmark = pytest.mark.e2e
+
+
+@dataclass(frozen=True)
+class Tutorial:
+    page: str
+    # File (relative to the run folder) -> (text, replacement): smaller budgets for the test.
+    shrink: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # (text, replacement) in the commands run, for the same reason.
+    shrink_commands: list[tuple[str, str]] = field(default_factory=list)
+    timeout_s: int = 240
+
+
+def commands(page: Path) -> list[tuple[str, int]]:
+    """The tutorial's commands to run, each with the exit code it should end with."""
+    found = []
+    for m in BLOCK.finditer(page.read_text()):
+        if m.group("mark") == "not-run":
+            continue
+        code = int(m.group("arg")) if m.group("mark") == "exits" else 0
+        text = m.group("body").replace("\\\n", " ")
+        for line in text.splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                found.append((line, code))
+    return found
+
+
+def shrink(tutorial: Tutorial, folder: Path) -> set[str]:
+    """The tutorial's files in `folder` shrunk to test size (run after they are copied there):
+    the names shrunk."""
+    done = set()
+    for name, changes in tutorial.shrink.items():
+        path = folder / name
+        if not path.exists() or path.is_symlink():
+            continue
+        done.add(name)
+        text = path.read_text()
+        for old, new in changes:
+            assert old in text, f"{name}: {old!r} is no longer there to shrink"
+            text = text.replace(old, new)
+        path.write_text(text)
+    return done
+
+
+def run_tutorial(tutorial: Tutorial, tmp_path: Path) -> None:
+    for name in ("search_spaces", "trainables", "tests", "docs"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv/bin").mkdir()
+    (tmp_path / ".venv/bin/activate").write_text("")  # the venv is the one running the tests
+    env = dict(
+        os.environ, PYTHONPATH=str(ROOT), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    )
+    shrunk: set[str] = set()
+    for command, code in commands(TUTORIALS / tutorial.page):
+        for old, new in tutorial.shrink_commands:
+            command = command.replace(old, new)
+        done = subprocess.run(
+            ["bash", "-c", command],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=tutorial.timeout_s,
+        )
+        assert done.returncode == code, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        if command.startswith("cp "):  # the tutorial's files, now in the run folder
+            shrunk |= shrink(tutorial, tmp_path)
+    assert shrunk == set(tutorial.shrink), "a file to shrink was never copied"
+
+
+def test_first_search(tmp_path):
+    run_tutorial(Tutorial("first-search.md"), tmp_path)
+    assert (tmp_path / "results/my_experiment/report.html").is_file()
+    assert "my_experiment-best" in (tmp_path / "best.yaml").read_text()
+    assert (tmp_path / "results/my_experiment-best/summary.json").is_file()
+    rows = (tmp_path / "trials.csv").read_text().splitlines()
+    assert len(rows) == 7, rows  # a header and the 6 trials
+
+
+def test_reading_results_from_python(tmp_path):
+    run_tutorial(Tutorial("python.md"), tmp_path)
+    assert (tmp_path / "results/from_python/summary.json").is_file()
+
+
+def test_ci_smoke_searches(tmp_path):
+    from junitparser import JUnitXml
+
+    run_tutorial(Tutorial("ci.md"), tmp_path)
+    smoke = JUnitXml.fromfile(str(tmp_path / "smoke.xml"))
+    assert smoke.failures == 0 and smoke.errors == 0 and smoke.tests >= 4
+    unmet = JUnitXml.fromfile(str(tmp_path / "unmet.xml"))
+    assert unmet.failures == 1, unmet
+
+
+RLLIB = Tutorial(
+    "rllib.md",
+    shrink={
+        "ppo_asha.yaml": [
+            ("seeds: 3 ", "seeds: 2 "),
+            ("max_t: 40, grace_period: 5", "max_t: 2, grace_period: 1"),
+            ("num_samples: 8", "num_samples: 1"),
+            ("training_iteration: 40", "training_iteration: 2"),
+            ("num_env_runners: 1", "num_env_runners: 0"),
+            (
+                "train_batch_size_per_learner: 2000",
+                "train_batch_size_per_learner: 128\n      minibatch_size: 64\n      num_epochs: 1",
+            ),
+        ]
+    },
+    shrink_commands=[("--top 2 --seeds 5", "--top 1 --seeds 1")],
+)
+
+
+def test_tune_an_rllib_algorithm(tmp_path):
+    import json
+
+    run_tutorial(RLLIB, tmp_path)
+    summary = json.loads((tmp_path / "results/ppo/summary.json").read_text())
+    assert len(summary["trials"]) == 2, summary["trials"]
+    assert (tmp_path / "ppo_asha-evaluate.yaml").is_file()
+    assert (tmp_path / "results/ppo-best/summary.json").is_file()  # the one configuration
+
+
+def test_bring_your_own_code(tmp_path):
+    import json
+
+    run_tutorial(Tutorial("own-code.md"), tmp_path)
+    for experiment, trials in (("function", 4), ("class", 3), ("env", 2)):
+        summary = json.loads((tmp_path / f"results/{experiment}/summary.json").read_text())
+        assert len(summary["trials"]) == trials, (experiment, summary["trials"])
+
+
+def test_every_tutorial_is_run_here_or_says_what_runs_it():
+    """A tutorial without a test above has no command left to run: each is marked `not-run`
+    with what checks it instead."""
+    tested = {"first-search.md", "python.md", "ci.md", "own-code.md", RLLIB.page}
+    for page in sorted(TUTORIALS.glob("*.md")):
+        if page.name not in tested:
+            assert commands(page) == [], f"{page.name}: commands no test runs"
