@@ -166,9 +166,10 @@ def curve(config: dict[str, Any]) -> Any:
     return model.curves(task, [hyperparameters(config)], range(1, EPOCHS + 1))[0]
 
 
-def run_epochs(config: dict[str, Any], after: Callable[[int, float], bool] | None = None) -> None:
-    """Report the trial's epochs from where its checkpoint left off; `after(epoch,
-    val_accuracy)`, once each result is taken, may end the trial by returning True."""
+def run_epochs(config: dict[str, Any], before: Callable[[int, float], None] | None = None) -> None:
+    """Report the trial's epochs from where its checkpoint left off, calling `before(epoch,
+    val_accuracy)` ahead of each report (the last report may never return: Tune stops a trial
+    while it waits there)."""
     from ray import tune
 
     values = curve(config)
@@ -180,14 +181,14 @@ def run_epochs(config: dict[str, Any], after: Callable[[int, float], bool] | Non
     for epoch in range(start + 1, EPOCHS + 1):
         spent, accuracy = (float(v) for v in values[epoch - 1])
         metrics = {"val_accuracy": accuracy, "time": spent, "epoch": epoch}
+        if before is not None:
+            before(epoch, accuracy)
         if config.get("checkpoint", True):
             with tempfile.TemporaryDirectory() as folder:
                 (Path(folder) / STATE).write_text(json.dumps({"epoch": epoch}))
                 tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(folder))
         else:
             tune.report(metrics)
-        if after is not None and after(epoch, accuracy):
-            return
 
 
 def lcbench(config: dict[str, Any]) -> None:

@@ -1,0 +1,473 @@
+"""Search efficiency on a published multi-fidelity problem: LCBench (YAHPO Gym's surrogate,
+trainables/lcbench.py) on the YAHPO-SO suite's three tasks, through the app. Random search,
+ASHA, HyperBand, BOHB, Optuna's TPE with median stopping (the rl-baselines3-zoo recipe) and
+hyperopt's TPE each run once per searcher seed on each task.
+
+Compute is counted in epochs (results), so the figures do not depend on the machine's load. A
+run's cost is the epochs it consumed until the first trial reports an epoch-52 val_accuracy in
+the top 1% of a random pool of configurations (`POOL`, drawn and evaluated once per task with
+the surrogate), or all it spent when none does. Its regret is the pool's best epoch-52
+val_accuracy less the best epoch-52 val_accuracy the run reported within its first `BUDGET`
+epochs. Per task: ratios of medians over seeds against random search; pooled: their geometric
+mean over the tasks; both with a 95% bootstrap interval (each task's seeds resampled on both
+sides). Targets are judged on the pooled figures' intervals. Every run is also written, one
+line each, to a records file, so figures can be worked out again from it (`--records`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common import ROOT, Figure, read_results, table, write_json
+from benchmarks.costs import (
+    Costs,
+    difference_interval,
+    geometric_mean,
+    pooled_interval,
+    ratio_interval,
+)
+from trainables import lcbench
+
+TASKS = lcbench.TASKS
+EPOCHS = lcbench.EPOCHS
+TOP = 0.01  # the goal: an epoch-52 val_accuracy in the top 1% of the pool
+POOL = 100_000  # random configurations per task behind the goal and the regret
+BUDGET = 20 * EPOCHS  # regret is measured after this many epochs (20 full trainings)
+CPUS = 2  # trials at once, on every machine: how results interleave changes what a method spends
+EXPERIMENT = "lcbench"
+METRIC = "val_accuracy"
+SEEDS = (20, 1)  # searcher seeds per method and task: full size, --quick
+LEVEL = 0.95  # of the bootstrap intervals
+
+
+# ---- the problem (Ray-free) -------------------------------------------------------------------
+
+
+def sample(n: int, seed: int) -> list[dict[str, float]]:
+    """`n` random configurations of LCBench's space, as the searches' space draws them."""
+    rng = np.random.default_rng(seed)
+    columns = {}
+    for key, (low, high, log, integer) in lcbench.SPACE.items():
+        top = high + 1 if integer else high  # integers: upper bound included, as in the space
+        draw = (
+            np.exp(rng.uniform(math.log(low), math.log(top), n))
+            if log
+            else rng.uniform(low, top, n)
+        )
+        columns[key] = np.clip(np.floor(draw), low, high) if integer else draw
+    return [{k: float(columns[k][i]) for k in columns} for i in range(n)]
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What a search of one task is judged against: from the pool's epoch-52 values."""
+
+    task: str
+    threshold: float  # the top `TOP` of the pool starts here
+    best: float  # the pool's best
+    typical: float  # the pool's median: a run that finished no trial within the budget
+    size: int
+
+
+def goal_of(task: str, finals: Iterable[float], top: float = TOP) -> Goal:
+    values = np.sort(np.asarray(list(finals), dtype=float))
+    return Goal(
+        task=task,
+        threshold=float(np.quantile(values, 1 - top)),
+        best=float(values[-1]),
+        typical=float(np.median(values)),
+        size=len(values),
+    )
+
+
+def pool_goal(task: str, size: int = POOL, seed: int = 0, data: str | None = None) -> Goal:
+    """The goal of `task` from `size` random configurations evaluated at epoch 52."""
+    model = lcbench.surrogate(str(lcbench.locate(data)))
+    finals = model.curves(task, sample(size, seed), [EPOCHS])[:, 0, 1]
+    return goal_of(task, finals)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One search's outcome: epochs until the goal (None: never), epochs in all, and regret."""
+
+    cost: int | None
+    spent: int
+    regret: float
+
+
+def judge(rows: list[dict[str, Any]], goal: Goal, budget: int = BUDGET) -> Run:
+    """A run's cost and regret from its results in arrival order (one result per epoch)."""
+    cost, best = None, None
+    for n, row in enumerate(rows, 1):
+        if row.get("epoch") != EPOCHS or not isinstance(row.get(METRIC), int | float):
+            continue
+        value = float(row[METRIC])
+        if n <= budget:
+            best = value if best is None else max(best, value)
+        if cost is None and value >= goal.threshold:
+            cost = n
+    regret = goal.best - (best if best is not None else goal.typical)
+    return Run(cost, len(rows), regret)
+
+
+# ---- the figures (Ray-free) -------------------------------------------------------------------
+
+SCHEDULERS = {"asha": "<= 0.4", "hyperband": "<= 0.5", "bohb": "<= 0.5"}  # against random
+RL_ZOO = "optuna-tpe-median"
+
+
+def costs_of(runs: list[Run], method: str) -> Costs:
+    return Costs(
+        method,
+        tuple(r.cost if r.cost is not None else r.spent for r in runs),
+        tuple(r.cost is None for r in runs),
+        unit="epochs",
+    )
+
+
+def per_task(
+    method: str, other: str, runs: dict[str, dict[str, list[Run]]], goals: dict[str, Goal]
+) -> list[Figure]:
+    """`method` against `other` on each task: the ratio of median costs, no target."""
+    found = []
+    for task, by_method in runs.items():
+        a, b = costs_of(by_method[method], method), costs_of(by_method[other], other)
+        found.append(
+            Figure(
+                "search",
+                f"{task}: {method} / {other}, epochs to the top 1%",
+                median(a.censored) / b.median,
+                "",
+                a.describe(),
+                b.describe(),
+                note=f"val_accuracy >= {goals[task].threshold:.2f} (pool {goals[task].size:,})",
+                spread=ratio_interval(a.censored, b.values, level=LEVEL),
+                repeats=len(a.values),
+            )
+        )
+    return found
+
+
+def pooled(method: str, other: str, target: str, runs: dict[str, dict[str, list[Run]]]) -> Figure:
+    """`method` against `other` over all tasks: the geometric mean of the per-task ratios. The
+    side a target bounds counts its misses as never reaching the goal."""
+    pairs = [
+        (costs_of(r[method], method).censored, costs_of(r[other], other).values)
+        for r in runs.values()
+    ]
+    medians = {
+        name: [costs_of(r[name], name).median for r in runs.values()] for name in (method, other)
+    }
+    missed = {name: sum(costs_of(r[name], name).missed for r in runs.values()) for name in medians}
+    seeds = sum(len(r[method]) for r in runs.values())
+
+    def said(name: str) -> str:
+        values = ", ".join(f"{m:,.0f}" for m in medians[name])
+        return f"{name} median epochs per task {values}; {missed[name]} runs never got there"
+
+    return Figure(
+        "search",
+        f"pooled: {method} / {other}, epochs to the top 1% (geometric mean over tasks)",
+        geometric_mean([median(num) / median(den) for num, den in pairs]),
+        target,
+        said(method),
+        said(other),
+        note=f"{len(runs)} tasks",
+        spread=pooled_interval(pairs, level=LEVEL),
+        repeats=seeds,
+    )
+
+
+def regret_figures(runs: dict[str, dict[str, list[Run]]], methods: list[str]) -> list[Figure]:
+    """Each method's regret at the budget (the mean over tasks of its median), and BOHB's less
+    HyperBand's, which must not be above 0."""
+    found = []
+    for method in methods:
+        medians = [median(r.regret for r in by[method]) for by in runs.values()]
+        found.append(
+            Figure(
+                "search",
+                f"pooled: {method} regret after {BUDGET:,} epochs (val_accuracy points)",
+                sum(medians) / len(medians),
+                "",
+                f"median per task {', '.join(f'{m:.2f}' for m in medians)}",
+                "the pool's best epoch-52 val_accuracy",
+                repeats=sum(len(by[method]) for by in runs.values()),
+            )
+        )
+    if {"bohb", "hyperband"} <= set(methods):
+        pairs = [
+            ([r.regret for r in by["bohb"]], [r.regret for r in by["hyperband"]])
+            for by in runs.values()
+        ]
+        diffs = [median(a) - median(b) for a, b in pairs]
+        found.append(
+            Figure(
+                "search",
+                f"pooled: bohb regret - hyperband regret after {BUDGET:,} epochs",
+                sum(diffs) / len(diffs),
+                "<= 0",
+                "bohb median regret per task",
+                "hyperband's",
+                spread=difference_interval(pairs, level=LEVEL),
+                repeats=sum(len(p[0]) for p in pairs),
+            )
+        )
+    return found
+
+
+def figures_of(runs: dict[str, dict[str, list[Run]]], goals: dict[str, Goal]) -> list[Figure]:
+    """Every method against random search per task and pooled (targets on the pooled ratios of
+    the schedulers), the schedulers against Optuna's TPE with median stopping (at least one must
+    beat it; all are shown, so the one that does is not picked after the fact), and regrets."""
+    methods = list(next(iter(runs.values())))
+    found: list[Figure] = []
+    others = [m for m in methods if m != "random"]
+    if "random" in methods:
+        for m in others:
+            found += per_task(m, "random", runs, goals)
+        found += [pooled(m, "random", SCHEDULERS.get(m, ""), runs) for m in others]
+    if RL_ZOO in methods:
+        found += [pooled(m, RL_ZOO, "< 1", runs) for m in SCHEDULERS if m in methods]
+    return found + regret_figures(runs, methods)
+
+
+# ---- the methods, as specs of the app ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Method:
+    """One search method: its `search:` and `scheduler:` and how many trials it may start."""
+
+    name: str
+    search: Any
+    scheduler: Any
+    samples: tuple[int, int]  # trials it may start at full size and with --quick
+    checkpoint: bool = False  # its scheduler pauses trials
+    # Trials made only as they can start, so a model-based searcher learns between them; not
+    # for HyperBand (its paused trials count against the limit).
+    concurrency: int | None = CPUS
+
+
+SPACE = {
+    "batch_size": {"lograndint": [16, 513]},
+    "learning_rate": {"loguniform": [1e-4, 0.1]},
+    "momentum": {"uniform": [0.1, 0.99]},
+    "weight_decay": {"uniform": [1e-5, 0.1]},
+    "num_layers": {"randint": [1, 6]},
+    "max_units": {"lograndint": [64, 1025]},
+    "max_dropout": {"uniform": [0.0, 1.0]},
+}
+# Rungs at 2, 6 and 18 epochs (2 * 3^k): epoch 1 ranks configurations at chance on 167168.
+ASHA = {"type": "asha", "time_attr": "epoch", "max_t": EPOCHS, "grace_period": 2}
+ASHA["reduction_factor"] = 3
+# Tune's HyperBand starts bracket s at int(max_t / 3^s) epochs: with max_t 52 its fourth
+# bracket would start at 1. With 54 (2 * 3^3) the brackets start at 54, 18, 6 and 2 epochs;
+# trials end at 52 on their own.
+HYPERBAND = {"type": "hyperband", "time_attr": "epoch", "max_t": 54, "reduction_factor": 3}
+BAND = 5 + 8 + 15 + 34  # trials in one band of those brackets
+# rl-baselines3-zoo's recipe: TPESampler(n_startup_trials=5) with MedianPruner(n_startup_trials=5,
+# n_warmup_steps=a third of the evaluations); here Tune's median stopping rule after a third.
+TPE = {"type": "optuna", "sampler": "tpe", "n_startup_trials": 5}
+MEDIAN = {
+    "type": "median",
+    "time_attr": "epoch",
+    "grace_period": EPOCHS // 3,
+    "min_samples_required": 5,
+}
+METHODS = (
+    Method("random", "random", "fifo", (300, 20)),
+    Method("asha", "random", ASHA, (1000, 60)),
+    Method("hyperband", "random", HYPERBAND, (6 * BAND, BAND), True, concurrency=None),
+    Method("bohb", {"type": "bohb"}, HYPERBAND, (6 * BAND, BAND), True),
+    Method(RL_ZOO, TPE, MEDIAN, (300, 20)),
+    Method("hyperopt-tpe", {"type": "hyperopt"}, "fifo", (300, 20)),
+)
+
+
+def spec(
+    method: Method, task: str, seed: int, goal: Goal, folder: Path, quick: bool, data: str | None
+) -> dict[str, Any]:
+    """The app's spec of one run of `method` on `task`."""
+    config: dict[str, Any] = {
+        **SPACE,
+        "task": task,
+        "checkpoint": method.checkpoint,
+        "goal": goal.threshold,
+        "budget": BUDGET,
+        "folder": str(folder),
+    }
+    if data:
+        config["data"] = data
+    experiment: dict[str, Any] = {
+        "run": "benchmarks.search:trial",
+        "num_samples": method.samples[quick],
+        "stop": {"epoch": EPOCHS},
+        "config": config,
+        "fail_fast": True,
+    }
+    if method.concurrency:
+        experiment["max_concurrent_trials"] = method.concurrency
+    return {
+        "metric": METRIC,
+        "mode": "max",
+        "seed": seed,
+        "search": method.search,
+        "scheduler": method.scheduler,
+        "experiments": {EXPERIMENT: experiment},
+    }
+
+
+class SearchOver(Exception):
+    """Raised by a trial once its search has met the goal and spent the budget: with the
+    experiment's `fail_fast`, Tune ends the whole run there."""
+
+
+def trial(config: dict[str, Any]) -> None:
+    """The benchmark's trainable: LCBench's, ending the search once the goal was met and the
+    budget spent (what a search does after that is not measured). Before each epoch's report,
+    the trial adds a byte to `spent` and creates `met` if that epoch meets the goal; once both
+    hold, the next epoch of any trial raises `SearchOver` instead, which ends the run."""
+    folder = Path(config["folder"])
+    spent, met = folder / "spent", folder / "met"
+
+    def before(epoch: int, value: float) -> None:
+        if met.exists() and spent.stat().st_size >= config["budget"]:
+            raise SearchOver()
+        with spent.open("ab") as f:
+            f.write(b".")
+        if epoch == EPOCHS and value >= config["goal"]:
+            met.touch()
+
+    lcbench.run_epochs(config, before)
+
+
+# ---- running ---------------------------------------------------------------------------------
+
+
+def _start_ray() -> None:
+    """One local Ray for every run; its workers import `benchmarks` from the checkout."""
+    import ray
+
+    path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), path]))
+    ray.init(
+        address="local",
+        num_cpus=CPUS,
+        include_dashboard=False,
+        logging_level="ERROR",
+        log_to_driver=False,
+    )
+
+
+def run_method(
+    method: Method, task: str, seed: int, goal: Goal, tmp: Path, quick: bool, data: str | None
+) -> Run:
+    """One run of `method` on `task` through the app."""
+    import tune_app
+
+    folder = tmp / f"{method.name}-{task}-{seed}"
+    folder.mkdir()
+    runs = folder / "runs"
+    tune_app.run(spec(method, task, seed, goal, folder, quick, data), storage_path=runs)
+    rows = read_results(runs / EXPERIMENT)
+    shutil.rmtree(folder, ignore_errors=True)
+    return judge(rows, goal)
+
+
+def load_records(*paths: Path) -> dict[str, dict[str, list[Run]]]:
+    """Runs by task and method from records files, by seed; only seeds that every method ran
+    on every task (a run cut short leaves its last seed incomplete)."""
+    found: dict[tuple[str, str, int], Run] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            found[r["task"], r["method"], r["seed"]] = Run(r["cost"], r["spent"], r["regret"])
+    tasks = sorted({t for t, _, _ in found})
+    methods = [m.name for m in METHODS if any(k[1] == m.name for k in found)]
+    seeds = sorted(
+        s for s in {k[2] for k in found} if all((t, m, s) in found for t in tasks for m in methods)
+    )
+    return {t: {m: [found[t, m, s] for s in seeds] for m in methods} for t in tasks}
+
+
+def run(
+    quick: bool = False,
+    records: Path | None = None,
+    data: str | None = None,
+    tasks: tuple[str, ...] = TASKS,
+) -> list[Figure]:
+    """Every method on every task over `SEEDS` searcher seeds, seed by seed (so a cut-short run
+    still leaves whole seeds in `records`); the figures."""
+    import ray
+
+    data = data or os.environ.get("LCBENCH_DATA") or None
+    goals = {task: pool_goal(task, data=data) for task in tasks}
+    for g in goals.values():
+        print(
+            f"  {g.task}: pool {g.size:,}, top 1% from {g.threshold:.2f}, best {g.best:.2f}",
+            flush=True,
+        )
+    runs: dict[str, dict[str, list[Run]]] = {t: {m.name: [] for m in METHODS} for t in tasks}
+    records = records or Path(tempfile.gettempdir()) / f"lcbench-search-{os.getpid()}.jsonl"
+    _start_ray()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            for seed in range(SEEDS[quick]):
+                for task in tasks:
+                    for method in METHODS:
+                        began = time.monotonic()
+                        goal, tmp = goals[task], Path(folder)
+                        done = run_method(method, task, seed, goal, tmp, quick, data)
+                        runs[task][method.name].append(done)
+                        line = {"task": task, "method": method.name, "seed": seed, **asdict(done)}
+                        with records.open("a") as f:
+                            f.write(json.dumps(line) + "\n")
+                        print(f"  {line} {time.monotonic() - began:.0f} s", flush=True)
+    finally:
+        ray.shutdown()
+    print(f"  runs recorded in {records}", flush=True)
+    return figures_of(runs, goals)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    parser.add_argument("--data", help="folder of the LCBench surrogate")
+    parser.add_argument("--records", type=Path, help="append each run here (JSON lines)")
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
+    parser.add_argument(
+        "--from-records",
+        type=Path,
+        nargs="+",
+        help="only work the figures out from records files (their common seeds)",
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    if args.from_records:
+        runs = load_records(*args.from_records)
+        goals = {task: pool_goal(task, data=args.data) for task in runs}
+        figures = figures_of(runs, goals)
+    else:
+        figures = run(args.quick, args.records, args.data, tuple(args.tasks))
+    if args.json:
+        write_json(args.json, figures, args.quick)
+    print(table(figures))
+
+
+if __name__ == "__main__":
+    main()
