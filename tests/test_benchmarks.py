@@ -9,8 +9,8 @@ import math
 import pytest
 
 from benchmarks.common import Figure, paired, table, write_json
-from benchmarks.replay import TABLE, Position, Table, load_table
 from benchmarks.costs import Costs, ratio_interval
+from benchmarks.replay import TABLE, Position, Table, load_table
 from benchmarks.search_rl import (
     AXES,
     MAX_T,
