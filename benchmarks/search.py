@@ -360,9 +360,13 @@ def trial(config: dict[str, Any]) -> None:
 
 
 def _start_ray() -> None:
-    """One local Ray for every run; its workers import `benchmarks` from the checkout."""
+    """One local Ray for every run; its workers import `benchmarks` from the checkout. Tune
+    buffers results of trials without checkpoints (a trial runs a few epochs ahead, and those
+    are dropped when it is stopped): one result per call, so the epochs a trial computes are
+    the epochs logged, and the budget counted in `spent` is the one in the rows."""
     import ray
 
+    os.environ["TUNE_RESULT_BUFFER_LENGTH"] = "1"
     path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), path]))
     ray.init(
