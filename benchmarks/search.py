@@ -394,19 +394,22 @@ def run_method(
 
 
 def load_records(*paths: Path) -> dict[str, dict[str, list[Run]]]:
-    """Runs by task and method from records files, by seed; only seeds that every method ran
-    on every task (a run cut short leaves its last seed incomplete)."""
+    """Runs by task and method from records files, by seed; on each task only the seeds that
+    every method ran there (a run cut short leaves its last seed incomplete)."""
     found: dict[tuple[str, str, int], Run] = {}
     for path in paths:
         for line in path.read_text().splitlines():
             r = json.loads(line)
             found[r["task"], r["method"], r["seed"]] = Run(r["cost"], r["spent"], r["regret"])
-    tasks = sorted({t for t, _, _ in found})
     methods = [m.name for m in METHODS if any(k[1] == m.name for k in found)]
-    seeds = sorted(
-        s for s in {k[2] for k in found} if all((t, m, s) in found for t in tasks for m in methods)
-    )
-    return {t: {m: [found[t, m, s] for s in seeds] for m in methods} for t in tasks}
+    runs = {}
+    for task in sorted({t for t, _, _ in found}):
+        seeds = sorted(
+            s for s in {k[2] for k in found} if all((task, m, s) in found for m in methods)
+        )
+        if seeds:
+            runs[task] = {m: [found[task, m, s] for s in seeds] for m in methods}
+    return runs
 
 
 def run(
