@@ -430,6 +430,7 @@ def run(
     records: Path | None = None,
     data: str | None = None,
     tasks: tuple[str, ...] = TASKS,
+    first_seed: int = 0,
 ) -> list[Figure]:
     """Every method on every task over `SEEDS` searcher seeds, seed by seed (so a cut-short run
     still leaves whole seeds in `records`); the figures."""
@@ -447,7 +448,7 @@ def run(
     _start_ray()
     try:
         with tempfile.TemporaryDirectory() as folder:
-            for seed in range(SEEDS[quick]):
+            for seed in range(first_seed, SEEDS[quick]):
                 for task in tasks:
                     for method in METHODS:
                         began = time.monotonic()
@@ -470,6 +471,7 @@ def main() -> None:
     parser.add_argument("--data", help="folder of the LCBench surrogate")
     parser.add_argument("--records", type=Path, help="append each run here (JSON lines)")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
+    parser.add_argument("--first-seed", type=int, default=0, help="go on from this seed")
     parser.add_argument(
         "--from-records",
         type=Path,
@@ -483,7 +485,7 @@ def main() -> None:
         goals = {task: pool_goal(task, data=args.data) for task in runs}
         figures = figures_of(runs, goals)
     else:
-        figures = run(args.quick, args.records, args.data, tuple(args.tasks))
+        figures = run(args.quick, args.records, args.data, tuple(args.tasks), args.first_seed)
     if args.json:
         write_json(args.json, figures, args.quick)
     print(table(figures))
