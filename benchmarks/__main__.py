@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import time
 from pathlib import Path
 
 from benchmarks.common import Figure, machine, table, write_json
 
-NAMES = ("overhead", "nested", "search", "throughput", "startup", "scale", "layout")
+NAMES = ("overhead", "nested", "search", "search_rl", "throughput", "startup", "scale", "layout")
 
 
 def main() -> int:
@@ -21,7 +22,10 @@ def main() -> int:
     parser.add_argument(
         "--json", type=Path, default=Path(__file__).with_name("results.json"), help="where to write"
     )
+    parser.add_argument("--data", help="folder of the LCBench surrogate (search)")
     args = parser.parse_args()
+    if args.data:
+        os.environ["LCBENCH_DATA"] = args.data
     unknown = sorted(set(args.names) - set(NAMES))
     if unknown:
         parser.error(f"no benchmark {', '.join(unknown)}; choose from {', '.join(NAMES)}")

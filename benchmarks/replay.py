@@ -1,6 +1,6 @@
 """Recorded learning curves replayed as a Tune trainable, so a search can be repeated cheaply.
 
-The table (search_table.json, written by `python -m benchmarks.search --record`) holds one real
+The table (search_table.json, written by `python -m benchmarks.search_rl --record`) holds one real
 curve of `reinforce` per configuration of a grid, the mean of its runs on a few seeds. `replay`
 reports the curve of the recorded configuration nearest to its config, one iteration per result
 and no sleep, so compute is counted in trial-iterations, not seconds. It checkpoints its place

@@ -1,16 +1,17 @@
-"""Search efficiency on a problem that separates methods: grid, random, ASHA, HyperBand, BOHB,
-PBT and Optuna's TPE with median stopping (the rl-baselines3-zoo recipe), each through the app,
-on recorded learning curves of REINFORCE (trainables/reinforce.py) replayed without sleeping
-(benchmarks/replay.py).
+"""Search efficiency on a published multi-fidelity problem: LCBench (YAHPO Gym's surrogate,
+trainables/lcbench.py) on the YAHPO-SO suite's three tasks, through the app. Random search,
+ASHA, HyperBand, BOHB, Optuna's TPE with median stopping (the rl-baselines3-zoo recipe) and
+hyperopt's TPE each run once per searcher seed on each task.
 
-Compute is counted in trial-iterations (results), so the figures do not depend on the machine's
-load. Each method except grid runs once per searcher seed; its compute is the number of results
-until the first within 2% of the best value in the table (the best any search of this space can
-see), or all the run spent when it never gets there. Figures are ratios of medians over seeds,
-with a 90% bootstrap interval (seeds resampled on both sides); a target inside the interval is
-"not shown". A target bounds a method from above, so there its runs that never got there count
-as never, not as the little they spent. `--record` runs REINFORCE over the whole grid on two
-seeds through the app (about 6 minutes on 2 cores) and writes benchmarks/search_table.json anew.
+Compute is counted in epochs (results), so the figures do not depend on the machine's load. A
+run's cost is the epochs it consumed until the first trial reports an epoch-52 val_accuracy in
+the top 1% of a random pool of configurations (`POOL`, drawn and evaluated once per task with
+the surrogate), or all it spent when none does. Its regret is the pool's best epoch-52
+val_accuracy less the best epoch-52 val_accuracy the run reported within its first `BUDGET`
+epochs. Per task: ratios of medians over seeds against random search; pooled: their geometric
+mean over the tasks; both with a 95% bootstrap interval (each task's seeds resampled on both
+sides). Targets are judged on the pooled figures' intervals. Every run is also written, one
+line each, to a records file, so figures can be worked out again from it (`--records`).
 """
 
 from __future__ import annotations
@@ -19,189 +20,230 @@ import argparse
 import json
 import math
 import os
-import random
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import median
 from typing import Any
 
-from benchmarks.common import ROOT, Figure, read_results, table
-from benchmarks.replay import TABLE, Table, load_table
+import numpy as np
 
-METRIC = "episode_return_mean"
-GOAL = 0.98  # within 2% of the best in the table
-MAX_T = 81  # iterations a trial may run: the recorded length
+from benchmarks.common import ROOT, Figure, read_results, table, write_json
+from benchmarks.costs import (
+    Costs,
+    difference_interval,
+    geometric_mean,
+    pooled_interval,
+    ratio_interval,
+)
+from trainables import lcbench
+
+TASKS = lcbench.TASKS
+EPOCHS = lcbench.EPOCHS
+TOP = 0.01  # the goal: an epoch-52 val_accuracy in the top 1% of the pool
+POOL = 100_000  # random configurations per task behind the goal and the regret
+BUDGET = 20 * EPOCHS  # regret is measured after this many epochs (20 full trainings)
 CPUS = 2  # trials at once, on every machine: how results interleave changes what a method spends
-EXPERIMENT = "search"
-# The recorded space: lr in quarter-decade steps over five decades, the entropy bonus in
-# decades, three batch sizes. Tune's grid varies the keys in alphabetical order, the first
-# fastest: batch, then entropy_coeff, then lr, so grid search starts with the smallest step
-# sizes, where no run gets near the goal in 81 iterations.
-AXES: dict[str, list[float]] = {
-    "lr": [round(10 ** (k / 4), 8) for k in range(-16, 5)],  # 0.0001 .. 10
-    "entropy_coeff": [0.0001, 0.001, 0.01, 0.1],
-    "batch": [4, 8, 16],
-}
-# Each recorded curve is the mean of two seeds' runs, as the app's `seeds:` judges a
-# configuration. On one seed, whether a configuration reaches the goal is partly luck: at lr
-# 1.0, batch 8 and entropy bonus 0.0001, seed 0 holds the pole by iteration 73 and seed 1 never
-# gets past 199, which no early result can foretell (17 configurations reach the goal on
-# either seed, 5 on their mean). With three seeds a single configuration of the 252 reached
-# the goal, too rare for a search of 128 trials to meet.
-RECORD_SEEDS = (0, 1)
-CHOICES = ("batch",)  # axes searched as a choice of the recorded values; the rest log-uniform
-ENV = "benchmarks.tight_cartpole:TightCartPole"
-SCHEDULERS = ("asha", "hyperband", "bohb", "pbt")  # the methods with targets
-RL_ZOO = "optuna-tpe-median"
+EXPERIMENT = "lcbench"
+METRIC = "val_accuracy"
+SEEDS = (20, 1)  # searcher seeds per method and task: full size, --quick
+LEVEL = 0.95  # of the bootstrap intervals
 
 
-# ---- the arithmetic (Ray-free) ----------------------------------------------------------------
+# ---- the problem (Ray-free) -------------------------------------------------------------------
 
 
-def reached(value: Any, goal: float, mode: str = "max") -> bool:
-    if not isinstance(value, int | float) or math.isnan(value):
-        return False
-    return value >= goal if mode == "max" else value <= goal
-
-
-def cost_until(
-    rows: list[dict[str, Any]], goal: float, mode: str = "max"
-) -> tuple[int | None, int]:
-    """Results logged until the first that reaches `goal`, counting it (None if none does), and
-    all results of the run: compute in trial-iterations. `rows` in the order they arrived (as
-    results.jsonl holds them; not sorted by clock, which may step)."""
-    for n, row in enumerate(rows, 1):
-        if reached(row.get(METRIC), goal, mode):
-            return n, len(rows)
-    return None, len(rows)
-
-
-def missing_rows(rows: list[dict[str, Any]]) -> list[str]:
-    """Trials whose iterations do not run 1, 2, 3 ... in the rows (a result lost on the way
-    would make the count of compute too low); not for PBT, whose clones jump."""
-    last: dict[str, int] = {}
-    broken = []
-    for row in rows:
-        trial, it = row["trial_id"], row["training_iteration"]
-        if it != last.get(trial, 0) + 1 and trial not in broken:
-            broken.append(trial)
-        last[trial] = it
-    return broken
+def sample(n: int, seed: int) -> list[dict[str, float]]:
+    """`n` random configurations of LCBench's space, as the searches' space draws them."""
+    rng = np.random.default_rng(seed)
+    columns = {}
+    for key, (low, high, log, integer) in lcbench.SPACE.items():
+        top = high + 1 if integer else high  # integers: upper bound included, as in the space
+        draw = (
+            np.exp(rng.uniform(math.log(low), math.log(top), n))
+            if log
+            else rng.uniform(low, top, n)
+        )
+        columns[key] = np.clip(np.floor(draw), low, high) if integer else draw
+    return [{k: float(columns[k][i]) for k in columns} for i in range(n)]
 
 
 @dataclass(frozen=True)
-class Costs:
-    """A method's compute to the goal, one value per run; a run that never reached the goal
-    counts as all it spent, a lower bound of what it would have needed."""
+class Goal:
+    """What a search of one task is judged against: from the pool's epoch-52 values."""
 
-    method: str
-    values: tuple[int, ...]
-    misses: tuple[bool, ...] = ()  # per run: it never reached the goal (empty: none did)
-
-    @property
-    def missed(self) -> int:
-        return sum(self.misses)
-
-    def _runs(self) -> zip[tuple[int, bool]]:
-        return zip(self.values, self.misses or (False,) * len(self.values), strict=True)
-
-    @property
-    def median(self) -> float:
-        return float(median(self.values))
-
-    @property
-    def censored(self) -> tuple[float, ...]:
-        """The runs' costs with a miss as infinite: what the method is judged on when it is
-        the faster side of a target (a miss's count would flatter it)."""
-        return tuple(math.inf if miss else v for v, miss in self._runs())
-
-    def listing(self) -> str:
-        """Every run's count in seed order, "+" after a miss: the figures can be worked out
-        again from a log."""
-        return " ".join(f"{v}{'+' if miss else ''}" for v, miss in self._runs())
-
-    def describe(self) -> str:
-        runs = len(self.values)
-        if runs == 1:
-            text = f"{self.method} {self.values[0]:,} trial-iterations (one run)"
-        else:
-            text = (
-                f"{self.method} median {self.median:,.0f} trial-iterations "
-                f"({min(self.values):,}-{max(self.values):,} over {runs} seeds)"
-            )
-        if self.missed:
-            text += (
-                f", {self.missed} of {runs} never reached it (counted as all they spent; as "
-                f"never when it is the side a target bounds)"
-            )
-        return text
+    task: str
+    threshold: float  # the top `TOP` of the pool starts here
+    best: float  # the pool's best
+    typical: float  # the pool's median: a run that finished no trial within the budget
+    size: int
 
 
-def ratio_interval(
-    num: tuple[float, ...],
-    den: tuple[float, ...],
-    level: float = 0.9,
-    draws: int = 2000,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """A bootstrap interval of median(num) / median(den): both sides' runs resampled."""
-    rng = random.Random(seed)
-    ratios = sorted(
-        median(rng.choices(num, k=len(num))) / median(rng.choices(den, k=len(den)))
-        for _ in range(draws)
+def goal_of(task: str, finals: Iterable[float], top: float = TOP) -> Goal:
+    values = np.sort(np.asarray(list(finals), dtype=float))
+    return Goal(
+        task=task,
+        threshold=float(np.quantile(values, 1 - top)),
+        best=float(values[-1]),
+        typical=float(np.median(values)),
+        size=len(values),
     )
-    tail = (1 - level) / 2
-    return ratios[int(tail * draws)], ratios[math.ceil((1 - tail) * draws) - 1]
 
 
-def versus(costs: Costs, other: Costs, target: str = "", note: str = "") -> Figure:
-    """`costs` against `other`: the ratio of their medians, with its bootstrap interval. Every
-    target bounds `costs` from above, so its missed runs count as never reaching the goal and
-    `other`'s as all they spent: neither side's misses can make a target look met."""
-    repeated = len(costs.values) > 1 or len(other.values) > 1
+def pool_goal(task: str, size: int = POOL, seed: int = 0, data: str | None = None) -> Goal:
+    """The goal of `task` from `size` random configurations evaluated at epoch 52."""
+    model = lcbench.surrogate(str(lcbench.locate(data)))
+    finals = model.curves(task, sample(size, seed), [EPOCHS])[:, 0, 1]
+    return goal_of(task, finals)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One search's outcome: epochs until the goal (None: never), epochs in all, and regret."""
+
+    cost: int | None
+    spent: int
+    regret: float
+
+
+def judge(rows: list[dict[str, Any]], goal: Goal, budget: int = BUDGET) -> Run:
+    """A run's cost and regret from its results in arrival order (one result per epoch)."""
+    cost, best = None, None
+    for n, row in enumerate(rows, 1):
+        if row.get("epoch") != EPOCHS or not isinstance(row.get(METRIC), int | float):
+            continue
+        value = float(row[METRIC])
+        if n <= budget:
+            best = value if best is None else max(best, value)
+        if cost is None and value >= goal.threshold:
+            cost = n
+    regret = goal.best - (best if best is not None else goal.typical)
+    return Run(cost, len(rows), regret)
+
+
+# ---- the figures (Ray-free) -------------------------------------------------------------------
+
+SCHEDULERS = {"asha": "<= 0.4", "hyperband": "<= 0.5", "bohb": "<= 0.5"}  # against random
+RL_ZOO = "optuna-tpe-median"
+
+
+def costs_of(runs: list[Run], method: str) -> Costs:
+    return Costs(
+        method,
+        tuple(r.cost if r.cost is not None else r.spent for r in runs),
+        tuple(r.cost is None for r in runs),
+        unit="epochs",
+    )
+
+
+def per_task(
+    method: str, other: str, runs: dict[str, dict[str, list[Run]]], goals: dict[str, Goal]
+) -> list[Figure]:
+    """`method` against `other` on each task: the ratio of median costs, no target."""
+    found = []
+    for task, by_method in runs.items():
+        a, b = costs_of(by_method[method], method), costs_of(by_method[other], other)
+        found.append(
+            Figure(
+                "search",
+                f"{task}: {method} / {other}, epochs to the top 1%",
+                median(a.censored) / b.median,
+                "",
+                a.describe(),
+                b.describe(),
+                note=f"val_accuracy >= {goals[task].threshold:.2f} (pool {goals[task].size:,})",
+                spread=ratio_interval(a.censored, b.values, level=LEVEL),
+                repeats=len(a.values),
+            )
+        )
+    return found
+
+
+def pooled(method: str, other: str, target: str, runs: dict[str, dict[str, list[Run]]]) -> Figure:
+    """`method` against `other` over all tasks: the geometric mean of the per-task ratios. The
+    side a target bounds counts its misses as never reaching the goal."""
+    pairs = [
+        (costs_of(r[method], method).censored, costs_of(r[other], other).values)
+        for r in runs.values()
+    ]
+    medians = {
+        name: [costs_of(r[name], name).median for r in runs.values()] for name in (method, other)
+    }
+    missed = {name: sum(costs_of(r[name], name).missed for r in runs.values()) for name in medians}
+    seeds = sum(len(r[method]) for r in runs.values())
+
+    def said(name: str) -> str:
+        values = ", ".join(f"{m:,.0f}" for m in medians[name])
+        return f"{name} median epochs per task {values}; {missed[name]} runs never got there"
+
     return Figure(
         "search",
-        f"{costs.method} / {other.method}: trial-iterations to within 2% of the best",
-        median(costs.censored) / other.median,
+        f"pooled: {method} / {other}, epochs to the top 1% (geometric mean over tasks)",
+        geometric_mean([median(num) / median(den) for num, den in pairs]),
         target,
-        costs.describe(),
-        other.describe(),
-        note=note,
-        spread=ratio_interval(costs.censored, other.values) if repeated else None,
-        repeats=len(costs.values),
+        said(method),
+        said(other),
+        note=f"{len(runs)} tasks",
+        spread=pooled_interval(pairs, level=LEVEL),
+        repeats=seeds,
     )
 
 
-def figures_of(costs: dict[str, Costs], grid_budget: int, goal: float) -> list[Figure]:
-    """The search figures: every method against grid; the scheduler methods against random and
-    each against Optuna's TPE with median stopping (the target: at least one beats it; all are
-    shown, so the one that does is not picked after the fact)."""
-    grid = costs["grid"]
-    note = f"goal {METRIC} >= {goal:g}; {MAX_T} iterations at most per trial"
-    found = [
-        Figure(
-            "search",
-            "grid: trial-iterations to within 2% of the best / grid's whole budget",
-            grid.median / grid_budget,
-            "",
-            grid.describe(),
-            f"grid {grid_budget:,} trial-iterations in all",
-            note=note,
+def regret_figures(runs: dict[str, dict[str, list[Run]]], methods: list[str]) -> list[Figure]:
+    """Each method's regret at the budget (the mean over tasks of its median), and BOHB's less
+    HyperBand's, which must not be above 0."""
+    found = []
+    for method in methods:
+        medians = [median(r.regret for r in by[method]) for by in runs.values()]
+        found.append(
+            Figure(
+                "search",
+                f"pooled: {method} regret after {BUDGET:,} epochs (val_accuracy points)",
+                sum(medians) / len(medians),
+                "",
+                f"median per task {', '.join(f'{m:.2f}' for m in medians)}",
+                "the pool's best epoch-52 val_accuracy",
+                repeats=sum(len(by[method]) for by in runs.values()),
+            )
         )
-    ]
-    for name, c in costs.items():
-        if name != "grid":
-            found.append(versus(c, grid, "<= 0.25" if name in SCHEDULERS else "", note))
-    if "random" in costs:
-        found += [
-            versus(costs[n], costs["random"], "<= 0.5", note) for n in SCHEDULERS if n in costs
+    if {"bohb", "hyperband"} <= set(methods):
+        pairs = [
+            ([r.regret for r in by["bohb"]], [r.regret for r in by["hyperband"]])
+            for by in runs.values()
         ]
-    if RL_ZOO in costs:
-        found += [versus(costs[n], costs[RL_ZOO], "< 1", note) for n in SCHEDULERS if n in costs]
+        diffs = [median(a) - median(b) for a, b in pairs]
+        found.append(
+            Figure(
+                "search",
+                f"pooled: bohb regret - hyperband regret after {BUDGET:,} epochs",
+                sum(diffs) / len(diffs),
+                "<= 0",
+                "bohb median regret per task",
+                "hyperband's",
+                spread=difference_interval(pairs, level=LEVEL),
+                repeats=sum(len(p[0]) for p in pairs),
+            )
+        )
     return found
+
+
+def figures_of(runs: dict[str, dict[str, list[Run]]], goals: dict[str, Goal]) -> list[Figure]:
+    """Every method against random search per task and pooled (targets on the pooled ratios of
+    the schedulers), the schedulers against Optuna's TPE with median stopping (at least one must
+    beat it; all are shown, so the one that does is not picked after the fact), and regrets."""
+    methods = list(next(iter(runs.values())))
+    found: list[Figure] = []
+    others = [m for m in methods if m != "random"]
+    if "random" in methods:
+        for m in others:
+            found += per_task(m, "random", runs, goals)
+        found += [pooled(m, "random", SCHEDULERS.get(m, ""), runs) for m in others]
+    if RL_ZOO in methods:
+        found += [pooled(m, RL_ZOO, "< 1", runs) for m in SCHEDULERS if m in methods]
+    return found + regret_figures(runs, methods)
 
 
 # ---- the methods, as specs of the app ---------------------------------------------------------
@@ -214,86 +256,70 @@ class Method:
     name: str
     search: Any
     scheduler: Any
-    samples: tuple[int, int]  # trials it may start at full size and with --quick (0: not run)
-    checkpoint: bool = False  # its scheduler pauses or copies trials: the replay checkpoints
-    # max_concurrent_trials: trials are then made only as they can start, so they start in the
-    # searcher's order (else Tune may start waiting trials out of order) and a model-based
-    # searcher learns between them. Not for HyperBand (its paused trials count) or PBT.
-    concurrency: int | None = None
-    seeded: bool = True  # repeated over searcher seeds (grid is one order)
-    # Its trials end once a result reaches the goal (what comes after is not measured). Not for
-    # HyperBand: Tune's brackets can wait forever on trials that end between milestones.
-    ends_at_goal: bool = True
+    samples: tuple[int, int]  # trials it may start at full size and with --quick
+    checkpoint: bool = False  # its scheduler pauses trials
+    # Trials made only as they can start, so a model-based searcher learns between them; not
+    # for HyperBand (its paused trials count against the limit).
+    concurrency: int | None = CPUS
 
 
-def sampled(values: list[float]) -> dict[str, list[float]]:
-    """A log-uniform range half a step beyond the end values, so each recorded value is the
-    nearest for an equal share of it."""
-    low = values[0] / math.sqrt(values[1] / values[0])
-    high = values[-1] * math.sqrt(values[-1] / values[-2])
-    return {"loguniform": [float(f"{low:.6g}"), float(f"{high:.6g}")]}
-
-
-HYPERBAND = {"type": "hyperband", "max_t": MAX_T, "reduction_factor": 3}
-# Two whole bands of max_t 81, reduction_factor 3: one band holds 143 configurations, about
-# three good ones, and often loses them all on its first results
-HYPERBAND_TRIALS = 2 * (5 + 8 + 15 + 34 + 81)
-PBT = {
-    "type": "pbt",
-    "perturbation_interval": 9,
-    "hyperparam_mutations": {
-        key: values if key in CHOICES else sampled(values) for key, values in AXES.items()
-    },
-    "quantile_fraction": 0.25,
-    "resample_probability": 0.25,
+SPACE = {
+    "batch_size": {"lograndint": [16, 513]},
+    "learning_rate": {"loguniform": [1e-4, 0.1]},
+    "momentum": {"uniform": [0.1, 0.99]},
+    "weight_decay": {"uniform": [1e-5, 0.1]},
+    "num_layers": {"randint": [1, 6]},
+    "max_units": {"lograndint": [64, 1025]},
+    "max_dropout": {"uniform": [0.0, 1.0]},
 }
+# Rungs at 2, 6 and 18 epochs (2 * 3^k): epoch 1 ranks configurations at chance on 167168.
+ASHA = {"type": "asha", "time_attr": "epoch", "max_t": EPOCHS, "grace_period": 2}
+ASHA["reduction_factor"] = 3
+# Tune's HyperBand starts bracket s at int(max_t / 3^s) epochs: with max_t 52 its fourth
+# bracket would start at 1. With 54 (2 * 3^3) the brackets start at 54, 18, 6 and 2 epochs;
+# trials end at 52 on their own.
+HYPERBAND = {"type": "hyperband", "time_attr": "epoch", "max_t": 54, "reduction_factor": 3}
+BAND = 5 + 8 + 15 + 34  # trials in one band of those brackets
 # rl-baselines3-zoo's recipe: TPESampler(n_startup_trials=5) with MedianPruner(n_startup_trials=5,
 # n_warmup_steps=a third of the evaluations); here Tune's median stopping rule after a third.
 TPE = {"type": "optuna", "sampler": "tpe", "n_startup_trials": 5}
 MEDIAN = {
     "type": "median",
-    "time_attr": "training_iteration",
-    "grace_period": MAX_T // 3,
+    "time_attr": "epoch",
+    "grace_period": EPOCHS // 3,
     "min_samples_required": 5,
 }
-ASHA = {"type": "asha", "max_t": MAX_T, "grace_period": 3, "reduction_factor": 3}
 METHODS = (
-    Method("grid", "grid", "fifo", (1, 1), concurrency=CPUS, seeded=False),
-    Method("random", "random", "fifo", (128, 32), concurrency=CPUS),
-    Method("asha", "random", ASHA, (256, 64), concurrency=CPUS),
-    Method("hyperband", "random", HYPERBAND, (HYPERBAND_TRIALS, 28), True, ends_at_goal=False),
-    Method(
-        "bohb",
-        {"type": "bohb"},
-        HYPERBAND,
-        (HYPERBAND_TRIALS, 81),
-        checkpoint=True,
-        concurrency=CPUS,
-        ends_at_goal=False,
-    ),
-    Method("pbt", "random", PBT, (8, 8), checkpoint=True),
-    Method(RL_ZOO, TPE, MEDIAN, (128, 32), concurrency=CPUS),
-    Method("optuna-tpe", TPE, "fifo", (128, 0), concurrency=CPUS),
+    Method("random", "random", "fifo", (300, 20)),
+    Method("asha", "random", ASHA, (1000, 60)),
+    Method("hyperband", "random", HYPERBAND, (6 * BAND, BAND), True, concurrency=None),
+    Method("bohb", {"type": "bohb"}, HYPERBAND, (6 * BAND, BAND), True),
+    Method(RL_ZOO, TPE, MEDIAN, (300, 20)),
+    Method("hyperopt-tpe", {"type": "hyperopt"}, "fifo", (300, 20)),
 )
 
 
-def spec(method: Method, seed: int, goal: float, goal_file: Path, quick: bool) -> dict[str, Any]:
-    """The app's spec of one run of `method` on the replayed table."""
-    if method.search == "grid":
-        space: dict[str, Any] = {k: {"grid_search": v} for k, v in AXES.items()}
-    else:
-        space = {
-            key: {"choice": values} if key in CHOICES else sampled(values)
-            for key, values in AXES.items()
-        }
-    experiment: dict[str, Any] = {
-        "run": "benchmarks.replay:replay",
-        "num_samples": method.samples[quick],
-        "stop": {"training_iteration": MAX_T},
-        "config": {**space, "checkpoint": method.checkpoint},
+def spec(
+    method: Method, task: str, seed: int, goal: Goal, folder: Path, quick: bool, data: str | None
+) -> dict[str, Any]:
+    """The app's spec of one run of `method` on `task`."""
+    config: dict[str, Any] = {
+        **SPACE,
+        "task": task,
+        "checkpoint": method.checkpoint,
+        "goal": goal.threshold,
+        "budget": BUDGET,
+        "folder": str(folder),
     }
-    if method.ends_at_goal:
-        experiment["config"].update(goal=goal, goal_file=str(goal_file))
+    if data:
+        config["data"] = data
+    experiment: dict[str, Any] = {
+        "run": "benchmarks.search:trial",
+        "num_samples": method.samples[quick],
+        "stop": {"epoch": EPOCHS},
+        "config": config,
+        "fail_fast": True,
+    }
     if method.concurrency:
         experiment["max_concurrent_trials"] = method.concurrency
     return {
@@ -306,15 +332,41 @@ def spec(method: Method, seed: int, goal: float, goal_file: Path, quick: bool) -
     }
 
 
-# ---- running --------------------------------------------------------------------------------
+class SearchOver(Exception):
+    """Raised by a trial once its search has met the goal and spent the budget: with the
+    experiment's `fail_fast`, Tune ends the whole run there."""
 
-SEEDS = (30, 2)  # searcher seeds per method: full size, --quick
+
+def trial(config: dict[str, Any]) -> None:
+    """The benchmark's trainable: LCBench's, ending the search once the goal was met and the
+    budget spent (what a search does after that is not measured). Before each epoch's report,
+    the trial adds a byte to `spent` and creates `met` if that epoch meets the goal; once both
+    hold, the next epoch of any trial raises `SearchOver` instead, which ends the run."""
+    folder = Path(config["folder"])
+    spent, met = folder / "spent", folder / "met"
+
+    def before(epoch: int, value: float) -> None:
+        if met.exists() and spent.stat().st_size >= config["budget"]:
+            raise SearchOver()
+        with spent.open("ab") as f:
+            f.write(b".")
+        if epoch == EPOCHS and value >= config["goal"]:
+            met.touch()
+
+    lcbench.run_epochs(config, before)
+
+
+# ---- running ---------------------------------------------------------------------------------
 
 
 def _start_ray() -> None:
-    """One local Ray for every run; its workers import `benchmarks` from the checkout."""
+    """One local Ray for every run; its workers import `benchmarks` from the checkout. Tune
+    buffers results of trials without checkpoints (a trial runs a few epochs ahead, and those
+    are dropped when it is stopped): one result per call, so the epochs a trial computes are
+    the epochs logged, and the budget counted in `spent` is the one in the rows."""
     import ray
 
+    os.environ["TUNE_RESULT_BUFFER_LENGTH"] = "1"
     path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), path]))
     ray.init(
@@ -327,140 +379,115 @@ def _start_ray() -> None:
 
 
 def run_method(
-    method: Method, seed: int, goal: float, tmp: Path, quick: bool
-) -> tuple[int | None, int]:
-    """One run of `method` through the app: its compute to the goal and in all."""
+    method: Method, task: str, seed: int, goal: Goal, tmp: Path, quick: bool, data: str | None
+) -> Run:
+    """One run of `method` on `task` through the app."""
     import tune_app
 
-    folder = tmp / f"{method.name}-{seed}"
+    folder = tmp / f"{method.name}-{task}-{seed}"
     folder.mkdir()
     runs = folder / "runs"
-    tune_app.run(spec(method, seed, goal, folder / "goal", quick), storage_path=runs)
+    try:
+        tune_app.run(spec(method, task, seed, goal, folder, quick, data), storage_path=runs)
+    except RuntimeError as err:
+        # Ended by `fail_fast` with trials never started, Tune's result grid can fail on them;
+        # every result is logged by then. Anything else is the caller's.
+        if "trial_fs_path" not in str(err) or not (folder / "met").exists():
+            raise
     rows = read_results(runs / EXPERIMENT)
-    broken = [] if method.scheduler is PBT else missing_rows(rows)
-    if broken:  # kept for a look
-        raise RuntimeError(f"{runs / EXPERIMENT}: results missing in trials {broken[:5]}")
     shutil.rmtree(folder, ignore_errors=True)
-    return cost_until(rows, goal)
+    return judge(rows, goal)
 
 
-def run(quick: bool = False) -> list[Figure]:
+def load_records(*paths: Path) -> dict[str, dict[str, list[Run]]]:
+    """Runs by task and method from records files, by seed; on each task only the seeds that
+    every method ran there (a run cut short leaves its last seed incomplete)."""
+    found: dict[tuple[str, str, int], Run] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            found[r["task"], r["method"], r["seed"]] = Run(r["cost"], r["spent"], r["regret"])
+    methods = [m.name for m in METHODS if any(k[1] == m.name for k in found)]
+    runs = {}
+    for task in sorted({t for t, _, _ in found}):
+        seeds = sorted(
+            s for s in {k[2] for k in found} if all((task, m, s) in found for m in methods)
+        )
+        if seeds:
+            runs[task] = {m: [found[task, m, s] for s in seeds] for m in methods}
+    return runs
+
+
+def run(
+    quick: bool = False,
+    records: Path | None = None,
+    data: str | None = None,
+    tasks: tuple[str, ...] = TASKS,
+    first_seed: int = 0,
+) -> list[Figure]:
+    """Every method on every task over `SEEDS` searcher seeds, seed by seed (so a cut-short run
+    still leaves whole seeds in `records`); the figures."""
     import ray
 
-    replayed = load_table()
-    goal = GOAL * replayed.best
-    costs: dict[str, Costs] = {}
+    data = data or os.environ.get("LCBENCH_DATA") or None
+    goals = {task: pool_goal(task, data=data) for task in tasks}
+    for g in goals.values():
+        print(
+            f"  {g.task}: pool {g.size:,}, top 1% from {g.threshold:.2f}, best {g.best:.2f}",
+            flush=True,
+        )
+    runs: dict[str, dict[str, list[Run]]] = {t: {m.name: [] for m in METHODS} for t in tasks}
+    records = records or Path(tempfile.gettempdir()) / f"lcbench-search-{os.getpid()}.jsonl"
     _start_ray()
     try:
         with tempfile.TemporaryDirectory() as folder:
-            for method in (m for m in METHODS if m.samples[quick]):
-                began = time.monotonic()
-                seeds = range(SEEDS[quick] if method.seeded else 1)
-                spent = [run_method(method, s, goal, Path(folder), quick) for s in seeds]
-                costs[method.name] = Costs(
-                    method.name,
-                    tuple(until if until is not None else total for until, total in spent),
-                    tuple(until is None for until, _ in spent),
-                )
-                print(
-                    f"  {costs[method.name].describe()}; {time.monotonic() - began:.0f} s\n"
-                    f"    runs: {costs[method.name].listing()}",
-                    flush=True,
-                )
+            for seed in range(first_seed, SEEDS[quick]):
+                for task in tasks:
+                    for method in METHODS:
+                        began = time.monotonic()
+                        goal, tmp = goals[task], Path(folder)
+                        try:
+                            done = run_method(method, task, seed, goal, tmp, quick, data)
+                        except Exception as err:  # noqa: BLE001 - Tune's, under load: left out
+                            print(f"  left out: {method.name} {task} {seed}: {err}", flush=True)
+                            ray.shutdown()  # Tune's state after a failed fit is not reusable
+                            _start_ray()
+                            continue
+                        runs[task][method.name].append(done)
+                        line = {"task": task, "method": method.name, "seed": seed, **asdict(done)}
+                        with records.open("a") as f:
+                            f.write(json.dumps(line) + "\n")
+                        print(f"  {line} {time.monotonic() - began:.0f} s", flush=True)
     finally:
         ray.shutdown()
-    return figures_of(costs, len(replayed.curves) * MAX_T, goal)
-
-
-# ---- recording the table ----------------------------------------------------------------------
-
-
-def record_spec(axes: dict[str, list[float]], iterations: int) -> dict[str, Any]:
-    """REINFORCE over the whole grid of `axes`, each configuration on `RECORD_SEEDS`."""
-    return {
-        "metric": METRIC,
-        "mode": "max",
-        "search": "grid",
-        "experiments": {
-            "record": {
-                "run": "reinforce",
-                "env": ENV,
-                "stop": {"training_iteration": iterations},
-                "config": {
-                    **{key: {"grid_search": values} for key, values in axes.items()},
-                    "seed": {"grid_search": list(RECORD_SEEDS)},
-                },
-            }
-        },
-    }
-
-
-def curves_from_rows(
-    rows: list[dict[str, Any]], axes: dict[str, list[float]], iterations: int
-) -> list[list[float]]:
-    """Each configuration's metric by iteration, the mean over the seeds it ran with, in the
-    table's order (row-major over `axes`); every configuration must have run the same seeds."""
-    size = math.prod(len(v) for v in axes.values())
-    grid = Table(METRIC, "max", axes, [[0.0]] * size)
-    configs = grid.configs()
-    runs: dict[tuple[int, Any], list[float | None]] = {}  # (configuration, seed) -> its curve
-    trials: dict[str, tuple[int, Any]] = {}  # trial id -> its run (on the trial's first row)
-    for row in rows:
-        if "config" in row:
-            i = grid.nearest(row["config"])
-            if configs[i] != {k: row["config"][k] for k in axes}:
-                raise ValueError(f"a result of {row['config']}, which is not on the grid")
-            trials[row["trial_id"]] = (i, row["config"].get("seed"))
-            runs.setdefault(trials[row["trial_id"]], [None] * iterations)
-        runs[trials[row["trial_id"]]][row["training_iteration"] - 1] = row[METRIC]
-    seeds = sorted({seed for _, seed in runs}, key=str)
-    gaps = [(i, seed) for i in range(size) for seed in seeds if None in runs.get((i, seed), [None])]
-    if gaps:
-        i, seed = gaps[0]
-        raise ValueError(f"{len(gaps)} runs lack results, the first {configs[i]} with seed {seed}")
-    means = []
-    for i in range(size):
-        curves = [[v for v in runs[i, seed] if v is not None] for seed in seeds]
-        means.append([round(sum(values) / len(values), 3) for values in zip(*curves, strict=True)])
-    return means
-
-
-def record(
-    path: Path = TABLE, axes: dict[str, list[float]] = AXES, iterations: int = MAX_T
-) -> Table:
-    """Run REINFORCE over every configuration of `axes` through the app; write the table."""
-    import tune_app
-
-    day = time.strftime("%Y-%m-%d")
-    with tempfile.TemporaryDirectory() as folder:
-        tune_app.run(record_spec(axes, iterations), storage_path=folder)
-        rows = read_results(Path(folder) / "record")
-    recorded = Table(
-        metric=METRIC,
-        mode="max",
-        axes=axes,
-        curves=curves_from_rows(rows, axes, iterations),
-        about=(
-            f"reinforce (trainables/reinforce.py) on {ENV}: {METRIC} (the last 100 "
-            f"episodes) of its first {iterations} iterations for every configuration "
-            f"of the axes, the mean over seeds {', '.join(map(str, RECORD_SEEDS))}, recorded "
-            f"through the app by `python -m benchmarks.search --record` on {day}"
-        ),
-    )
-    path.write_text(json.dumps(recorded.to_json(), separators=(",", ":")) + "\n")
-    return recorded
+    print(f"  runs recorded in {records}", flush=True)
+    return figures_of(runs, goals)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes")
-    parser.add_argument("--record", action="store_true", help=f"record {TABLE.name} anew")
+    parser.add_argument("--data", help="folder of the LCBench surrogate")
+    parser.add_argument("--records", type=Path, help="append each run here (JSON lines)")
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
+    parser.add_argument("--first-seed", type=int, default=0, help="go on from this seed")
+    parser.add_argument(
+        "--from-records",
+        type=Path,
+        nargs="+",
+        help="only work the figures out from records files (their common seeds)",
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
-    if args.record:
-        recorded = record()
-        print(f"{TABLE}: {len(recorded.curves)} curves, best {recorded.best:g}")
-        return
-    print(table(run(args.quick)))
+    if args.from_records:
+        runs = load_records(*args.from_records)
+        goals = {task: pool_goal(task, data=args.data) for task in runs}
+        figures = figures_of(runs, goals)
+    else:
+        figures = run(args.quick, args.records, args.data, tuple(args.tasks), args.first_seed)
+    if args.json:
+        write_json(args.json, figures, args.quick)
+    print(table(figures))
 
 
 if __name__ == "__main__":

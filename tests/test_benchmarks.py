@@ -9,17 +9,16 @@ import math
 import pytest
 
 from benchmarks.common import Figure, paired, table, write_json
+from benchmarks.costs import Costs, ratio_interval
 from benchmarks.replay import TABLE, Position, Table, load_table
-from benchmarks.search import (
+from benchmarks.search_rl import (
     AXES,
     MAX_T,
     RECORD_SEEDS,
-    Costs,
     cost_until,
     curves_from_rows,
     figures_of,
     missing_rows,
-    ratio_interval,
     sampled,
     versus,
 )
@@ -135,23 +134,23 @@ def test_the_ratio_interval_holds_the_ratio_of_medians():
     )
 
 
-def test_figures_compare_schedulers_with_grid_random_and_the_rl_zoo_recipe():
+def test_the_control_asks_schedulers_not_to_lose_to_random_search():
     costs = {
         "grid": Costs("grid", (1000,)),
         "random": Costs("random", (400, 500, 600)),
         "asha": Costs("asha", (100, 200, 150)),
-        "pbt": Costs("pbt", (600, 700, 800)),
+        "pbt": Costs("pbt", (900, 1000, 1100)),
         "optuna-tpe-median": Costs("optuna-tpe-median", (300, 300, 300)),
     }
     found = {f.name.split(":")[0]: f for f in figures_of(costs, 10_000, 490.0)}
     assert found["grid"].value == 0.1
-    assert found["asha / grid"].value == 0.15 and found["asha / grid"].target == "<= 0.25"
-    assert found["random / grid"].target == ""
-    assert found["asha / random"].value == 0.3 and found["asha / random"].met is True
-    versus_zoo = found["asha / optuna-tpe-median"]
-    assert versus_zoo.value == 0.5 and versus_zoo.target == "< 1" and versus_zoo.met is True
-    # every scheduler method is compared with the recipe, not only the best
-    assert found["pbt / optuna-tpe-median"].met is False
+    assert found["asha / grid"].value == 0.15 and found["asha / grid"].target == ""
+    assert found["asha / random"].value == 0.3 and found["asha / random"].target == "<= 1.25"
+    assert found["asha / random"].met is True
+    assert found["pbt / random"].met is False  # 2x random, 1.5x at best: a loss
+    assert found["asha / optuna-tpe-median"].value == 0.5
+    assert found["asha / optuna-tpe-median"].target == ""
+    assert {f.benchmark for f in found.values()} == {"search_rl"}
 
 
 def small_table() -> Table:
