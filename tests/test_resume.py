@@ -242,6 +242,21 @@ def test_the_finished_journal_corrects_tune_stale_saved_statuses(tmp_path):
     assert metadata["last_result"] == {"x": 1}
 
 
+@pytest.mark.parametrize("torn", ["", '{"trial_data": [["{\\"trial_id'], ids=["empty", "torn"])
+def test_a_torn_tune_state_file_is_left_alone_after_the_run(tmp_path, torn):
+    """Tune writes its state file in place: a copy cut short left it empty, and marking the
+    journal's trials in it raised after a whole run had finished."""
+    from tune_app.rundir.layout import FINISHED_FILE, saved_trials
+    from tune_app.rundir.write import mark_finished_trials
+
+    state = tmp_path / "experiment_state-2026-01-01_00-00-00.json"
+    state.write_text(torn)
+    (tmp_path / FINISHED_FILE).write_text(json.dumps({"trial_id": "a", "status": "ERROR"}) + "\n")
+    assert mark_finished_trials(tmp_path) == []
+    assert saved_trials(tmp_path) == {}
+    assert state.read_text() == torn  # not rewritten
+
+
 def test_a_trials_failures_are_what_tune_counted_when_the_journal_saw_it_end(tmp_path):
     """Failures come from Tune's saved state, or from the journal where it counted more (its
     count is taken when Tune reports the trial's end); a journal row of an older run, without a

@@ -162,17 +162,30 @@ def newest_state(folder: Path) -> Path | None:
     return states[-1] if states else None
 
 
+def read_newest_state(folder: Path) -> tuple[Path, dict[str, Any]] | None:
+    """Tune's newest experiment state file and its contents; None where there is none, or it
+    cannot be read: Tune writes it in place (`TuneController.save_to_dir`), not atomically, so
+    a process killed or a copy cut short mid-write leaves it empty or torn."""
+    state = newest_state(folder)
+    if state is None:
+        return None
+    try:
+        data = json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return (state, data) if isinstance(data, dict) else None
+
+
 def saved_trials(folder: Path) -> dict[str, tuple[str, int]]:
     """Trial id -> (status, failures so far) in Tune's newest saved experiment state; for a
     trial the journal saw end, at least the failures Tune had counted then (its count is taken
     after Tune handled the failure; the saved state is written on Tune's own schedule)."""
-    state = newest_state(folder)
-    if state is None:
+    found = read_newest_state(folder)
+    if found is None:
         return {}
     try:
-        data = json.loads(state.read_text(encoding="utf-8"))
-        entries = [(json.loads(e[0]), json.loads(e[1])) for e in data.get("trial_data", [])]
-    except (OSError, ValueError, TypeError, IndexError):
+        entries = [(json.loads(e[0]), json.loads(e[1])) for e in found[1].get("trial_data", [])]
+    except (ValueError, TypeError, IndexError):
         return {}
     counted = _journaled_failures(Path(folder) / FINISHED_FILE)
     return {

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tune_app.errors import SpecError
 from tune_app.rundir.layout import (
     FINISHED_FILE,
-    newest_state,
+    read_newest_state,
     read_rows,
     write_json,
     write_text,
@@ -40,13 +40,13 @@ def mark_finished_trials(folder: Path) -> list[str]:
     state, with their last result: after a run, so the state on disk is final; before a resume,
     so Tune does not run them again. Returns their ids."""
     journal = Path(folder) / FINISHED_FILE
-    state = newest_state(folder)
-    if not journal.exists() or state is None:
+    found = read_newest_state(folder)
+    if not journal.exists() or found is None:  # nothing to correct, or nothing Tune can resume
         return []
+    state, data = found
     finished = {
         row["trial_id"]: row for row in read_rows(journal.read_bytes()) if "trial_id" in row
     }
-    data = json.loads(state.read_text(encoding="utf-8"))
     marked = []
     for entry in data.get("trial_data", []):
         trial = json.loads(entry[0])
