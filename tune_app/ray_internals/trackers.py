@@ -226,6 +226,21 @@ class WandbTrials(_Warns, WandbLoggerCallback):
         )
         spec_file, _ = _spec_and_key(ep)
         self.naming = naming.Naming.of(ep, spec_file)
+        self.offline = options.mode == "offline"
+
+    def setup(self, *args: Any, **kwargs: Any) -> None:
+        self._warned = False
+        # Tune's setup asks for an API key unless WANDB_MODE says offline; offline needs none.
+        before = os.environ.get("WANDB_MODE")
+        if self.offline:
+            os.environ["WANDB_MODE"] = "offline"
+        try:
+            self._safely(lambda: super(WandbTrials, self).setup(*args, **kwargs))
+        finally:
+            if before is None:
+                os.environ.pop("WANDB_MODE", None)
+            else:
+                os.environ["WANDB_MODE"] = before
 
     def log_trial_start(self, trial: Any) -> None:
         if trial in self._trial_logging_actors:  # a retried trial: the same run goes on
@@ -245,7 +260,8 @@ class WandbTrials(_Warns, WandbLoggerCallback):
             config=config,
         )
         init.update(self.kwargs)
-        self._safely(self._start_logging_actor, trial, [*self._exclude_results, "config"], **init)
+        excluded = [*self._exclude_results, "config"]
+        self._safely(lambda: self._start_logging_actor(trial, excluded, **init))
 
     def log_trial_result(self, iteration: int, trial: Any, result: dict) -> None:
         self._safely(super().log_trial_result, iteration, trial, result)
