@@ -20,6 +20,7 @@ from ray.air.integrations.mlflow import MLflowLoggerCallback
 from ray.air.integrations.wandb import WandbLoggerCallback
 
 from tune_app.plan import ExperimentPlan
+from tune_app.rundir.layout import latest_results, read_rows
 from tune_app.rundir.records import RunSummary
 from tune_app.rundir.write import read_run_record
 from tune_app.trackers import naming
@@ -35,19 +36,23 @@ os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 _BATCH = 1000  # MLflow's most metrics in one log_batch call
 
 
+_WARNED: set[str] = set()  # the trackers that failed in this process: one warning each
+
+
 class _Warns:
     """Calls into a tracker whose failure is one warning on stderr, never a failed trial."""
 
     tracker = "tracker"
-    _warned = False
+    _warned = False  # this callback's calls failed: later ones that need them are skipped
 
     def _safely(self, fn: Any, *args: Any) -> Any:
         try:
             return fn(*args)
         except Exception as err:  # a tracker's failure must not fail a trial or the run
-            if not self._warned:
-                self._warned = True
-                first = (str(err).splitlines() or [type(err).__name__])[0][:300]
+            self._warned = True
+            if self.tracker not in _WARNED:
+                _WARNED.add(self.tracker)
+                first = (str(err).splitlines() or [type(err).__name__])[0][:200]
                 print(
                     f"warning: the {self.tracker} tracker failed ({first}); the run goes on "
                     "and its own files are complete",
@@ -78,6 +83,7 @@ class MlflowTrials(_Warns, MLflowLoggerCallback):
         spec_file, self.key = _spec_and_key(ep)
         self.naming = naming.Naming.of(ep, spec_file)
         self.spec_path = str(ep.folder.spec)
+        self.folder = ep.folder
 
     def setup(self, *args: Any, **kwargs: Any) -> None:
         self._warned = False
@@ -123,8 +129,10 @@ class MlflowTrials(_Warns, MLflowLoggerCallback):
         if found:  # a resumed run: the same MLflow run, from the iteration after its last
             run_id = found[0].info.run_id
             history = client.get_metric_history(run_id, naming.ITERATION)
+            self.runs[trial.trial_id] = run_id
             self.logged[trial.trial_id] = int(max((m.value for m in history), default=0))
             client.update_run(run_id, status="RUNNING")
+            self._catch_up(trial.trial_id)
         else:
             tags = {**(self.tags or {}), **self.naming.tags(trial.trial_id, trial.config)}
             if self.parent:
@@ -138,6 +146,18 @@ class MlflowTrials(_Warns, MLflowLoggerCallback):
             for at in range(0, len(params), 100):
                 client.log_batch(run_id, params=params[at : at + 100])
         self.runs[trial.trial_id] = run_id
+
+    def _catch_up(self, trial_id: str) -> None:
+        """Log the results.jsonl rows a killed run wrote but never sent: a trial restored
+        from the checkpoint of its last result does not report that result again."""
+        path = self.folder.results
+        rows = read_rows(path.read_bytes()) if path.exists() else []
+        for row in latest_results(rows):
+            done = row.get(naming.ITERATION)
+            if row.get("trial_id") == trial_id and isinstance(done, int):
+                if done > self.logged.get(trial_id, 0):
+                    self._log(trial_id, row)
+                    self.logged[trial_id] = done
 
     def log_trial_result(self, iteration: int, trial: Any, result: dict) -> None:
         done = result.get(naming.ITERATION)
@@ -269,3 +289,37 @@ class WandbTrials(_Warns, WandbLoggerCallback):
     def log_trial_end(self, trial: Any, failed: bool = False) -> None:
         if trial in self._trial_logging_actors:
             self._safely(super().log_trial_end, trial, failed)
+
+
+def finish_wandb(options: WandbOptions, ep: ExperimentPlan, summary: RunSummary) -> None:
+    """After summary.json is written: one more run in the experiment's group, named after the
+    experiment, holding the spec and summary.json as an artifact and each trial's final status."""
+    import wandb
+
+    _, key = _spec_and_key(ep)
+    warns = _Warns()
+    warns.tracker = "W&B"
+
+    def finish() -> None:
+        run = wandb.init(
+            project=options.project or ep.name,
+            entity=options.entity,
+            group=options.group or ep.name,
+            name=ep.name,
+            job_type="summary",
+            mode=options.mode,
+            dir=options.dir,
+            tags=list(options.tags),
+            config={naming.PARENT_TAG: key},
+            reinit="create_new",
+        )
+        try:
+            artifact = wandb.Artifact(f"{ep.name}-summary", type="tune_app-summary")
+            artifact.add_file(str(ep.folder.spec))
+            artifact.add_file(str(ep.folder.summary))
+            run.log_artifact(artifact)
+            run.summary.update({t.trial_id: naming.status(t) for t in summary.trials})
+        finally:
+            run.finish()
+
+    warns._safely(finish)

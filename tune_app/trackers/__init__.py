@@ -87,7 +87,7 @@ TRACKERS: dict[str, Tracker] = {
             "wandb",
             "wandb",
             "tune_app.ray_internals.trackers:WandbTrials",
-            None,
+            "tune_app.ray_internals.trackers:finish_wandb",
             needs=_wandb_key,
         ),
     )

@@ -27,7 +27,7 @@ ITERATION = "training_iteration"  # in every result; a resumed run skips iterati
 # RLlib's env steps sampled: the x axis of an RLlib trial's metrics, as RLlib plots them.
 ENV_STEPS = ("num_env_steps_sampled_lifetime", "env_runners/num_env_steps_sampled_lifetime")
 # Result keys that are not metrics of the trial (identities, clocks, flags).
-NOT_METRICS = ("done", "pid", "timestamp", "trial_id", "should_checkpoint", "date", "hostname")
+NOT_METRICS = ("done", "pid", "timestamp", "trial_id", "should_checkpoint", "logged_at")
 
 
 def run_name(trial_id: str) -> str:
