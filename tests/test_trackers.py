@@ -168,6 +168,26 @@ def test_metrics_are_the_finite_numbers_under_tunes_flat_names():
     assert found == {"a": 1.0, "b/c": 2.5}
 
 
+def test_a_run_holds_the_specs_config_paths_and_with_seeds_its_seed_and_configuration():
+    names = naming.Naming(
+        experiment="e",
+        spec_file="/s.yaml",
+        search="random",
+        scheduler="asha",
+        seed=None,
+        seeds=True,
+        config_paths=("opt.lr", "c", "seed"),
+        searched=("opt.lr", "seed"),
+    )
+    config = {"opt": {"lr": 0.1, "unwritten": 1}, "c": 7, "seed": 2, "env_extra": 3}
+    assert names.params(config) == {"opt.lr": 0.1, "c": 7, "seed": 2}
+    tags = names.tags("abc_00001", config)
+    assert tags["tune_app.seed"] == "2"
+    assert tags["tune_app.configuration"] == "opt.lr=0.1"
+    assert (tags["tune_app.search"], tags["tune_app.scheduler"]) == ("random", "asha")
+    assert naming.run_name("abc_00001") == tags[naming.TRIAL_TAG] == "abc_00001"
+
+
 @pytest.mark.parametrize(
     "outcome, shown",
     [

@@ -10,6 +10,7 @@ logged twice) and turn a tracker's failure into one warning.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import sys
@@ -306,6 +307,9 @@ def finish_wandb(options: WandbOptions, ep: ExperimentPlan, summary: RunSummary)
             entity=options.entity,
             group=options.group or ep.name,
             name=ep.name,
+            # One summary run per run of the experiment, however often it is resumed.
+            id="summary-" + hashlib.sha1(key.encode()).hexdigest()[:12],
+            resume="allow",
             job_type="summary",
             mode=options.mode,
             dir=options.dir,
