@@ -33,7 +33,9 @@ What each module depends on (private to Ray, so free to change in any release):
 - `trackers`: `ray.air.integrations.mlflow.MLflowLoggerCallback.mlflow_util` (Ray's private
   `ray.air._internal.mlflow._MLflowLoggerUtil`: its `setup_mlflow`, `start_run`,
   `experiment_id`, `_get_client`) and `WandbLoggerCallback`'s `_trial_logging_actors`,
-  `_start_logging_actor`, `_exclude_results` (subclassed, to name, tag and resume runs).
+  `_start_logging_actor`, `_exclude_results`, `_logger_actor_cls` and its
+  `ray.air.integrations.wandb._WandbLoggingActor` (subclassed, to name, tag and resume runs,
+  and to let W&B write a trial's run file before Tune kills its process).
 
 `version_warning` is checked at the start of `run` and `resume`. The package imports Ray only
 in its modules, never here, so `validate` stays Ray-free.

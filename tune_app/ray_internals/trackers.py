@@ -2,10 +2,12 @@
 
 Private to Ray: `MLflowLoggerCallback.mlflow_util` (an `ray.air._internal.mlflow.
 _MLflowLoggerUtil`: its `setup_mlflow`, `start_run`, `experiment_id`, `_get_client`) and
-`WandbLoggerCallback`'s `_trial_logging_actors`. Tune's own callbacks create a new run for every
-trial start and fail the run when the tracker is unreachable; these find a trial's run again by
-its `tune_app.trial_id` tag (a resumed or retried trial stays one run, its logged iterations not
-logged twice) and turn a tracker's failure into one warning.
+`WandbLoggerCallback`'s `_trial_logging_actors`, `_start_logging_actor`, `_exclude_results`,
+`_logger_actor_cls` (set to a subclass of the private `_WandbLoggingActor`). Tune's own
+callbacks create a new run for every trial start and fail the run when the tracker is
+unreachable; these find a trial's run again by its `tune_app.trial_id` tag (a resumed or
+retried trial stays one run, its logged iterations not logged twice) and turn a tracker's
+failure into one warning.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import time
 from typing import Any
 
 from ray.air.integrations.mlflow import MLflowLoggerCallback
-from ray.air.integrations.wandb import WandbLoggerCallback
+from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
 
+from tune_app.callbacks import located
 from tune_app.plan import ExperimentPlan
 from tune_app.rundir.layout import latest_results, read_rows
 from tune_app.rundir.records import RunSummary
@@ -84,7 +87,7 @@ class MlflowTrials(_Warns, MLflowLoggerCallback):
         spec_file, self.key = _spec_and_key(ep)
         self.naming = naming.Naming.of(ep, spec_file)
         self.spec_path = str(ep.folder.spec)
-        self.folder = ep.folder
+        self.written = ep.folder  # where the run folder was when the run began
 
     def setup(self, *args: Any, **kwargs: Any) -> None:
         self._warned = False
@@ -151,7 +154,7 @@ class MlflowTrials(_Warns, MLflowLoggerCallback):
     def _catch_up(self, trial_id: str) -> None:
         """Log the results.jsonl rows a killed run wrote but never sent: a trial restored
         from the checkpoint of its last result does not report that result again."""
-        path = self.folder.results
+        path = located(self.naming.experiment, self.written).results
         rows = read_rows(path.read_bytes()) if path.exists() else []
         for row in latest_results(rows):
             done = row.get(naming.ITERATION)
@@ -233,11 +236,22 @@ def finish_mlflow(options: MlflowOptions, ep: ExperimentPlan, summary: RunSummar
     warns._safely(finish)
 
 
+class _FlushingWandbActor(_WandbLoggingActor):
+    """Tune's per-trial W&B process, waiting for W&B's service to write everything before it
+    returns: Tune kills the process as soon as `run` returns, and a trial that ended quickly
+    (a failure at its second step) was left with an empty offline run file."""
+
+    def run(self) -> None:
+        super().run()
+        self._wandb.teardown()
+
+
 class WandbTrials(_Warns, WandbLoggerCallback):
     """One W&B run per trial (its id the trial id, so a resumed trial continues its run), in
     one group per experiment; the searched and constant params as its config."""
 
     tracker = "W&B"
+    _logger_actor_cls = _FlushingWandbActor
 
     def __init__(self, options: WandbOptions, ep: ExperimentPlan) -> None:
         extra: dict[str, Any] = {"mode": options.mode, "tags": list(options.tags)}
