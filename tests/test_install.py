@@ -69,14 +69,11 @@ def extra_test_requirements() -> list[Requirement]:
     return [Requirement(r) for r in pyproject()["project"]["optional-dependencies"]["test"]]
 
 
-# Optional extras a registered trainable may import (inside its functions, so the registry and
-# the app run without them): `bench` for the LCBench surrogate's onnxruntime.
-TRAINABLE_EXTRAS = ("bench",)
-
-
-def trainable_extra_requirements() -> list[Requirement]:
+def optional_requirements() -> list[Requirement]:
+    """The extras a feature needs only when a spec asks for it (`.[mlflow]`): the package
+    checks each is installed before a run that uses it starts."""
     extras = pyproject()["project"]["optional-dependencies"]
-    return [Requirement(r) for name in TRAINABLE_EXTRAS for r in extras[name]]
+    return [Requirement(r) for name, reqs in extras.items() if name != "test" for r in reqs]
 
 
 def constraint_lines() -> list[str]:
@@ -144,7 +141,7 @@ def dists_of(module: str) -> set[str]:
     ids=["package", "benchmarks+tests"],
 )
 def test_every_third_party_import_is_declared(folders, extras):
-    declared = {norm(r.name) for r in runtime_requirements() + trainable_extra_requirements()}
+    declared = {norm(r.name) for r in runtime_requirements() + optional_requirements()}
     if extras:
         declared |= {norm(r.name) for r in extra_test_requirements()}
     missing = {}

@@ -33,6 +33,12 @@ def relocate(experiment: str, folder: RunLocation) -> None:
     _RELOCATED[experiment] = folder
 
 
+def located(experiment: str, folder: RunLocation) -> RunLocation:
+    """Where experiment `experiment`'s run folder is in this process (a resumed run's callbacks
+    hold the folder of the process that pickled them)."""
+    return _RELOCATED.get(experiment, folder)
+
+
 def _as_written(config: Any) -> Any:
     """A config as results.jsonl holds it (tuples as lists, NaN as null), so a config read back
     from the file compares equal to the trial's own."""
@@ -65,7 +71,7 @@ class JsonlResults(Callback):
     # another machine (or of a moved folder) says where the files are now.
     @property
     def folder(self) -> RunLocation:
-        return _RELOCATED.get(self._experiment, self._folder)
+        return located(self._experiment, self._folder)
 
     @property
     def path(self) -> Path:

@@ -28,6 +28,7 @@ from tune_app.seeds import SEED_KEY
 from tune_app.smoke import shrink
 from tune_app.space import grid_size, iter_domains, searched_paths
 from tune_app.spec.models import Experiment, Mode, Spec
+from tune_app.trackers import check as check_trackers
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ def _plan_experiment(
         lambda: _check_population(exp, kind, warnings),
         lambda: _check_seeds(exp, kind),
         lambda: _check_dotted_keys(exp),
+        lambda: check_trackers(exp.trackers),
     ):
         with errors.check():
             check()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
+from tune_app import trackers
 from tune_app.cluster import check_cluster, cluster_address, ray_for
 from tune_app.errors import SpecError, StorageError
 from tune_app.interrupts import as_interrupts, forget_write_errors, write_error
@@ -300,6 +301,8 @@ def _finish(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         ep.folder.push()
     except OSError as err:
         failed = failed or err
+    else:
+        trackers.finish(ep, summary)
     if failed is not None:
         raise StorageError(failed, summaries=[summary])
     return summary

@@ -22,6 +22,7 @@ from tune_app.scoring import number
 from tune_app.space import to_tune
 from tune_app.tensorboard import TrialBoard
 from tune_app.timeouts import ResultTimeout
+from tune_app.trackers import callbacks_for
 
 if TYPE_CHECKING:
     from tune_app.runner import RunOptions  # runner imports this module
@@ -129,6 +130,7 @@ def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
         CSVLoggerCallback(),
         JsonLoggerCallback(),
     ]
+    callbacks += callbacks_for(ep)
     callbacks.append(
         progress.ProgressCallback(
             ep.name,

@@ -30,6 +30,12 @@ What each module depends on (private to Ray, so free to change in any release):
   (wrapped while a Tuner fits, so a trial killed by Ray's memory monitor fails as a trial).
 - `uploads`: `ray.train._internal.storage._upload_to_fs_path` (replaced while a Tuner fits, so
   Tune's copies of its state and trial files to the run folder replace files whole).
+- `trackers`: `ray.air.integrations.mlflow.MLflowLoggerCallback.mlflow_util` (Ray's private
+  `ray.air._internal.mlflow._MLflowLoggerUtil`: its `setup_mlflow`, `start_run`,
+  `experiment_id`, `_get_client`) and `WandbLoggerCallback`'s `_trial_logging_actors`,
+  `_start_logging_actor`, `_exclude_results`, `_logger_actor_cls` and its
+  `ray.air.integrations.wandb._WandbLoggingActor` (subclassed, to name, tag and resume runs,
+  and to let W&B write a trial's run file before Tune kills its process).
 
 `version_warning` is checked at the start of `run` and `resume`. The package imports Ray only
 in its modules, never here, so `validate` stays Ray-free.

@@ -21,6 +21,7 @@ from pydantic import (
 
 from tune_app.methods import SCHEDULERS, SEARCHERS, Options
 from tune_app.scoring import DEFAULT_SCOPE, SCOPE_PATTERN
+from tune_app.trackers import Chosen, TrackersSpec
 
 Mode = Literal["min", "max"]
 
@@ -235,6 +236,11 @@ class Settings(_Strict):
         description="a running trial that reports no result for this many seconds fails ('no "
         "result for N s') and is retried under max_failures (none: a hung trial runs forever)",
     )
+    trackers: TrackersSpec | None = Field(
+        None,
+        description="experiment trackers every trial is logged to: mlflow, wandb (an "
+        "experiment's entry replaces the file's entry of the same tracker; null turns it off)",
+    )
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -368,6 +374,7 @@ class Experiment:
     time_budget_s: float | None = None  # Tune's: the search ends after this many seconds
     result_timeout_s: float | None = None  # a running trial silent this long fails
     layout: str = "app"  # RLlib's sampling layout: the app's choice, or "rllib" (its defaults)
+    trackers: tuple[Chosen, ...] = ()  # the trackers its trials are logged to
 
 
 @dataclass(frozen=True)

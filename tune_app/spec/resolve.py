@@ -27,6 +27,7 @@ from tune_app.spec.models import (
     Spec,
     TensorBoardSpec,
 )
+from tune_app.trackers import chosen
 
 
 def load(path: str | Path) -> Spec:
@@ -203,4 +204,5 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         time_budget_s=pick("time_budget_s"),
         result_timeout_s=pick("result_timeout_s"),
         layout=pick("layout", "app"),
+        trackers=chosen(exp.trackers, top.trackers, path),
     )

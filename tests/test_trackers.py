@@ -1,0 +1,572 @@
+"""Experiment trackers: `trackers:` checked before Ray starts, and what a run leaves in a real
+MLflow server (read back with MlflowClient and seen in its UI in headless Chromium) and in W&B's
+offline run files."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tune_app.rundir.records import TrialOutcome
+from tune_app.spec import load
+from tune_app.trackers import naming
+
+from .conftest import ROOT, free_port, user_module
+
+CHROMIUM = shutil.which("chromium")
+
+# ---- checked before Ray starts ---------------------------------------------------------------
+
+BASE = """
+experiments:
+  e:
+    run: my_func
+    config: {{alpha: {{grid_search: [0.2, 0.4]}}, beta: 1}}
+    stop: {{training_iteration: 2}}
+trackers:
+  {trackers}
+"""
+
+BAD = [
+    pytest.param(
+        "mlflow: {tracking_uri: 'http://127.0.0.1:1', experiment_nam: x}",
+        {},
+        "trackers.mlflow.experiment_nam",
+        ["unknown key 'experiment_nam'", "experiment_name", "did you mean 'experiment_name'"],
+        id="unknown-option",
+    ),
+    pytest.param(
+        "wandb: {mode: ofline}",
+        {},
+        "trackers.wandb.mode",
+        ["'ofline' is not allowed", "online, offline", "did you mean 'offline'"],
+        id="bad-mode",
+    ),
+    pytest.param(
+        "mlfow: {}",
+        {},
+        "trackers.mlfow",
+        ["unknown key 'mlfow'", "did you mean 'mlflow'"],
+        id="unknown-tracker",
+    ),
+    pytest.param(
+        "mlflow: {}",
+        {"mlflow": None},
+        "trackers.mlflow",
+        ["needs the mlflow package, which is not installed", 'pip install -e ".[mlflow]"'],
+        id="mlflow-not-installed",
+    ),
+    pytest.param(
+        "wandb: {mode: offline}",
+        {"wandb": None},
+        "trackers.wandb",
+        ['pip install -e ".[wandb]"'],
+        id="wandb-not-installed",
+    ),
+    pytest.param(
+        "wandb: {project: p}",
+        {},
+        "trackers.wandb",
+        ["online mode needs an API key", "api.wandb.ai", "mode: offline"],
+        id="online-without-key",
+    ),
+]
+
+
+@pytest.fixture
+def no_wandb_key(monkeypatch, tmp_path):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.delenv("WANDB_BASE_URL", raising=False)
+    (tmp_path / "netrc").write_text("machine example.org login u password p\n")
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+
+
+@pytest.mark.parametrize("trackers, blocked, path, words", BAD)
+def test_bad_trackers_give_one_line_before_anything_runs(
+    cli, write_spec, tmp_path, monkeypatch, no_wandb_key, trackers, blocked, path, words
+):
+    for module, value in blocked.items():  # a package not installed: its import fails
+        monkeypatch.setitem(sys.modules, module, value)
+    spec_file = write_spec(BASE.format(trackers=trackers))
+    out = tmp_path / "out"
+    result = cli("run", spec_file, "--storage-path", out)
+    assert result.code == 2, result.err
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith(f"error: {spec_file}: {path}: "), lines[0]
+    for word in words:
+        assert word in lines[0]
+    assert not out.exists()
+
+
+def test_online_wandb_runs_with_a_key_in_netrc(cli, write_spec, tmp_path, no_wandb_key):
+    (tmp_path / "netrc").write_text("machine api.wandb.ai login user password k3y\n")
+    result = cli("validate", write_spec(BASE.format(trackers="wandb: {project: p}")))
+    assert result.code == 0, result.err
+
+
+def test_an_experiments_tracker_entry_replaces_the_files(write_spec):
+    spec = load(
+        write_spec(
+            """
+trackers:
+  mlflow: {tracking_uri: "sqlite:///top.db"}
+  wandb: {mode: offline, project: top}
+experiments:
+  inherits: {run: my_func}
+  replaces:
+    run: my_func
+    trackers:
+      mlflow: {tracking_uri: "sqlite:///own.db", experiment_name: own}
+      wandb: null
+"""
+        )
+    )
+    inherits, replaces = spec.experiments
+    assert [(t.name, t.key_path) for t in inherits.trackers] == [
+        ("mlflow", "trackers.mlflow"),
+        ("wandb", "trackers.wandb"),
+    ]
+    assert [(t.name, t.key_path) for t in replaces.trackers] == [
+        ("mlflow", "experiments.replaces.trackers.mlflow")
+    ]
+    assert replaces.trackers[0].options.experiment_name == "own"
+    assert inherits.trackers[0].options.tracking_uri == "sqlite:///top.db"
+
+
+@pytest.mark.parametrize(
+    "result, step",
+    [
+        pytest.param({"training_iteration": 3}, 3, id="iteration"),
+        pytest.param({"training_iteration": 3, "timesteps_total": 300}, 300, id="timesteps"),
+        pytest.param(
+            {"training_iteration": 2, "env_runners": {"num_env_steps_sampled_lifetime": 8000}},
+            8000,
+            id="rllib-env-steps",
+        ),
+    ],
+)
+def test_the_step_is_env_steps_when_reported_else_the_iteration(result, step):
+    assert naming.step(result) == step
+
+
+def test_metrics_are_the_finite_numbers_under_tunes_flat_names():
+    found = naming.metrics(
+        {"a": 1, "b": {"c": 2.5}, "nan": float("nan"), "s": "x", "done": True, "pid": 7}
+    )
+    assert found == {"a": 1.0, "b/c": 2.5}
+
+
+def test_a_run_holds_the_specs_config_paths_and_with_seeds_its_seed_and_configuration():
+    names = naming.Naming(
+        experiment="e",
+        spec_file="/s.yaml",
+        search="random",
+        scheduler="asha",
+        seed=None,
+        seeds=True,
+        config_paths=("opt.lr", "c", "seed"),
+        searched=("opt.lr", "seed"),
+    )
+    config = {"opt": {"lr": 0.1, "unwritten": 1}, "c": 7, "seed": 2, "env_extra": 3}
+    assert names.params(config) == {"opt.lr": 0.1, "c": 7, "seed": 2}
+    tags = names.tags("abc_00001", config)
+    assert tags["tune_app.seed"] == "2"
+    assert tags["tune_app.configuration"] == "opt.lr=0.1"
+    assert (tags["tune_app.search"], tags["tune_app.scheduler"]) == ("random", "asha")
+    assert naming.run_name("abc_00001") == tags[naming.TRIAL_TAG] == "abc_00001"
+
+
+@pytest.mark.parametrize(
+    "outcome, shown",
+    [
+        pytest.param(TrialOutcome("t", "TERMINATED", {}, 1.0, 3), "terminated", id="done"),
+        pytest.param(
+            TrialOutcome("t", "TERMINATED", {}, 1.0, 1, stopped_early=True),
+            "stopped early",
+            id="stopped",
+        ),
+        pytest.param(
+            TrialOutcome("t", "ERROR", {}, None, 1, cause="ValueError"),
+            "failed: ValueError",
+            id="failed",
+        ),
+    ],
+)
+def test_a_trials_final_status(outcome, shown):
+    assert naming.status(outcome) == shown
+
+
+# ---- against a real MLflow server ------------------------------------------------------------
+
+FAILING = """
+from ray import tune
+
+
+def train(config):
+    for i in range(1, 4):
+        if config["x"] == 3 and i == 2:
+            raise ValueError("boom at step 2")
+        tune.report({"score": config["x"] * i, "loss": 1.0 / i, "inner": {"v": i * 0.5}})
+"""
+
+SMOKE = """
+metric: score
+mode: max
+trackers:
+  mlflow: {{tracking_uri: "{uri}", experiment_name: smoke, tags: {{team: t}}}}
+  wandb: {{mode: offline, project: smoke, dir: "{wandb_dir}"}}
+expect: {{max_errored_trials: 1}}
+experiments:
+  grid:
+    run: failing:train
+    max_failures: 1  # the failing trial is retried once: still one run, no step twice
+    config:
+      x: {{grid_search: [1, 2, 3]}}
+      c: 7
+      opt: {{lr: 0.1}}
+"""
+
+
+def _cli(*args, cwd, env=None):
+    return subprocess.Popen(
+        [sys.executable, "-m", "tune_app", *map(str, args), "-q"],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "WANDB_SILENT": "true", **(env or {})},
+    )
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory):
+    """`mlflow server` on a free port of 127.0.0.1, a SQLite store and a local artifact root."""
+    folder = tmp_path_factory.mktemp("mlflow")
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "mlflow"),
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{folder / 'mlflow.db'}",
+            "--default-artifact-root",
+            str(folder / "artifacts"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=open(folder / "server.log", "w"),  # noqa: SIM115  # closed with the process
+        start_new_session=True,
+    )
+    uri = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while True:
+        assert server.poll() is None, (folder / "server.log").read_text()[-2000:]
+        try:
+            with urllib.request.urlopen(f"{uri}/health", timeout=5) as answer:
+                if answer.status == 200:
+                    break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "mlflow server never answered"
+        time.sleep(0.5)
+    yield uri
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def _client(uri):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def _rows(path: Path) -> dict[str, list[dict]]:
+    out = defaultdict(list)
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        out[row["trial_id"]].append(row)
+    return out
+
+
+@pytest.fixture(scope="module")
+def smoke_run(mlflow_server, tmp_path_factory):
+    """A grid of three trials, one failing at its second step (retried once), logged to MLflow
+    and W&B."""
+    folder = tmp_path_factory.mktemp("smoke")
+    (folder / "failing.py").write_text(FAILING)
+    spec = folder / "spec.yaml"
+    spec.write_text(SMOKE.format(uri=mlflow_server, wandb_dir=folder / "wandb"))
+    run = _cli("run", spec, "--storage-path", folder / "out", cwd=folder)
+    out, err = run.communicate(timeout=400)
+    assert run.returncode == 0, err
+    assert "warning" not in err, err
+    return folder, spec
+
+
+@pytest.mark.e2e
+def test_mlflow_holds_every_trial_as_the_run_folder_does(mlflow_server, smoke_run):
+    folder, spec = smoke_run
+    client = _client(mlflow_server)
+    experiment = client.get_experiment_by_name("smoke")
+    runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in runs if naming.PARENT_TAG in r.data.tags]
+    trials = {r.data.tags[naming.TRIAL_TAG]: r for r in runs if naming.TRIAL_TAG in r.data.tags}
+    rows = _rows(folder / "out" / "grid" / "results.jsonl")
+    summary = json.loads((folder / "out" / "grid" / "summary.json").read_text())
+    assert len(runs) == 4 and len(parents) == 1
+    assert set(trials) == set(rows) and len(trials) == 3
+    (parent,) = parents
+    for trial_id, run in trials.items():
+        assert run.info.run_name == trial_id
+        assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        config = rows[trial_id][0]["config"]
+        assert run.data.params == {"x": str(config["x"]), "c": "7", "opt.lr": "0.1"}
+        tags = run.data.tags
+        assert tags["team"] == "t"
+        assert tags["tune_app.experiment"] == "grid"
+        assert tags["tune_app.spec"] == str(spec.resolve())
+        assert (tags["tune_app.search"], tags["tune_app.scheduler"]) == ("grid", "fifo")
+        for key in ("score", "loss", "inner/v", "training_iteration"):
+            history = client.get_metric_history(run.info.run_id, key)
+            logged = sorted((m.step, m.value) for m in history)
+            flat = [(r["training_iteration"], _get(r, key)) for r in rows[trial_id]]
+            assert logged == flat, key
+        ended = {t["trial_id"]: t for t in summary["trials"]}[trial_id]
+        if config["x"] == 3:
+            assert run.info.status == "FAILED"
+            assert tags[naming.STATUS_TAG] == "failed: ValueError"
+            assert "boom at step 2" in tags[naming.ERROR_TAG]
+            assert ended["status"] == "ERROR" and ended["failures"] == 2
+        else:
+            assert run.info.status == "FINISHED"
+            assert tags[naming.STATUS_TAG] == "terminated"
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert artifacts == {"spec.yaml", "summary.json"}
+    local = client.download_artifacts(parent.info.run_id, "summary.json")
+    assert Path(local).read_text() == (folder / "out" / "grid" / "summary.json").read_text()
+    assert parent.info.status == "FINISHED" and parent.info.run_name == "grid"
+
+
+def _get(row: dict, key: str):
+    node = row
+    for part in key.split("/"):
+        node = node[part]
+    return node
+
+
+def _wandb_records(path: Path) -> list:
+    """The records of a W&B offline run file: LevelDB's log format (32 KiB blocks of chunks
+    with a 7-byte header) after W&B's own 7-byte header, each record a protobuf `Record`."""
+    from wandb.proto.wandb_internal_pb2 import Record
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    pos, block, part, out = 7, 32768, b"", []
+    while pos + 7 <= len(data):
+        left = block - pos % block
+        length, kind = int.from_bytes(data[pos + 4 : pos + 6], "little"), data[pos + 6]
+        if left < 7 or kind == 0:  # a block's zero padding
+            pos += left
+            continue
+        part += data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # a whole record, or the last chunk of one
+            record = Record()
+            record.ParseFromString(part)
+            out.append(record)
+            part = b""
+    return out
+
+
+@pytest.mark.e2e
+def test_wandb_offline_runs_hold_the_same_metrics(smoke_run):
+    folder, _ = smoke_run
+    rows = _rows(folder / "out" / "grid" / "results.jsonl")
+    summary = json.loads((folder / "out" / "grid" / "summary.json").read_text())
+    files = sorted((folder / "wandb" / "wandb").glob("offline-run-*/run-*.wandb"))
+    seen, ends = {}, []
+    for path in files:
+        records = _wandb_records(path)
+        (run,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+        assert run.run_group == "grid" and run.project == "smoke"
+        if run.job_type == "summary":  # the group's own run: the spec and summary.json
+            ends.append(records)
+            continue
+        assert run.display_name == run.run_id
+        config = {c.key: json.loads(c.value_json) for c in run.config.update}
+        assert config["tune_app.trial_id"] == run.run_id and config["c"] == 7
+        history = []
+        for r in records:
+            if r.WhichOneof("record_type") == "history":
+                items = {
+                    "/".join(i.nested_key) or i.key: json.loads(i.value_json)
+                    for i in r.history.item
+                }
+                history.append((items["training_iteration"], items["score"], items["inner/v"]))
+        seen[run.run_id] = history
+    assert set(seen) == set(rows)
+    for trial_id, history in seen.items():
+        expected = [(r["training_iteration"], r["score"], r["inner"]["v"]) for r in rows[trial_id]]
+        assert history == expected
+    (end,) = ends
+    files_logged = {
+        entry.path
+        for r in end
+        if r.WhichOneof("record_type") == "artifact"
+        for entry in r.artifact.manifest.contents
+    }
+    assert files_logged == {"spec.yaml", "summary.json"}
+    statuses = {}
+    for r in end:
+        if r.WhichOneof("record_type") == "summary":
+            statuses.update({i.key: json.loads(i.value_json) for i in r.summary.update})
+    for trial in summary["trials"]:
+        shown = "failed: ValueError" if trial["status"] == "ERROR" else "terminated"
+        assert statuses[trial["trial_id"]] == shown
+
+
+def _visible_text(html: str) -> str:
+    html = re.sub(r"<(style|script)\b.*?</\1>", " ", html, flags=re.S)
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def _render(url: str, tmp_path: Path) -> str:
+    assert CHROMIUM is not None
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",  # CI runs as root
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        url,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    return _visible_text(done.stdout)
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(CHROMIUM is None, reason="no `chromium` binary (apt-get install chromium)")
+def test_the_mlflow_ui_shows_the_experiment_and_its_runs(mlflow_server, smoke_run, tmp_path):
+    client = _client(mlflow_server)
+    experiment = client.get_experiment_by_name("smoke")
+    listed = _render(f"{mlflow_server}/#/experiments", tmp_path)
+    assert re.search(r"\bsmoke\b", listed), listed[:2000]
+    runs = _render(f"{mlflow_server}/#/experiments/{experiment.experiment_id}/runs", tmp_path)
+    assert re.search(r"\bgrid\b", runs) and "4 matching runs" in runs, runs[:2000]
+    (failed,) = [
+        r for r in client.search_runs([experiment.experiment_id]) if r.info.status == "FAILED"
+    ]
+    page = _render(
+        f"{mlflow_server}/#/experiments/{experiment.experiment_id}/runs/{failed.info.run_id}",
+        tmp_path,
+    )
+    for shown in (failed.info.run_name, "Parent run grid", "failed: ValueError", "opt.lr"):
+        assert shown in page, page[:3000]
+
+
+RESUMED = """
+metric: score
+mode: max
+trackers:
+  mlflow: {{tracking_uri: "{uri}", experiment_name: resumed}}
+experiments:
+  e:
+    run: steps:train
+    config:
+      x: 1
+      steps: {{grid_search: [3, 14]}}
+      sleep: 0.4
+"""
+
+
+@pytest.mark.e2e
+def test_a_killed_and_resumed_run_continues_the_same_runs_without_duplicate_steps(
+    mlflow_server, tmp_path
+):
+    user_module("checkpointed_steps.py", tmp_path, "steps.py")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(RESUMED.format(uri=mlflow_server))
+    results = tmp_path / "out" / "e" / "results.jsonl"
+    run = _cli("run", spec, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    deadline = time.monotonic() + 240
+    while True:  # one trial done, the other well on its way
+        rows = _rows(results) if results.exists() else {}
+        steps = sorted(rows[t][-1]["training_iteration"] for t in rows)
+        if len(steps) == 2 and steps[0] == 3 and 6 <= steps[1] < 14:
+            break
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never got there"
+        time.sleep(0.2)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.communicate()
+    resumed = _cli("resume", tmp_path / "out" / "e", cwd=tmp_path)
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+
+    client = _client(mlflow_server)
+    experiment = client.get_experiment_by_name("resumed")
+    runs = client.search_runs([experiment.experiment_id])
+    trials = [r for r in runs if naming.TRIAL_TAG in r.data.tags]
+    assert len(runs) == 3 and len(trials) == 2  # one parent, one run per trial
+    rows = _rows(results)
+    for run_ in trials:
+        trial_id = run_.data.tags[naming.TRIAL_TAG]
+        history = client.get_metric_history(run_.info.run_id, "score")
+        steps = [m.step for m in history]
+        assert len(steps) == len(set(steps)), f"{trial_id} logged steps twice: {sorted(steps)}"
+        assert sorted((m.step, m.value) for m in history) == [
+            (r["training_iteration"], r["score"]) for r in rows[trial_id]
+        ]
+        assert run_.info.status == "FINISHED"
+
+
+@pytest.mark.e2e
+def test_an_unreachable_tracker_is_one_warning_and_the_run_is_whole(write_spec, tmp_path):
+    port = free_port()  # nothing listens there
+    spec = write_spec(
+        """
+trackers:
+  mlflow: {tracking_uri: "http://127.0.0.1:PORT"}
+experiments:
+  e:
+    run: my_func
+    config: {alpha: {grid_search: [0.2, 0.4]}, beta: 1}
+    stop: {training_iteration: 3}
+""".replace("PORT", str(port))
+    )
+    run = _cli("run", spec, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err
+    warnings = [line for line in err.splitlines() if "MLflow tracker failed" in line]
+    assert len(warnings) == 1, err
+    rows = _rows(tmp_path / "out" / "e" / "results.jsonl")
+    assert len(rows) == 2 and all(len(r) == 3 for r in rows.values())
+    summary = json.loads((tmp_path / "out" / "e" / "summary.json").read_text())
+    assert [t["status"] for t in summary["trials"]] == ["TERMINATED", "TERMINATED"]

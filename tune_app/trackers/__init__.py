@@ -1,0 +1,151 @@
+"""Experiment trackers (MLflow, Weights & Biases): one table entry per tracker.
+
+Each entry holds its options model (what `trackers.<name>` may say), the package it needs and
+the extra that installs it, a check of what it needs besides (W&B's API key), and where its Tune
+callback lives, imported only when a run builds it. `check` runs in the plan, before Ray starts;
+`callbacks_for` in the tuner. Everything here but `callbacks_for` is Ray-free.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import netrc
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+from pydantic import BaseModel
+
+from tune_app.errors import SpecError
+from tune_app.trackers.options import MlflowOptions, TrackersSpec, WandbOptions
+
+if TYPE_CHECKING:
+    from tune_app.plan import ExperimentPlan
+    from tune_app.rundir.records import RunSummary
+
+__all__ = ["TRACKERS", "Chosen", "MlflowOptions", "TrackersSpec", "WandbOptions", "check"]
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A tracker an experiment logs to: its name, options, and where the spec set it."""
+
+    name: str
+    options: Any  # the entry's options model
+    key_path: str  # `trackers.mlflow` or `experiments.x.trackers.mlflow`, for messages
+
+
+@dataclass(frozen=True)
+class Tracker:
+    """One tracker: its options, the package and extra it needs, its callback."""
+
+    name: str
+    options: type[BaseModel]
+    module: str  # the package imported for it (checked installed before Ray starts)
+    extra: str  # the tune_app extra that installs it
+    callback: str  # "module:Class" of its Tune callback, built with (options, plan)
+    finish: str | None  # "module:function" called with (options, plan, summary) at the end
+    # What else it needs that is missing, as (what, how to fix it), or None.
+    needs: Callable[[Any], tuple[str, str] | None] = lambda options: None
+
+
+def _wandb_key(options: WandbOptions) -> tuple[str, str] | None:
+    """Online W&B needs an API key: WANDB_API_KEY, or a netrc entry for its host."""
+    if options.mode != "online" or os.environ.get("WANDB_API_KEY"):
+        return None
+    host = urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname or ""
+    try:
+        found = netrc.netrc(os.environ.get("NETRC")).authenticators(host)
+    except (OSError, netrc.NetrcParseError):
+        found = None
+    if found and found[2]:
+        return None
+    return (
+        f"W&B's online mode needs an API key, and none was found (WANDB_API_KEY, or a "
+        f"netrc entry for {host} as `wandb login` writes)",
+        "set WANDB_API_KEY or run `wandb login`, or write mode: offline",
+    )
+
+
+TRACKERS: dict[str, Tracker] = {
+    t.name: t
+    for t in (
+        Tracker(
+            "mlflow",
+            MlflowOptions,
+            "mlflow",
+            "mlflow",
+            "tune_app.ray_internals.trackers:MlflowTrials",
+            "tune_app.ray_internals.trackers:finish_mlflow",
+        ),
+        Tracker(
+            "wandb",
+            WandbOptions,
+            "wandb",
+            "wandb",
+            "tune_app.ray_internals.trackers:WandbTrials",
+            "tune_app.ray_internals.trackers:finish_wandb",
+            needs=_wandb_key,
+        ),
+    )
+}
+
+
+def chosen(own: TrackersSpec | None, top: TrackersSpec | None, path: str) -> tuple[Chosen, ...]:
+    """The trackers of an experiment at `path`: the file's, each replaced by the experiment's
+    entry of the same name where it writes one (an entry written as null turns it off)."""
+    found = []
+    for name in TRACKERS:
+        if own is not None and name in own.model_fields_set:
+            options, where = getattr(own, name), f"{path}.trackers.{name}"
+        elif top is not None:
+            options, where = getattr(top, name), f"trackers.{name}"
+        else:
+            options = None
+        if options is not None:
+            found.append(Chosen(name, options, where))
+    return tuple(found)
+
+
+def installed(module: str) -> bool:
+    """Whether `module` can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: in sys.modules as None (blocked)
+        return False
+
+
+def check(trackers: tuple[Chosen, ...]) -> None:
+    """Raise SpecError for a tracker whose package is not installed or that cannot run here."""
+    for one in trackers:
+        entry = TRACKERS[one.name]
+        if not installed(entry.module):
+            raise SpecError(
+                f"the {one.name} tracker needs the {entry.module} package, which is not installed",
+                path=one.key_path,
+                suggestion=f'pip install -e ".[{entry.extra}]"',
+            )
+        missing = entry.needs(one.options)
+        if missing is not None:
+            raise SpecError(missing[0], path=one.key_path, suggestion=missing[1])
+
+
+def _imported(where: str) -> Any:
+    module, _, name = where.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def callbacks_for(ep: ExperimentPlan) -> list[Any]:
+    """The Tune callbacks of `ep`'s trackers (each tracker's package imported here)."""
+    return [_imported(TRACKERS[t.name].callback)(t.options, ep) for t in ep.experiment.trackers]
+
+
+def finish(ep: ExperimentPlan, summary: RunSummary) -> None:
+    """What the trackers record once summary.json is written (final statuses, the summary)."""
+    for one in ep.experiment.trackers:
+        done = TRACKERS[one.name].finish
+        if done is not None:
+            _imported(done)(one.options, ep, summary)

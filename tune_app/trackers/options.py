@@ -1,0 +1,60 @@
+"""What `trackers:` may say: each tracker's options (Tune's and the tracker's own names) and the
+mapping of trackers. Ray-free and import-free, so `validate` checks them instantly."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class MlflowOptions(_Options):
+    """MLflow: one run per trial in one MLflow experiment per tune_app experiment."""
+
+    tracking_uri: str | None = Field(
+        None,
+        description="MLflow's tracking URI: a server (http://127.0.0.1:5000), sqlite:///mlflow.db "
+        "or a folder (default: MLflow's, MLFLOW_TRACKING_URI or ./mlruns)",
+    )
+    experiment_name: str | None = Field(
+        None, min_length=1, description="the MLflow experiment (default: the experiment's name)"
+    )
+    tags: dict[str, str] = Field(
+        default_factory=dict, description="tags set on every run, beside the app's own"
+    )
+    save_artifact: bool = Field(
+        False, description="Tune's: each trial's folder as artifacts of its run when it ends"
+    )
+
+
+class WandbOptions(_Options):
+    """Weights & Biases: one run per trial, grouped by tune_app experiment."""
+
+    project: str | None = Field(
+        None, min_length=1, description="the W&B project (default: the experiment's name)"
+    )
+    entity: str | None = Field(None, description="the W&B team or user (default: yours)")
+    group: str | None = Field(
+        None, min_length=1, description="the W&B group (default: the experiment's name)"
+    )
+    mode: Literal["online", "offline"] = Field(
+        "online",
+        description="online (needs an API key: WANDB_API_KEY or `wandb login`) or offline "
+        "(runs kept in `dir`, sent later with `wandb sync`)",
+    )
+    tags: list[str] = Field(default_factory=list, description="tags of every run")
+    dir: str | None = Field(
+        None, description="where W&B keeps its run folders (default: W&B's, ./wandb)"
+    )
+
+
+class TrackersSpec(_Options):
+    """`trackers:` in a file or an experiment: the trackers every trial is logged to. An
+    experiment's entry replaces the file's entry of the same tracker (null turns it off)."""
+
+    mlflow: MlflowOptions | None = Field(None, description="log every trial to MLflow")
+    wandb: WandbOptions | None = Field(None, description="log every trial to Weights & Biases")
