@@ -189,6 +189,22 @@ def tune_app(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Measur
     return measure([PYTHON, "-m", "tune_app", *args], cwd, env)
 
 
+def start_ray(cpus: int) -> None:
+    """One local Ray for every run of a search benchmark; its workers import `benchmarks` from
+    the checkout."""
+    import ray
+
+    path = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), path]))
+    ray.init(
+        address="local",
+        num_cpus=cpus,
+        include_dashboard=False,
+        logging_level="ERROR",
+        log_to_driver=False,
+    )
+
+
 def machine() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import ROOT, Figure, read_results, table, write_json
+from benchmarks.common import Figure, read_results, start_ray, table, write_json
 from benchmarks.costs import (
     Costs,
     difference_interval,
@@ -364,18 +364,8 @@ def _start_ray() -> None:
     buffers results of trials without checkpoints (a trial runs a few epochs ahead, and those
     are dropped when it is stopped): one result per call, so the epochs a trial computes are
     the epochs logged, and the budget counted in `spent` is the one in the rows."""
-    import ray
-
     os.environ["TUNE_RESULT_BUFFER_LENGTH"] = "1"
-    path = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), path]))
-    ray.init(
-        address="local",
-        num_cpus=CPUS,
-        include_dashboard=False,
-        logging_level="ERROR",
-        log_to_driver=False,
-    )
+    start_ray(CPUS)
 
 
 def run_method(

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import shutil
 import tempfile
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from benchmarks.common import ROOT, Figure, read_results, table
+from benchmarks.common import Figure, read_results, start_ray, table
 from benchmarks.costs import Costs, ratio_interval, reached
 from benchmarks.replay import TABLE, Table, load_table
 
@@ -242,21 +241,6 @@ def spec(method: Method, seed: int, goal: float, goal_file: Path, quick: bool) -
 SEEDS = (30, 2)  # searcher seeds per method: full size, --quick
 
 
-def _start_ray() -> None:
-    """One local Ray for every run; its workers import `benchmarks` from the checkout."""
-    import ray
-
-    path = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), path]))
-    ray.init(
-        address="local",
-        num_cpus=CPUS,
-        include_dashboard=False,
-        logging_level="ERROR",
-        log_to_driver=False,
-    )
-
-
 def run_method(
     method: Method, seed: int, goal: float, tmp: Path, quick: bool
 ) -> tuple[int | None, int]:
@@ -281,7 +265,7 @@ def run(quick: bool = False) -> list[Figure]:
     replayed = load_table()
     goal = GOAL * replayed.best
     costs: dict[str, Costs] = {}
-    _start_ray()
+    start_ray(CPUS)
     try:
         with tempfile.TemporaryDirectory() as folder:
             for method in (m for m in METHODS if m.samples[quick]):

@@ -7,21 +7,16 @@ outside the site."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from .browser import chromium, needs_chromium
 from .conftest import ROOT
-from .test_report import BROWSER_TIMEOUT_S, Dom, parse
+from .test_report import Dom, parse
 
-CHROMIUM = shutil.which("chromium")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="no `chromium` binary to render the page (CI installs it: apt-get install chromium)",
-)
 EXTERNAL = re.compile(r"^(https?:)?//", re.I)
 CSS_URL = re.compile(r"""(?:url\(\s*['"]?|@import\s+['"])(?P<url>[^'")\s]+)""", re.I)
 
@@ -74,23 +69,9 @@ def test_every_local_resource_a_page_asks_for_is_in_the_site(site):
 
 def rendered(page: Path, profile: Path) -> Dom:
     """The DOM of `page` after Chromium loaded it from disk, with no other host reachable."""
-    assert CHROMIUM is not None
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",  # CI runs as root
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--host-resolver-rules=MAP * ~NOTFOUND",  # offline: any other host fails to resolve
-        f"--user-data-dir={profile}",
-        "--virtual-time-budget=3000",
-        "--dump-dom",
-        page.as_uri(),
-    ]
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=BROWSER_TIMEOUT_S, check=True
+    return parse(
+        chromium(page.as_uri(), profile, "--dump-dom", budget_ms=3000, offline=True).stdout
     )
-    return parse(done.stdout)
 
 
 @needs_chromium

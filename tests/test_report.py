@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -19,15 +18,11 @@ from tune_app.rundir import read as results
 from tune_app.rundir.write import log_scaled
 from tune_app.space import parse_space
 
+from . import browser
+from .browser import needs_chromium
 from .conftest import user_module
 from .test_analyze import _experiment
 
-CHROMIUM = shutil.which("chromium")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="no `chromium` binary to render the page (CI installs it: apt-get install chromium)",
-)
-BROWSER_TIMEOUT_S = 60
 # Learning curves, best over wall time, parameters against the metric, parallel coordinates.
 PLOTS_PER_EXPERIMENT = 4
 
@@ -95,22 +90,7 @@ def parse(html: str) -> Dom:
 
 def chromium(page: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Headless Chromium on the page, from disk, with its own profile, bounded in time."""
-    assert CHROMIUM is not None
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",  # CI runs as root
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--hide-scrollbars",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-        "--virtual-time-budget=5000",
-        *args,
-        page.as_uri(),
-    ]
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=BROWSER_TIMEOUT_S, check=True
-    )
+    return browser.chromium(page.as_uri(), tmp_path / "chromium-profile", *args)
 
 
 def assert_renders(page: Path, tmp_path: Path, experiments: int) -> Dom:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,9 +21,8 @@ from tune_app.rundir.records import TrialOutcome
 from tune_app.spec import load
 from tune_app.trackers import naming
 
+from .browser import chromium, needs_chromium
 from .conftest import ROOT, free_port, user_module
-
-CHROMIUM = shutil.which("chromium")
 
 # ---- checked before Ray starts ---------------------------------------------------------------
 
@@ -454,25 +452,12 @@ def _visible_text(html: str) -> str:
 
 
 def _render(url: str, tmp_path: Path) -> str:
-    assert CHROMIUM is not None
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",  # CI runs as root
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-        "--virtual-time-budget=20000",
-        "--dump-dom",
-        url,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    done = chromium(url, tmp_path / "chromium-profile", "--dump-dom", budget_ms=20000)
     return _visible_text(done.stdout)
 
 
 @pytest.mark.e2e
-@pytest.mark.skipif(CHROMIUM is None, reason="no `chromium` binary (apt-get install chromium)")
+@needs_chromium
 def test_the_mlflow_ui_shows_the_experiment_and_its_runs(mlflow_server, smoke_run, tmp_path):
     client = _client(mlflow_server)
     experiment = client.get_experiment_by_name("smoke")
