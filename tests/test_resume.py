@@ -30,7 +30,9 @@ experiments:
 """
 
 
-def _start(*args, cwd):
+def _start(*args, cwd, env=None):
+    """`tune_app ARGS -q` in its own session (so a test can signal it alone), with `env` (None:
+    this process's)."""
     return subprocess.Popen(
         [sys.executable, "-m", "tune_app", *map(str, args), "-q"],
         cwd=cwd,
@@ -38,6 +40,7 @@ def _start(*args, cwd):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        env=env,
     )
 
 

@@ -23,6 +23,7 @@ from tune_app.trackers import naming
 
 from .browser import chromium, needs_chromium
 from .conftest import ROOT, free_port, user_module
+from .test_resume import _start
 
 # ---- checked before Ray starts ---------------------------------------------------------------
 
@@ -238,15 +239,8 @@ experiments:
 
 
 def _cli(*args, cwd, env=None):
-    return subprocess.Popen(
-        [sys.executable, "-m", "tune_app", *map(str, args), "-q"],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "WANDB_SILENT": "true", **(env or {})},
-    )
+    extra = {"PYTHONPATH": str(ROOT), "WANDB_SILENT": "true", **(env or {})}
+    return _start(*args, cwd=cwd, env={**os.environ, **extra})
 
 
 @pytest.fixture(scope="module")
