@@ -414,9 +414,11 @@ def run(
     data: str | None = None,
     tasks: tuple[str, ...] = TASKS,
     first_seed: int = 0,
+    skip: frozenset[tuple[str, str, int]] = frozenset(),
 ) -> list[Figure]:
     """Every method on every task over `SEEDS` searcher seeds, seed by seed (so a cut-short run
-    still leaves whole seeds in `records`); the figures."""
+    still leaves whole seeds in `records`), but the (task, method, seed) runs in `skip`; the
+    figures of the runs made."""
     import ray
 
     data = data or os.environ.get("LCBENCH_DATA") or None
@@ -434,6 +436,8 @@ def run(
             for seed in range(first_seed, SEEDS[quick]):
                 for task in tasks:
                     for method in METHODS:
+                        if (task, method.name, seed) in skip:
+                            continue
                         began = time.monotonic()
                         goal, tmp = goals[task], Path(folder)
                         try:
@@ -462,6 +466,11 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     parser.add_argument("--first-seed", type=int, default=0, help="go on from this seed")
     parser.add_argument(
+        "--fill",
+        action="store_true",
+        help="run only what --records lacks (a cut-short or left-out run's seeds), appending it",
+    )
+    parser.add_argument(
         "--from-records",
         type=Path,
         nargs="+",
@@ -474,7 +483,14 @@ def main() -> None:
         goals = {task: pool_goal(task, data=args.data) for task in runs}
         figures = figures_of(runs, goals)
     else:
-        figures = run(args.quick, args.records, args.data, tuple(args.tasks), args.first_seed)
+        skip: frozenset[tuple[str, str, int]] = frozenset()
+        if args.fill:
+            if not (args.records and args.records.exists()):
+                parser.error("--fill needs --records FILE, an existing records file")
+            rows = [json.loads(line) for line in args.records.read_text().splitlines()]
+            skip = frozenset((r["task"], r["method"], r["seed"]) for r in rows)
+        tasks = tuple(args.tasks)
+        figures = run(args.quick, args.records, args.data, tasks, args.first_seed, skip)
     if args.json:
         write_json(args.json, figures, args.quick)
     print(table(figures))

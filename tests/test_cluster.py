@@ -1,7 +1,8 @@
 """A real two-node Ray cluster on this machine (`ray start --head` and a node joining it, both on
-127.0.0.1): a search run with `--address` spreads its trials over both nodes, the user's modules
-reach the workers through Ray's runtime env, and a killed driver's search resumes from another
-process against the same cluster and storage."""
+127.0.0.1) and a local S3 server: a search run with `--address` spreads its trials over both
+nodes, the user's modules reach the workers through Ray's runtime env, and the "beyond one
+machine" tutorial runs as written, its search killed half way and resumed from the bucket with
+none of the first machine's files."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port, user_module
+from tests.conftest import ROOT, free_port, user_module
+from tests.s3_server import keys, moto_s3, read
+from tests.test_tutorials import TUTORIALS, commands
 
 # These start Ray clusters, servers and drivers of their own.
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -54,9 +58,23 @@ def _stop(procs: list[subprocess.Popen]) -> None:
         time.sleep(1 if sig == signal.SIGTERM else 0)
 
 
+BUCKET = "my-bucket"  # the tutorial's
+
+
+@dataclass(frozen=True)
+class Cluster:
+    address: str
+    env: dict[str, str]  # the S3 server's credentials and endpoint, which the nodes have too
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """Head and one joining node, one CPU each, on 127.0.0.1; yields the address."""
+    """Head and one joining node, one CPU each, on 127.0.0.1, with a local S3 server."""
+    with moto_s3(BUCKET) as s3:
+        yield from _nodes(tmp_path_factory, {**s3, "RAY_AUTH_MODE": "token"})
+
+
+def _nodes(tmp_path_factory, env):
     if not Path.home().joinpath(".ray", "auth_token").exists():
         subprocess.run([RAY, "get-auth-token", "--generate"], env=_env(), check=True, timeout=60)
     port = free_port()
@@ -72,14 +90,14 @@ def cluster(tmp_path_factory):
             procs.append(
                 subprocess.Popen(
                     [RAY, "start", *args, *common],
-                    env=_env(),
+                    env=env,
                     stdout=(logs / f"{name}.log").open("w"),
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
             )
             _wait_for_nodes(address, len(procs), procs, logs)
-        yield address
+        yield Cluster(address, env)
     finally:
         _stop(procs)
         # `ray start` leaves the address for later `ray.init()` calls to join; the cluster is gone.
@@ -134,7 +152,9 @@ def spec_dir(tmp_path):
 def test_trials_spread_over_the_cluster_nodes_with_shipped_modules(cluster, spec_dir):
     spec = spec_dir / "spec.yaml"
     spec.write_text(SPEC.format(steps=3, sleep=0.3))
-    run = _tune_app("run", spec, "--storage-path", spec_dir / "out", "--address", cluster, cwd="/")
+    run = _tune_app(
+        "run", spec, "--storage-path", spec_dir / "out", "--address", cluster.address, cwd="/"
+    )
     out, err = run.communicate(timeout=240)
     assert run.returncode == 0, err
     rows = _rows(spec_dir / "out" / "spread" / "results.jsonl")
@@ -145,25 +165,72 @@ def test_trials_spread_over_the_cluster_nodes_with_shipped_modules(cluster, spec
     assert all("runtime_resources" in o and str(spec_dir) not in o for o in origins), origins
 
 
-def test_a_killed_driver_resumes_from_another_process_on_the_cluster(cluster, spec_dir):
-    spec = spec_dir / "spec.yaml"
-    spec.write_text(SPEC.format(steps=12, sleep=0.4))
-    results = spec_dir / "out" / "spread" / "results.jsonl"
-    run = _tune_app("run", spec, "--storage-path", spec_dir / "out", "--address", cluster, cwd="/")
-    deadline = time.monotonic() + 120
-    while not (results.exists() and len(results.read_text().splitlines()) >= 10):
+# The tutorial's search at test size: 2 trials of at most 8 iterations.
+SHRINK = [("num_samples: 4", "num_samples: 2"), ("training_iteration: 15", "training_iteration: 8")]
+
+
+def test_the_beyond_one_machine_tutorial_runs_on_a_cluster_with_s3(cluster, tmp_path):
+    """docs/tutorials/cluster.md's commands in order, with this cluster's address and the S3
+    server's credentials in its `export` lines. Its `run` is killed (the machine lost) once part
+    of the search is in the bucket; `analyze` and `resume` then run with an empty staging folder,
+    as on another machine: the search ends with no iteration lost or run twice."""
+    (tmp_path / "search_spaces").mkdir()
+    spec = (ROOT / "search_spaces/random.yaml").read_text()
+    for old, new in SHRINK:
+        assert old in spec, f"random.yaml: {old!r} is no longer there to shrink"
+        spec = spec.replace(old, new)
+    (tmp_path / "search_spaces/random.yaml").write_text(spec)
+    bin_dir = Path(sys.executable).parent
+    base = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    base["AWS_ENDPOINT_URL"] = cluster.env["AWS_ENDPOINT_URL"]  # the page's "S3-compatible"
+    exports: list[str] = []
+    machine = tmp_path / "first-machine"
+    ran = []
+    for line, code in commands(TUTORIALS / "cluster.md", cluster=True):
+        line = line.replace("10.0.0.5:6379", cluster.address).replace("=...", "=testing")
+        if line.startswith("export "):
+            exports.append(line)
+            continue
+        script = "; ".join([*exports, line])
+        env = {**base, "TUNE_APP_STAGING": str(machine)}
+        ran.append(line.split()[3])
+        if " run " in line:
+            _run_until_half_way(script, env, tmp_path, cluster.env)
+            machine = tmp_path / "second-machine"  # none of the first one's files
+            assert "summary.json" not in keys(cluster.env, BUCKET, "searches/es_random/")
+            continue
+        done = subprocess.run(
+            ["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+            timeout=240,
+        )  # fmt: skip
+        assert done.returncode == code, f"{line}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        if line.split()[3] == "analyze":  # the interrupted search, read from the bucket alone
+            assert "es_random" in done.stdout and "not finished" in done.stdout, done.stdout
+    assert ran == ["validate", "run", "analyze", "resume"], ran
+
+    steps: dict[str, list[int]] = {}
+    for text in read(cluster.env, BUCKET, "searches/es_random/results.jsonl").splitlines():
+        row = json.loads(text)
+        steps.setdefault(row["trial_id"], []).append(row["training_iteration"])
+    assert len(steps) == 2 and all(s == list(range(1, len(s) + 1)) for s in steps.values()), steps
+    summary = json.loads(read(cluster.env, BUCKET, "searches/es_random/summary.json"))
+    assert summary["counts"] == {"TERMINATED": 2}
+
+
+def _run_until_half_way(script, env, cwd, s3):
+    """Start the tutorial's `run` and kill its whole process group once it has results of its
+    own (in its staging folder) and the bucket has some of them, the search not done."""
+    run = subprocess.Popen(
+        ["bash", "-c", script], cwd=cwd, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    staging = Path(env["TUNE_APP_STAGING"])
+    deadline = time.monotonic() + 180
+    while True:
         assert time.monotonic() < deadline and run.poll() is None, run.communicate()
-        time.sleep(0.3)
+        written = [len(p.read_text().splitlines()) for p in staging.rglob("results.jsonl")]
+        if sum(written) >= 3 and "results.jsonl" in keys(s3, BUCKET, "searches/es_random/"):
+            break
+        time.sleep(0.2)
     os.killpg(run.pid, signal.SIGKILL)
     run.wait()
-
-    resumed = _tune_app("resume", spec_dir / "out" / "spread", "--address", cluster, cwd="/")
-    _, err = resumed.communicate(timeout=240)
-    assert resumed.returncode == 0, err
-    steps: dict[str, list[int]] = {}
-    for row in _rows(results):
-        steps.setdefault(row["trial_id"], []).append(row["training_iteration"])
-    assert len(steps) == 4
-    assert all(s == list(range(1, 13)) for s in steps.values()), steps  # none lost or repeated
-    summary = json.loads((spec_dir / "out" / "spread" / "summary.json").read_text())
-    assert summary["counts"] == {"TERMINATED": 4}

@@ -1,21 +1,20 @@
 """Results on S3: against a local S3-compatible server (moto's server mode on 127.0.0.1), a search
 writes its trials, checkpoints and the app's files to `s3://`, `analyze` reads them back, and a
-killed driver's search resumes from the bucket on a machine with none of the local files."""
+cloud folder is leased to one run. A killed search resumed from the bucket on another machine is
+the cluster tutorial's test, in tests/test_cluster.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port, user_module
+from tests.conftest import user_module
+from tests.s3_server import keys, moto_s3, read
 
 # These start Ray clusters, servers and drivers of their own.
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -36,57 +35,18 @@ experiments:
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    """A moto S3 server on 127.0.0.1 with one bucket; yields the environment that points at it."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-    }
-    server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and server.poll() is None, "no S3 server"
-                time.sleep(0.2)
-        _boto(env).create_bucket(Bucket=BUCKET)
+def s3():
+    """A local S3 server with one bucket; yields the environment that points at it."""
+    with moto_s3(BUCKET) as env:
         yield env
-    finally:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
-
-
-def _boto(env):
-    import boto3
-
-    return boto3.client(
-        "s3",
-        endpoint_url=env["AWS_ENDPOINT_URL"],
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        region_name=env["AWS_DEFAULT_REGION"],
-    )
 
 
 def _keys(env, prefix):
-    found = _boto(env).list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
-    return {o["Key"][len(prefix) :] for o in found}
+    return keys(env, BUCKET, prefix)
 
 
 def _read(env, key):
-    return _boto(env).get_object(Bucket=BUCKET, Key=key)["Body"].read().decode()
+    return read(env, BUCKET, key)
 
 
 def _tune_app(env, staging, *args, cwd):
@@ -145,35 +105,6 @@ def test_a_search_writes_to_s3_and_is_read_back_from_it(s3, spec_dir, tmp_path, 
     _, err = again.communicate(timeout=120)
     assert again.returncode == 2 and f"results of an earlier run are in {uri}/e" in err
     assert main(["analyze", f"s3://{BUCKET}/nothing"]) == 2
-
-
-def test_a_killed_driver_resumes_from_s3_on_another_machine(s3, spec_dir, tmp_path):
-    spec = spec_dir / "spec.yaml"
-    spec.write_text(SPEC.format(steps=10, sleep=0.4))
-    uri = f"s3://{BUCKET}/killed"
-    run = _tune_app(s3, tmp_path / "one", "run", spec, "--storage-path", uri, cwd=spec_dir)
-    deadline = time.monotonic() + 120
-    while True:  # until the mirrored results show both trials well on
-        assert time.monotonic() < deadline and run.poll() is None, run.communicate()
-        if "results.jsonl" in _keys(s3, "killed/e/"):
-            rows = [json.loads(x) for x in _read(s3, "killed/e/results.jsonl").splitlines()]
-            if len(rows) >= 8:
-                break
-        time.sleep(0.5)
-    os.killpg(run.pid, signal.SIGKILL)
-    run.wait()
-
-    # Another machine: none of the first one's local files, only the bucket.
-    resumed = _tune_app(s3, tmp_path / "two", "resume", f"{uri}/e", cwd=spec_dir)
-    _, err = resumed.communicate(timeout=180)
-    assert resumed.returncode == 0, err
-    steps: dict[str, list[int]] = {}
-    for line in _read(s3, "killed/e/results.jsonl").splitlines():
-        row = json.loads(line)
-        steps.setdefault(row["trial_id"], []).append(row["training_iteration"])
-    complete = all(s == list(range(1, 11)) for s in steps.values())
-    assert len(steps) == 2 and complete, json.dumps(steps)  # no iteration lost or repeated
-    assert json.loads(_read(s3, "killed/e/summary.json"))["counts"] == {"TERMINATED": 2}
 
 
 def test_a_cloud_folder_is_leased_to_one_run(s3, monkeypatch):

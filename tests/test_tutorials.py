@@ -1,7 +1,8 @@
 """Every tutorial runs top to bottom: its ```bash blocks, in order, in a fresh folder holding the
 files the tutorial uses, with `python` the venv's and the checkout importable. A block marked
-`% not-run: why` on the line before it is shown, not run (a server that runs until Ctrl-C, a
-cluster); `% exits: N` expects that exit code. A tutorial's spec files may be shrunk to test
+`% not-run: why` on the line before it is shown, not run (a server that runs until Ctrl-C);
+`% needs-cluster: why` is run only by tests/test_cluster.py, against a two-node cluster and a
+local S3 server; `% exits: N` expects that exit code. A tutorial's spec files may be shrunk to test
 budgets, declared here beside the tutorial."""
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ class Tutorial:
     timeout_s: int = 240
 
 
-def commands(page: Path) -> list[tuple[str, int]]:
-    """The tutorial's commands to run, each with the exit code it should end with."""
+def commands(page: Path, cluster: bool = False) -> list[tuple[str, int]]:
+    """The tutorial's commands to run, each with the exit code it should end with; with
+    `cluster`, those that need a cluster too."""
     found = []
     for m in BLOCK.finditer(page.read_text()):
-        if m.group("mark") == "not-run":
+        if m.group("mark") == "not-run" or (m.group("mark") == "needs-cluster" and not cluster):
             continue
         code = int(m.group("arg")) if m.group("mark") == "exits" else 0
         text = m.group("body").replace("\\\n", " ")
@@ -158,7 +160,8 @@ def test_bring_your_own_code(tmp_path):
 def test_every_tutorial_is_run_here_or_says_what_runs_it():
     """A tutorial without a test above has no command left to run: each is marked `not-run`
     with what checks it instead."""
-    tested = {"first-search.md", "python.md", "ci.md", "own-code.md", RLLIB.page}
+    # cluster.md: tests/test_cluster.py runs it.
+    tested = {"first-search.md", "python.md", "ci.md", "own-code.md", "cluster.md", RLLIB.page}
     for page in sorted(TUTORIALS.glob("*.md")):
         if page.name not in tested:
             assert commands(page) == [], f"{page.name}: commands no test runs"
