@@ -163,6 +163,19 @@ def test_a_cluster_not_yet_joined_keeps_rllib_defaults(write_spec):
     assert ep.layout.chosen == {} and "known once joined" in ep.layout.line
 
 
+def test_experiments_that_run_together_share_the_machine(write_spec):
+    """Alone on 16 CPUs, one PPO trial keeps RLlib's 2 runners (3 CPUs); beside an experiment
+    of 7 trials, which runs at the same time, it plans for its part: 2 CPUs, no runner."""
+    one = "  one: {run: PPO, env: CartPole-v1}\n"
+    (alone,) = plan_of(write_spec, f"experiments:\n{one}", cpus=16).experiments
+    assert alone.layout.chosen == {"num_envs_per_env_runner": 4}
+    many = "  many: {run: my_func, num_samples: 7, config: {alpha: 1.0, beta: 1.0}}\n"
+    plan = plan_of(write_spec, f"experiments:\n{one}{many}", cpus=16)
+    beside = plan.experiments[0]
+    assert beside.layout.chosen == {"num_env_runners": 0, "num_envs_per_env_runner": 8}
+    assert "1 trial at once" in beside.layout.line
+
+
 def test_other_kinds_choose_no_layout(write_spec):
     plan = plan_of(write_spec, "e:\n  run: my_func\n  config: {alpha: 1.0, beta: 1.0}\n")
     assert plan.experiments[0].layout is None and layout_lines(plan) == []
@@ -174,10 +187,11 @@ def test_validate_prints_one_line_per_experiment(write_spec, cli):
         "  d: {run: DQN, env: CartPole-v1, num_samples: 2}\n"
     )
     out = cli("validate", str(path)).out.splitlines()
+    # The two run at the same time: 2 CPUs between them, a trial of each at once.
     assert out[:2] == [
-        "p: PPO layout: sampling in the trial process, 8 envs; 2 trials at once (no env-runner "
+        "p: PPO layout: sampling in the trial process, 8 envs; 1 trial at once (no env-runner "
         "process: PPO trains between samples)",
-        "d: DQN layout: sampling in the trial process, 1 env; 2 trials at once (DQN learns as "
+        "d: DQN layout: sampling in the trial process, 1 env; 1 trial at once (DQN learns as "
         "RLlib's defaults do: updates per env step, replay ratio and n-step unchanged)",
     ]
 

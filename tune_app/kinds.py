@@ -137,8 +137,9 @@ class TrainableKind(Protocol):
 
     def layout(self, exp: Experiment, trials: int, cpus: float) -> tuple[Experiment, Layout | None]:
         """The experiment with the parallel-work keys the spec left out chosen for a search of
-        `trials` trials on `cpus` CPUs (RLlib's env runners and envs), and that layout said;
-        the experiment itself and None for a kind that chooses nothing."""
+        `trials` trials on `cpus` CPUs (its part of the machine: the spec's other experiments
+        run at the same time), with that layout said (RLlib's env runners and envs); the
+        experiment itself and None for a kind that chooses nothing."""
         ...
 
     def bundles(

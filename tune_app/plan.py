@@ -6,6 +6,7 @@ importing Ray, so a spec that cannot run fails here with nothing written.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -95,10 +96,12 @@ def make_plan(
     warnings: list[str] = list(spec.warnings)
     errors = Collector()
     plans = []
-    for exp in spec.experiments:
+    for exp, share in zip(spec.experiments, _shares(spec.experiments, cpus), strict=True):
         with errors.check():
             plans.append(
-                _plan_experiment(exp, spec, cpus, storage_path, warnings, smoke, rllib_checks)
+                _plan_experiment(
+                    exp, spec, cpus, share, storage_path, warnings, smoke, rllib_checks
+                )
             )
     try:
         errors.raise_any()
@@ -109,10 +112,26 @@ def make_plan(
     )
 
 
+def _shares(experiments: tuple[Experiment, ...], cpus: float) -> list[float]:
+    """The CPUs each experiment's layout plans for: a spec's experiments run at once on one
+    machine, so each gets a part in proportion to the trials it can run at once (its trials as
+    written, an env grid included, under its max_concurrent_trials)."""
+    claims = [
+        min(
+            grid_size(e.config) * e.num_samples * max(1, len(e.seeds)),
+            e.max_concurrent_trials or math.inf,
+        )
+        for e in experiments
+    ]
+    total = sum(claims)
+    return [cpus * c / total for c in claims]
+
+
 def _plan_experiment(
     exp: Experiment,
     spec: Spec,
     cpus: float,
+    share: float,
     storage: str | None,
     warnings: list[str],
     smoke: bool,
@@ -135,7 +154,7 @@ def _plan_experiment(
     if failed is not None:
         errors.errors.append(failed)
     else:  # chosen for the search as written: --smoke then shrinks it like any config
-        exp, layout = kind.layout(exp, trials, cpus)
+        exp, layout = kind.layout(exp, trials, share)
     if smoke and failed is None:
         exp = shrink(exp, ref)
     metric, mode = None, None

@@ -163,7 +163,7 @@ def _line(name: str, exp: Experiment, trials: int, cpus: float, why: str) -> str
         need = resources(name, config).cpus
     except SpecError:  # a config the plan refuses: its error says why
         need = 0.0
-    fit = trials if not need or not math.isfinite(cpus) else int(cpus // need)
+    fit = trials if not need or not math.isfinite(cpus) else max(1, int(cpus // need))
     concurrent = max(0, min(trials, exp.max_concurrent_trials or trials, fit))
     return f"{name} layout: {where}; {concurrent} trial{'s' * (concurrent != 1)} at once ({why})"
 
