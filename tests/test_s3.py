@@ -101,6 +101,18 @@ def test_a_search_writes_to_s3_and_is_read_back_from_it(s3, spec_dir, tmp_path, 
     assert read["folder"] == f"{uri}/e" and read["best"]["params"] == {"x": 2}
     assert [t["iterations"] for t in read["trials"]] == [3, 3]
 
+    # This machine's staging folder is a writer's (a live run's, perhaps): reading the run from
+    # the bucket leaves it alone.
+    from tune_app.rundir.storage import staging_dir
+
+    monkeypatch.setenv("TUNE_APP_STAGING", str(tmp_path / "staging"))
+    live = staging_dir(f"{uri}/e") / "results.jsonl"
+    live.parent.mkdir(parents=True, exist_ok=True)
+    live.write_text("a live run's row\n")
+    assert main(["analyze", uri]) == 0 and main(["best", uri]) == 0
+    assert live.read_text() == "a live run's row\n"
+    live.unlink()
+
     again = _tune_app(s3, tmp_path / "staging", "run", spec, "--storage-path", uri, cwd=spec_dir)
     _, err = again.communicate(timeout=120)
     assert again.returncode == 2 and f"results of an earlier run are in {uri}/e" in err

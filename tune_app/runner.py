@@ -75,6 +75,9 @@ def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
 def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     if not opts.resume:
         _refuse_existing(plan)
+    else:  # the lease is held: the staging folders are this run's to fill
+        for ep in plan.experiments:
+            ep.folder.pull()
     started_here = not ray.is_initialized()
     if started_here and not cluster_address(opts.address):
         opts = replace(opts, local_ray=True)

@@ -49,10 +49,11 @@ class RunLocation:
     @staticmethod
     def open(where: str | Path) -> list[RunLocation]:
         """The runs in `where` (an experiment folder or one holding several; a path or a URI),
-        cloud ones pulled into their staging folders."""
+        cloud ones pulled into a copy to read (never their staging folders: those are the
+        writer's, see `pull`)."""
         if is_uri(where):
             return [
-                RunLocation(storage.pull(uri, staging_dir(uri)), uri)
+                RunLocation(storage.pull(uri, storage.reading_dir(uri)), uri)
                 for uri in storage.find_runs(str(where))
             ]
         return [RunLocation(p) for p in layout.find_runs(Path(where))]
@@ -169,6 +170,12 @@ class RunLocation:
     def push_state(self) -> None:
         if self.uri:
             storage.push_state(self.local, self.uri)
+
+    def pull(self) -> None:
+        """Bring the cloud folder's app files into the staging folder, replacing what is there:
+        for a resume, once it holds the folder's lease (a run writing there holds it)."""
+        if self.uri:
+            storage.pull(self.uri, self.local)
 
     def pull_state(self) -> None:
         if self.uri:

@@ -2,16 +2,20 @@
 
 Tune writes trial folders, checkpoints and its experiment state to the URI itself. The app's own
 files (run.json, spec.yaml, results.jsonl, finished.jsonl, summary.json) are written in a local
-staging folder and mirrored to the URI every few seconds and at the end; `resume`, `analyze` and
-`report` pull them back. Credentials and endpoint come from the usual environment variables
+staging folder and mirrored to the URI every few seconds and at the end. The staging folder is
+the writer's: `resume` pulls the files back into it once it holds the folder's lease, while
+`analyze`, `report` and `best` read a private copy (a live run on this machine may be writing
+the staging folder). Credentials and endpoint come from the usual environment variables
 (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL).
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,13 @@ def staging_dir(uri: str) -> Path:
     root = Path(os.environ.get("TUNE_APP_STAGING", STAGING)).expanduser()
     digest = hashlib.sha1(uri.encode()).hexdigest()[:12]
     return root / f"{uri.rstrip('/').rsplit('/', 1)[-1]}-{digest}"
+
+
+def reading_dir(uri: str) -> Path:
+    """A folder of this process's own for reading the experiment at `uri`, removed at exit."""
+    root = Path(tempfile.mkdtemp(prefix="tune_app-read-"))
+    atexit.register(shutil.rmtree, root, True)
+    return root / staging_dir(uri).name
 
 
 def _fs(uri: str) -> tuple[Any, str]:
