@@ -454,3 +454,17 @@ def test_best_so_far_follows_the_runs_scope_and_leaves_failed_trials_behind(tmp_
     (line,) = [ln for ln in figure.axes[0].lines if "best score so far" in ln.get_label()]
     assert list(line.get_ydata()) == [9.0, 9.0, 4.0, 4.0, 5.0]
     assert exp.best_trial.trial_id == "b" and exp.best_trial.score == 5.0
+
+
+def test_a_cloud_run_is_read_from_a_copy_of_the_process_never_its_staging_folder(
+    tmp_path, monkeypatch
+):
+    """The staging folder is the writer's (a live run's on this machine, perhaps); each read
+    of a URI replaces one private copy, so reading again and again keeps one."""
+    from tune_app.rundir import storage
+
+    monkeypatch.setenv("TUNE_APP_STAGING", str(tmp_path / "staging"))
+    uri = "s3://bucket/searches/e"
+    copy = storage.reading_dir(uri)
+    assert copy == storage.reading_dir(uri) != storage.reading_dir("s3://bucket/other/e")
+    assert tmp_path not in copy.parents and copy.name == storage.staging_dir(uri).name

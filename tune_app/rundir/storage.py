@@ -12,6 +12,7 @@ the staging folder). Credentials and endpoint come from the usual environment va
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import os
 import shutil
@@ -48,10 +49,17 @@ def staging_dir(uri: str) -> Path:
 
 
 def reading_dir(uri: str) -> Path:
-    """A folder of this process's own for reading the experiment at `uri`, removed at exit."""
+    """A folder of this process's own for reading the experiment at `uri`, removed at exit; the
+    same one for every read of it (each `pull` replaces it), so a process that reads a run
+    again and again keeps one copy."""
+    return _reading_root() / staging_dir(uri).name
+
+
+@functools.cache
+def _reading_root() -> Path:
     root = Path(tempfile.mkdtemp(prefix="tune_app-read-"))
     atexit.register(shutil.rmtree, root, True)
-    return root / staging_dir(uri).name
+    return root
 
 
 def _fs(uri: str) -> tuple[Any, str]:
