@@ -27,7 +27,7 @@ from tune_app.registry import TrainableRef, resolve
 from tune_app.rundir.location import RunLocation
 from tune_app.seeds import SEED_KEY
 from tune_app.smoke import shrink
-from tune_app.space import grid_size, iter_domains, searched_paths
+from tune_app.space import iter_domains, searched_paths
 from tune_app.spec.models import Experiment, Mode, Spec
 from tune_app.trackers import check as check_trackers
 
@@ -116,13 +116,7 @@ def _shares(experiments: tuple[Experiment, ...], cpus: float) -> list[float]:
     """The CPUs each experiment's layout plans for: a spec's experiments run at once on one
     machine, so each gets a part in proportion to the trials it can run at once (its trials as
     written, an env grid included, under its max_concurrent_trials)."""
-    claims = [
-        min(
-            grid_size(e.config) * e.num_samples * max(1, len(e.seeds)),
-            e.max_concurrent_trials or math.inf,
-        )
-        for e in experiments
-    ]
+    claims = [min(e.trials(), e.max_concurrent_trials or math.inf) for e in experiments]
     total = sum(claims)
     return [cpus * c / total for c in claims]
 
@@ -149,7 +143,7 @@ def _plan_experiment(
     written = exp
     exp, failed = kind.translate(exp, warnings, env)
     envs = len(env.grid) if env is not None and env.grid else 1
-    trials = grid_size(exp.config) * envs * exp.num_samples * max(1, len(exp.seeds))
+    trials = exp.trials(envs)
     layout = None
     if failed is not None:
         errors.errors.append(failed)
@@ -178,7 +172,7 @@ def _plan_experiment(
             bundles = kind.bundles(exp, written, env, cpus, rllib_checks)
     errors.raise_any()
     _warn_unwatched_time(exp, warnings)
-    trials = grid_size(exp.config) * envs * exp.num_samples * max(1, len(exp.seeds))
+    trials = exp.trials(envs)
     _check_concurrency(exp, trials)
     return ExperimentPlan(
         experiment=exp,

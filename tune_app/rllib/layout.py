@@ -17,7 +17,6 @@ from tune_app.kinds import Layout
 from tune_app.rllib.keys import algorithm_keys
 from tune_app.rllib.resources import resources
 from tune_app.rllib.tables import LAYOUT_FAMILY
-from tune_app.space import grid_size
 from tune_app.spec import Experiment
 
 # The keys a layout sets where the spec does not (legacy names are already translated to these).
@@ -175,7 +174,7 @@ def fastest_fit(exp: Experiment, cpus: float) -> str | None:
     if family is None or not math.isfinite(cpus):
         return None
     config = exp.config if isinstance(exp.config, dict) else {}
-    trials = grid_size(config) * exp.num_samples * max(1, len(exp.seeds))
+    trials = exp.trials()
     blank = {k: v for k, v in config.items() if k not in LAYOUT_KEYS}
     chosen, why = _fill(exp.run, blank, family, at_once(exp, trials, cpus), cpus)
     defaults = algorithm_keys(exp.run).defaults

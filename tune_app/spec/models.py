@@ -21,6 +21,7 @@ from pydantic import (
 
 from tune_app.methods import SCHEDULERS, SEARCHERS, Options
 from tune_app.scoring import DEFAULT_SCOPE, SCOPE_PATTERN
+from tune_app.space import grid_size
 from tune_app.trackers import Chosen, TrackersSpec
 
 Mode = Literal["min", "max"]
@@ -375,6 +376,11 @@ class Experiment:
     result_timeout_s: float | None = None  # a running trial silent this long fails
     layout: str = "app"  # RLlib's sampling layout: the app's choice, or "rllib" (its defaults)
     trackers: tuple[Chosen, ...] = ()  # the trackers its trials are logged to
+
+    def trials(self, envs: int = 1) -> int:
+        """The trials its search makes: grid points (an env grid in the config among them) x
+        `envs` (an env grid taken out of it) x samples x seeds."""
+        return grid_size(self.config) * envs * self.num_samples * max(1, len(self.seeds))
 
 
 @dataclass(frozen=True)
