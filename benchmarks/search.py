@@ -389,14 +389,20 @@ def run_method(
     return judge(rows, goal)
 
 
-def load_records(*paths: Path) -> dict[str, dict[str, list[Run]]]:
-    """Runs by task and method from records files, by seed; on each task only the seeds that
-    every method ran there (a run cut short leaves its last seed incomplete)."""
-    found: dict[tuple[str, str, int], Run] = {}
+def recorded(*paths: Path) -> dict[tuple[str, str, int], Run]:
+    """Every run in records files, by (task, method, seed); a later line wins."""
+    found = {}
     for path in paths:
         for line in path.read_text().splitlines():
             r = json.loads(line)
             found[r["task"], r["method"], r["seed"]] = Run(r["cost"], r["spent"], r["regret"])
+    return found
+
+
+def load_records(*paths: Path) -> dict[str, dict[str, list[Run]]]:
+    """Runs by task and method from records files, by seed; on each task only the seeds that
+    every method ran there (a run cut short leaves its last seed incomplete)."""
+    found = recorded(*paths)
     methods = [m.name for m in METHODS if any(k[1] == m.name for k in found)]
     runs = {}
     for task in sorted({t for t, _, _ in found}):
@@ -489,8 +495,7 @@ def main() -> None:
         if args.fill:
             if not (args.records and args.records.exists()):
                 parser.error("--fill needs --records FILE, an existing records file")
-            rows = [json.loads(line) for line in args.records.read_text().splitlines()]
-            skip = frozenset((r["task"], r["method"], r["seed"]) for r in rows)
+            skip = frozenset(recorded(args.records))
         tasks = tuple(args.tasks)
         figures = run(args.quick, args.records, args.data, tasks, args.first_seed, skip)
     if args.json:
