@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import ROOT, free_port, user_module
 from tests.s3_server import keys, moto_s3, read
-from tests.test_tutorials import TUTORIALS, commands
+from tests.test_tutorials import TUTORIALS, commands, shell_env
 
 # These start Ray clusters, servers and drivers of their own.
 pytestmark = [pytest.mark.e2e, pytest.mark.ray]
@@ -180,8 +180,7 @@ def test_the_beyond_one_machine_tutorial_runs_on_a_cluster_with_s3(cluster, tmp_
         assert old in spec, f"random.yaml: {old!r} is no longer there to shrink"
         spec = spec.replace(old, new)
     (tmp_path / "search_spaces/random.yaml").write_text(spec)
-    bin_dir = Path(sys.executable).parent
-    base = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    base = shell_env()
     base["AWS_ENDPOINT_URL"] = cluster.env["AWS_ENDPOINT_URL"]  # the page's "S3-compatible"
     exports: list[str] = []
     machine = tmp_path / "first-machine"

@@ -68,15 +68,20 @@ def shrink(tutorial: Tutorial, folder: Path) -> set[str]:
     return done
 
 
+def shell_env() -> dict[str, str]:
+    """The environment a tutorial's commands run in: `python` the venv's, the checkout
+    importable."""
+    bin_dir = Path(sys.executable).parent
+    return {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
 def run_tutorial(tutorial: Tutorial, tmp_path: Path) -> None:
     for name in ("search_spaces", "trainables", "tests", "docs"):
         (tmp_path / name).symlink_to(ROOT / name)
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv/bin").mkdir()
     (tmp_path / ".venv/bin/activate").write_text("")  # the venv is the one running the tests
-    env = dict(
-        os.environ, PYTHONPATH=str(ROOT), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}"
-    )
+    env = shell_env()
     shrunk: set[str] = set()
     for command, code in commands(TUTORIALS / tutorial.page):
         for old, new in tutorial.shrink_commands:
