@@ -377,7 +377,9 @@ def test_validate_finds_a_user_module_without_running_it(cli, write_spec, tmp_pa
 
 
 def test_a_module_that_fails_to_import_is_named_with_its_error(cli, write_spec, tmp_path):
-    (tmp_path / "broken.py").write_text("raise RuntimeError('needs a GPU driver')\n")
+    (tmp_path / "broken.py").write_text(
+        "raise RuntimeError('needs a GPU driver')\n\n\ndef train(config):\n    pass\n"
+    )
     spec_file = write_spec("e: {run: 'broken:train'}\n")
     result = cli("run", spec_file, "--storage-path", tmp_path / "o")
     lines = result.err.strip().splitlines()

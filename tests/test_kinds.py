@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import ROOT, USER_MODULES
 from tune_app.registry import resolve
+from tune_app.user_code import user_path
 
 PPO_METRIC = "env_runners/episode_return_mean_smoothed"
 
@@ -48,7 +49,8 @@ TRAITS = {
         reports_late=True,
         frequent_state_saves=False,
         user_modules=(),
-        search_path=(),
+        # where module:name code in its config (callbacks, connectors) is found
+        search_path=user_path(USER_MODULES),
     ),
 }
 RUNS = {"registered": "my_func", "function": "quadratic:train", "rllib": "PPO"}

@@ -233,7 +233,9 @@ def test_scheduler_options_reach_tune(written, cls, attrs, tmp_path):
 
 
 def test_a_user_module_that_fails_to_import_is_named_with_its_error(cli, write_spec, tmp_path):
-    (tmp_path / "broken.py").write_text("import no_such_dependency_xyz\n")
+    (tmp_path / "broken.py").write_text(
+        "import no_such_dependency_xyz\n\n\ndef train(config):\n    pass\n"
+    )
     result = cli("run", write_spec("e: {run: 'broken:train'}\n"), "--storage-path", tmp_path / "o")
     assert result.code == 2
     assert "e.run: importing module 'broken' failed: ModuleNotFoundError" in result.err

@@ -13,14 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tune_app.errors import Collector, SpecError, did_you_mean
-from tune_app.user_code import (
-    check_env_class,
-    check_source,
-    find_module,
-    import_user_module,
-    missing_name,
-    user_path,
-)
+from tune_app.user_code import ENV, check, entry_point, user_path
 
 
 @dataclass(frozen=True)
@@ -46,13 +39,7 @@ class EnvRef:
             return {"grid_search": [member.load() for member in self.grid]}
         if self.kind == "gym":
             return self.env
-        module_name, class_name = self.env.split(":")
-        module = import_user_module(module_name, self.search_path, "env")
-        cls = getattr(module, class_name, None)
-        if cls is None:
-            missing_name(module, module_name, class_name, "env", classes=True)
-        check_env_class(cls, class_name, "env")
-        return cls
+        return check(self.env, ENV, self.search_path, "env").load()
 
 
 def resolve_env_grid(envs: Any, where: str, spec_dir: Path | None = None) -> EnvRef:
@@ -87,14 +74,14 @@ def resolve_env_grid(envs: Any, where: str, spec_dir: Path | None = None) -> Env
 
 
 def resolve_env(env: str, spec_dir: Path | None = None) -> EnvRef:
-    """Check `env` names a registered gymnasium environment or an importable module:Class."""
-    if ":" in env:
-        module_name, _, class_name = env.partition(":")
-        if not module_name or not class_name.isidentifier():
-            raise SpecError(f"'{env}' is neither a gymnasium id nor module:Class", path="env")
+    """Check `env` names a registered gymnasium environment, an env class an installed package
+    declares by name (entry-point group `tune_app.envs`), or a module:Class let through
+    `user_code`'s gate."""
+    declared = entry_point(ENV.group, env)
+    if ":" in env or declared is not None:
         search_path = user_path(spec_dir)
-        check_source(find_module(module_name, search_path, "env"), class_name, "env", env=True)
-        return EnvRef(env=env, kind="class", search_path=search_path)
+        ref = check(declared or env, ENV, search_path, "env")
+        return EnvRef(env=ref.text, kind="class", search_path=search_path)
     import gymnasium
 
     ids = list(gymnasium.envs.registry)

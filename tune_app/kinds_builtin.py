@@ -20,7 +20,7 @@ from tune_app.kinds import Layout
 from tune_app.methods import scheduler_of
 from tune_app.seeds import SEED_KEY
 from tune_app.space import LIST_KINDS, RULES, Domain
-from tune_app.user_code import check_trainable, import_user_module, missing_name
+from tune_app.user_code import CodeRef
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -243,11 +243,14 @@ class RegisteredKind(KindDefaults):
 
 @dataclass(frozen=True)
 class FunctionKind(KindDefaults):
-    """A user's `module:name`: a function or a `tune.Trainable` class, which declares nothing;
-    its env is passed as the spec wrote it."""
+    """A user's `module:name` let through `user_code`'s gate: a function or a `tune.Trainable`
+    class, which declares nothing; its env is passed as the spec wrote it."""
 
-    run: str
-    search_path: tuple[str, ...] = ()  # folders it is imported from
+    ref: CodeRef
+
+    @property
+    def run(self) -> str:
+        return self.ref.text
 
     @property
     def name(self) -> str:
@@ -259,7 +262,11 @@ class FunctionKind(KindDefaults):
 
     @property
     def user_modules(self) -> tuple[str, ...]:
-        return (self.run.split(":")[0],)
+        return (self.ref.module_name,)
+
+    @property
+    def search_path(self) -> tuple[str, ...]:
+        return self.ref.search_path
 
     def env(self, exp: Experiment, spec_dir: Path, warnings: list[str]) -> EnvRef | None:
         return None  # the function gets the text, and makes the env as it likes
@@ -273,12 +280,7 @@ class FunctionKind(KindDefaults):
 
     def load(self) -> Any:
         """The function (wrapped if it takes a legacy reporter) or the `tune.Trainable` class."""
-        module_name, func_name = self.run.split(":")
-        module = import_user_module(module_name, self.search_path, "run")
-        fn = getattr(module, func_name, None)
-        if fn is None:
-            missing_name(module, module_name, func_name, "run", classes=False)
-        check_trainable(fn, func_name, "run")
+        fn = self.ref.load()
         if inspect.isclass(fn):
             return fn  # a tune.Trainable class
         return with_keyword_reports(as_tune_function(fn))

@@ -1,9 +1,10 @@
 """Trainable registry: names in a spec's `run:` to trainable functions and what they declare.
 
 `run:` resolves, in order, to a trainable registered in `trainables/`, an RLlib algorithm
-(`PPO`, `DQN`, ...), or a `package.module:function` found in the spec's folder, the working
-directory or an installed package, each with its kind (`tune_app.kinds`). Resolution never
-executes user code; `TrainableRef.load` does, on the driver only.
+(`PPO`, `DQN`, ...), a trainable an installed package declares by name (entry-point group
+`tune_app.trainables`), or a `package.module:name` let through `user_code`'s gate, each with its
+kind (`tune_app.kinds`). Resolution never executes user code; `TrainableRef.load` does, on the
+driver only.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tune_app.errors import SpecError, did_you_mean
 from tune_app.kinds import TrainableKind
 from tune_app.kinds_builtin import FunctionKind, RegisteredKind
 from tune_app.ray_internals import TESTED_RAY
-from tune_app.user_code import check_source, find_module, user_path
+from tune_app.user_code import TRAINABLE, check, entry_point, user_path
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
     if run in ALGORITHMS:
         from tune_app.rllib.kind import RLlibKind
 
-        return TrainableRef(run=run, kind=RLlibKind(run))
+        return TrainableRef(run=run, kind=RLlibKind(run, user_path(spec_dir)))
     removed = {name.upper(): name for name in REMOVED}
     if run.upper() in removed:
         name = removed[run.upper()]
@@ -71,6 +72,12 @@ def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
             allowed=list(ALGORITHMS),
             suggestion=f"its place is taken by {REMOVED[name]}",
         )
+    search_path = user_path(spec_dir)
+    declared = entry_point(TRAINABLE.group, run)
+    if declared is not None:
+        return TrainableRef(
+            run=run, kind=FunctionKind(check(declared, TRAINABLE, search_path, "run"))
+        )
     if ":" not in run:
         names = [*table, *ALGORITHMS]
         raise SpecError(
@@ -79,7 +86,4 @@ def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
             allowed=names,
             suggestion=(did_you_mean(run, names) or "or write package.module:function"),
         )
-    module_name, func_name = run.split(":")
-    search_path = user_path(spec_dir)
-    check_source(find_module(module_name, search_path, "run"), func_name, "run")
-    return TrainableRef(run=run, kind=FunctionKind(run, search_path))
+    return TrainableRef(run=run, kind=FunctionKind(check(run, TRAINABLE, search_path, "run")))

@@ -1,12 +1,20 @@
-"""What a spec may make the app import and call: a trainable or an env class named `module:name`.
+"""The one gate through which a spec reaches code: `module:name`, checked for the role it plays.
 
-A spec is data, not a program: `run: module:name` must name a trainable (a function taking a
-config, optionally a reporter, or a `tune.Trainable` subclass) and `env: module:Class` a
-gymnasium `Env` subclass, defined outside the Python standard library, the builtins and this
-app. Without this, `run: subprocess:call` in a YAML file ran a command taken from `config`.
-`validate` checks without running user code (the module's origin and, where its source is
-plain Python, the definition read from the source); `import_user_module` and the `check_*`
-functions check the imported object again on the driver, before anything is written.
+A spec is data, not a program. It names code only as `module:name`, and only at keys that take
+code: `run:` (a trainable), `env:` (an environment class) and the RLlib config keys whose values
+RLlib imports or calls (`tune_app.rllib.code.CODE_KEYS`). Each key has a `Role` saying what the
+object must be. For every role:
+- the standard library, the builtins and tune_app itself are never user code;
+- a module found in the spec's folder or the working directory is the user's own code: any
+  object of the role's shape there (a function with the role's signature, a class of its base);
+- a module of an installed package reaches a spec only as a class of the role's base (a
+  `tune.Trainable`, a `gymnasium.Env`, an `RLlibCallback`, ...) or as an object the package
+  declares in the role's entry-point group (`tune_app.trainables`, `tune_app.envs`,
+  `tune_app.rllib`), never as an arbitrary function: without this, `run:
+  mlflow.utils.process:_exec_cmd` ran a command taken from `config`.
+`check` runs no user code (the module's origin, the package's declared entry points and, where
+the source is plain Python, the definition read from it); `CodeRef.load` checks the imported
+object again on the driver, before anything is written.
 """
 
 from __future__ import annotations
@@ -15,10 +23,14 @@ import ast
 import importlib
 import importlib.util
 import inspect
+import re
 import sys
 import sysconfig
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import Any, NoReturn
@@ -30,8 +42,54 @@ APP_PACKAGES = frozenset({"tune_app"})
 _STDLIB_DIRS = tuple(
     str(Path(sysconfig.get_paths()[key]).resolve()) for key in ("stdlib", "platstdlib")
 )
-_TRAINABLE_FORM = (
-    "a function taking a config (and optionally a reporter), or a tune.Trainable class"
+_INSTALLED_DIRS = ("site-packages", "dist-packages")
+_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+
+
+@dataclass(frozen=True)
+class Role:
+    """What the object named at a key must be. Bases are `module:Class` texts, imported only
+    when an object is checked, so `validate` imports no Ray."""
+
+    noun: str  # with its article, for messages: "a trainable"
+    allowed: str  # the accepted forms, for messages
+    base: str | None  # a class must subclass it; None: no class is accepted
+    functions: bool  # whether a function is accepted
+    group: str  # the entry-point group in which an installed package declares such objects
+    max_required: int = 99  # a function's most required positional parameters
+    needs_positional: bool = False  # a function must take a positional argument (a config)
+    keywords: bool = False  # called with keyword arguments: required keyword-only ones are fine
+    base_shown: str = ""  # how messages name the base, where not by its class name
+
+    @property
+    def base_name(self) -> str:
+        return self.base_shown or (self.base or "").rpartition(":")[2] or "class"
+
+    def base_class(self) -> type | None:
+        if self.base is None:
+            return None
+        module, _, name = self.base.partition(":")
+        cls: type = getattr(importlib.import_module(module), name)
+        return cls
+
+
+TRAINABLE = Role(
+    noun="a trainable",
+    allowed="a function taking a config (and optionally a reporter), or a tune.Trainable class",
+    base="ray.tune:Trainable",
+    functions=True,
+    group="tune_app.trainables",
+    max_required=2,
+    needs_positional=True,
+    base_shown="tune.Trainable",
+)
+ENV = Role(
+    noun="an environment",
+    allowed="a gymnasium.Env subclass, or a registered gymnasium id",
+    base="gymnasium:Env",
+    functions=False,
+    group="tune_app.envs",
+    base_shown="gymnasium.Env",
 )
 
 
@@ -42,12 +100,108 @@ def user_path(spec_dir: Path | None) -> tuple[str, ...]:
     )
 
 
+@dataclass(frozen=True)
+class CodeRef:
+    """A spec's `module:name` for one role, checked without running it (`check`)."""
+
+    text: str
+    role: Role
+    search_path: tuple[str, ...]
+    where: str  # the key path, for messages
+    local: bool  # found in the spec's folder or the working directory
+    declared: bool  # an installed package declares it in the role's entry-point group
+
+    @property
+    def module_name(self) -> str:
+        return self.text.partition(":")[0]
+
+    @property
+    def name(self) -> str:
+        return self.text.partition(":")[2]
+
+    def load(self) -> Any:
+        """The object, imported on the driver and checked for the role again (SpecError)."""
+        module = import_user_module(self.module_name, self.search_path, self.where)
+        obj = getattr(module, self.name, None)
+        if obj is None:
+            missing_name(
+                module, self.module_name, self.name, self.where, classes=not self.role.functions
+            )
+        self._check_object(obj)
+        return obj
+
+    def _check_object(self, obj: Any) -> None:
+        role, name, where = self.role, self.name, self.where
+        _check_defined_in_user_code(obj, name, where)
+        if inspect.isclass(obj):
+            base = role.base_class()
+            if base is None or not issubclass(obj, base):
+                shown = f" (not a {role.base_name})" if base and role.functions else ""
+                why = f"class {obj.__name__}{shown}"
+                raise not_role(name, why, role, where)
+            return
+        if not (role.functions and inspect.isfunction(obj)):
+            what = "a function" if inspect.isfunction(obj) else f"a {type(obj).__name__}"
+            raise not_role(name, what, role, where)
+        if not (self.local or self.declared):
+            raise _installed_function(self)
+        _check_signature(obj, self)
+
+
+def check(text: str, role: Role, search_path: tuple[str, ...], where: str) -> CodeRef:
+    """`text` checked as `module:name` naming code for `role`, without running it; SpecError
+    for a malformed reference, a module of Python or the app, a missing module, or a
+    definition that cannot be of the role (read from the source where it is plain Python)."""
+    if not isinstance(text, str) or not _REF.fullmatch(text):
+        raise SpecError(
+            f"{text!r} is not a reference to code",
+            path=where,
+            allowed=f"module:name naming {role.noun} ({role.allowed})",
+            suggestion=_dotted_hint(text),
+        )
+    module_name, _, name = text.partition(":")
+    found = find_module(module_name, search_path, where)
+    local = _is_local_origin(found.origin, search_path)
+    ref = CodeRef(
+        text=text,
+        role=role,
+        search_path=search_path,
+        where=where,
+        local=local,
+        declared=not local and text in declared_refs(role.group),
+    )
+    _check_source(found, ref)
+    return ref
+
+
+def _dotted_hint(text: Any) -> str | None:
+    if isinstance(text, str) and "." in text and ":" not in text:
+        module, _, name = text.rpartition(".")
+        return f"write {module}:{name} (a spec names code as module:name, checked before use)"
+    return None
+
+
+@cache
+def declared_refs(group: str) -> frozenset[str]:
+    """The `module:name` values installed packages declare in an entry-point group."""
+    return frozenset(" ".join(ep.value.split()) for ep in metadata.entry_points(group=group))
+
+
+def entry_point(group: str, name: str) -> str | None:
+    """The `module:name` an installed package declares under `name` in `group`, or None."""
+    for ep in metadata.entry_points(group=group):
+        if ep.name == name:
+            return " ".join(ep.value.split())
+    return None
+
+
 def find_module(module_name: str, search_path: tuple[str, ...], where: str) -> ModuleSpec:
     """The module `module_name` as found on `search_path`, without running it (beyond its parent
     packages' `__init__`); SpecError if it is missing or is not user code."""
     top = module_name.split(".")[0]
     if top in sys.builtin_module_names or top in APP_PACKAGES:
         raise _not_user_code(module_name, where)
+    _forget_stale(module_name, search_path)
     with _on_path(search_path):
         try:
             found = importlib.util.find_spec(module_name)
@@ -72,7 +226,18 @@ def is_user_origin(origin: str | None) -> bool:
         return False
     path = str(Path(origin).resolve())
     in_stdlib = any(path.startswith(d + "/") for d in _STDLIB_DIRS)
-    return not in_stdlib or "site-packages" in path or "dist-packages" in path
+    return not in_stdlib or any(d in path for d in _INSTALLED_DIRS)
+
+
+def _is_local_origin(origin: str | None, folders: tuple[str, ...]) -> bool:
+    """Whether a module's file lies in one of `folders` (the spec's, the working directory),
+    not in an installed package."""
+    if not origin:
+        return False
+    path = Path(origin).resolve()
+    return not any(d in path.parts for d in _INSTALLED_DIRS) and any(
+        path.is_relative_to(f) for f in folders
+    )
 
 
 def _not_user_code(module_name: str, where: str) -> SpecError:
@@ -84,10 +249,24 @@ def _not_user_code(module_name: str, where: str) -> SpecError:
     )
 
 
-def check_source(module: ModuleSpec, name: str, where: str, *, env: bool = False) -> None:
-    """Check what the module's source defines as `name`, without running it: a function must
-    take a config, an env must be a class, and a name imported from the standard library is
-    refused. Names the source does not define plainly are left to the check after import."""
+def _installed_function(ref: CodeRef) -> SpecError:
+    return SpecError(
+        f"'{ref.text}' is a function of an installed package that does not declare it as "
+        f"{ref.role.noun}",
+        path=ref.where,
+        allowed=f"a function in a module beside the spec or in the working directory; from an "
+        f"installed package, a {ref.role.base_name} subclass or an entry point in group "
+        f"'{ref.role.group}'",
+        suggestion=f"wrap it in a module of your own, or declare it in the package's "
+        f'[project.entry-points."{ref.role.group}"]',
+    )
+
+
+def _check_source(module: ModuleSpec, ref: CodeRef) -> None:
+    """Check what the module's source binds to the name, without running it: a function must be
+    one the role takes (from an installed package, declared), a name imported from the standard
+    library is refused, and a name the module never binds is missing. Names bound in ways the
+    source does not show plainly are left to the check after import."""
     if not module.origin or not module.origin.endswith(".py"):
         return
     try:
@@ -95,22 +274,91 @@ def check_source(module: ModuleSpec, name: str, where: str, *, env: bool = False
     except (OSError, SyntaxError, ValueError):
         return  # importing it reports the problem, at run
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
-            if env:
-                raise _not_env(name, "a function", where)
-            if isinstance(node, ast.AsyncFunctionDef) or not _takes_config(node.args):
-                raise _not_trainable(name, f"{_signature(node)}", where)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == ref.name:
+            _check_function_source(node, ref)
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             for alias in node.names:
-                if (alias.asname or alias.name) == name and _is_stdlib_name(node.module):
-                    raise _not_user_code(f"{node.module}.{alias.name}", where)
+                if (alias.asname or alias.name) == ref.name and _is_stdlib_name(node.module):
+                    raise _not_user_code(f"{node.module}.{alias.name}", ref.where)
+    bound = _bound_names(tree)
+    if bound is not None and ref.name not in bound:
+        defined = sorted(n for n in bound if not n.startswith("_"))
+        raise SpecError(
+            f"module '{ref.module_name}' defines no '{ref.name}'",
+            path=ref.where,
+            allowed=defined[:20],
+            suggestion=did_you_mean(ref.name, defined),
+        )
 
 
-def _takes_config(args: ast.arguments) -> bool:
+def _check_function_source(node: ast.FunctionDef | ast.AsyncFunctionDef, ref: CodeRef) -> None:
+    if not ref.role.functions:
+        raise not_role(ref.name, "a function", ref.role, ref.where)
+    if not (ref.local or ref.declared):
+        raise _installed_function(ref)
+    if isinstance(node, ast.AsyncFunctionDef) or not _takes(node.args, ref.role):
+        raise not_role(ref.name, _signature(node), ref.role, ref.where)
+
+
+def _bound_names(tree: ast.Module) -> set[str] | None:
+    """Every name the module's top level binds, or None where it may bind names the source does
+    not show (`from x import *`, a module `__getattr__`, writes to `globals()`)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return None
+        if isinstance(node, ast.Name) and node.id in ("globals", "vars", "setattr"):
+            return None
+    for node in tree.body:
+        names.update(_binds(node))
+    return None if "__getattr__" in names else names
+
+
+_BLOCKS = (ast.If, ast.Try, ast.With, ast.For, ast.While, ast.ExceptHandler)
+
+
+def _binds(node: ast.AST) -> Iterator[str]:
+    """The names a top-level statement binds (inside its blocks too: `if`, `try`, `with`)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        yield node.name
+    elif isinstance(node, ast.Import | ast.ImportFrom):
+        yield from (a.asname or a.name.split(".")[0] for a in node.names)
+    elif isinstance(node, _BLOCKS):
+        children = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)]
+        for child in [*children, *getattr(node, "handlers", ())]:
+            yield from _binds(child)
+    else:
+        stores = (t for t in ast.walk(node) if isinstance(t, ast.Name))
+        yield from (t.id for t in stores if isinstance(t.ctx, ast.Store))
+
+
+def _takes(args: ast.arguments, role: Role) -> bool:
     positional = [*args.posonlyargs, *args.args]
     required = len(positional) - len(args.defaults)
     kw_required = sum(d is None for d in args.kw_defaults)
-    return (bool(positional) or args.vararg is not None) and required <= 2 and not kw_required
+    has_positional = bool(positional) or args.vararg is not None
+    return (
+        (has_positional or not role.needs_positional)
+        and required <= role.max_required
+        and (role.keywords or not kw_required)
+    )
+
+
+def _check_signature(obj: Any, ref: CodeRef) -> None:
+    try:
+        params = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        raise not_role(ref.name, "a function without a signature", ref.role, ref.where) from None
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    kw_required = [p for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    takes_any = any(p.kind is p.VAR_POSITIONAL for p in params)
+    fits = not (inspect.iscoroutinefunction(obj) or len(required) > ref.role.max_required)
+    fits = fits and (ref.role.keywords or not kw_required)
+    fits = fits and (bool(positional) or takes_any or not ref.role.needs_positional)
+    if not fits:
+        what = f"def {obj.__name__}{inspect.signature(obj)}"[:200]
+        raise not_role(ref.name, what, ref.role, ref.where)
 
 
 def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
@@ -128,7 +376,6 @@ def import_user_module(module_name: str, search_path: tuple[str, ...], where: st
     A module found in the spec's folder or the working directory is pickled by value, so Ray
     workers that cannot import it (not installed, not on their path) still run it.
     """
-    _forget_stale(module_name, search_path)
     find_module(module_name, search_path, where)
     with _on_path(search_path):
         try:
@@ -145,41 +392,6 @@ def import_user_module(module_name: str, search_path: tuple[str, ...], where: st
     return module
 
 
-def check_trainable(obj: Any, name: str, where: str) -> None:
-    """SpecError unless the imported `obj` is a trainable defined outside Python and the app."""
-    _check_defined_in_user_code(obj, name, where)
-    if inspect.isclass(obj):
-        from ray import tune
-
-        if not issubclass(obj, tune.Trainable):
-            raise _not_trainable(name, f"class {obj.__name__} (not a tune.Trainable)", where)
-        return
-    if not inspect.isfunction(obj):
-        raise _not_trainable(name, f"a {type(obj).__name__}", where)
-    try:
-        params = inspect.signature(obj).parameters.values()
-    except (TypeError, ValueError):
-        raise _not_trainable(name, "a function without a signature", where) from None
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    required = [p for p in positional if p.default is p.empty]
-    kw_required = [p for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
-    takes_any = any(p.kind is p.VAR_POSITIONAL for p in params)
-    if inspect.iscoroutinefunction(obj) or len(required) > 2 or kw_required:
-        raise _not_trainable(name, f"def {obj.__name__}{inspect.signature(obj)}"[:200], where)
-    if not positional and not takes_any:
-        raise _not_trainable(name, f"def {obj.__name__}{inspect.signature(obj)}"[:200], where)
-
-
-def check_env_class(obj: Any, name: str, where: str) -> None:
-    """SpecError unless the imported `obj` is a gymnasium `Env` subclass of user code."""
-    import gymnasium
-
-    _check_defined_in_user_code(obj, name, where)
-    if not (inspect.isclass(obj) and issubclass(obj, gymnasium.Env)):
-        what = f"class {obj.__name__}" if inspect.isclass(obj) else f"a {type(obj).__name__}"
-        raise _not_env(name, what, where)
-
-
 def _check_defined_in_user_code(obj: Any, name: str, where: str) -> None:
     defined_in = getattr(obj, "__module__", None) or ""
     top = defined_in.split(".")[0]
@@ -190,20 +402,13 @@ def _check_defined_in_user_code(obj: Any, name: str, where: str) -> None:
         raise _not_user_code(f"{defined_in}.{name}", where)
 
 
-def _not_trainable(name: str, what: str, where: str) -> SpecError:
+def not_role(name: str, what: str, role: Role, where: str) -> SpecError:
+    """SpecError: the object named `name` is `what`, not of `role`."""
     return SpecError(
-        f"'{name}' is {what}, not a trainable",
+        f"'{name}' is {what}, not {role.noun}",
         path=where,
-        allowed=_TRAINABLE_FORM,
-        suggestion="Tune calls a trainable with the trial's config",
-    )
-
-
-def _not_env(name: str, what: str, where: str) -> SpecError:
-    return SpecError(
-        f"'{name}' is {what}, not an environment",
-        path=where,
-        allowed="a gymnasium.Env subclass, or a registered gymnasium id",
+        allowed=role.allowed,
+        suggestion="Tune calls a trainable with the trial's config" if role is TRAINABLE else None,
     )
 
 
@@ -239,10 +444,7 @@ def _forget_stale(module_name: str, search_path: tuple[str, ...]) -> None:
 
 
 def _is_local(module: Any, folders: tuple[str, ...]) -> bool:
-    origin = getattr(module, "__file__", None) or ""
-    return any(Path(origin).resolve().is_relative_to(f) for f in folders) and (
-        "site-packages" not in origin
-    )
+    return _is_local_origin(getattr(module, "__file__", None), folders)
 
 
 @contextmanager

@@ -9,6 +9,7 @@ from typing import Any
 from tune_app.config_keys import PRIVATE_KEYS
 from tune_app.errors import SpecError
 from tune_app.rllib.algorithm import algorithm_class
+from tune_app.rllib.code import without_code
 from tune_app.rllib.handlers import ObservationConnectors
 from tune_app.space import representative
 
@@ -36,7 +37,7 @@ def check_with_rllib(name: str, config: dict[str, Any]) -> tuple[dict[str, float
     returns the trial's bundles as RLlib sizes them."""
     point = representative(config)
     try:
-        request = algorithm_class(name).default_resource_request(to_rllib(point))
+        request = algorithm_class(name).default_resource_request(to_rllib(without_code(point)))
     except (ValueError, TypeError, KeyError) as err:
         raise SpecError(f"{name} refuses this config: {_first_line(err)}", path="config") from None
     return tuple(

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from tune_app.errors import SpecError
+from tune_app.rllib.code import check_code
 from tune_app.rllib.keys import algorithm_keys
 from tune_app.rllib.tables import SHOWN_KNOBS
 from tune_app.rllib.translation import Translated, translate_config, translate_metric
@@ -15,15 +16,17 @@ from tune_app.spec import Experiment
 
 
 def translate_experiment(  # noqa: C901
-    exp: Experiment, warnings: list[str], gym_env: bool
+    exp: Experiment, warnings: list[str], gym_env: bool, search_path: tuple[str, ...] = ()
 ) -> tuple[Experiment, SpecError | None]:
     """The experiment with RLlib's legacy config keys and metric names in new-stack spelling,
-    and the config's translation errors (the metric names are translated all the same, so the
-    rest of the experiment is checked in the same pass)."""
+    and the config's translation errors, its code values checked (`rllib.code`; the metric
+    names are translated all the same, so the rest of the experiment is checked in the same
+    pass)."""
     where = exp.key_path
     failed: SpecError | None = None
     try:
         translated = translate_config(exp.run, exp.config, gym_env=gym_env)
+        check_code(translated.config, search_path)
     except SpecError as err:
         failed = err.under(where)
         translated = Translated(config={}, warnings=())

@@ -17,6 +17,7 @@ from tune_app.kinds import Layout
 from tune_app.kinds_builtin import KindDefaults, resolve_spec_env
 from tune_app.methods import mutated_paths, searcher_of
 from tune_app.rllib.algorithm import app_algorithm
+from tune_app.rllib.code import load_code
 from tune_app.rllib.config import to_rllib
 from tune_app.rllib.experiment import translate_experiment
 from tune_app.rllib.keys import algorithm_keys
@@ -37,6 +38,7 @@ class RLlibKind(KindDefaults):
     """An RLlib algorithm by name (`PPO`, `DQN`, ...)."""
 
     algorithm: str
+    search_path: tuple[str, ...] = ()  # where the config's module:name code is found
 
     @property
     def name(self) -> str:
@@ -111,7 +113,7 @@ class RLlibKind(KindDefaults):
         self, exp: Experiment, warnings: list[str], env: EnvRef | None
     ) -> tuple[Experiment, SpecError | None]:
         gym_env = env is None or all(e.kind == "gym" for e in env.members)
-        return translate_experiment(exp, warnings, gym_env=gym_env)
+        return translate_experiment(exp, warnings, gym_env=gym_env, search_path=self.search_path)
 
     def check_reported(self, exp: Experiment, keys: list[tuple[str, str]]) -> None:
         for where, key in keys:
@@ -145,7 +147,8 @@ class RLlibKind(KindDefaults):
         return app_algorithm(self.algorithm)
 
     def tune_space(self, space: dict[str, Any]) -> dict[str, Any]:
-        return to_rllib(space)
+        """RLlib's keys, and the config's code (`rllib.code`) imported through the gate."""
+        return to_rllib(load_code(space, self.search_path))
 
     def missing_key_note(self, where: str, key: str, seen: set[str], episodes: float) -> str | None:
         """Episode statistics before any episode finished, evaluation results before any

@@ -1,0 +1,202 @@
+"""The one gate for code a spec names (`tune_app.user_code`, `tune_app.rllib.code`): `run:`,
+`env:` and every RLlib key whose value RLlib imports or calls. Installed packages reach a spec
+only as a class of the role's base or an entry point they declare; RLlib never gets a dotted
+path to import. Each refusal: exit 2, one line with the key path, nothing written or run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import user_module
+from tune_app.errors import SpecError
+from tune_app.user_code import ENV, TRAINABLE, check, declared_refs, user_path
+
+INSTALLED_FUNCTION = "a function of an installed package that does not declare it"
+
+
+def _installed_package(site: Path, entry_points: str) -> None:
+    """A package installed in `site` (outside the spec's folder), with its metadata."""
+    (site / "labpkg").mkdir(parents=True)
+    (site / "labpkg" / "__init__.py").write_text(
+        "from ray import tune\n\n\n"
+        "def train(config):\n    return {'score': 1}\n\n\n"
+        "def helper(config):\n    open(config['path'], 'w').close()\n\n\n"
+        "class Trainer(tune.Trainable):\n    def step(self):\n        return {'score': 1}\n"
+    )
+    info = site / "labpkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: labpkg\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(entry_points)
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    _installed_package(site, "[tune_app.trainables]\nlab_train = labpkg:train\n")
+    monkeypatch.syspath_prepend(str(site))
+    declared_refs.cache_clear()
+    yield tmp_path / "specs"
+    declared_refs.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        pytest.param("labpkg:helper", INSTALLED_FUNCTION, id="undeclared-function"),
+        pytest.param("labpkg:nothing", "defines no 'nothing'", id="missing-name"),
+    ],
+)
+def test_an_installed_package_reaches_a_spec_only_as_declared(installed, ref, expected):
+    installed.mkdir()
+    with pytest.raises(SpecError, match=expected) as err:
+        check(ref, TRAINABLE, user_path(installed), "run")
+    assert "tune_app.trainables" in str(err.value) or "nothing" in ref
+
+
+def test_a_declared_function_and_a_trainable_class_of_an_installed_package_pass(installed):
+    from tune_app.registry import resolve
+
+    installed.mkdir()
+    folders = user_path(installed)
+    declared = check("labpkg:train", TRAINABLE, folders, "run")
+    assert declared.declared and not declared.local
+    assert declared.load()({}) == {"score": 1}
+    assert check("labpkg:Trainer", TRAINABLE, folders, "run").load().__name__ == "Trainer"
+    # and by the name the package declares it under
+    assert resolve("lab_train", installed).run == "lab_train"
+    assert resolve("lab_train", installed).kind.run == "labpkg:train"
+
+
+def test_a_function_of_an_installed_package_is_refused_before_it_is_run(cli, write_spec, tmp_path):
+    """The reported case: a YAML file with no .py beside it ran `touch` through mlflow."""
+    spec = write_spec(
+        f"e:\n  run: mlflow.utils.process:_exec_cmd\n  config: {{touch: 0, {tmp_path}/pwned: 0}}\n"
+    )
+    for command in ("validate", "run"):
+        result = cli(command, spec, "--storage-path", tmp_path / "o")
+        lines = result.err.strip().splitlines()
+        assert result.code == 2 and len(lines) == 1, result.err
+        assert "e.run" in lines[0] and INSTALLED_FUNCTION in lines[0]
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "o").exists()
+
+
+def test_an_env_of_an_installed_package_must_be_an_env_class(installed):
+    installed.mkdir()
+    with pytest.raises(SpecError, match="is a function, not an environment"):
+        check("labpkg:train", ENV, user_path(installed), "env")
+
+
+@pytest.mark.parametrize(
+    ("config", "path", "expected"),
+    [
+        pytest.param(
+            "{callbacks: os.abort}",
+            "e.config.callbacks",
+            "write os:abort",
+            id="dotted-callbacks",
+        ),
+        pytest.param(
+            "{callbacks: 'os:abort'}",
+            "e.config.callbacks",
+            "is part of Python",
+            id="stdlib-callbacks",
+        ),
+        pytest.param(
+            "{callbacks: 'rllib_code:mapping'}",
+            "e.config.callbacks",
+            "is a function, not an RLlib callbacks class",
+            id="function-as-callbacks",
+        ),
+        pytest.param(
+            "{callbacks: ['rllib_code:MarkResults', 'rllib_code:MarkResult']}",
+            "e.config.callbacks[1]",
+            "did you mean 'MarkResults'",
+            id="a-list-member",
+        ),
+        pytest.param(
+            "{policy_mapping_fn: 'mlflow.utils.process:_exec_cmd'}",
+            "e.config.policy_mapping_fn",
+            INSTALLED_FUNCTION,
+            id="installed-mapping-function",
+        ),
+        pytest.param(
+            "{env_to_module_connector: MeanStdFilter}",
+            "e.config.env_to_module_connector",
+            "not a reference to code",
+            id="connector-as-text",
+        ),
+        pytest.param(
+            "{evaluation_config: {callbacks: subprocess.Popen}}",
+            "e.config.evaluation_config.callbacks",
+            "write subprocess:Popen",
+            id="inside-evaluation-config",
+        ),
+        pytest.param(
+            "{callbacks: {grid_search: ['rllib_code:MarkResults']}}",
+            "e.config.callbacks",
+            "code cannot be searched",
+            id="searched",
+        ),
+        pytest.param(
+            "{callbacks_on_episode_end: 'rllib_code:on_episode_nd'}",
+            "e.config.callbacks_on_episode_end",
+            "did you mean 'on_episode_end'",
+            id="misspelt-event-function",
+        ),
+    ],
+)
+def test_rllib_code_keys_take_only_module_name_through_the_gate(
+    cli, write_spec, tmp_path, config, path, expected
+):
+    user_module("rllib_code.py", tmp_path)
+    spec = write_spec(f"e:\n  run: PPO\n  env: CartPole-v1\n  config: {config}\n")
+    result = cli("validate", spec)
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert f"{path}:" in lines[0] and expected in lines[0], lines[0]
+
+
+def test_a_replay_buffer_type_is_rllibs_own_name_or_code(cli, write_spec, tmp_path):
+    base = "e:\n  run: DQN\n  env: CartPole-v1\n  config: {replay_buffer_config: {type: %s}}\n"
+    assert cli("validate", write_spec(base % "EpisodeReplayBuffer")).code == 0
+    result = cli("validate", write_spec(base % "os.system"))
+    assert result.code == 2 and "e.config.replay_buffer_config.type" in result.err
+
+
+def test_rllib_code_is_loaded_as_objects_for_the_trial(tmp_path):
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+
+    from tune_app.rllib.code import load_code, without_code
+
+    user_module("rllib_code.py", tmp_path)
+    config = {
+        "lr": 0.1,
+        "callbacks": "rllib_code:MarkResults",
+        "callbacks_on_episode_end": ["rllib_code:on_episode_end"],
+        "evaluation_config": {"policy_mapping_fn": "rllib_code:mapping"},
+        "replay_buffer_config": {"type": "EpisodeReplayBuffer", "capacity": 10},
+    }
+    loaded = load_code(config, user_path(tmp_path))
+    assert issubclass(loaded["callbacks"], RLlibCallback) and loaded["lr"] == 0.1
+    assert loaded["callbacks_on_episode_end"][0].__name__ == "on_episode_end"
+    assert loaded["evaluation_config"]["policy_mapping_fn"]("a", None) == "p0"
+    assert loaded["replay_buffer_config"]["type"] == "EpisodeReplayBuffer"
+    assert config["callbacks"] == "rllib_code:MarkResults"  # the spec's config is not changed
+    stripped = without_code(config)
+    assert "callbacks" not in stripped and "policy_mapping_fn" not in stripped["evaluation_config"]
+
+
+def test_rllib_calls_the_callbacks_class_a_spec_names(ray_session, cli, write_spec, tmp_path):
+    import json
+
+    user_module("rllib_code.py", tmp_path)
+    spec = write_spec(
+        "e:\n  run: PPO\n  env: CartPole-v1\n  stop: {training_iteration: 2}\n"
+        "  config: {callbacks: 'rllib_code:MarkResults'}\n"
+    )
+    result = cli("run", spec, "--smoke", "--storage-path", tmp_path / "o", "-q")
+    assert result.code == 0, result.err
+    rows = [json.loads(line) for line in next((tmp_path / "o").rglob("results.jsonl")).open()]
+    assert rows and all(row.get("callbacks_mark") == 1 for row in rows)
