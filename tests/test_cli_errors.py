@@ -170,6 +170,18 @@ BAD_SPECS = [
         ["not a plain folder name"],
         id="experiment-name",
     ),
+    pytest.param(
+        '"name\\n": {run: my_func}\n',
+        "name\\n",
+        ["not a plain folder name", "'name\\n'"],
+        id="experiment-name-ending-in-a-newline",
+    ),
+    pytest.param(
+        "%s: {run: my_func}\n" % ("名" * 70),
+        "名" * 70,
+        ["210 bytes long", "at most 200 bytes"],
+        id="experiment-name-too-long-for-its-lock-file",
+    ),
 ]
 
 

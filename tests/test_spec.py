@@ -438,3 +438,42 @@ def test_bohb_gets_hyperband_for_bohb():
     entry = methods.SCHEDULERS["hyperband"]
     built = entry.build(entry.options.model_validate({}), methods.Context(searcher="bohb"))
     assert "HyperBandForBOHB" in [c.__name__ for c in type(built).__mro__]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        pytest.param("010", 10, id="leading-zero-is-decimal"),
+        pytest.param("0o10", 8, id="octal-as-1.2-writes-it"),
+        pytest.param("0x1F", 31, id="hex"),
+        pytest.param("1_000", 1000, id="grouped-digits"),
+        pytest.param("1:30", "1:30", id="no-base-60"),
+        pytest.param("1e-4", 1e-4, id="exponent-without-dot"),
+        pytest.param("1E5", 1e5, id="exponent-without-sign"),
+        pytest.param("-.inf", float("-inf"), id="infinity"),
+        pytest.param("12", 12, id="int-stays-int"),
+    ],
+)
+def test_numbers_are_read_as_yaml_1_2_reads_them(tmp_path, text, value):
+    from tune_app.spec.loading import read_yaml
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"a: {text}\n")
+    read = read_yaml(path)[1]["a"]
+    assert read == value and type(read) is type(value)
+
+
+def test_a_base_60_time_limit_is_refused_not_read_as_seconds(cli, write_spec):
+    result = cli(
+        "validate",
+        write_spec("e:\n  run: my_func\n  scheduler: {type: asha, max_t: 1:30}\n"),
+    )
+    assert result.code == 2 and "e.scheduler.max_t" in result.err, result.err
+
+
+def test_an_experiment_may_be_named_in_any_script(cli, write_spec):
+    result = cli(
+        "validate", write_spec("实验一:\n  run: my_func\n  config: {alpha: 0.5, beta: 1}\n")
+    )
+    assert result.code == 0, result.err
+    assert "实验一" in result.out

@@ -38,13 +38,31 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-# YAML 1.2 floats that PyYAML (YAML 1.1) reads as strings: an exponent without a dot or without
-# a sign (`1e-4`, `1E5`, `2.5e3`), as people write learning rates.
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
+# Numbers as YAML 1.2's core schema reads them, not as PyYAML's YAML 1.1: `010` is 10 (1.1: 8,
+# octal; 1.2 writes 0o10), `1:30` is text (1.1: 90, base 60), and `1e-4`, `1E5` are floats
+# (1.1: text, without a dot and a signed exponent), as people write learning rates. Digits may
+# be grouped with `_` as in Python.
+_INT = re.compile(r"^(?:[-+]?[0-9][0-9_]*|0o[0-7_]+|0x[0-9a-fA-F_]+)$")
+_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9][0-9_]*|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if not tag.endswith((":int", ":float"))]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:int", _INT, list("-+0123456789"))
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node)).replace("_", "")
+    if text.startswith(("0o", "0x")):
+        return int(text, 0)
+    return int(text, 10)  # leading zeros are decimal in YAML 1.2
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 # Bounds on what a spec file may make the loader build, so a hostile or broken file is refused

@@ -30,7 +30,11 @@ Mode = Literal["min", "max"]
 # pattern before anything is imported, so a spec can never smuggle in code to run.
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 RUN_PATTERN = rf"^([A-Za-z_][A-Za-z0-9_-]*|{_IDENT}(\.{_IDENT})*:{_IDENT})$"
-NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+# An experiment's name is a folder name: letters and digits of any script, '_', '-', '.' (not
+# first), and at most NAME_MAX_BYTES in UTF-8, so the folder and the files named after it
+# (its lock, `.<name>.lock`) fit the 255 bytes a file name may hold.
+NAME_PATTERN = r"^\w[\w.-]*$"
+NAME_MAX_BYTES = 200
 
 
 class _Strict(BaseModel):

@@ -17,6 +17,7 @@ from tune_app.spec.legacy import translate_legacy
 from tune_app.spec.loading import read_yaml, read_yaml_text
 from tune_app.spec.messages import validate
 from tune_app.spec.models import (
+    NAME_MAX_BYTES,
     NAME_PATTERN,
     AppSpec,
     EnvGridSpec,
@@ -130,13 +131,25 @@ def _check_classic_entry(key: Any, value: Any) -> None:
     )
 
 
-def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experiment:
-    if not re.match(NAME_PATTERN, name):
+def _check_name(name: str, path: str) -> None:
+    """An experiment's name is its folder's: refused where a filesystem could not hold it."""
+    if not re.fullmatch(NAME_PATTERN, name):  # fullmatch: `$` would let a last newline pass
         raise SpecError(
-            f"experiment name '{name}' is not a plain folder name",
+            f"experiment name {name!r} is not a plain folder name",
             path=path,
-            allowed="letters, digits, '_', '-', '.' (not first)",
+            allowed="letters and digits of any script, '_', '-', '.' (not first)",
         )
+    if len(name.encode()) > NAME_MAX_BYTES:
+        raise SpecError(
+            f"experiment name is {len(name.encode())} bytes long; its folder and lock file "
+            "would not fit a file name",
+            path=path,
+            allowed=f"at most {NAME_MAX_BYTES} bytes (UTF-8)",
+        )
+
+
+def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experiment:
+    _check_name(name, path)
 
     def pick(key: str, default: Any = None) -> Any:
         own = getattr(exp, key)
