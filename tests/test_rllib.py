@@ -449,3 +449,44 @@ def test_ppo_runs_through_the_cli(ray_session, cli, write_spec, tmp_path):
     first = [r for r in rows if "config" in r]
     assert {r["config"]["num_epochs"] for r in first} == {1}
     assert {r["config"]["_model_config"]["fcnet_hiddens"][0] for r in first} == {16}
+
+
+def test_smoke_keeps_a_valid_parallel_evaluation_valid(write_spec):
+    """--smoke shrank evaluation to no runner, which RLlib refuses with parallel evaluation."""
+    text = (
+        "e:\n  run: PPO\n  env: CartPole-v1\n  config:\n    evaluation_interval: 1\n"
+        "    evaluation_parallel_to_training: true\n    evaluation_num_env_runners: 2\n"
+    )
+    plan = make_plan(spec.load(write_spec(text)), cpus=2, smoke=True, rllib_checks=True)
+    assert plan.experiments[0].experiment.config["evaluation_num_env_runners"] == 1
+
+
+def test_the_default_observation_connectors_work_per_agent_on_a_multi_agent_env(tmp_path):
+    """The app's default connectors flattened a multi-agent env's observations into one."""
+    from tune_app.envs import resolve_env
+    from tune_app.rllib.handlers import ObservationConnectors
+
+    user_module("two_cartpoles.py", tmp_path)
+    env = resolve_env("two_cartpoles:TwoCartPoles", tmp_path).load()()
+    assert ObservationConnectors()(env=env) == []  # Box observations: nothing to flatten
+    (filtered,) = ObservationConnectors(mean_std_clip=5.0)(env=env)
+    assert filtered._multi_agent
+    gym_env = resolve_env("CartPole-v1").load()
+    (single,) = ObservationConnectors(mean_std_clip=5.0)(env=__import__("gymnasium").make(gym_env))
+    assert not single._multi_agent
+
+
+def test_a_multi_agent_env_trains_with_policies_and_a_mapping_function(
+    ray_session, cli, write_spec, tmp_path
+):
+    import json
+
+    user_module("two_cartpoles.py", tmp_path)
+    spec = write_spec(
+        "ma:\n  run: PPO\n  env: two_cartpoles:TwoCartPoles\n  stop: {training_iteration: 2}\n"
+        "  config: {policies: [p0, p1], policy_mapping_fn: 'two_cartpoles:mapping'}\n"
+    )
+    result = cli("run", spec, "--smoke", "--storage-path", tmp_path / "o", "-q")
+    assert result.code == 0, result.err
+    summary = json.loads(next((tmp_path / "o").rglob("summary.json")).read_text())
+    assert summary["counts"] == {"TERMINATED": 1} and summary["trials"][0]["metric"] > 0

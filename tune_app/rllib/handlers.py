@@ -158,11 +158,16 @@ class ObservationConnectors:
         from ray.rllib.connectors.env_to_module import FlattenObservations, MeanStdFilter
 
         connectors: list[Any] = []
-        space = _observation_space(env, spaces)
-        if not isinstance(space, gym.spaces.Box) and _flattens(space):
-            connectors.append(FlattenObservations(multi_agent=False))
+        agent_spaces = _agent_observation_spaces(env)
+        multi_agent = agent_spaces is not None
+        if agent_spaces is None:  # one agent
+            agent_spaces = [_observation_space(env, spaces)]
+        if any(not isinstance(s, gym.spaces.Box) and _flattens(s) for s in agent_spaces):
+            connectors.append(FlattenObservations(multi_agent=multi_agent))
         if self.mean_std_clip is not None:
-            connectors.append(MeanStdFilter(multi_agent=False, clip_by_value=self.mean_std_clip))
+            connectors.append(
+                MeanStdFilter(multi_agent=multi_agent, clip_by_value=self.mean_std_clip)
+            )
         return connectors
 
     def __repr__(self) -> str:
@@ -179,6 +184,19 @@ def _flattens(space: Any) -> bool:
     if isinstance(space, gym.spaces.Tuple):
         return all(_flattens(s) for s in space.spaces)
     return isinstance(space, gym.spaces.Box | gym.spaces.Discrete | gym.spaces.MultiDiscrete)
+
+
+def _agent_observation_spaces(env: Any) -> list[Any] | None:
+    """Each agent's observation space where `env` is a multi-agent env (RLlib's env runner
+    passes its vector of them), else None: the connectors then work per agent."""
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+    from ray.rllib.env.vector.vector_multi_agent_env import VectorMultiAgentEnv
+
+    if isinstance(env, VectorMultiAgentEnv):
+        return list((env.single_observation_spaces or {}).values())
+    if isinstance(getattr(env, "unwrapped", env), MultiAgentEnv):
+        return list((getattr(env, "unwrapped", env).observation_spaces or {}).values())
+    return None
 
 
 def _observation_space(env: Any, spaces: Any) -> Any:

@@ -287,12 +287,17 @@ SMOKE = {
     "num_epochs": 1,
     "num_steps_sampled_before_learning_starts": 100,
     "min_sample_timesteps_per_iteration": 100,
-    "evaluation_num_env_runners": 0,
     "evaluation_duration": 1,
 }
 # Smoke caps: the spec's (or RLlib's default) value, at most this. IMPALA and APPO iterate for
-# at least 10 s by default.
-SMOKE_AT_MOST = {"num_env_runners": 1, "num_learners": 0, "min_time_s_per_iteration": 1}
+# at least 10 s by default. Evaluation keeps a runner where the spec has one: RLlib refuses
+# evaluation_parallel_to_training without one.
+SMOKE_AT_MOST = {
+    "num_env_runners": 1,
+    "num_learners": 0,
+    "min_time_s_per_iteration": 1,
+    "evaluation_num_env_runners": 1,
+}
 # IMPALA and APPO cut their train batch into minibatches of whole rollout fragments.
 SMOKE_FRAGMENTS = {"rollout_fragment_length": 32}
 
