@@ -200,3 +200,45 @@ def test_rllib_calls_the_callbacks_class_a_spec_names(ray_session, cli, write_sp
     assert result.code == 0, result.err
     rows = [json.loads(line) for line in next((tmp_path / "o").rglob("results.jsonl")).open()]
     assert rows and all(row.get("callbacks_mark") == 1 for row in rows)
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "replacement"),
+    [
+        pytest.param(
+            "from ray import tune\n\n\ndef train(config):\n"
+            "    with tune.checkpoint_dir(step=1) as d:\n        pass\n",
+            5,
+            "tune.get_checkpoint()",
+            id="checkpoint-dir",
+        ),
+        pytest.param(
+            "import ray.tune as t\n\n\ndef train(config):\n    print(t.get_trial_dir())\n",
+            5,
+            "get_context().get_trial_dir()",
+            id="aliased-trial-dir",
+        ),
+        pytest.param(
+            "from ray.tune import track\n\n\ndef train(config):\n    track.log(x=1)\n",
+            1,
+            "tune.report",
+            id="imported-track",
+        ),
+    ],
+)
+def test_ray_1_session_functions_are_named_with_their_line_before_ray_starts(
+    cli, write_spec, tmp_path, source, line, replacement
+):
+    (tmp_path / "old_api.py").write_text(source)
+    result = cli("validate", write_spec("e:\n  run: old_api:train\n"))
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert f"e.run: old_api.py:{line} uses tune." in lines[0] and replacement in lines[0]
+
+
+def test_todays_tune_api_is_not_mistaken_for_a_removed_one(cli, write_spec, tmp_path):
+    (tmp_path / "new_api.py").write_text(
+        "from ray import tune\n\n\ndef train(config):\n"
+        "    tune.report({'x': 1}, checkpoint=tune.get_checkpoint())\n"
+    )
+    assert cli("validate", write_spec("e:\n  run: new_api:train\n")).code == 0

@@ -20,8 +20,9 @@ from tune_app.contract import TrainableInfo
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.kinds import TrainableKind
 from tune_app.kinds_builtin import FunctionKind, RegisteredKind
+from tune_app.legacy_api import check_removed_tune_api
 from tune_app.ray_internals import TESTED_RAY
-from tune_app.user_code import TRAINABLE, check, entry_point, user_path
+from tune_app.user_code import TRAINABLE, check, entry_point, source_tree, user_path
 
 
 @dataclass(frozen=True)
@@ -86,4 +87,8 @@ def resolve(run: str, spec_dir: Path | None = None) -> TrainableRef:
             allowed=names,
             suggestion=(did_you_mean(run, names) or "or write package.module:function"),
         )
-    return TrainableRef(run=run, kind=FunctionKind(check(run, TRAINABLE, search_path, "run")))
+    ref = check(run, TRAINABLE, search_path, "run")
+    tree = source_tree(ref) if ref.local else None
+    if tree is not None:
+        check_removed_tune_api(tree, ref.module_name.replace(".", "/"), "run")
+    return TrainableRef(run=run, kind=FunctionKind(ref))

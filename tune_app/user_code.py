@@ -262,6 +262,17 @@ def _installed_function(ref: CodeRef) -> SpecError:
     )
 
 
+def source_tree(ref: CodeRef) -> ast.Module | None:
+    """The parsed source of the module `ref` names, where it is plain Python (no import)."""
+    origin = find_module(ref.module_name, ref.search_path, ref.where).origin
+    if not origin or not origin.endswith(".py"):
+        return None
+    try:
+        return ast.parse(Path(origin).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
 def _check_source(module: ModuleSpec, ref: CodeRef) -> None:
     """Check what the module's source binds to the name, without running it: a function must be
     one the role takes (from an installed package, declared), a name imported from the standard
