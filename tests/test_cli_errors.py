@@ -442,3 +442,23 @@ def test_the_summary_table_fits_80_columns_without_cutting_trial_ids(write_spec,
     out = capsys.readouterr().out
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "a1b2c_00017" in out
+
+
+def test_a_storage_path_under_a_file_is_refused_before_anything_runs(cli, write_spec, tmp_path):
+    (tmp_path / "taken").write_text("not a folder")
+    spec = write_spec("e:\n  run: my_func\n  config: {alpha: 0.5, beta: 1}\n")
+    for command in ("validate", "run"):
+        result = cli(command, spec, "--storage-path", tmp_path / "taken" / "results")
+        lines = result.err.strip().splitlines()
+        assert result.code == 2 and len(lines) == 1, result.err
+        assert "--storage-path: results cannot be written there" in lines[0]
+        assert f"{tmp_path / 'taken'} is a file" in lines[0]
+    assert (tmp_path / "taken").read_text() == "not a folder"
+
+
+def test_a_relative_storage_path_is_shown_resolved(cli, write_spec, tmp_path, monkeypatch):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a" / "b")
+    spec = write_spec("e:\n  run: my_func\n  config: {alpha: 0.5, beta: 1}\n")
+    result = cli("validate", spec, "--storage-path", "../../x")
+    assert result.code == 0 and f"results    {tmp_path / 'x' / 'e'}" in result.out, result.out

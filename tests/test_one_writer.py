@@ -49,6 +49,25 @@ def test_a_second_writer_is_refused_naming_the_live_one(tmp_path):
     assert not (tmp_path / "results").exists()  # the lock's folders, made for it, are gone
 
 
+@pytest.mark.parametrize("linked", ["storage", "experiment"])
+def test_a_folder_reached_through_a_symlink_has_the_same_lock(tmp_path, linked):
+    """A resume through a symlink to a live run's folder ran every trial a second time."""
+    folder = tmp_path / "results" / "e"
+    folder.mkdir(parents=True)
+    if linked == "storage":
+        (tmp_path / "link").symlink_to(tmp_path / "results")
+        other = tmp_path / "link" / "e"
+    else:
+        (tmp_path / "link-e").symlink_to(folder)
+        other = tmp_path / "link-e"
+    with hold([RunLocation(folder)]):
+        assert "still being run" in _try(other, resuming=True)
+        assert f"pid {os.getpid()}" in _try(other)
+    with hold([RunLocation(other)]):
+        assert f"pid {os.getpid()}" in _try(folder)
+    assert _try(other) == "held"
+
+
 def test_a_killed_run_leaves_no_stale_lock(tmp_path):
     folder = tmp_path / "e"
     holder = subprocess.Popen(

@@ -174,6 +174,14 @@ def _plan_experiment(
     _warn_unwatched_time(exp, warnings)
     trials = exp.trials(envs)
     _check_concurrency(exp, trials)
+    folder = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
+    unwritable = folder.unwritable()
+    if unwritable:
+        raise SpecError(
+            f"results cannot be written there: {unwritable}",
+            path="--storage-path" if storage else f"{exp.key_path}.storage_path",
+            suggestion="choose another storage_path (or --storage-path)",
+        )
     return ExperimentPlan(
         experiment=exp,
         trainable=ref,
@@ -184,7 +192,7 @@ def _plan_experiment(
         trials_exact=searcher_of(exp.search).exact_trials,
         bundles=bundles,
         iterations=_iteration_bound(exp, trials),
-        folder=RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke),
+        folder=folder,
         searched=_searched(exp, env),
         layout=layout,
     )

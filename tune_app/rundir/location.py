@@ -9,6 +9,7 @@ a path inside a run folder or splits a URI.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,21 @@ class RunLocation:
             uri = f"{storage_path.rstrip('/')}{'/' + SMOKE_FOLDER if smoke else ''}/{name}"
             return cls(staging_dir(uri), uri)
         root = Path(storage_path).expanduser() / (SMOKE_FOLDER if smoke else "")
-        return cls((root if root.is_absolute() else Path.cwd() / root) / name)
+        return cls(Path(os.path.abspath(root)) / name)  # `..` resolved, as the user reads it
+
+    def unwritable(self) -> str | None:
+        """Why this local folder could not be made and written (a file in the way, a read-only
+        folder or filesystem), or None; checked before anything runs."""
+        if self.uri:
+            return None  # the staging folder is the app's own; the bucket answers at run
+        folder = self.local
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not folder.is_dir():
+            return f"{folder} is a file, not a folder"
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"{folder} is not writable (read-only folder or filesystem)"
+        return None
 
     @staticmethod
     def open(where: str | Path) -> list[RunLocation]:

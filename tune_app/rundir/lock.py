@@ -89,8 +89,10 @@ def hold(folders: list[RunLocation], *, resuming: bool = False) -> Iterator[None
 
 
 def lock_path(folder: RunLocation) -> Path:
-    """The local lock file of a folder, beside it."""
-    return folder.local.parent / f".{folder.local.name}.lock"
+    """The local lock file of a folder, beside its real path: reached through a symlink (to the
+    folder or any folder above it), a folder is the same folder, with the same lock."""
+    real = folder.local.expanduser().resolve()
+    return real.parent / f".{real.name}.lock"
 
 
 @contextlib.contextmanager
