@@ -93,6 +93,11 @@ class TrainableKind(Protocol):
         """The folders its user modules are imported from."""
         ...
 
+    def code_modules(self, exp: Experiment) -> tuple[str, ...]:
+        """Every module of user code a trial of `exp` imports by name: `user_modules`, and the
+        modules its config names as code (RLlib's callbacks, connectors)."""
+        ...
+
     # ---- the plan: checked before Ray starts; paths in errors are the spec file's ----------------
 
     def env(self, exp: Experiment, spec_dir: Path, warnings: list[str]) -> EnvRef | None:

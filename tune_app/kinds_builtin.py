@@ -69,6 +69,9 @@ class KindDefaults:
     def search_path(self) -> tuple[str, ...]:
         return ()
 
+    def code_modules(self, exp: Experiment) -> tuple[str, ...]:
+        return self.user_modules
+
     def env(self, exp: Experiment, spec_dir: Path, warnings: list[str]) -> EnvRef | None:
         if exp.env is None:
             return None

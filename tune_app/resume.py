@@ -16,6 +16,7 @@ from tune_app.plan import Plan, make_plan
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.records import RunRecord
 from tune_app.rundir.write import read_run_record
+from tune_app.sources import changed_modules
 from tune_app.spec.resolve import loads
 
 
@@ -60,6 +61,7 @@ def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None =
     if len(kept) != len(found):
         names = sorted({r.name for r in found} - {ep.name for ep in kept})
         raise SpecError(f"the spec as run has no experiment {', '.join(names)}")
+    warnings += _code_changes(records)
     plan = Plan(
         spec=plan.spec,
         experiments=kept,
@@ -68,6 +70,20 @@ def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None =
         smoke=smoke,
     )
     return plan
+
+
+def _code_changes(records: list[RunRecord]) -> list[str]:
+    """One warning per experiment whose user code changed since its run began: its finished
+    trials keep the old code's scores, and what runs now runs the new code."""
+    found = []
+    for record in records:
+        changed = changed_modules(record.sources)
+        if changed:
+            found.append(
+                f"{record.experiment}: {', '.join(changed)} changed since the run began; trials "
+                "resumed now run the changed code, beside results of the code as it was"
+            )
+    return found
 
 
 def _resumable_record(folder: RunLocation) -> RunRecord:

@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import logging
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -40,7 +41,8 @@ from tune_app.rundir.lock import hold
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
 from tune_app.rundir.records import RunSummary
-from tune_app.rundir.write import mark_finished_trials, write_run_files
+from tune_app.rundir.write import mark_finished_trials, read_run_record, write_run_files
+from tune_app.sources import app_fingerprint
 
 if TYPE_CHECKING:
     from tune_app import progress
@@ -193,6 +195,8 @@ def _run_concurrently(
         _interrupt(refs, pids)
         if isinstance(err, ray.exceptions.RayTaskError) and isinstance(err.cause, StorageError):
             raise StorageError(err.cause.error) from None  # the others stopped with theirs
+        if isinstance(err, ray.exceptions.RayTaskError) and isinstance(err.cause, SpecError):
+            raise err.cause from None  # one line, as from a single experiment
         raise
 
 
@@ -251,9 +255,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             # checkpoint, the searcher's history is restored; callbacks and stopper come back.
             relocate(ep.name, ep.folder)
             _mark_finished(ep)
-            tuner = tune.Tuner.restore(
-                ep.location, trainable=trainable, param_space=param_space(ep, loaded.env)
-            )
+            tuner = _restore(ep, trainable, param_space(ep, loaded.env))
         else:
             tuner = build_tuner(ep, trainable, loaded.env, opts)
         with (
@@ -271,6 +273,27 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         raise
     # A finished run resumed runs nothing: its wall time stays what it was.
     return _finish(ep, grid, earlier if finished else earlier + time.monotonic() - began)
+
+
+def _restore(ep: ExperimentPlan, trainable: Any, space: dict[str, Any]) -> Any:
+    """Tune's Tuner from the run's saved state. That state pickles the app's scheduler, searcher
+    and callback objects: one written by another version of the app may name classes this one
+    does not have, which is said in one line, not as an unpickling traceback."""
+    from ray import tune
+
+    try:
+        return tune.Tuner.restore(ep.location, trainable=trainable, param_space=space)
+    except (AttributeError, ImportError, pickle.UnpicklingError, TypeError) as err:
+        record = read_run_record(ep.folder)
+        if not record.app_code or record.app_code == app_fingerprint():
+            raise
+        raise SpecError(
+            f"{ep.folder.where} was run by another version of tune_app (code {record.app_code}, "
+            f"this is {app_fingerprint()}), whose saved search state this one cannot read "
+            f"({type(err).__name__}: {str(err)[:120]})",
+            suggestion="its results read as they are (analyze, report, best); to continue the "
+            "search, resume it with the version that ran it, or start a new run",
+        ) from None
 
 
 def _start_folder(ep: ExperimentPlan, plan: Plan, opts: RunOptions) -> None:

@@ -161,7 +161,7 @@ def check(text: str, role: Role, search_path: tuple[str, ...], where: str) -> Co
         )
     module_name, _, name = text.partition(":")
     found = find_module(module_name, search_path, where)
-    local = _is_local_origin(found.origin, search_path)
+    local = is_local_origin(found.origin, search_path)
     ref = CodeRef(
         text=text,
         role=role,
@@ -202,7 +202,7 @@ def find_module(module_name: str, search_path: tuple[str, ...], where: str) -> M
     if top in sys.builtin_module_names or top in APP_PACKAGES:
         raise _not_user_code(module_name, where)
     _forget_stale(module_name, search_path)
-    with _on_path(search_path):
+    with on_path(search_path):
         try:
             found = importlib.util.find_spec(module_name)
         except (ImportError, ValueError) as err:
@@ -229,7 +229,7 @@ def is_user_origin(origin: str | None) -> bool:
     return not in_stdlib or any(d in path for d in _INSTALLED_DIRS)
 
 
-def _is_local_origin(origin: str | None, folders: tuple[str, ...]) -> bool:
+def is_local_origin(origin: str | None, folders: tuple[str, ...]) -> bool:
     """Whether a module's file lies in one of `folders` (the spec's, the working directory),
     not in an installed package."""
     if not origin:
@@ -388,7 +388,7 @@ def import_user_module(module_name: str, search_path: tuple[str, ...], where: st
     workers that cannot import it (not installed, not on their path) still run it.
     """
     find_module(module_name, search_path, where)
-    with _on_path(search_path):
+    with on_path(search_path):
         try:
             module = importlib.import_module(module_name)
         except Exception as err:  # any import failure is the user's module
@@ -455,11 +455,11 @@ def _forget_stale(module_name: str, search_path: tuple[str, ...]) -> None:
 
 
 def _is_local(module: Any, folders: tuple[str, ...]) -> bool:
-    return _is_local_origin(getattr(module, "__file__", None), folders)
+    return is_local_origin(getattr(module, "__file__", None), folders)
 
 
 @contextmanager
-def _on_path(folders: tuple[str, ...]) -> Iterator[None]:
+def on_path(folders: tuple[str, ...]) -> Iterator[None]:
     added = [f for f in folders if f not in sys.path]
     sys.path[:0] = added
     try:

@@ -152,6 +152,20 @@ def load_code(config: dict[str, Any], search_path: tuple[str, ...]) -> dict[str,
     return out
 
 
+def code_modules(config: dict[str, Any]) -> tuple[str, ...]:
+    """The modules a config's code values name, in order, once each."""
+    found: list[str] = []
+
+    def visit(value: Any, role: Role, path: str) -> Any:
+        found.extend(
+            item.partition(":")[0] for item, _ in _each(value, path) if isinstance(item, str)
+        )
+        return value
+
+    _walk(config, "config", visit)
+    return tuple(dict.fromkeys(m for m in found if m))
+
+
 def without_code(config: dict[str, Any]) -> dict[str, Any]:
     """The config without its code values, for RLlib's own checks before Ray starts (which
     would import a dotted path, and cannot read module:name)."""

@@ -17,7 +17,7 @@ from tune_app.kinds import Layout
 from tune_app.kinds_builtin import KindDefaults, resolve_spec_env
 from tune_app.methods import mutated_paths, searcher_of
 from tune_app.rllib.algorithm import app_algorithm
-from tune_app.rllib.code import load_code
+from tune_app.rllib.code import code_modules, load_code
 from tune_app.rllib.config import to_rllib
 from tune_app.rllib.experiment import translate_experiment
 from tune_app.rllib.keys import algorithm_keys
@@ -145,6 +145,9 @@ class RLlibKind(KindDefaults):
 
     def load(self) -> Any:
         return app_algorithm(self.algorithm)
+
+    def code_modules(self, exp: Experiment) -> tuple[str, ...]:
+        return code_modules(exp.config)
 
     def tune_space(self, space: dict[str, Any]) -> dict[str, Any]:
         """RLlib's keys, and the config's code (`rllib.code`) imported through the gate."""

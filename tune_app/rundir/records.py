@@ -52,6 +52,10 @@ class RunRecord:
     cwd: str = ""
     started: str = ""
     versions: dict[str, str] = field(default_factory=dict)
+    # The code it ran (`tune_app.sources`): user module file -> digest, and the app's own
+    # digest; {} and "" where the file predates them.
+    sources: dict[str, str] = field(default_factory=dict)
+    app_code: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,7 +67,7 @@ class RunRecord:
         for key, value in data.items():
             if key not in known or value is None:
                 continue
-            if key in ("stop", "versions", "layout") and not isinstance(value, dict):
+            if key in ("stop", "versions", "layout", "sources") and not isinstance(value, dict):
                 continue
             if key in ("seeds", "searched", "log_scaled", "command") and isinstance(value, list):
                 value = tuple(value)

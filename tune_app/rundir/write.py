@@ -25,6 +25,7 @@ from tune_app.rundir.layout import (
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.records import RunRecord
 from tune_app.scoring import finite
+from tune_app.sources import app_fingerprint, module_fingerprints
 from tune_app.space import outer_domains
 
 if TYPE_CHECKING:
@@ -102,8 +103,22 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         cwd=os.getcwd(),
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         versions=package_versions(),
+        sources=module_fingerprints(code_modules(ep), _search_path(ep)),
+        app_code=app_fingerprint(),
     )
     write_json(ep.folder.record, record.to_json())
+
+
+def code_modules(ep: ExperimentPlan) -> tuple[str, ...]:
+    """The modules of user code the experiment's trials import: its kind's and its env's."""
+    envs = ep.env.members if ep.env is not None else ()
+    env_modules = [e.env.partition(":")[0] for e in envs if e.kind == "class"]
+    return tuple(dict.fromkeys([*ep.trainable.kind.code_modules(ep.experiment), *env_modules]))
+
+
+def _search_path(ep: ExperimentPlan) -> tuple[str, ...]:
+    env_path = ep.env.search_path if ep.env is not None else ()
+    return tuple(dict.fromkeys([*ep.trainable.kind.search_path, *env_path]))
 
 
 def read_run_record(location: RunLocation) -> RunRecord:
