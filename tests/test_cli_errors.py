@@ -171,6 +171,12 @@ BAD_SPECS = [
         id="experiment-name",
     ),
     pytest.param(
+        "smoke: {run: my_func}\n",
+        "smoke",
+        ["the folder --smoke runs write to"],
+        id="experiment-named-as-the-smoke-folder",
+    ),
+    pytest.param(
         '"name\\n": {run: my_func}\n',
         "name\\n",
         ["not a plain folder name", "'name\\n'"],

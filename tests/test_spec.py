@@ -477,3 +477,10 @@ def test_an_experiment_may_be_named_in_any_script(cli, write_spec):
     )
     assert result.code == 0, result.err
     assert "实验一" in result.out
+
+
+def test_the_reserved_experiment_name_is_the_smoke_folder():
+    from tune_app.rundir.location import SMOKE_FOLDER
+    from tune_app.spec.resolve import RESERVED_NAME
+
+    assert RESERVED_NAME == SMOKE_FOLDER

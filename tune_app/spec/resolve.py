@@ -131,6 +131,10 @@ def _check_classic_entry(key: Any, value: Any) -> None:
     )
 
 
+# The folder --smoke runs go to (rundir.location.SMOKE_FOLDER): no experiment may be named so.
+RESERVED_NAME = "smoke"
+
+
 def _check_name(name: str, path: str) -> None:
     """An experiment's name is its folder's: refused where a filesystem could not hold it."""
     if not re.fullmatch(NAME_PATTERN, name):  # fullmatch: `$` would let a last newline pass
@@ -138,6 +142,13 @@ def _check_name(name: str, path: str) -> None:
             f"experiment name {name!r} is not a plain folder name",
             path=path,
             allowed="letters and digits of any script, '_', '-', '.' (not first)",
+        )
+    if name == RESERVED_NAME:
+        raise SpecError(
+            f"experiment name '{name}' is the folder --smoke runs write to, under the storage "
+            "path: a smoke run of any experiment would write inside this one's folder",
+            path=path,
+            suggestion=f"name it otherwise ({name}_test, say)",
         )
     if len(name.encode()) > NAME_MAX_BYTES:
         raise SpecError(
