@@ -165,6 +165,8 @@ class Searcher:
     # exploits and explores may replace (a model-based searcher's would be lost on it).
     generates_variants: bool = False
     refuses: Callable[[Any], tuple[str, str] | None] | None = None  # a Domain it cannot sample
+    packages: tuple[str, ...] = ()  # what it imports beyond the default install (import names)
+    extra: str | None = None  # the tune_app extra that installs them
 
 
 SEARCHERS: dict[str, Searcher] = {
@@ -191,6 +193,8 @@ SEARCHERS: dict[str, Searcher] = {
             needs_sampled=True,
             limits_concurrency=True,
             refuses=_optuna_refuses,
+            packages=("optuna",),
+            extra="optuna",
         ),
         Searcher(
             "bohb",
@@ -201,6 +205,8 @@ SEARCHERS: dict[str, Searcher] = {
             needs_sampled=True,
             pairs_with="hyperband",
             refuses=_bohb_refuses,
+            packages=("hpbandster", "ConfigSpace"),
+            extra="bohb",
         ),
     )
 }
