@@ -77,3 +77,50 @@ def test_the_python_api_warns_at_verbosity_0_and_a_filter_makes_it_an_error(
         warnings.simplefilter("error", tune_app.UncheckedRayWarning)
         with pytest.raises(tune_app.UncheckedRayWarning):
             tune_app.run("search_spaces/grid.yaml", storage_path=tmp_path, verbosity=0)
+
+
+@pytest.mark.parametrize(
+    ("ray", "configspace", "takes"),
+    [
+        pytest.param("2.55.1", 1, False, id="2.55-configspace-1"),
+        pytest.param("2.55.1", 0, True, id="2.55-configspace-0"),
+        pytest.param("2.56.0", 1, True, id="2.56"),
+        pytest.param("2.60.0", 1, True, id="2.60"),
+    ],
+)
+def test_bohb_takes_numeric_ranges_unless_ray_2_55_meets_configspace_1(
+    monkeypatch, ray, configspace, takes
+):
+    monkeypatch.setattr(versions, "_major", lambda package: configspace)
+    assert versions.bohb_takes_ranges(ray) is takes
+
+
+BOHB = """
+metric: episode_return_mean
+mode: max
+search: bohb
+experiments:
+  exp:
+    run: es_cartpole
+    num_samples: 2
+    stop: {{training_iteration: 4}}
+    config:
+      lr: {lr}
+"""
+
+
+def test_on_ray_2_55_bohb_refuses_a_numeric_range_at_validate_and_takes_a_choice(
+    cli, write_spec, monkeypatch, tmp_path
+):
+    monkeypatch.setattr(versions, "installed", lambda: "2.55.1")
+    monkeypatch.setattr(versions, "_major", lambda package: 1)  # ConfigSpace 1.x
+    spec_file = write_spec(BOHB.format(lr="{loguniform: [0.01, 1.0]}"))
+    result = cli("validate", spec_file, "--storage-path", tmp_path / "out")
+    assert result.code == 2, result.err
+    [line] = result.err.strip().splitlines()
+    assert line.startswith(f"error: {spec_file}: experiments.exp.config.lr: "), line
+    assert "Ray 2.55.1's BOHB cannot search a numeric range" in line
+    assert "choice: [...]" in line and "ray[tune,rllib]>=2.56" in line
+    assert not (tmp_path / "out").exists()
+    chosen = write_spec(BOHB.format(lr="{choice: [0.01, 0.1, 1.0]}"), "choice.yaml")
+    assert cli("validate", chosen).code == 0

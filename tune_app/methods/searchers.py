@@ -145,6 +145,14 @@ def _bohb_refuses(domain: Any) -> tuple[str, str] | None:
             "BOHB samples bounded ranges only, and a normal distribution has no bounds",
             "use uniform, or search: hyperopt",
         )
+    from tune_app.ray_internals.versions import bohb_takes_ranges, installed
+
+    if domain.kind != "choice" and not domain.is_grid and not bohb_takes_ranges():
+        return (
+            f"Ray {installed()}'s BOHB cannot search a numeric range with ConfigSpace 1.x "
+            "(it hands ConfigSpace a q it no longer takes; Ray 2.56 fixed it)",
+            'write choice: [...] of values, or pip install "ray[tune,rllib]>=2.56,<2.61"',
+        )
     return None
 
 

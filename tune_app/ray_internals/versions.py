@@ -63,3 +63,24 @@ def warn_unchecked(version: str | None = None) -> None:
     message = unchecked(version)
     if message is not None:
         warnings.warn(message, UncheckedRayWarning, stacklevel=3)
+
+
+def _major(package: str) -> int | None:
+    try:
+        return release(metadata.version(package))[0]
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+
+
+def bohb_takes_ranges(ray: str | None = None) -> bool:
+    """Whether Tune's TuneBOHB can search a numeric range with the installed ConfigSpace.
+
+    Ray 2.55's TuneBOHB hands ConfigSpace `q=` for every numeric range (None when unquantized),
+    and ConfigSpace 1.x no longer takes it: "UniformFloatHyperparameter.__init__() got an
+    unexpected keyword argument 'q'", for uniform, loguniform, randint and lograndint alike.
+    Ray 2.56 dropped q. A choice still works (ConfigSpace's categorical never took q).
+    """
+    ray = ray or installed()
+    if ray is None or release(ray) >= (2, 56):
+        return True
+    return (_major("ConfigSpace") or 0) < 1
