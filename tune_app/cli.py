@@ -238,6 +238,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from tune_app.doctor import diagnose, lines
+
+    found = diagnose()
+    print("\n".join(lines(found)))
+    return EXIT_OK if found.healthy else EXIT_FAILED
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from tune_app.spec.schema import json_schema
 
@@ -415,6 +423,12 @@ COMMANDS: tuple[Command, ...] = (
         (arg("name", nargs="?", help="one trainable, or every config key of an algorithm"),),
     ),
     Command("schema", cmd_schema, "print the JSON Schema of spec files"),
+    Command(
+        "doctor",
+        cmd_doctor,
+        "the installed Ray, and whether each private Ray symbol the app relies on holds (no "
+        "Ray started)",
+    ),
 )
 
 
