@@ -55,6 +55,8 @@ def unchecked_ray(monkeypatch):
     monkeypatch.setattr(runner, "_run_held", stop)
 
 
+# CI makes the warning an error (-W error::tune_app.UncheckedRayWarning); here it is shown.
+@pytest.mark.filterwarnings("default::tune_app.UncheckedRayWarning")
 @pytest.mark.parametrize("verbosity", [["-q"], [], ["-v"]], ids=["quiet", "normal", "verbose"])
 def test_the_cli_prints_the_warning_once_at_every_verbosity(
     cli, unchecked_ray, tmp_path, verbosity
@@ -65,6 +67,7 @@ def test_the_cli_prints_the_warning_once_at_every_verbosity(
     assert lines == [lines[0]] and lines[0].startswith("warning: Ray 2.61.0"), result.err
 
 
+@pytest.mark.filterwarnings("default::tune_app.UncheckedRayWarning")
 def test_the_python_api_warns_at_verbosity_0_and_a_filter_makes_it_an_error(
     unchecked_ray, tmp_path
 ):
