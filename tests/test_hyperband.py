@@ -14,6 +14,8 @@ from ray.tune.schedulers import HyperBandForBOHB, HyperBandScheduler
 
 from tune_app.ray_internals.hyperband import ResumableHyperBand, ResumableHyperBandForBOHB
 
+from .conftest import BOHB_RANGES
+
 
 class StandIn:
     """What the scheduler reads of a trial when it is added: its status."""
@@ -102,7 +104,11 @@ def test_a_concurrency_limit_under_hyperband_is_refused(cli, write_spec, tmp_pat
 
 @pytest.mark.parametrize(
     ("search", "limit", "scheduler"),
-    [("random", 17, "hyperband"), ("bohb", 2, "hyperband"), ("random", 2, "asha")],
+    [
+        ("random", 17, "hyperband"),
+        pytest.param("bohb", 2, "hyperband", marks=BOHB_RANGES),
+        ("random", 2, "asha"),
+    ],
 )
 def test_limits_that_do_not_break_halving_are_kept(cli, write_spec, search, limit, scheduler):
     """A limit that holds every trial; BOHB's HyperBand, which waits for its brackets to fill;

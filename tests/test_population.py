@@ -13,7 +13,7 @@ from tune_app import spec
 from tune_app.errors import SpecError
 from tune_app.plan import make_plan
 
-from .conftest import user_module
+from .conftest import BOHB_RANGES, user_module
 
 PBT = """
 metric: value
@@ -166,6 +166,7 @@ def test_mutated_keys_are_searched_values(write_spec, tmp_path):
     assert ep.searched == ("lr", "c", "opt.mom", "opt.decay")
 
 
+@BOHB_RANGES
 def test_bohb_comes_with_its_hyperband_and_refuses_another(write_spec, tmp_path):
     text = """
 metric: score
@@ -250,6 +251,7 @@ def test_optuna_is_seeded_and_keeps_its_study_beside_the_results(
     assert drawn[0] == drawn[1] and len(set(drawn[0])) == 4  # seeded: the same 4 draws
 
 
+@BOHB_RANGES
 def test_bohb_runs_its_brackets(ray_session, cli, write_spec, tmp_path):
     user_module("quadratic.py", tmp_path)
     text = SAMPLED.format(search="bohb").replace("steps: 2", "steps: 9")
@@ -486,6 +488,7 @@ experiments:
     assert ok.code == 0, ok.err
 
 
+@BOHB_RANGES
 def test_a_seeded_bohb_search_draws_the_same_configurations_again():
     """TuneBOHB seeds only its random configurations; hpbandster draws from its model with
     numpy's global generator, so two seeded runs parted once the model took over."""

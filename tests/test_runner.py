@@ -507,13 +507,14 @@ e:
 
 
 def test_a_ray_other_than_the_tested_one_gets_one_warning_line():
-    from tune_app.ray_internals import TESTED_RAY_VERSION, installed_ray_version, version_warning
+    from tune_app.ray_internals import TESTED_RAY_VERSION
+    from tune_app.ray_internals.versions import installed, unchecked
 
-    assert installed_ray_version() == TESTED_RAY_VERSION  # constraints.txt pins the tested one
-    assert version_warning() is None
-    line = version_warning("2.61.0")
+    assert installed() == TESTED_RAY_VERSION  # constraints.txt pins the newest checked one
+    assert unchecked() is None
+    line = unchecked("2.61.0")
     assert line is not None and "\n" not in line
-    assert "Ray 2.61.0 is installed" in line and TESTED_RAY_VERSION in line
+    assert "Ray 2.61.0 is installed" in line and "2.55 to 2.60" in line
 
 
 def test_no_module_outside_ray_internals_names_a_private_ray_symbol():

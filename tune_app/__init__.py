@@ -2,19 +2,22 @@
 
 `tune_app.run(spec)` runs a spec, `tune_app.resume(folder)` continues an interrupted run,
 `tune_app.load(folder)` reads a run back as a DataFrame (see `tune_app.api`); importing the
-package imports neither Ray nor pandas.
+package imports neither Ray nor pandas. A Ray outside the releases the app is checked on gets
+one `UncheckedRayWarning` when a run starts.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tune_app.ray_internals.versions import UncheckedRayWarning
+
 __version__ = "0.1.0"
-__all__ = ["RunResult", "load", "read", "resume", "run", "validate"]
+__all__ = ["RunResult", "UncheckedRayWarning", "load", "read", "resume", "run", "validate"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name in __all__:  # api's names, imported on first use
         from tune_app import api
 
         return getattr(api, name)

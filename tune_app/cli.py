@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from tune_app import interrupts
 from tune_app.analyze import FORMATS
 from tune_app.errors import SpecErrors, StorageError, TuneAppError
 from tune_app.interrupts import as_interrupts
+from tune_app.ray_internals.versions import UncheckedRayWarning
 
 if TYPE_CHECKING:
     from tune_app.api import RunResult
@@ -236,6 +238,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from tune_app.doctor import diagnose, lines
+
+    found = diagnose()
+    print("\n".join(lines(found)))
+    return EXIT_OK if found.healthy else EXIT_FAILED
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from tune_app.spec.schema import json_schema
 
@@ -413,6 +423,12 @@ COMMANDS: tuple[Command, ...] = (
         (arg("name", nargs="?", help="one trainable, or every config key of an algorithm"),),
     ),
     Command("schema", cmd_schema, "print the JSON Schema of spec files"),
+    Command(
+        "doctor",
+        cmd_doctor,
+        "the installed Ray, and whether each private Ray symbol the app relies on holds (no "
+        "Ray started)",
+    ),
 )
 
 
@@ -450,12 +466,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warnings(python_shows: Callable[..., None]) -> Callable[..., None]:
+    """Python's showwarning, except that the app's own warnings print as one `warning:` line
+    (Python's form adds the file, line and source of the `warnings.warn` call)."""
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, UncheckedRayWarning):
+            print(f"warning: {message}", file=sys.stderr)
+        else:
+            python_shows(message, category, *args, **kwargs)
+
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
     try:
-        with as_interrupts():  # SIGTERM and SIGHUP act as Ctrl-C, from the start
+        # SIGTERM and SIGHUP act as Ctrl-C, from the start
+        with as_interrupts(), warnings.catch_warnings():
+            warnings.showwarning = _one_line_warnings(warnings.showwarning)
             return args.handler(args)
     except TuneAppError as err:
         if args.debug:

@@ -18,6 +18,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tune_app.extras import install_line, installed
 from tune_app.rundir.records import TrialOutcome
 from tune_app.scoring import finite
 
@@ -71,6 +72,10 @@ def importances(
     scores = [float(t.score) for t in scored if t.score is not None]
     if max(scores) == min(scores):
         return Importances((), n, note="Every trial has the same score: no parameter matters.")
+    if not installed("sklearn"):
+        return Importances(
+            (), n, note=f"Parameter importance needs scikit-learn: {install_line('importance')}."
+        )
     columns = [_feature([t.params.get(p) for t in scored], p in log_scaled) for p in params]
 
     import numpy as np

@@ -13,6 +13,7 @@ from typing import Any
 
 from tune_app.envs import EnvRef
 from tune_app.errors import Collector, SpecError
+from tune_app.extras import check_methods
 from tune_app.kinds import Layout, TrainableKind
 from tune_app.methods import (
     BRACKET_SEARCHERS,
@@ -163,6 +164,7 @@ def _plan_experiment(
         lambda: _check_seeds(exp, kind),
         lambda: _check_dotted_keys(exp),
         lambda: check_trackers(exp.trackers),
+        lambda: check_methods(exp.search, exp.scheduler, exp.key_path),
     ):
         with errors.check():
             check()

@@ -14,7 +14,6 @@ import logging
 import os
 import pickle
 import signal
-import sys
 import threading
 import time
 import warnings
@@ -29,12 +28,12 @@ from tune_app.cluster import check_cluster, cluster_address, ray_for
 from tune_app.errors import SpecError, StorageError
 from tune_app.interrupts import as_interrupts, forget_write_errors, write_error
 from tune_app.plan import ExperimentPlan, Plan
-from tune_app.ray_internals import version_warning
 from tune_app.ray_internals.memory import trial_oom_is_actor_death
 from tune_app.ray_internals.startup import (
     trials_on_prestarted_workers,
 )
 from tune_app.ray_internals.uploads import whole_file_uploads
+from tune_app.ray_internals.versions import warn_unchecked
 from tune_app.rundir.layout import write_json
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import hold
@@ -66,8 +65,8 @@ class RunOptions:
 
 def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     """Run (or resume) every experiment of `plan`; raises SpecError before writing anything."""
-    if opts.verbosity and (untested := version_warning()):
-        print(f"warning: {untested}", file=sys.stderr)
+    # At every verbosity, and from the Python API: a warning of its own category.
+    warn_unchecked()
     # SIGTERM and SIGHUP stop it as Ctrl-C does; one writer per run folder, for the run's whole
     # life (any exit releases it).
     with as_interrupts(), hold([ep.folder for ep in plan.experiments], resuming=opts.resume):

@@ -228,6 +228,8 @@ class Scheduler:
     resume_note: str | None = None  # what a resumed run of it does differently
     # Constructor options taken from the experiment, not the spec's options.
     context_options: Callable[[Context], dict[str, Any]] | None = None
+    packages: tuple[str, ...] = ()  # what it imports beyond the default install (import names)
+    extra: str | None = None  # the tune_app extra that installs them
 
     @property
     def takes_seeds(self) -> bool:
@@ -300,6 +302,8 @@ SCHEDULERS: dict[str, Scheduler] = {
             Variants(f"{_INTERNALS}.population:AppPB2"),
             population=True,
             context_options=_clones_logged,
+            packages=("sklearn",),  # Tune's PB2 fits scikit-learn's Gaussian process
+            extra="pb2",
         ),
     )
 }

@@ -145,6 +145,14 @@ def _bohb_refuses(domain: Any) -> tuple[str, str] | None:
             "BOHB samples bounded ranges only, and a normal distribution has no bounds",
             "use uniform, or search: hyperopt",
         )
+    from tune_app.ray_internals.versions import bohb_takes_ranges, installed
+
+    if domain.kind != "choice" and not domain.is_grid and not bohb_takes_ranges():
+        return (
+            f"Ray {installed()}'s BOHB cannot search a numeric range with ConfigSpace 1.x "
+            "(it hands ConfigSpace a q it no longer takes; Ray 2.56 fixed it)",
+            'write choice: [...] of values, or pip install "ray[tune,rllib]>=2.56,<2.61"',
+        )
     return None
 
 
@@ -165,6 +173,8 @@ class Searcher:
     # exploits and explores may replace (a model-based searcher's would be lost on it).
     generates_variants: bool = False
     refuses: Callable[[Any], tuple[str, str] | None] | None = None  # a Domain it cannot sample
+    packages: tuple[str, ...] = ()  # what it imports beyond the default install (import names)
+    extra: str | None = None  # the tune_app extra that installs them
 
 
 SEARCHERS: dict[str, Searcher] = {
@@ -191,6 +201,8 @@ SEARCHERS: dict[str, Searcher] = {
             needs_sampled=True,
             limits_concurrency=True,
             refuses=_optuna_refuses,
+            packages=("optuna",),
+            extra="optuna",
         ),
         Searcher(
             "bohb",
@@ -201,6 +213,8 @@ SEARCHERS: dict[str, Searcher] = {
             needs_sampled=True,
             pairs_with="hyperband",
             refuses=_bohb_refuses,
+            packages=("hpbandster", "ConfigSpace"),
+            extra="bohb",
         ),
     )
 }

@@ -1,4 +1,4 @@
-"""Everything that touches Ray's private symbols, in one place, with the Ray version it was tested
+"""Everything that touches Ray's private symbols, in one place, with the Ray releases it is checked
 on: an upgrade of Ray reviews this package and nothing else.
 
 What each module depends on (private to Ray, so free to change in any release):
@@ -37,34 +37,14 @@ What each module depends on (private to Ray, so free to change in any release):
   `ray.air.integrations.wandb._WandbLoggingActor` (subclassed, to name, tag and resume runs,
   and to let W&B write a trial's run file before Tune kills its process).
 
-`version_warning` is checked at the start of `run` and `resume`. The package imports Ray only
-in its modules, never here, so `validate` stays Ray-free.
+- `versions`: the range of Ray releases checked, the warning outside it, and each behaviour
+  that differs between the releases of the range, decided by the installed version.
+
+The package imports Ray only in its modules, never here, so `validate` stays Ray-free.
 """
 
 from __future__ import annotations
 
-from importlib import metadata
-
-# The Ray release every module of this package was written against and tested on.
+# The newest Ray release checked, which constraints.txt pins; `versions` holds the whole range.
 TESTED_RAY_VERSION = "2.60.0"
 TESTED_RAY = "2.60"  # as messages name it ("RLlib 2.60 no longer has ...")
-
-
-def installed_ray_version() -> str | None:
-    """The installed Ray's version, read from its metadata (no import), or None."""
-    try:
-        return metadata.version("ray")
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def version_warning(installed: str | None = None) -> str | None:
-    """One line when the installed Ray is not the tested release, else None."""
-    installed = installed or installed_ray_version()
-    if installed is None or installed == TESTED_RAY_VERSION:
-        return None
-    return (
-        f"Ray {installed} is installed, but tune_app was tested on Ray {TESTED_RAY_VERSION}; "
-        f"its schedulers and start-up rely on Ray internals that may have changed (pip install "
-        f"-c constraints.txt -e . installs the tested one)"
-    )

@@ -9,7 +9,6 @@ callback lives, imported only when a run builds it. `check` runs in the plan, be
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import netrc
 import os
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel
 
 from tune_app.errors import SpecError
+from tune_app.extras import require
 from tune_app.trackers.options import MlflowOptions, TrackersSpec, WandbOptions
 
 if TYPE_CHECKING:
@@ -110,24 +110,11 @@ def chosen(own: TrackersSpec | None, top: TrackersSpec | None, path: str) -> tup
     return tuple(found)
 
 
-def installed(module: str) -> bool:
-    """Whether `module` can be imported, without importing it."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # ValueError: in sys.modules as None (blocked)
-        return False
-
-
 def check(trackers: tuple[Chosen, ...]) -> None:
     """Raise SpecError for a tracker whose package is not installed or that cannot run here."""
     for one in trackers:
         entry = TRACKERS[one.name]
-        if not installed(entry.module):
-            raise SpecError(
-                f"the {one.name} tracker needs the {entry.module} package, which is not installed",
-                path=one.key_path,
-                suggestion=f'pip install -e ".[{entry.extra}]"',
-            )
+        require(f"the {one.name} tracker", (entry.module,), entry.extra, one.key_path)
         missing = entry.needs(one.options)
         if missing is not None:
             raise SpecError(missing[0], path=one.key_path, suggestion=missing[1])

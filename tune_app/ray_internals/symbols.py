@@ -1,0 +1,131 @@
+"""The private Ray symbols the app relies on, as one table, and the check that each still holds in
+the installed Ray: it imports, and a callable's leading parameters are the ones the app passes or
+overrides. `tune_app doctor` runs the check without starting Ray; a new Ray release is reviewed
+against this table (the package docstring says what each module does with them).
+
+Attributes the app reads off instances (`_Bracket._live_trials`, `ASHAScheduler._rungs`) exist
+only once Tune builds the object, so the Ray tests of `.ci/run` check them, not this table.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """One private symbol: `module:attr.attr`, the leading parameters expected of it (None: not
+    called or overridden, only imported), and the app's module that relies on it."""
+
+    where: str
+    params: tuple[str, ...] | None
+    used_by: str
+
+    def check(self) -> str | None:
+        """What does not hold in the installed Ray, in one line, or None."""
+        module_name, _, path = self.where.partition(":")
+        try:
+            found: Any = importlib.import_module(module_name)
+        except ImportError as err:
+            return f"{self.where}: module {module_name} does not import ({err})"
+        for part in path.split("."):
+            if not hasattr(found, part):
+                return f"{self.where}: {module_name} has no {path}"
+            found = getattr(found, part)
+        if self.params is None:
+            return None
+        try:
+            names = tuple(inspect.signature(found).parameters)
+        except (TypeError, ValueError):
+            return f"{self.where}: not a callable with parameters ({type(found).__name__})"
+        if names[: len(self.params)] != self.params:
+            return (
+                f"{self.where}: its parameters are ({', '.join(names)}), the app expects them to "
+                f"begin ({', '.join(self.params)})"
+            )
+        return None
+
+
+_HB = "ray.tune.schedulers.hyperband"
+SYMBOLS: tuple[Symbol, ...] = (
+    Symbol(
+        f"{_HB}:_Bracket",
+        ("time_attr", "max_trials", "init_t_attr", "max_t_attr", "eta", "s", "stop_last_trials"),
+        "hyperband, seeded",
+    ),
+    Symbol(f"{_HB}:_Bracket.successive_halving", ("self", "metric", "metric_op"), "hyperband"),
+    Symbol(f"{_HB}:HyperBandScheduler._create_bracket", ("self", "s"), "hyperband"),
+    Symbol(
+        f"{_HB}:HyperBandScheduler._process_bracket",
+        ("self", "tune_controller", "bracket"),
+        "seeded",
+    ),
+    Symbol(
+        "ray.tune.search.basic_variant:_TrialIterator",
+        ("uuid_prefix", "num_samples", "unresolved_spec", "constant_grid_search"),
+        "seeded",
+    ),
+    Symbol("ray.tune.search.basic_variant:_TrialIterator.__next__", ("self",), "seeded"),
+    Symbol(
+        "ray.tune.schedulers.pbt:PopulationBasedTraining._log_config_on_step",
+        ("self", "trial_state", "new_state", "trial", "trial_to_clone", "new_config"),
+        "population",
+    ),
+    Symbol(
+        "ray.air.execution.resources.placement_group:PlacementGroupResourceManager",
+        ("update_interval_s",),
+        "placement",
+    ),
+    Symbol("ray.tune.execution.tune_controller:PlacementGroupResourceManager", None, "placement"),
+    Symbol("ray._private.services:ConsolePopen", ("args",), "startup"),
+    Symbol("ray._private.ray_constants:ENABLE_RAY_CLUSTER", None, "startup"),
+    Symbol("ray.tune.execution.class_cache:DEFAULT_ENV_VARS", None, "startup"),
+    Symbol("ray.tune.execution.class_cache:ENV_VARS_TO_PROPAGATE", None, "startup"),
+    Symbol("ray._private.worker:_global_node", None, "startup"),
+    Symbol("ray._private.node:Node.kill_monitor", ("self", "check_alive"), "startup"),
+    Symbol("ray.tune.experiment.trial:_TemporaryTrialState", None, "actors"),
+    Symbol(
+        "ray.air.execution._internal.actor_manager:RayActorManager._actor_task_failed",
+        ("self", "tracked_actor_task", "exception"),
+        "memory",
+    ),
+    Symbol(
+        "ray.train._internal.storage:_upload_to_fs_path",
+        ("local_path", "fs", "fs_path", "exclude"),
+        "uploads",
+    ),
+    Symbol(
+        "ray.air._internal.mlflow:_MLflowLoggerUtil.setup_mlflow",
+        ("self", "tracking_uri", "registry_uri", "experiment_id", "experiment_name"),
+        "trackers",
+    ),
+    Symbol(
+        "ray.air._internal.mlflow:_MLflowLoggerUtil.start_run",
+        ("self", "run_name", "tags", "set_active"),
+        "trackers",
+    ),
+    Symbol("ray.air._internal.mlflow:_MLflowLoggerUtil._get_client", ("self",), "trackers"),
+    Symbol(
+        "ray.air.integrations.wandb:_WandbLoggingActor",
+        ("logdir", "queue", "exclude", "to_config"),
+        "trackers",
+    ),
+    Symbol(
+        "ray.air.integrations.wandb:WandbLoggerCallback._start_logging_actor",
+        ("self", "trial", "exclude_results"),
+        "trackers",
+    ),
+)
+
+
+def broken() -> list[tuple[Symbol, str]]:
+    """Each symbol of the table that does not hold in the installed Ray, with why."""
+    found = []
+    for symbol in SYMBOLS:
+        problem = symbol.check()
+        if problem is not None:
+            found.append((symbol, problem))
+    return found
