@@ -63,7 +63,7 @@ def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None =
     plan = Plan(
         spec=plan.spec,
         experiments=kept,
-        cpus=plan.cpus,
+        machine=plan.machine,
         warnings=(*plan.warnings, *warnings),
         smoke=smoke,
     )
