@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import free_port, user_module
+from tests.conftest import ROOT, free_port, user_module
 from tests.test_cluster import RAY, _env, _stop, _wait_for_nodes
 
 # These start a Ray node and drivers of their own.
@@ -28,7 +28,7 @@ experiments:
     simulations: 1
     resources_per_trial: {{cpu: 1, gpu: 0}}
   gpu_trial:
-    run: gpu_env:train
+    run: gpu_env:train_on_gpu
     simulations: 1
     num_samples: {gpu_samples}
     resources_per_trial: {{cpu: 1, gpu: 0.25}}
@@ -61,10 +61,11 @@ def gpu_node(tmp_path_factory):
             current.unlink()
 
 
-def _tune_app(*args, cwd):
+def _tune_app(*args):
+    """`python -m tune_app ARGS` from the checkout (the package under test)."""
     return subprocess.run(
         [sys.executable, "-m", "tune_app", *map(str, args)],
-        cwd=cwd,
+        cwd=ROOT,
         env=_env(),
         capture_output=True,
         text=True,
@@ -73,7 +74,8 @@ def _tune_app(*args, cwd):
 
 
 def _seen(out: Path, experiment: str) -> list[tuple[str, str]]:
-    rows = [json.loads(line) for line in (out / experiment / "results.jsonl").read_text().split()]
+    text = (out / experiment / "results.jsonl").read_text()
+    rows = [json.loads(line) for line in text.splitlines()]
     return sorted({(r["trial_sees"], r["task_sees"]) for r in rows})
 
 
@@ -86,19 +88,19 @@ def spec_dir(tmp_path):
 def test_validate_plans_for_the_cluster_it_reads(gpu_node, spec_dir):
     spec = spec_dir / "spec.yaml"
     spec.write_text(SPEC.format(gpu_samples=8))
-    done = _tune_app("validate", spec, "--address", gpu_node, cwd=spec_dir)
+    done = _tune_app("validate", spec, "--address", gpu_node)
     assert done.returncode == 0, done.stderr
     assert "checked against 16 CPUs, 1 GPU" in done.stdout
     # 8 trials of a quarter GPU: 4 at once (16 by CPUs alone).
     assert "4 trials at once (4 trials share a GPU (0.25 GPU each))" in done.stdout
-    assert not (spec_dir / "results").exists()  # nothing run, nothing written
+    assert sorted(p.name for p in spec_dir.iterdir()) == ["gpu_env.py", "spec.yaml"]
 
 
 def test_trials_that_reserved_no_gpu_see_none(gpu_node, spec_dir):
     spec = spec_dir / "spec.yaml"
     spec.write_text(SPEC.format(gpu_samples=1))
     out = spec_dir / "out"
-    done = _tune_app("run", spec, "--address", gpu_node, "--storage-path", out, "-q", cwd=spec_dir)
+    done = _tune_app("run", spec, "--address", gpu_node, "--storage-path", out, "-q")
     assert done.returncode == 0, done.stderr
     assert _seen(out, "cpu_trial") == [("", "")]
     # The GPU trial sees the node's GPU; the task it starts in its CPU bundle sees none.
@@ -112,14 +114,6 @@ def test_a_local_run_blanks_cuda_for_cpu_trials(spec_dir):
         "  metric: score\n  mode: max\n"
     )
     out = spec_dir / "out"
-    env_free = {k: v for k, v in _env().items() if k not in ("RAY_ADDRESS",)}
-    done = subprocess.run(
-        [sys.executable, "-m", "tune_app", "run", str(spec), "--storage-path", str(out), "-q"],
-        cwd=spec_dir,
-        env=env_free,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _tune_app("run", spec, "--storage-path", out, "-q")
     assert done.returncode == 0, done.stderr
     assert _seen(out, "cpu_trial") == [("", "")]

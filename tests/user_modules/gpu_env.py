@@ -1,5 +1,6 @@
-"""A trial that reports the CUDA_VISIBLE_DEVICES its process sees, and what a task it starts in
-its own bundles (as RLlib starts env runners) sees: "unset" where the variable is not set."""
+"""Trials that report the CUDA_VISIBLE_DEVICES their process sees, and what a task each starts
+in its own bundles (as RLlib starts env runners) sees: "unset" where the variable is not set.
+Two names: Tune keeps one trainable per name for a run, with one experiment's resources."""
 
 import os
 
@@ -14,3 +15,7 @@ def _seen():
 def train(config):
     inner = ray.get(ray.remote(num_cpus=1)(_seen).remote())
     tune.report({"score": 1.0, "trial_sees": _seen(), "task_sees": inner})
+
+
+def train_on_gpu(config):
+    train(config)
