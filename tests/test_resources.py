@@ -12,6 +12,8 @@ from tune_app import spec
 from tune_app.plan import make_plan
 from tune_app.resources import Machine, gpu_sharing, misfit, trials_at_once
 
+from .conftest import free_port
+
 GB = 1e9
 H100_BOX = Machine(nodes=({"CPU": 16.0, "GPU": 1.0, "memory": 100 * GB},))
 TWO_CORES = Machine(nodes=({"CPU": 2.0, "GPU": 0.0, "memory": 16 * GB},))
@@ -217,3 +219,12 @@ def test_validate_plans_for_another_machine(cli, write_spec):
     with pytest.raises(SystemExit) as refused:
         cli("validate", spec_file, "--cpus", "16", "--gpus", "-1")
     assert refused.value.code == 2
+
+
+def test_validate_refuses_an_address_that_takes_no_connection(cli, write_spec):
+    spec_file = write_spec("e:\n  run: my_func\n  config: {alpha: 1.0, beta: 1.0}\n")
+    result = cli("validate", spec_file, "--address", f"127.0.0.1:{free_port()}")
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert lines[0].startswith(f"error: {spec_file}: --address: cannot join the cluster at ")
+    assert "ray start --head" in lines[0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -106,13 +107,13 @@ def running_machine(name: str) -> Machine:
     return Machine(nodes=nodes, name=name)
 
 
-def machine_at(address: str | None) -> Machine:
+def machine_at(address: str) -> Machine:
     """A running cluster's nodes, read by joining it as a driver for a moment: no trial, task
     or actor is started. SpecError (exit 2) when it cannot be joined."""
-    address = cluster_address(address)
     name = f"the cluster at {address}"
     if ray.is_initialized():  # a notebook or a test already joined it
         return running_machine(name)
+    _reachable(address)
     try:
         ray.init(
             address=address,
@@ -130,6 +131,22 @@ def machine_at(address: str | None) -> Machine:
         return running_machine(name)
     finally:
         ray.shutdown()
+
+
+def _reachable(address: str) -> None:
+    """SpecError at once when a HOST:PORT address takes no connection: ray.init would wait
+    minutes for its GCS (Ray 2.60 retried for over 2 minutes here)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return  # "auto", ray://...: Ray's own rules
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as err:
+        raise SpecError(
+            f"cannot join the cluster at {address}: {err.strerror or err}",
+            path="--address",
+            suggestion="start it with ray start --head, or check the address (ray status)",
+        ) from None
 
 
 # A spec folder's own .py files travel with it (a trainable's helpers live beside it), up to this.
