@@ -216,7 +216,13 @@ def resume(
     from tune_app.methods import scheduler_of
     from tune_app.resume import resume_plan
 
-    plan = resume_plan(os.fspath(folder), force=force, cpus=_cluster_cpus(address))
+    machine = None
+    cluster = _cluster(address)
+    if cluster:  # the trials go on where they ran: the layout is chosen for its nodes again
+        from tune_app.cluster import machine_at  # imports Ray
+
+        machine = machine_at(cluster)
+    plan = resume_plan(os.fspath(folder), force=force, machine=machine)
     notes = [
         f"{ep.experiment.key_path}.scheduler: {note}"
         for ep in plan.experiments
@@ -273,12 +279,6 @@ def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None
             error = missing_keys_error(ep, summary).with_file(str(plan.spec.file))
             raise NeverReported(error, result)
     return result
-
-
-def _cluster_cpus(address: str | None) -> float | None:
-    """On a cluster, a resumed run's trial sizes are checked against the cluster once joined,
-    not this machine."""
-    return math.inf if _cluster(address) else None
 
 
 def _cluster(address: str | None) -> str | None:
