@@ -3,9 +3,11 @@ over its k simulation bundles, against the same work in one simulation, in the s
 efficiency = speedup / k, for k = 1, 2, 4, ... and the core count.
 
 Time, `--quick` and the full run alike (the full run's trial works 11 rounds to 5, a few seconds
-more): each k is one `tune_app run` per repetition (3) of about 10 s (a Ray start, the work
-twice), so about 30 s x (log2(cores) + 1): 1.5 min on 2 cores, 2.5 min on 16 (5 values of k),
-4.5 min on 256. Each k from 1 to the cores, as before, took 30 s x cores: 8 min on 16."""
+more): each k is one `tune_app run` per repetition (3), about 15 s on a quiet machine (a Ray
+start and stop, the work twice), so about 45 s x (log2(cores) + 1): 1.5 min on 2 cores, 4 min
+on 16 (5 values of k), 7 min on 256 (estimated from the whole command's 12 s; on 2 cores shared
+at load 8-14, `--quick` took 227 s). Each k from 1 to the cores, as before, took 45 s x cores:
+12 min on 16."""
 
 from __future__ import annotations
 
