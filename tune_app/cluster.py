@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,9 +137,10 @@ def machine_at(address: str) -> Machine:
 def _reachable(address: str) -> None:
     """SpecError at once when a HOST:PORT address takes no connection: ray.init would wait
     minutes for its GCS (Ray 2.60 retried for over 2 minutes here)."""
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit() or "://" in address:
-        return  # "auto", ray://...: Ray's own rules
+    plain = re.fullmatch(r"([\w.\-]+):(\d+)", address)
+    if plain is None:
+        return  # "auto", a Ray client address: Ray's own rules
+    host, port = plain.groups()
     try:
         socket.create_connection((host, int(port)), timeout=5).close()
     except OSError as err:
