@@ -280,3 +280,13 @@ def test_layout_sides_write_their_layout_and_read_nested_results():
     row = {"env_runners": {"episode_return_mean_smoothed": 9.5}, "a/b": 1}
     assert _value(row, "env_runners/episode_return_mean_smoothed") == 9.5
     assert _value(row, "a/b") == 1 and _value(row, "env_runners/missing") is None
+
+
+@pytest.mark.parametrize(
+    ("cpus", "expected"),
+    [(1, [1]), (2, [1, 2]), (6, [1, 2, 4, 6]), (16, [1, 2, 4, 8, 16]), (17, [1, 2, 4, 8, 16, 17])],
+)
+def test_nested_measures_k_in_powers_of_two_and_the_cores(cpus, expected):
+    from benchmarks.nested import ks
+
+    assert ks(cpus) == expected

@@ -126,17 +126,38 @@ def validate(
     storage_path: str | os.PathLike[str] | None = None,
     rllib_checks: bool = False,
     cpus: float | None = None,
+    gpus: float | None = None,
+    address: str | None = None,
 ) -> Plan:
     """The checked plan of a spec (a file, a mapping as the YAML would hold it, or a loaded
-    `Spec`), Ray-free: what `tune_app validate` prints. (`tune_app.plan` makes it.)"""
-    from tune_app.plan import make_plan
+    `Spec`): what `tune_app validate` prints. (`tune_app.plan` makes it.)
 
+    Planned for this machine; for one of `cpus` CPUs and `gpus` GPUs (a machine one does not
+    have); or, with `address`, for the running cluster there, whose nodes are read by joining
+    it for a moment (no trial is started). Ray-free unless `address` is given; the spec is
+    checked before the cluster is joined."""
+    from tune_app.plan import make_plan
+    from tune_app.resources import Machine
+
+    loaded = _load(spec)
+    where = None if storage_path is None else str(storage_path)
+    if address is None:
+        machine = Machine.planned(cpus, gpus) if cpus is not None or gpus is not None else None
+        if cpus is not None and not math.isfinite(cpus):
+            machine = Machine.unknown()
+        return make_plan(
+            loaded, machine=machine, storage_path=where, smoke=smoke, rllib_checks=rllib_checks
+        )
+    # First against a cluster not yet known: a bad spec never joins it.
+    make_plan(loaded, machine=Machine.unknown(), storage_path=where, smoke=smoke)
+    from tune_app.cluster import machine_at  # imports Ray
+
+    try:
+        machine = machine_at(address)
+    except SpecError as err:
+        raise err.with_file(str(loaded.file)) from None
     return make_plan(
-        _load(spec),
-        cpus=cpus,
-        storage_path=None if storage_path is None else str(storage_path),
-        smoke=smoke,
-        rllib_checks=rllib_checks,
+        loaded, machine=machine, storage_path=where, smoke=smoke, rllib_checks=rllib_checks
     )
 
 
@@ -166,7 +187,7 @@ def run(
         smoke=smoke,
         storage_path=storage_path,
         rllib_checks=True,
-        cpus=_cluster_cpus(address),
+        address=_cluster(address),
     )
     if on_plan is not None:
         on_plan(plan)
@@ -195,7 +216,13 @@ def resume(
     from tune_app.methods import scheduler_of
     from tune_app.resume import resume_plan
 
-    plan = resume_plan(os.fspath(folder), force=force, cpus=_cluster_cpus(address))
+    machine = None
+    cluster = _cluster(address)
+    if cluster:  # the trials go on where they ran: the layout is chosen for its nodes again
+        from tune_app.cluster import machine_at  # imports Ray
+
+        machine = machine_at(cluster)
+    plan = resume_plan(os.fspath(folder), force=force, machine=machine)
     notes = [
         f"{ep.experiment.key_path}.scheduler: {note}"
         for ep in plan.experiments
@@ -254,10 +281,10 @@ def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None
     return result
 
 
-def _cluster_cpus(address: str | None) -> float | None:
-    """On a cluster, trial sizes are checked against the cluster once joined, not this machine.
-    (The runner's cluster_address rule, read here without importing Ray: a bad spec never does.)"""
-    return math.inf if address or os.environ.get("RAY_ADDRESS") else None
+def _cluster(address: str | None) -> str | None:
+    """The cluster a run joins: the runner's cluster_address rule, read here without importing
+    Ray (a bad spec never does)."""
+    return address or os.environ.get("RAY_ADDRESS") or None
 
 
 def read(*folders: str | os.PathLike[str]) -> list[ExperimentResults]:

@@ -34,12 +34,17 @@ SHOW_TRACEBACKS = "show tracebacks of errors"
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from tune_app import api
     from tune_app.console import plan_text
-    from tune_app.plan import make_plan
-    from tune_app.spec.resolve import load
 
-    loaded = load(args.spec)
-    plan = make_plan(loaded, storage_path=args.storage_path, smoke=args.smoke)
+    plan = api.validate(
+        args.spec,
+        storage_path=args.storage_path,
+        smoke=args.smoke,
+        cpus=args.cpus,
+        gpus=args.gpus,
+        address=args.address,
+    )
     _print_warnings([*plan.warnings, *_earlier_runs(plan)])
     _print_layouts(plan)
     print(plan_text(plan))
@@ -331,6 +336,19 @@ SHARED: dict[str, tuple[Argument, ...]] = {
         arg("-q", "--quiet", action="store_true", help="print only the final summary"),
     ),
 }
+
+
+def _amount(text: str) -> float:
+    """A number of CPUs or GPUs: a number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"a number >= 0, got {text!r}")
+    return value
+
+
 # Every command takes --debug, after the command too (`tune_app run spec.yaml --debug`).
 DEBUG = arg("--debug", action="store_true", default=argparse.SUPPRESS, help=SHOW_TRACEBACKS)
 
@@ -351,9 +369,18 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "validate",
         cmd_validate,
-        "check a spec file and print its plan, without Ray",
+        "check a spec file and print its plan (without Ray, unless --address)",
         ("spec", "storage-path"),
-        (arg("--smoke", action="store_true", help="the plan of the --smoke run"),),
+        (
+            arg("--smoke", action="store_true", help="the plan of the --smoke run"),
+            arg(
+                "--address",
+                help="plan for the running Ray cluster at ADDR: its nodes are read, no trial "
+                "starts",
+            ),
+            arg("--cpus", type=_amount, metavar="N", help="plan for a machine of N CPUs"),
+            arg("--gpus", type=_amount, metavar="M", help="plan for a machine of M GPUs"),
+        ),
     ),
     Command(
         "analyze",

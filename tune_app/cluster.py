@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,12 +27,25 @@ from tune_app.ray_internals.startup import (
     node_on_loopback,
     stop_local_ray,
 )
+from tune_app.resources import Machine, misfit
 
 # Ray Train's own switch (ray.train.v2._internal.constants): with it off, a trial process's
 # `ray.train.report`, `get_checkpoint` and `get_context` are Train's first versions, which hand
 # over to ray.tune's in a Tune trial. Trainables as Ray 2.7 to 2.40 documented them run; Train's
 # second versions raise DeprecationWarning in a Tune trial, failing every one.
 TRAIN_FUNCTIONS_ENV = {"RAY_TRAIN_V2_ENABLED": "0"}
+# Ray's own switch (ray/_private/accelerators/accelerator.py, read by each worker as it runs a
+# task or actor): Ray 2.60 no longer blanks CUDA_VISIBLE_DEVICES for work that reserved no GPU
+# (ray PR 62492), so a `gpu: 0` trial, or an RLlib env runner, whose torch asks for CUDA used a
+# GPU reserved by other trials. With it on, such work runs with CUDA_VISIBLE_DEVICES set and
+# empty, as before 2.60; a user who exported it (=0) keeps Ray's new behaviour.
+NO_GPU_UNRESERVED = "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"
+
+
+def worker_env() -> dict[str, str]:
+    """The environment variables every worker of a run gets (inherited from a local Ray, or as
+    the job's runtime env on a cluster, which the actors a trial starts inherit in turn)."""
+    return {**TRAIN_FUNCTIONS_ENV, NO_GPU_UNRESERVED: os.environ.get(NO_GPU_UNRESERVED, "1")}
 
 
 @contextlib.contextmanager
@@ -57,7 +72,7 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
         os.environ["PYTHONPATH"] = path  # the local Ray's workers inherit it
     # What Tune would give each trial actor as its runtime env, inherited instead: see
     # trials_on_prestarted_workers.
-    for key, value in {**TUNE_TRIAL_ENV, **TRAIN_FUNCTIONS_ENV}.items():
+    for key, value in {**TUNE_TRIAL_ENV, **worker_env()}.items():
         os.environ.setdefault(key, value)
     with daemons_in_own_session(), node_on_loopback():
         ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
@@ -69,18 +84,71 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
 
 
 def check_cluster(plan: Plan) -> None:
-    """SpecError when one trial asks for more CPUs or GPUs than the cluster has."""
-    have = ray.cluster_resources()
+    """SpecError when one trial can never run on the Ray this run joined or started: the same
+    count as the plan's (`resources.misfit`), against the nodes Ray reports."""
+    machine = running_machine("the cluster")
     for ep in plan.experiments:
-        for key in ("CPU", "GPU"):
-            need = sum(b.get(key, 0.0) for b in ep.bundles)
-            if need > have.get(key, 0.0):
-                raise SpecError(
-                    f"one trial needs {need:g} {key}s (bundles {list(ep.bundles)}) but the "
-                    f"cluster has {have.get(key, 0.0):g}",
-                    path=f"{ep.experiment.key_path}.resources_per_trial",
-                    suggestion="ask for fewer resources per trial",
-                )
+        found = misfit(ep.bundles, machine)
+        if found is not None:
+            raise SpecError(
+                found.text,
+                path=f"{ep.experiment.key_path}.resources_per_trial",
+                suggestion="ask for fewer resources per trial",
+            )
+
+
+def running_machine(name: str) -> Machine:
+    """The alive nodes of the Ray this process is joined to, each as its resource totals (the
+    per-node `node:<ip>` markers left out)."""
+    nodes = tuple(
+        {k: float(v) for k, v in n["Resources"].items() if not k.startswith("node:")}
+        for n in ray.nodes()
+        if n.get("Alive")
+    )
+    return Machine(nodes=nodes, name=name)
+
+
+def machine_at(address: str) -> Machine:
+    """A running cluster's nodes, read by joining it as a driver for a moment: no trial, task
+    or actor is started. SpecError (exit 2) when it cannot be joined."""
+    name = f"the cluster at {address}"
+    if ray.is_initialized():  # a notebook or a test already joined it
+        return running_machine(name)
+    _reachable(address)
+    try:
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            logging_level=logging.ERROR,
+            log_to_driver=False,
+        )
+    except (ConnectionError, ValueError, RuntimeError) as err:
+        raise SpecError(
+            f"cannot join the cluster at {address}: {str(err).splitlines()[0]}",
+            path="--address",
+            suggestion="start it with ray start --head, or check the address (ray status)",
+        ) from None
+    try:
+        return running_machine(name)
+    finally:
+        ray.shutdown()
+
+
+def _reachable(address: str) -> None:
+    """SpecError at once when a HOST:PORT address takes no connection: ray.init would wait
+    minutes for its GCS (Ray 2.60 retried for over 2 minutes here)."""
+    plain = re.fullmatch(r"([\w.\-]+):(\d+)", address)
+    if plain is None:
+        return  # "auto", a Ray client address: Ray's own rules
+    host, port = plain.groups()
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as err:
+        raise SpecError(
+            f"cannot join the cluster at {address}: {err.strerror or err}",
+            path="--address",
+            suggestion="start it with ray start --head, or check the address (ray status)",
+        ) from None
 
 
 # A spec folder's own .py files travel with it (a trainable's helpers live beside it), up to this.
@@ -105,12 +173,12 @@ def local_pythonpath(plan: Plan) -> str | None:
 
 def runtime_env(plan: Plan) -> dict[str, Any]:
     """The runtime env of the driver's job on a cluster: the code itself, as py_modules, and
-    TRAIN_FUNCTIONS_ENV."""
+    `worker_env`."""
     modules = [_package_dir(tune_app), _package_dir(trainables)]
     for ep in plan.experiments:
         for name in _user_modules(ep):
             modules += _module_files(name.split(".")[0], _search_path(ep))
-    return {"py_modules": list(dict.fromkeys(modules)), "env_vars": dict(TRAIN_FUNCTIONS_ENV)}
+    return {"py_modules": list(dict.fromkeys(modules)), "env_vars": worker_env()}
 
 
 def _search_path(ep: Any) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tune_app import scoring
 from tune_app.plan import Plan, describe_scheduler, describe_search
+from tune_app.resources import gpu_sharing
 from tune_app.space import value_at
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def plan_text(plan: Plan) -> str:
     n = len(plan.experiments)
     lines = [
         f"{plan.spec.file}: {n} experiment{'s' * (n != 1)} ({plan.spec.form} form), "
-        f"checked against {plan.cpus:g} CPUs"
+        f"checked against {plan.machine.describe(memory=False)}"
     ]
     for ep in plan.experiments:
         exp = ep.experiment
@@ -86,9 +87,8 @@ def plan_text(plan: Plan) -> str:
         if ep.env is not None:
             what += f", env {ep.env.env}"
         trials = f"{ep.trials}" if ep.trials_exact else f"up to {ep.trials}"
-        at_once = int(plan.cpus // ep.trial_cpus) if ep.trial_cpus else ep.trials
-        if exp.max_concurrent_trials:
-            at_once = min(at_once, exp.max_concurrent_trials)
+        at_once = ep.at_once(plan.machine)
+        sharing = gpu_sharing(ep.bundles)
         stop = ", ".join(f"{k} >= {v:g}" for k, v in exp.stop.items())
         stop = f"{stop} (checked when a result arrives)" if stop else "none (trainable ends)"
         rows = [
@@ -117,7 +117,8 @@ def plan_text(plan: Plan) -> str:
             (
                 "bundles",
                 f"{list(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; "
-                f"{at_once} trial{'s' * (at_once != 1)} at once",
+                f"{at_once} trial{'s' * (at_once != 1)} at once"
+                + (f" ({sharing})" if sharing else ""),
             ),
             ("iterations", f"at most {ep.iterations} in all" if ep.iterations else "not bounded"),
             ("expect", _expectations(exp)),

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from tune_app.envs import EnvRef
     from tune_app.errors import SpecError
+    from tune_app.resources import Machine
     from tune_app.spec.models import Experiment
 
 
@@ -140,9 +141,11 @@ class TrainableKind(Protocol):
         """For the seeds axis, which passes each seed as config.seed: refuse if it reads none."""
         ...
 
-    def layout(self, exp: Experiment, trials: int, cpus: float) -> tuple[Experiment, Layout | None]:
+    def layout(
+        self, exp: Experiment, trials: int, machine: Machine
+    ) -> tuple[Experiment, Layout | None]:
         """The experiment with the parallel-work keys the spec left out chosen for a search of
-        `trials` trials on `cpus` CPUs (its part of the machine: the spec's other experiments
+        `trials` trials on `machine` (its part of the machine: the spec's other experiments
         run at the same time), with that layout said (RLlib's env runners and envs); the
         experiment itself and None for a kind that chooses nothing."""
         ...
@@ -152,10 +155,11 @@ class TrainableKind(Protocol):
         exp: Experiment,
         written: Experiment,
         env: EnvRef | None,
-        cpus: float,
+        machine: Machine,
         library_checks: bool,
     ) -> tuple[dict[str, float], ...]:
-        """A trial's placement group, head bundle first, refused if it needs more than `cpus`.
+        """A trial's placement group, head bundle first, refused if it can never run on
+        `machine` (`resources.misfit`: any resource, any node, or nothing reserved).
         `written` is the experiment as the spec wrote it (messages name its keys);
         `library_checks` has the trainable's own library (RLlib) check the config too."""
         ...

@@ -18,6 +18,7 @@ from tune_app.envs import EnvRef, resolve_env
 from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.kinds import Layout
 from tune_app.methods import scheduler_of
+from tune_app.resources import Machine, misfit
 from tune_app.seeds import SEED_KEY
 from tune_app.space import LIST_KINDS, RULES, Domain
 from tune_app.user_code import CodeRef
@@ -101,7 +102,9 @@ class KindDefaults:
     def check_seeds(self, exp: Experiment) -> None:
         return
 
-    def layout(self, exp: Experiment, trials: int, cpus: float) -> tuple[Experiment, Layout | None]:
+    def layout(
+        self, exp: Experiment, trials: int, machine: Machine
+    ) -> tuple[Experiment, Layout | None]:
         return exp, None
 
     def bundles(
@@ -109,10 +112,10 @@ class KindDefaults:
         exp: Experiment,
         written: Experiment,
         env: EnvRef | None,
-        cpus: float,
+        machine: Machine,
         library_checks: bool,
     ) -> tuple[dict[str, float], ...]:
-        return sized_bundles(exp, cpus)
+        return sized_bundles(exp, machine)
 
     def check_loaded(self, exp: Experiment, trainable: Any) -> None:
         return
@@ -235,10 +238,10 @@ class RegisteredKind(KindDefaults):
         exp: Experiment,
         written: Experiment,
         env: EnvRef | None,
-        cpus: float,
+        machine: Machine,
         library_checks: bool,
     ) -> tuple[dict[str, float], ...]:
-        return sized_bundles(exp, cpus, self.info.simulations, self.info.head_cpu)
+        return sized_bundles(exp, machine, self.info.simulations, self.info.head_cpu)
 
     def load(self) -> Any:
         return as_tune_function(self.info.fn)
@@ -332,10 +335,11 @@ def resolve_spec_env(exp: Experiment, env: str, spec_dir: Path, warnings: list[s
 
 
 def sized_bundles(
-    exp: Experiment, cpus: float, simulations: int = 0, head_cpu: float = 1.0
+    exp: Experiment, machine: Machine, simulations: int = 0, head_cpu: float = 1.0
 ) -> tuple[dict[str, float], ...]:
     """One head bundle for the trial's own process, then one bundle per simulation (a trainable
-    declaring `simulations` > 0 needs at least one); refused if a trial needs more than `cpus`."""
+    declaring `simulations` > 0 needs at least one); refused if a trial can never run on
+    `machine`, naming the key that asks for what it lacks."""
     sims = exp.simulations if exp.simulations is not None else simulations
     if simulations and sims < 1:
         raise SpecError(
@@ -352,17 +356,41 @@ def sized_bundles(
         head["GPU"] = float(gpu)
     if memory:
         head["memory"] = float(memory)
-    # An all-zero head bundle is fine: Tune then runs the trial's process outside the bundles.
+    # An all-zero head bundle is fine beside simulations: Tune then runs the trial's process
+    # outside the bundles. Alone, Ray refuses it (misfit says so).
     bundles = (head, *({"CPU": float(exp.cpu_per_simulation)} for _ in range(sims)))
-    need = sum(b.get("CPU", 0.0) for b in bundles)
-    if need > cpus:
-        where = "simulations" if len(bundles) > 1 else "resources_per_trial.cpu"
-        raise SpecError(
-            f"one trial needs {need:g} CPUs (bundles {list(bundles)}) but the machine has {cpus:g}",
-            path=f"{exp.key_path}.{where}",
-            suggestion="lower resources_per_trial.cpu, simulations or cpu_per_simulation",
-        )
-    return bundles
+    found = misfit(bundles, machine)
+    if found is None:
+        return bundles
+    key, advice = _MISFIT_KEYS.get(found.resource, (found.resource, "ask for less of it"))
+    if found.resource == "CPU" and len(bundles) > 1:
+        key = "simulations"
+    elif found.need == 0:  # nothing reserved at all
+        advice = "reserve a fraction of a CPU (cpu: 0.1), or give the trial simulations"
+    raise SpecError(
+        found.text,
+        path=f"{exp.key_path}.{key}",
+        suggestion=advice,
+    )
+
+
+# The key a registered or function trial sets each resource with, and what to do when short.
+_MISFIT_KEYS = {
+    "CPU": (
+        "resources_per_trial.cpu",
+        "lower resources_per_trial.cpu, simulations or cpu_per_simulation",
+    ),
+    "GPU": (
+        "resources_per_trial.gpu",
+        "set gpu: 0 to train on CPUs, or plan for a machine "
+        "with GPUs: tune_app validate SPEC --gpus N (or --address of a cluster that has them)",
+    ),
+    "memory": (
+        "resources_per_trial.memory",
+        "ask for less memory (bytes): Ray counts about "
+        "70% of a node's available memory as its memory resource",
+    ),
+}
 
 
 def refuse_checkpoint_keys(exp: Experiment, why: str, where: str) -> None:

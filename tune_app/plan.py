@@ -7,7 +7,6 @@ importing Ray, so a spec that cannot run fails here with nothing written.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +24,7 @@ from tune_app.methods import (
     searcher_of,
 )
 from tune_app.registry import TrainableRef, resolve
+from tune_app.resources import Machine, trials_at_once
 from tune_app.rundir.location import RunLocation
 from tune_app.seeds import SEED_KEY
 from tune_app.smoke import shrink
@@ -66,42 +66,66 @@ class ExperimentPlan:
     def trial_cpus(self) -> float:
         return sum(b.get("CPU", 0.0) for b in self.bundles)
 
+    def at_once(self, machine: Machine) -> int:
+        """Trials that run at the same time on `machine`: every resource of the bundles
+        counted (`resources.trials_at_once`), at most the trials and max_concurrent_trials."""
+        limit = min(self.trials, self.experiment.max_concurrent_trials or self.trials)
+        return trials_at_once(self.bundles, machine, limit)
+
 
 @dataclass(frozen=True)
 class Plan:
-    """A whole spec file, ready to run; `cpus` is what the trial sizes were checked against."""
+    """A whole spec file, ready to run; `machine` is what the trial sizes were checked against
+    (this machine, the one `--cpus`/`--gpus` name, or a cluster's nodes)."""
 
     spec: Spec
     experiments: tuple[ExperimentPlan, ...]
-    cpus: float
+    machine: Machine
     warnings: tuple[str, ...] = ()  # the spec's legacy-key warnings, then the plan's
     smoke: bool = False  # shrunk by --smoke: metric expectations are not checked
+
+    @property
+    def cpus(self) -> float:
+        """The machine's CPUs; infinite for a cluster not yet joined."""
+        return self.machine.cpus
 
 
 def make_plan(
     spec: Spec,
     *,
     cpus: float | None = None,
+    gpus: float | None = None,
+    machine: Machine | None = None,
     storage_path: str | None = None,
     smoke: bool = False,
     rllib_checks: bool = False,
 ) -> Plan:
-    """Check and size every experiment of `spec` against a machine of `cpus` CPUs.
+    """Check and size every experiment of `spec` against `machine`, by default this one (or
+    one of `cpus` CPUs and `gpus` GPUs; infinite `cpus`: a cluster known only once joined).
 
     With `smoke`, every experiment is shrunk to a tiny run (see `tune_app.smoke`) whose results
     go to a `smoke/` folder under the storage path. With `rllib_checks`, RLlib itself (imported
     for it) also validates each RLlib experiment's config, as `run` does. Every problem of every
     experiment is reported at once.
     """
-    cpus = float(cpus if cpus is not None else os.cpu_count() or 1)
+    if machine is None:
+        known = cpus is None or math.isfinite(cpus)
+        machine = Machine.local(cpus, gpus) if known else Machine.unknown()
     warnings: list[str] = list(spec.warnings)
     errors = Collector()
     plans = []
-    for exp, share in zip(spec.experiments, _shares(spec.experiments, cpus), strict=True):
+    for exp, share in zip(spec.experiments, _shares(spec.experiments), strict=True):
         with errors.check():
             plans.append(
                 _plan_experiment(
-                    exp, spec, cpus, share, storage_path, warnings, smoke, rllib_checks
+                    exp,
+                    spec,
+                    machine,
+                    machine.share(share),
+                    storage_path,
+                    warnings,
+                    smoke,
+                    rllib_checks,
                 )
             )
     try:
@@ -109,24 +133,28 @@ def make_plan(
     except SpecError as err:
         raise err.with_file(str(spec.file)) from None
     return Plan(
-        spec=spec, experiments=tuple(plans), cpus=cpus, warnings=tuple(warnings), smoke=smoke
+        spec=spec,
+        experiments=tuple(plans),
+        machine=machine,
+        warnings=tuple(warnings),
+        smoke=smoke,
     )
 
 
-def _shares(experiments: tuple[Experiment, ...], cpus: float) -> list[float]:
-    """The CPUs each experiment's layout plans for: a spec's experiments run at once on one
-    machine, so each gets a part in proportion to the trials it can run at once (its trials as
-    written, an env grid included, under its max_concurrent_trials)."""
+def _shares(experiments: tuple[Experiment, ...]) -> list[float]:
+    """The part of the machine each experiment's layout plans for: a spec's experiments run at
+    once on one machine, so each gets a part in proportion to the trials it can run at once
+    (its trials as written, an env grid included, under its max_concurrent_trials)."""
     claims = [min(e.trials(), e.max_concurrent_trials or math.inf) for e in experiments]
     total = sum(claims)
-    return [cpus * c / total for c in claims]
+    return [c / total for c in claims]
 
 
 def _plan_experiment(
     exp: Experiment,
     spec: Spec,
-    cpus: float,
-    share: float,
+    machine: Machine,
+    share: Machine,
     storage: str | None,
     warnings: list[str],
     smoke: bool,
@@ -171,7 +199,7 @@ def _plan_experiment(
     bundles: tuple[dict[str, float], ...] = ()
     with errors.check():
         if failed is None:  # an untranslated config cannot be sized
-            bundles = kind.bundles(exp, written, env, cpus, rllib_checks)
+            bundles = kind.bundles(exp, written, env, machine, rllib_checks)
     errors.raise_any()
     _warn_unwatched_time(exp, warnings)
     trials = exp.trials(envs)

@@ -13,6 +13,7 @@ from pathlib import Path
 from tune_app.api import DICT_SPEC
 from tune_app.errors import SpecError
 from tune_app.plan import Plan, make_plan
+from tune_app.resources import Machine
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.records import RunRecord
 from tune_app.rundir.write import read_run_record
@@ -20,9 +21,15 @@ from tune_app.sources import changed_modules
 from tune_app.spec.resolve import loads
 
 
-def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None = None) -> Plan:
-    """The plan continuing the runs in `folder` (a path or a cloud URI); a forced spec change is
-    among its warnings."""
+def resume_plan(
+    folder: str | Path,
+    *,
+    force: bool = False,
+    cpus: float | None = None,
+    machine: Machine | None = None,
+) -> Plan:
+    """The plan continuing the runs in `folder` (a path or a cloud URI), for `machine` (a
+    cluster's nodes) or this one; a forced spec change is among its warnings."""
     found = RunLocation.open(folder)
     records = [_resumable_record(r) for r in found]
     spec_files = {record.spec_file for record in records}
@@ -56,7 +63,9 @@ def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None =
     loaded = loads(as_run, spec_file)
     smoke = records[0].smoke
     root = found[0].storage_path(smoke)
-    plan = make_plan(loaded, cpus=cpus, storage_path=root, smoke=smoke, rllib_checks=True)
+    plan = make_plan(
+        loaded, cpus=cpus, machine=machine, storage_path=root, smoke=smoke, rllib_checks=True
+    )
     kept = tuple(ep for ep in plan.experiments if any(ep.folder.same_as(r) for r in found))
     if len(kept) != len(found):
         names = sorted({r.name for r in found} - {ep.name for ep in kept})
@@ -65,7 +74,7 @@ def resume_plan(folder: str | Path, *, force: bool = False, cpus: float | None =
     plan = Plan(
         spec=plan.spec,
         experiments=kept,
-        cpus=plan.cpus,
+        machine=plan.machine,
         warnings=(*plan.warnings, *warnings),
         smoke=smoke,
     )

@@ -16,6 +16,7 @@ from tune_app.errors import SpecError
 from tune_app.kinds import Layout
 from tune_app.kinds_builtin import KindDefaults, resolve_spec_env
 from tune_app.methods import mutated_paths, searcher_of
+from tune_app.resources import Machine
 from tune_app.rllib.algorithm import app_algorithm
 from tune_app.rllib.code import code_modules, load_code
 from tune_app.rllib.config import to_rllib
@@ -127,21 +128,23 @@ class RLlibKind(KindDefaults):
         for path in mutated_paths(exp.scheduler):
             check_mutated_key(self.algorithm, path.split(".")[0], f"{where}.{path}")
 
-    def layout(self, exp: Experiment, trials: int, cpus: float) -> tuple[Experiment, Layout]:
-        return choose(exp, trials, cpus)
+    def layout(self, exp: Experiment, trials: int, machine: Machine) -> tuple[Experiment, Layout]:
+        return choose(exp, trials, machine)
 
     def bundles(
         self,
         exp: Experiment,
         written: Experiment,
         env: EnvRef | None,
-        cpus: float,
+        machine: Machine,
         library_checks: bool,
     ) -> tuple[dict[str, float], ...]:
         # RLlib sizes a trial the same whatever the env: the first gymnasium one is checked.
         gym_ids = [e.env for e in env.members if e.kind == "gym"] if env is not None else []
         gym_id = gym_ids[0] if gym_ids else None
-        return trial_bundles(exp, written, gym_id, cpus, library_checks, fastest_fit(exp, cpus))
+        return trial_bundles(
+            exp, written, gym_id, machine, library_checks, fastest_fit(exp, machine)
+        )
 
     def load(self) -> Any:
         return app_algorithm(self.algorithm)

@@ -14,6 +14,7 @@ from typing import Any
 
 from tune_app.errors import SpecError
 from tune_app.kinds import Layout
+from tune_app.resources import Machine, gpu_sharing, misfit, trials_at_once
 from tune_app.rllib.keys import algorithm_keys
 from tune_app.rllib.resources import resources
 from tune_app.rllib.tables import LAYOUT_FAMILY
@@ -26,6 +27,9 @@ LAYOUT_KEYS = (RUNNERS, ENVS, LEARNERS)
 # in the trial process ran at 2,594 env steps/s against 1,410-1,466 with 1 env.
 VECTOR_ENVS = 8
 RLLIB = "rllib"  # the spec's `layout: rllib`: RLlib's own defaults
+# Said beside a GPU learner: on an H100 (16 CPUs), PPO CartPole with num_gpus_per_learner 0.5
+# sampled 220 env steps/s a trial against 585 on CPU alone (docs/big_machines.md).
+GPU_LEARNER_COST = "a small network trains slower on a GPU (PPO CartPole: 2.7x)"
 
 
 @dataclass(frozen=True)
@@ -101,30 +105,40 @@ FAMILIES = {
 }
 
 
-def at_once(exp: Experiment, trials: int, cpus: float) -> int:
-    """How many trials the search can run at once before sizing them: its trials, under
-    max_concurrent_trials, at most one per CPU."""
-    limit = exp.max_concurrent_trials or trials
-    return max(1, min(trials, limit, int(cpus) if math.isfinite(cpus) else trials))
+def at_once(exp: Experiment, trials: int, machine: Machine) -> int:
+    """How many trials the search can run at once before sizing their samplers: its trials,
+    under max_concurrent_trials, as many as fit with 1 CPU each and the GPUs the config asks
+    for (a learner's 0.5 GPU: 2 on one GPU)."""
+    limit = min(trials, exp.max_concurrent_trials or trials)
+    config = exp.config if isinstance(exp.config, dict) else {}
+    try:
+        gpus = sum(b.get("GPU", 0.0) for b in resources(exp.run, config).bundles)
+    except SpecError:  # a config the plan refuses: its error says why
+        gpus = 0.0
+    smallest = {"CPU": 1.0, **({"GPU": gpus} if gpus else {})}
+    return max(1, trials_at_once([smallest], machine, limit))
 
 
-def choose(exp: Experiment, trials: int, cpus: float) -> tuple[Experiment, Layout]:
-    """The experiment with the layout keys it leaves out set for the search, and the layout
-    said in one line. Keys the spec wrote (any spelling, searched or not) are kept."""
+def choose(exp: Experiment, trials: int, machine: Machine) -> tuple[Experiment, Layout]:
+    """The experiment with the layout keys it leaves out set for the search on `machine` (its
+    part of it), and the layout said in one line. Keys the spec wrote (any spelling, searched or
+    not) are kept."""
     config = exp.config if isinstance(exp.config, dict) else {}
     name = exp.run
     family = FAMILIES.get(LAYOUT_FAMILY.get(name, ""))
     chosen: dict[str, Any] = {}
     if exp.layout == RLLIB:
         why = "layout: rllib keeps RLlib's defaults"
-    elif not math.isfinite(cpus):
-        why = "a cluster's CPUs are known once joined: RLlib's defaults"
+    elif not machine.known:
+        why = "a cluster's resources are known once joined: RLlib's defaults"
     elif family is None:
         why = f"no layout is known for {name}: RLlib's defaults"
     else:
-        chosen, why = _fill(name, config, family, at_once(exp, trials, cpus), cpus)
+        chosen, why = _fill(name, config, family, at_once(exp, trials, machine), machine.cpus)
     laid_out = replace(exp, config={**config, **chosen}) if chosen else exp
-    return laid_out, Layout(chosen=chosen, line=_line(name, laid_out, trials, cpus, why))
+    chose = family is not None and exp.layout != RLLIB and machine.known
+    line = _line(name, laid_out, trials, machine, why, chose)
+    return laid_out, Layout(chosen=chosen, line=line)
 
 
 def _fill(
@@ -147,8 +161,9 @@ def _fill(
     return chosen, why
 
 
-def _line(name: str, exp: Experiment, trials: int, cpus: float, why: str) -> str:
-    """'PPO layout: sampling in the trial process, 8 envs; 2 trials at once (why)'."""
+def _line(name: str, exp: Experiment, trials: int, machine: Machine, why: str, chose: bool) -> str:
+    """'PPO layout: sampling in the trial process, 8 envs; 2 trials at once (why)', with the
+    GPU sharing said, and the CPUs a layout the app `chose` leaves idle."""
     config = exp.config if isinstance(exp.config, dict) else {}
     defaults = algorithm_keys(name).defaults
     runners = config.get(RUNNERS, defaults.get(RUNNERS))
@@ -159,28 +174,45 @@ def _line(name: str, exp: Experiment, trials: int, cpus: float, why: str) -> str
     else:
         where = f"{runners} env runner{'s' * (runners != 1)} x {envs_text}"
     try:
-        need = resources(name, config).cpus
+        bundles = resources(name, config).bundles
     except SpecError:  # a config the plan refuses: its error says why
-        need = 0.0
-    fit = trials if not need or not math.isfinite(cpus) else max(1, int(cpus // need))
-    concurrent = max(0, min(trials, exp.max_concurrent_trials or trials, fit))
-    return f"{name} layout: {where}; {concurrent} trial{'s' * (concurrent != 1)} at once ({why})"
+        bundles = ()
+    limit = min(trials, exp.max_concurrent_trials or trials)
+    # At least one: the experiment's part may be smaller than a trial that fits the machine.
+    concurrent = max(1, trials_at_once(bundles, machine, limit)) if bundles else limit
+    notes = [why]
+    sharing = gpu_sharing(bundles)
+    if sharing is not None:
+        notes.append(f"{sharing}: {GPU_LEARNER_COST}")
+    idle = machine.cpus - concurrent * sum(b.get("CPU", 0.0) for b in bundles)
+    # Said from 2 idle CPUs: on 2 cores one PPO trial sampling in its own process (1 CPU) was
+    # measured fastest, and its other CPU is no waste to report.
+    if chose and bundles and math.isfinite(idle) and idle >= 2 and concurrent == limit:
+        notes.append(
+            f"{idle:g} of {machine.cpus:g} CPUs left idle: the trials take the CPUs measured "
+            "to pay; set num_env_runners or num_cpus_per_learner to give them more"
+        )
+    return (
+        f"{name} layout: {where}; {concurrent} trial{'s' * (concurrent != 1)} at once "
+        f"({'; '.join(notes)})"
+    )
 
 
-def fastest_fit(exp: Experiment, cpus: float) -> str | None:
+def fastest_fit(exp: Experiment, machine: Machine) -> str | None:
     """The family's layout for the experiment's search with none of its keys written, as
     config keys ('num_env_runners: 0, num_envs_per_env_runner: 8'), for the fit advice."""
     family = FAMILIES.get(LAYOUT_FAMILY.get(exp.run, ""))
-    if family is None or not math.isfinite(cpus):
+    if family is None or not machine.known:
         return None
+    cpus = machine.cpus
     config = exp.config if isinstance(exp.config, dict) else {}
     trials = exp.trials()
     blank = {k: v for k, v in config.items() if k not in LAYOUT_KEYS}
-    chosen, why = _fill(exp.run, blank, family, at_once(exp, trials, cpus), cpus)
+    chosen, why = _fill(exp.run, blank, family, at_once(exp, trials, machine), cpus)
     defaults = algorithm_keys(exp.run).defaults
     keys = {k: chosen.get(k, defaults.get(k)) for k in LAYOUT_KEYS if k in chosen or k in config}
     try:
-        if not keys or resources(exp.run, {**blank, **keys}).cpus > cpus:
+        if not keys or misfit(resources(exp.run, {**blank, **keys}).bundles, machine):
             return None
     except SpecError:  # a config the plan refuses for its own reason
         return None

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tune_app.errors import SpecError
+from tune_app.resources import Machine, misfit
 from tune_app.rllib.config import check_with_rllib
 from tune_app.rllib.keys import algorithm_keys
 from tune_app.rllib.tables import RESOURCE_KEYS
@@ -130,6 +131,8 @@ _RESOURCE_SPELLINGS = {
     "num_env_runners": ("num_env_runners", "num_workers", "num_rollout_workers"),
     "num_learners": ("num_learners", "num_learner_workers"),
     "evaluation_num_env_runners": ("evaluation_num_env_runners", "evaluation_num_workers"),
+    "num_gpus_per_learner": ("num_gpus_per_learner", "num_gpus", "num_gpus_per_learner_worker"),
+    "num_gpus_per_env_runner": ("num_gpus_per_env_runner", "num_gpus_per_worker"),
 }
 
 
@@ -137,13 +140,13 @@ def trial_bundles(  # noqa: C901
     exp: Experiment,
     written: Experiment,
     gym_id: str | None,
-    cpus: float,
+    machine: Machine,
     rllib_checks: bool,
     fastest: str | None = None,
 ) -> tuple[dict[str, float], ...]:
-    """The trial's bundles as RLlib sizes them; a trial that cannot fit is refused naming the
-    keys the user wrote, the smallest change that fits and `fastest`, the layout the app would
-    choose (`layout.fastest_fit`)."""
+    """The trial's bundles as RLlib sizes them; a trial that cannot fit `machine` is refused
+    naming the keys the user wrote: for CPUs the smallest change that fits and `fastest`, the
+    layout the app would choose (`layout.fastest_fit`); for GPUs the key asking for them."""
     config = dict(exp.config)
     if gym_id is not None:
         config["env"] = gym_id
@@ -152,18 +155,36 @@ def trial_bundles(  # noqa: C901
         bundles = check_with_rllib(exp.run, config) if rllib_checks else res.bundles
     except SpecError as err:
         raise err.under(exp.key_path) from None
-    if res.cpus <= cpus:
+    found = misfit(res.bundles, machine)
+    if found is None:
         return bundles
+    cpus = machine.cpus
 
     def spelled(key: str, default: Any) -> tuple[str, str]:
         """The key path the user wrote for `key` (or the new name), and how it was set."""
         if key == "num_env_runners" and written.simulations is not None:
             return f"{exp.key_path}.simulations", f"simulations: {written.simulations}"
+        if key == "num_gpus_per_learner" and written.resources and written.resources.gpu:
+            return f"{exp.key_path}.resources_per_trial.gpu", f"gpu: {written.resources.gpu:g}"
         given = written.config if isinstance(written.config, dict) else {}
         for name in _RESOURCE_SPELLINGS[key]:
             if name in given:
                 return f"{exp.key_path}.config.{name}", f"{name}: {given[name]}"
         return f"{exp.key_path}.config.{key}", f"RLlib's default {key}: {default}"
+
+    if found.resource != "CPU" or res.cpus <= cpus:  # GPUs, memory, a node too small
+        learners = res.bundles[len(res.bundles) - res.learners :]
+        learner_gpus = any(b.get("GPU") for b in (res.bundles[0], *learners))
+        key = "num_gpus_per_learner" if learner_gpus else "num_gpus_per_env_runner"
+        path, how = spelled(key, 0) if found.resource == "GPU" else (exp.key_path, "")
+        raise SpecError(
+            f"{found.text}{f' ({how})' if how else ''}",
+            path=path,
+            suggestion=f"set {path.rsplit('.', 1)[-1]}: 0 (RLlib then trains on CPUs), or plan "
+            "for a machine with GPUs: tune_app validate SPEC --gpus N"
+            if found.resource == "GPU"
+            else "ask for less per trial",
+        )
 
     parts = [f"{res.main:g} for the main process"]
     if res.env_runners:
@@ -208,8 +229,8 @@ def trial_bundles(  # noqa: C901
         path, how = f"{exp.key_path}.config", "its main process"
         hint = "lower num_cpus_for_main_process or num_cpus_per_learner"
     raise SpecError(
-        f"one {exp.run} trial needs {res.cpus:g} CPUs ({' + '.join(parts)}; {how}) but the "
-        f"machine has {cpus:g}",
+        f"one {exp.run} trial needs {res.cpus:g} CPUs ({' + '.join(parts)}; {how}) but "
+        f"{machine.name} has {cpus:g}",
         path=path,
         suggestion=hint if fastest is None else f"{hint}; the fastest layout that fits: {fastest}",
     )

@@ -1,0 +1,230 @@
+"""The one count of what fits (`tune_app.resources`): trials at once from every resource of a
+trial's bundles against each node, the refusal of a trial that can never run, and the plan, the
+layout line and `validate --cpus/--gpus` that use it. Ray-free."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tune_app import spec
+from tune_app.plan import make_plan
+from tune_app.resources import Machine, gpu_sharing, misfit, trials_at_once
+
+from .conftest import free_port
+
+GB = 1e9
+H100_BOX = Machine(nodes=({"CPU": 16.0, "GPU": 1.0, "memory": 100 * GB},))
+TWO_CORES = Machine(nodes=({"CPU": 2.0, "GPU": 0.0, "memory": 16 * GB},))
+CLUSTER = Machine(nodes=({"CPU": 3.0}, {"CPU": 3.0}), name="the cluster at x")
+
+# (bundles, machine, limit, trials at once)
+COUNTS = [
+    pytest.param([{"CPU": 1, "GPU": 0.25}], H100_BOX, 16, 4, id="quarter-gpu-4-on-one-gpu"),
+    pytest.param(
+        [{"CPU": 1, "GPU": 0.5}, {"CPU": 1}, {"CPU": 1}], H100_BOX, 8, 2, id="ppo-half-gpu-learner"
+    ),
+    pytest.param([{"CPU": 1}], H100_BOX, 16, 16, id="cpu-only-16"),
+    pytest.param([{"CPU": 1}], H100_BOX, 3, 3, id="at-most-the-limit"),
+    pytest.param([{"CPU": 1}], TWO_CORES, 8, 2, id="two-cores"),
+    pytest.param([{"CPU": 0.5, "memory": 6 * GB}], TWO_CORES, 8, 2, id="memory-decides"),
+    pytest.param([{"CPU": 1, "GPU": 0.1}], TWO_CORES, 8, 0, id="gpu-on-a-cpu-machine"),
+    pytest.param(
+        [{"CPU": 1, "slots": 1}],
+        Machine(nodes=({"CPU": 8.0, "slots": 3.0},)),
+        8,
+        3,
+        id="custom-resource",
+    ),
+    # 6 CPUs in all would hold 3 trials of 2; each 3-CPU node holds one.
+    pytest.param([{"CPU": 2}], CLUSTER, 8, 2, id="per-node-on-a-cluster"),
+    pytest.param([{"CPU": 1}, {"CPU": 1}], CLUSTER, 8, 3, id="bundles-spread-over-nodes"),
+    pytest.param([{"CPU": 1}], Machine.unknown(), 5, 5, id="cluster-not-joined"),
+    pytest.param([{"CPU": 0.0}, {"CPU": 1}], TWO_CORES, 8, 2, id="empty-head-beside-others"),
+    pytest.param([{"CPU": 0.3}] * 3, Machine(nodes=({"CPU": 0.9},)), 5, 1, id="fixed-point"),
+]
+
+
+@pytest.mark.parametrize(("bundles", "machine", "limit", "expected"), COUNTS)
+def test_trials_at_once(bundles, machine, limit, expected):
+    assert trials_at_once(bundles, machine, limit) == expected
+
+
+# (bundles, machine, the resource it lacks, words of the message)
+MISFITS = [
+    pytest.param(
+        [{"CPU": 1, "GPU": 0.5}],
+        TWO_CORES,
+        "GPU",
+        ["needs 0.5 GPUs", "the machine has 0 GPUs"],
+        id="gpu-without-gpu",
+    ),
+    pytest.param(
+        [{"CPU": 1, "memory": 100 * GB}],
+        TWO_CORES,
+        "memory",
+        ["needs 100 GB memory", "has 16 GB memory"],
+        id="memory",
+    ),
+    pytest.param([{"CPU": 4}], TWO_CORES, "CPU", ["needs 4 CPUs", "has 2 CPUs"], id="cpus"),
+    pytest.param([{"CPU": 0}], TWO_CORES, "CPU", ["reserves nothing", "empty head"], id="empty"),
+    pytest.param(
+        [{"CPU": 4}],
+        CLUSTER,
+        "CPU",
+        ["fits no node", "the cluster at x has 2 nodes: 3 CPUs; 3 CPUs"],
+        id="no-node-holds-the-bundle",
+    ),
+    pytest.param(
+        [{"CPU": 2}, {"CPU": 2}, {"CPU": 2}],
+        CLUSTER,
+        "CPU",
+        ["cannot be placed together", "2 nodes"],
+        id="bundles-that-do-not-pack",
+    ),
+]
+
+
+@pytest.mark.parametrize(("bundles", "machine", "resource", "words"), MISFITS)
+def test_misfit_names_what_is_lacking(bundles, machine, resource, words):
+    found = misfit(bundles, machine)
+    assert found is not None and found.resource == resource
+    for word in words:
+        assert word in found.text, found.text
+
+
+def test_what_fits_is_no_misfit():
+    assert misfit([{"CPU": 1, "GPU": 0.25}], H100_BOX) is None
+    assert misfit([{"CPU": 64, "GPU": 8}], Machine.unknown()) is None  # checked once joined
+
+
+def test_gpu_sharing_words():
+    assert gpu_sharing([{"CPU": 1, "GPU": 0.25}]) == "4 trials share a GPU (0.25 GPU each)"
+    assert gpu_sharing([{"CPU": 1}, {"CPU": 1, "GPU": 2}]) == "a trial holds 2 GPUs"
+    assert gpu_sharing([{"CPU": 1}]) is None
+
+
+def test_local_machine_counts_what_is_given(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert Machine.local(cpus=3).nodes[0]["GPU"] == 2.0
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert Machine.local().nodes[0]["GPU"] == 0.0
+    planned = Machine.planned(16, 1)
+    assert (planned.cpus, planned.gpus) == (16, 1)
+    assert planned.name == "the machine of --cpus 16 --gpus 1"
+    assert Machine.unknown().cpus == math.inf
+
+
+def _plan(write_spec, text, machine):
+    return make_plan(spec.load(write_spec(text)), machine=machine)
+
+
+def test_the_plan_counts_gpus(write_spec):
+    (ep,) = _plan(
+        write_spec,
+        "e:\n  run: my_func\n  num_samples: 4\n  resources_per_trial: {cpu: 1, gpu: 0.25}\n"
+        "  config: {alpha: 1.0, beta: 1.0}\n",
+        H100_BOX,
+    ).experiments
+    assert ep.at_once(H100_BOX) == 4  # 16 by CPUs alone
+
+
+def test_the_ppo_layout_counts_a_gpu_learner(write_spec):
+    text = (
+        "e:\n  run: PPO\n  env: CartPole-v1\n  seeds: 2\n"
+        "  config: {num_learners: 0, num_gpus_per_learner: 0.5}\n"
+    )
+    plan = _plan(write_spec, text, H100_BOX)
+    (ep,) = plan.experiments
+    assert ep.at_once(plan.machine) == 2
+    assert "2 trials at once" in ep.layout.line
+    assert "2 trials share a GPU (0.5 GPU each)" in ep.layout.line
+    assert "trains slower on a GPU" in ep.layout.line
+
+
+def test_the_layout_says_idle_cpus_above_two_cpus_a_trial(write_spec):
+    text = "e:\n  run: PPO\n  env: CartPole-v1\n  seeds: 8\n"
+    (big,) = _plan(write_spec, text, H100_BOX).experiments
+    assert "8 trials at once" in big.layout.line and "8 of 16 CPUs left idle" in big.layout.line
+    (small,) = _plan(write_spec, text, TWO_CORES).experiments
+    assert "idle" not in small.layout.line  # 2 cores: as before
+
+
+def test_a_known_cluster_gets_the_layout(write_spec):
+    text = "e:\n  run: PPO\n  env: CartPole-v1\n  seeds: 4\n"
+    cluster = Machine(nodes=({"CPU": 4.0}, {"CPU": 4.0}), name="the cluster at x")
+    (ep,) = _plan(write_spec, text, cluster).experiments
+    assert ep.layout.chosen == {"num_env_runners": 0, "num_envs_per_env_runner": 8}
+
+
+VALIDATE_REFUSALS = [
+    pytest.param(
+        "e:\n  run: my_func\n  resources_per_trial: {cpu: 1, gpu: 0.5}\n"
+        "  config: {alpha: 1.0, beta: 1.0}\n",
+        "e.resources_per_trial.gpu",
+        ["needs 0.5 GPUs", "has 0 GPUs", "--gpus"],
+        id="gpu-without-a-gpu",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  resources_per_trial: {cpu: 1, memory: 1.0e+15}\n"
+        "  config: {alpha: 1.0, beta: 1.0}\n",
+        "e.resources_per_trial.memory",
+        ["needs 1e+06 GB memory", "ask for less memory"],
+        id="memory-beyond-the-machine",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  resources_per_trial: {cpu: 0}\n  config: {alpha: 1.0, beta: 1.0}\n",
+        "e.resources_per_trial.cpu",
+        ["reserves nothing", "cpu: 0.1"],
+        id="cpu-zero-empty-head",
+    ),
+    pytest.param(
+        "e:\n  run: PPO\n  env: CartPole-v1\n  config: {num_gpus_per_learner: 0.5}\n",
+        "e.config.num_gpus_per_learner",
+        ["needs 0.5 GPUs", "num_gpus_per_learner: 0 (RLlib then trains on CPUs)"],
+        id="rllib-gpu-learner-without-a-gpu",
+    ),
+    pytest.param(
+        "e:\n  run: PPO\n  env: CartPole-v1\n  config: {num_gpus: 1}\n",
+        "e.config.num_gpus",
+        ["needs 1 GPU", "num_gpus: 1"],
+        id="rllib-legacy-gpu-key",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "path", "words"), VALIDATE_REFUSALS)
+def test_validate_refuses_what_cannot_fit(cli, write_spec, tmp_path, text, path, words):
+    spec_file = write_spec(text)
+    before = sorted(tmp_path.iterdir())
+    result = cli("validate", spec_file, "--cpus", "2", "--gpus", "0")
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert lines[0].startswith(f"error: {spec_file}: {path}: "), lines[0]
+    for word in words:
+        assert word in lines[0], lines[0]
+    assert sorted(tmp_path.iterdir()) == before  # nothing written
+
+
+def test_validate_plans_for_another_machine(cli, write_spec):
+    spec_file = write_spec(
+        "e:\n  run: my_func\n  num_samples: 4\n  resources_per_trial: {cpu: 1, gpu: 0.25}\n"
+        "  config: {alpha: 1.0, beta: 1.0}\n"
+    )
+    result = cli("validate", spec_file, "--cpus", "16", "--gpus", "1")
+    assert result.code == 0, result.err
+    assert "checked against 16 CPUs, 1 GPU" in result.out
+    assert "4 trials at once (4 trials share a GPU (0.25 GPU each))" in result.out
+    with pytest.raises(SystemExit) as refused:
+        cli("validate", spec_file, "--cpus", "16", "--gpus", "-1")
+    assert refused.value.code == 2
+
+
+def test_validate_refuses_an_address_that_takes_no_connection(cli, write_spec):
+    spec_file = write_spec("e:\n  run: my_func\n  config: {alpha: 1.0, beta: 1.0}\n")
+    result = cli("validate", spec_file, "--address", f"127.0.0.1:{free_port()}")
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert lines[0].startswith(f"error: {spec_file}: --address: cannot join the cluster at ")
+    assert "ray start --head" in lines[0]

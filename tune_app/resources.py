@@ -1,0 +1,254 @@
+"""What a machine or a cluster holds, and the one count of what fits on it: how many trials of
+given bundles run at once, counting every resource of every bundle (CPU, GPU, memory, custom)
+against each node's totals, and why a trial that can never run does not fit.
+
+The plan's lines, the RLlib layout policy and the fit errors all ask `trials_at_once` and
+`misfit`; nothing else divides CPUs by CPUs. Ray-free: the local machine is read from the OS as
+Ray 2.60 reads it (`ray/_private/resource_and_label_spec.py`), a cluster's nodes by
+`tune_app.cluster.machine_at`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Ray counts resources in fixed point, 1/10,000 of a unit (`ray/_raylet.pyx`'s
+# FixedPoint): 0.25 GPU x 4 is exactly one GPU, as Ray schedules it.
+_UNIT = 10_000
+# Ray's `memory` resource on a node it starts: the memory available less the object store's
+# share (DEFAULT_OBJECT_STORE_MEMORY_PROPORTION, 0.3), `_resolve_memory_resources`.
+OBJECT_STORE_SHARE = 0.3
+# The resources a message names in words, with their unit.
+_WORDS = {"CPU": ("CPU", 1.0, ""), "GPU": ("GPU", 1.0, ""), "memory": ("memory", 1e9, " GB")}
+
+Bundle = Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The nodes trials run on, each as its resource totals (Ray's names: CPU, GPU, memory in
+    bytes, custom resources); no nodes: not known yet (a cluster joined only at run time), where
+    everything fits."""
+
+    nodes: tuple[Mapping[str, float], ...]
+    name: str = "the machine"  # in messages: "the machine", "the cluster at ADDR", "--cpus 16"
+
+    @classmethod
+    def local(
+        cls,
+        cpus: float | None = None,
+        gpus: float | None = None,
+        memory: float | None = None,
+        name: str = "the machine",
+    ) -> Machine:
+        """This machine as a local Ray started on it would count it, with what is given
+        (`validate --cpus/--gpus`: the machine one plans for) in place of what is found."""
+        totals = {
+            "CPU": float(cpus if cpus is not None else os.cpu_count() or 1),
+            "GPU": float(gpus if gpus is not None else local_gpus()),
+        }
+        bytes_ = memory if memory is not None else local_memory()
+        if bytes_ is not None:
+            totals["memory"] = float(bytes_)
+        return cls(nodes=(totals,), name=name)
+
+    @classmethod
+    def planned(cls, cpus: float | None, gpus: float | None) -> Machine:
+        """The machine `validate --cpus N --gpus M` plans for, named so in messages."""
+        given = [f"--cpus {cpus:g}"] if cpus is not None else []
+        given += [f"--gpus {gpus:g}"] if gpus is not None else []
+        return cls.local(cpus, gpus, name=f"the machine of {' '.join(given)}")
+
+    @classmethod
+    def unknown(cls, name: str = "the cluster") -> Machine:
+        return cls(nodes=(), name=name)
+
+    def share(self, fraction: float) -> Machine:
+        """The part of each node one of several experiments running at once plans for."""
+        nodes = tuple({k: float(v) * fraction for k, v in n.items()} for n in self.nodes)
+        return Machine(nodes=nodes, name=self.name)
+
+    @property
+    def known(self) -> bool:
+        return bool(self.nodes)
+
+    def total(self, resource: str) -> float:
+        """The sum over nodes; infinite when the machine is not known."""
+        if not self.known:
+            return math.inf
+        return sum(float(n.get(resource, 0.0)) for n in self.nodes)
+
+    @property
+    def cpus(self) -> float:
+        return self.total("CPU")
+
+    @property
+    def gpus(self) -> float:
+        return self.total("GPU")
+
+    def describe(self, memory: bool = True) -> str:
+        """'16 CPUs, 1 GPU, 23 GB memory' (no GPUs: not said), or per node on a cluster:
+        '2 nodes: 8 CPUs, ...'. Without `memory`, which moves as the machine is used, for
+        lines that should read the same each time (validate's header)."""
+        if not self.known:
+            return f"{self.name} (not known before it is joined)"
+        sizes = [_sizes(n, memory) for n in self.nodes]
+        return sizes[0] if len(sizes) == 1 else f"{len(sizes)} nodes: " + "; ".join(sizes)
+
+
+def local_gpus() -> int:
+    """The GPUs a local Ray would find, read as Ray 2.60's NvidiaGPUAcceleratorManager reads
+    them without a driver library: CUDA_VISIBLE_DEVICES where set, else the driver's list."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [v for v in visible.split(",") if v.strip()]
+        return 0 if ids == ["NoDevFiles"] else len(ids)
+    folder = Path("/proc/driver/nvidia/gpus")
+    return len(list(folder.iterdir())) if folder.is_dir() else 0
+
+
+def local_memory() -> float | None:
+    """Ray's `memory` resource on a node it would start here: the memory available less the
+    object store's share; None where /proc/meminfo cannot be read (then memory is not counted)."""
+    try:
+        text = Path("/proc/meminfo").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("MemAvailable:"):
+            return float(line.split()[1]) * 1024 * (1 - OBJECT_STORE_SHARE)
+    return None
+
+
+def _units(value: float) -> int:
+    return round(float(value) * _UNIT)
+
+
+def _needs(bundles: Sequence[Bundle]) -> list[dict[str, int]]:
+    """The bundles in Ray's units, biggest first, empty ones left out (they take nothing)."""
+    out = [{k: _units(v) for k, v in b.items() if _units(v) > 0} for b in bundles]
+    return sorted((b for b in out if b), key=lambda b: (b.get("GPU", 0), b.get("CPU", 0)))[::-1]
+
+
+def trials_at_once(bundles: Sequence[Bundle], machine: Machine, limit: int) -> int:
+    """How many trials of `bundles` fit on `machine` at the same time, at most `limit`: every
+    bundle placed whole on one node, every resource counted (0: a trial never fits)."""
+    needs = _needs(bundles)
+    if not machine.known or not needs:
+        return limit
+    free = [{k: _units(v) for k, v in n.items()} for n in machine.nodes]
+    if len(free) == 1:  # one node: the scarcest resource decides
+        total: dict[str, int] = {}
+        for b in needs:
+            for k, v in b.items():
+                total[k] = total.get(k, 0) + v
+        return min(limit, *(free[0].get(k, 0) // v for k, v in total.items()))
+    count = 0
+    while count < limit:  # a cluster: place each bundle on the first node with room
+        for b in needs:
+            node = next((n for n in free if all(n.get(k, 0) >= v for k, v in b.items())), None)
+            if node is None:
+                return count
+            for k, v in b.items():
+                node[k] -= v
+        count += 1
+    return count
+
+
+@dataclass(frozen=True)
+class Misfit:
+    """Why one trial can never run: the resource it lacks, what the trial (or, on a cluster,
+    one bundle) needs of it and what the machine (or its biggest node) has; `text` says it."""
+
+    resource: str
+    need: float
+    have: float
+    text: str
+
+
+def misfit(bundles: Sequence[Bundle], machine: Machine) -> Misfit | None:
+    """Why a trial of `bundles` cannot run on `machine`, or None when it fits: a trial that
+    reserves nothing at all (Ray refuses an empty head bundle with no other), a trial needing
+    more of a resource than the machine has, or a bundle that no node can hold."""
+    if not _needs(bundles):
+        return Misfit(
+            "CPU",
+            0.0,
+            machine.cpus,
+            "one trial reserves nothing (Ray needs a trial to reserve "
+            "some resource: it refuses an empty head bundle)",
+        )
+    if not machine.known or trials_at_once(bundles, machine, 1):
+        return None
+    need: dict[str, float] = {}
+    for b in bundles:
+        for k, v in b.items():
+            need[k] = need.get(k, 0.0) + float(v)
+    listed = f"(bundles {[dict(b) for b in bundles]})"
+    for k, v in sorted(need.items(), key=lambda kv: kv[0] != "CPU"):
+        have = machine.total(k)
+        if _units(v) > _units(have):
+            return Misfit(
+                k,
+                v,
+                have,
+                f"one trial needs {_amount(k, v)} {listed} but {machine.name} has "
+                f"{_amount(k, have)}"
+                + (f" ({machine.describe()})" if len(machine.nodes) > 1 else ""),
+            )
+    for b in bundles:  # enough in all, but some bundle fits no single node
+        for k, v in b.items():
+            biggest = max(float(n.get(k, 0.0)) for n in machine.nodes)
+            if _units(v) > _units(biggest):
+                return Misfit(
+                    k,
+                    float(v),
+                    biggest,
+                    f"the bundle {dict(b)} of one trial fits no node: "
+                    f"{machine.name} has {machine.describe()}",
+                )
+    return Misfit(
+        "CPU",
+        need.get("CPU", 0.0),
+        machine.cpus,
+        f"one trial's bundles {[dict(b) for b in bundles]} cannot be placed together on "
+        f"{machine.name}: {machine.describe()}",
+    )
+
+
+def _amount(resource: str, value: float) -> str:
+    word, scale, unit = _WORDS.get(resource, (resource, 1.0, ""))
+    number = value / scale
+    shown = f"{number:.3g}" if scale != 1.0 else f"{number:g}"
+    if unit:
+        return f"{shown}{unit} {word}"
+    return f"{shown} {word}{'s' * (number != 1 and word in ('CPU', 'GPU'))}"
+
+
+# A node's resources that are no size to report: its address marker, the object store, the
+# accelerator's model name.
+_UNSAID = ("node:", "object_store_memory", "accelerator_type:")
+
+
+def _sizes(node: Mapping[str, float], memory: bool = True) -> str:
+    custom = sorted(k for k in node if k not in _WORDS and not k.startswith(_UNSAID))
+    keys = ["CPU", "GPU", *(["memory"] if memory else []), *custom]
+    return ", ".join(
+        _amount(k, float(node[k])) for k in keys if k in node and (k != "GPU" or node[k])
+    )
+
+
+def gpu_sharing(bundles: Sequence[Bundle]) -> str | None:
+    """'4 trials share a GPU' for a trial reserving a fraction of one, 'a trial holds 2 GPUs'
+    for more; None for a trial without GPUs."""
+    gpus = sum(float(b.get("GPU", 0.0)) for b in bundles)
+    if gpus <= 0:
+        return None
+    if gpus < 1:
+        share = _UNIT // _units(gpus)
+        return f"{share} trial{'s' * (share != 1)} share a GPU ({gpus:g} GPU each)"
+    return f"a trial holds {gpus:g} GPU{'s' * (gpus != 1)}"
