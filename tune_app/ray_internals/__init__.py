@@ -15,8 +15,8 @@ rewritten results and read its tables, never replace its methods.
   seed is judged at a rung); HyperBand's as in `hyperband`.
 - `sparse`: no private symbol; what Tune's schedulers and searchers do with a result whose
   metric is missing or not a number (its docstring lists each), which a new release may change.
-- `population`: `PopulationBasedTraining._log_config_on_step` (overridden, in a subclass: the only
-  place PBT names an exploit's donor), `_hyperparam_mutations`; `PB2._hyperparam_bounds`.
+- `population`: `PopulationBasedTraining._log_config_on_step` (overridden, in a subclass of PBT
+  and of PB2: the only place PBT names an exploit's donor).
 - `placement`: `ray.air.execution.resources.placement_group.PlacementGroupResourceManager`'s
   `_pg_to_request`, `_pg_to_staging_future`, `_staging_future_to_pg`,
   `_request_to_staged_pgs`; the module attribute `ray.tune.execution.tune_controller.
@@ -31,12 +31,11 @@ rewritten results and read its tables, never replace its methods.
   (wrapped while a Tuner fits, so a trial killed by Ray's memory monitor fails as a trial).
 - `uploads`: `ray.train._internal.storage._upload_to_fs_path` (replaced while a Tuner fits, so
   Tune's copies of its state and trial files to the run folder replace files whole).
-- `trackers`: `ray.air.integrations.mlflow.MLflowLoggerCallback.mlflow_util` (Ray's private
-  `ray.air._internal.mlflow._MLflowLoggerUtil`: its `setup_mlflow`, `start_run`,
-  `experiment_id`, `_get_client`) and `WandbLoggerCallback`'s `_trial_logging_actors`,
-  `_start_logging_actor`, `_exclude_results`, `_logger_actor_cls` and its
+- `trackers`: `WandbLoggerCallback`'s `_trial_logging_actors`, `_start_logging_actor`,
+  `_exclude_results`, `_logger_actor_cls` and its
   `ray.air.integrations.wandb._WandbLoggingActor` (subclassed, to name, tag and resume runs,
-  and to let W&B write a trial's run file before Tune kills its process).
+  and to let W&B write a trial's run file before Tune kills its process). MLflow's callback
+  uses MLflow's own client.
 
 `version_warning` is checked at the start of `run` and `resume`. The package imports Ray only
 in its modules, never here, so `validate` stays Ray-free.

@@ -41,6 +41,7 @@ class _RecordsClones(PopulationBasedTraining):
     state lost (`AppPBT` drops those)."""
 
     folder: RunLocation | None = None
+    mutated: tuple[str, ...] = ()  # dotted config paths of the mutated keys
 
     @stops_on_write_error
     def _log_config_on_step(
@@ -58,9 +59,7 @@ class _RecordsClones(PopulationBasedTraining):
         old, new = flatten(dict(trial.config)), flatten(dict(new_config))
         donor = flatten(dict(trial_to_clone.config))
         changed = {
-            k: [old.get(k), new[k]]
-            for k in new
-            if k in self._mutated_paths() and old.get(k) != new[k]
+            k: [old.get(k), new[k]] for k in new if k in self.mutated and old.get(k) != new[k]
         }
         event = {
             "trial_id": trial.trial_id,
@@ -70,7 +69,7 @@ class _RecordsClones(PopulationBasedTraining):
             "iteration": _iteration(trial_state, trial),
             "from_iteration": _iteration(new_state, trial_to_clone),
             "changed": changed,
-            "from_values": {k: donor.get(k) for k in self._mutated_paths()},
+            "from_values": {k: donor.get(k) for k in self.mutated},
             "logged_at": time.time(),  # results.jsonl rows after it ran with the new config
         }
         _record(path, _as_written(event))
@@ -82,10 +81,6 @@ class _RecordsClones(PopulationBasedTraining):
         # A run begun when this held the folder's path, resumed, still has a Path here.
         folder = self.folder if isinstance(self.folder, RunLocation) else RunLocation(self.folder)
         return folder.clones
-
-    def _mutated_paths(self) -> list[str]:
-        """Dotted config paths of the mutated keys (nested mutations flattened)."""
-        return list(flatten({k: _leaf(v) for k, v in self._hyperparam_mutations.items()}))
 
 
 def _record(path: Path, event: dict[str, Any]) -> None:
@@ -146,10 +141,7 @@ def _leaf(value: Any) -> Any:
 
 
 class _RecordsClonesPB2(_RecordsClones, PB2):  # the same hook, in Tune's PB2
-    """Tune's PB2, recording clones: its mutated keys are its bounds'."""
-
-    def _mutated_paths(self) -> list[str]:
-        return list(self._hyperparam_bounds)
+    """Tune's PB2, recording clones."""
 
 
 class AppPBT(NumbersOnly):
@@ -159,11 +151,18 @@ class AppPBT(NumbersOnly):
     def __init__(self, folder: RunLocation | None = None, **options: Any) -> None:
         self.recorder: _RecordsClones = self.recording(**options)
         self.recorder.folder = folder
+        self.recorder.mutated = self.mutated(options)
         super().__init__(self.recorder)
 
     @staticmethod
     def recording(**options: Any) -> _RecordsClones:
         return _RecordsClones(**options)
+
+    @staticmethod
+    def mutated(options: dict[str, Any]) -> tuple[str, ...]:
+        """Dotted config paths of the mutated keys (nested mutations flattened)."""
+        mutations = options.get("hyperparam_mutations") or {}
+        return tuple(flatten({k: _leaf(v) for k, v in mutations.items()}))
 
     def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict[str, Any]) -> str:
         path = self.recorder._clones()
@@ -181,3 +180,7 @@ class AppPB2(AppPBT):
     @staticmethod
     def recording(**options: Any) -> _RecordsClones:
         return _RecordsClonesPB2(**options)
+
+    @staticmethod
+    def mutated(options: dict[str, Any]) -> tuple[str, ...]:
+        return tuple(options.get("hyperparam_bounds") or {})
