@@ -5,10 +5,12 @@ runs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from tempfile import mkdtemp
 from types import SimpleNamespace
 
 import pytest
-from ray import cloudpickle
+from ray import cloudpickle, tune
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import (
     ASHAScheduler,
@@ -20,6 +22,7 @@ from ray.tune.schedulers import (
     TrialScheduler,
 )
 from ray.tune.schedulers.pb2 import PB2
+from ray.tune.search import Searcher
 
 from tune_app import methods
 from tune_app.ray_internals.wrapping import Wraps
@@ -108,3 +111,73 @@ def test_a_wrapped_scheduler_is_pickled_with_the_tuner_and_runs_after(name, vari
         assert decision in (TrialScheduler.CONTINUE, TrialScheduler.PAUSE)
     with pytest.raises(AttributeError):
         scheduler.no_such_attribute  # noqa: B018
+
+
+# ---- searchers ----------------------------------------------------------------------------------
+
+
+class Limits(Searcher):
+    """A searcher that takes a concurrency limit itself (as TuneBOHB does)."""
+
+    def __init__(self) -> None:
+        super().__init__(metric="score", mode="max")
+        self.limit: int | None = None
+
+    def suggest(self, trial_id):
+        return {"x": 1}  # the second value of a choice, searched by index
+
+    def set_search_properties(self, metric, mode, config, **spec):
+        return True
+
+    def save(self, checkpoint_path):
+        Path(checkpoint_path).write_text(str(self.limit))
+
+    def restore(self, checkpoint_path):
+        self.limit = None if (text := Path(checkpoint_path).read_text()) == "None" else int(text)
+
+    def set_max_concurrency(self, max_concurrent):
+        self.limit = max_concurrent
+        return True
+
+
+def test_a_searcher_keeps_its_own_concurrency_limit_but_not_under_seeds():
+    """The wrappers hand the limit on; under SeedRepeater the searcher's suggestions are
+    configurations, each run once per seed, so the limit on trials is left to Tune's
+    ConcurrencyLimiter (as under Tune's Repeater)."""
+    from tune_app.methods.by_index import SearchesByIndex
+    from tune_app.ray_internals.seeded import SeedRepeater
+    from tune_app.ray_internals.sparse import LatestMetric
+
+    inner = Limits()
+    assert LatestMetric(SearchesByIndex(inner)).set_max_concurrency(3) and inner.limit == 3
+    seeded = Limits()
+    assert not LatestMetric(SeedRepeater(seeded, [0, 1], "mean")).set_max_concurrency(3)
+    assert seeded.limit is None
+
+
+def test_the_searchers_wrappers_are_saved_apart_and_restored():
+    """Tune saves each wrapper's state under its class name (`SearchGenerator.save_to_dir`
+    walks `.searcher`): a resumed seeded search goes on with the configuration whose seeds were
+    being made, and suggests by index as before."""
+    from ray.tune.search import SearchGenerator
+
+    from tune_app.methods.by_index import SearchesByIndex
+    from tune_app.ray_internals.seeded import SeedRepeater
+    from tune_app.ray_internals.sparse import LatestMetric
+
+    def chain():
+        searcher = LatestMetric(SeedRepeater(SearchesByIndex(Limits()), [0, 1], "mean"))
+        searcher.set_search_properties("score", "max", {"x": tune.choice(["a", "b"])})
+        return searcher
+
+    first = chain()
+    assert first.suggest("a") == {"x": "b", "seed": 0}
+    first.on_trial_result("a", {"score": 2.0})
+    state = SearchGenerator(first)
+    state.save_to_dir(str(tmp := Path(mkdtemp())), "s")
+    again = SearchGenerator(chain())
+    again.restore_from_dir(str(tmp))
+    repeater = again.searcher.searcher
+    assert again.searcher.latest == {"a": 2.0}
+    assert repeater.suggest("b") == {"x": "b", "seed": 1}  # the second seed of the same one
+    assert repeater.groups["b"].first == "a"

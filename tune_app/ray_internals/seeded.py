@@ -107,6 +107,11 @@ class SeedRepeater(WrapsSearcher):
         self.groups[trial_id] = group
         return {**group.config, SEED_KEY: seed}
 
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        # A limit on trials, not on the configurations the searcher suggests: Tune's
+        # ConcurrencyLimiter applies it around this, as around its Repeater.
+        return False
+
     def on_trial_result(self, trial_id: str, result: dict[Any, Any]) -> None:
         """Kept for a seed that ends without a result: a scheduler stopping it while paused."""
         value = result.get(self.searcher.metric)
