@@ -520,3 +520,22 @@ def test_asha_compares_a_configuration_with_the_others_only():
     assert decisions == ["CONTINUE"] * 3
     (rung_one,) = [r for m, r in asha.bracket_of(a0)._rungs if m == 1]
     assert rung_one == {'{"x": 2}': 5.0, '{"x": 1}': 5.0}  # one entry each, the latest mean
+
+
+def test_asha_puts_a_seed_made_after_its_siblings_ended_in_their_bracket():
+    """Under a concurrency limit a configuration's last seed may be made after the others
+    ended (Tune then forgets their bracket): it joins theirs, not one drawn anew."""
+    from tune_app.ray_internals.seeded import SeededASHA
+
+    asha = SeededASHA(
+        time_attr="training_iteration", max_t=9, grace_period=1, reduction_factor=3, brackets=3
+    )
+    asha.set_search_properties("score", "max")
+    for x in range(10):
+        first, last = seed_trial(f"c{x}s0", x, 0), seed_trial(f"c{x}s1", x, 1)
+        asha.on_trial_add(None, first)
+        home = asha.bracket_of(first)
+        asha.on_trial_result(None, first, {"training_iteration": 1, "score": 1.0})
+        asha.on_trial_complete(None, first, {"training_iteration": 2, "score": 1.0})
+        asha.on_trial_add(None, last)
+        assert asha.bracket_of(last) is home

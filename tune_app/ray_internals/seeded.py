@@ -256,6 +256,7 @@ class SeededASHA(JudgesBySeeds):
         )
         self.seeds_live: dict[str, set[str]] = {}  # configuration -> its seeds' trial ids
         self.judged_at: dict[str, set[float]] = {}  # trial id -> rungs it was judged at
+        self.homes: dict[str, Any] = {}  # configuration -> its bracket, for all its seeds
 
     def _stand_in(self, trial: Trial) -> Any:
         return _Configuration(self._group(trial))
@@ -265,10 +266,13 @@ class SeededASHA(JudgesBySeeds):
         return self.tune._trial_info.get(self._group(trial))
 
     def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
-        live = self.seeds_live.setdefault(self._group(trial), set())
-        if not live and self.bracket_of(trial) is None:
+        group = self._group(trial)
+        if group in self.homes:  # a later seed, its siblings perhaps ended: their bracket
+            self.tune._trial_info[group] = self.homes[group]
+        else:
             self.inner.on_trial_add(tune_controller, self._stand_in(trial))
-        live.add(trial.trial_id)
+            self.homes[group] = self.bracket_of(trial)
+        self.seeds_live.setdefault(group, set()).add(trial.trial_id)
 
     def _decide(self, tune_controller: Any, trial: Trial, judged: dict) -> str:
         bracket, time = self.bracket_of(trial), self._time_of(judged)
