@@ -338,11 +338,10 @@ def test_an_early_stopping_scheduler_sees_the_configurations_aggregate():
             self.seen.append((trial.trial_id, result["score"]))
             return FIFOScheduler.CONTINUE
 
-    class Probe(JudgesBySeeds, Recorder):
-        pass
-
-    probe = Probe()
-    probe._metric, probe.how, probe.seen = "score", "mean", []
+    recorder = Recorder()
+    recorder.set_search_properties("score", "max")
+    recorder.seen = []
+    probe = JudgesBySeeds(recorder, how="mean")  # around the scheduler, as every seeded one is
 
     def trial(i, x, seed):
         return SimpleNamespace(trial_id=i, config={"x": x, "seed": seed})
@@ -352,7 +351,7 @@ def test_an_early_stopping_scheduler_sees_the_configurations_aggregate():
     probe.on_trial_result(None, b0, {"score": 5.0})
     probe.on_trial_result(None, a1, {"score": 0.0})  # x=1 so far: 10 and 0
     probe.on_trial_result(None, a0, {"score": 12.0})  # a0's latest replaces its earlier
-    assert probe.seen == [("a0", 10.0), ("b0", 5.0), ("a1", 5.0), ("a0", 6.0)]
+    assert recorder.seen == [("a0", 10.0), ("b0", 5.0), ("a1", 5.0), ("a0", 6.0)]
     entry = methods.SCHEDULERS["asha"]
     built = entry.build(entry.options.model_validate({}), methods.Context(seeds_aggregate="iqm"))
     assert isinstance(built, SeededASHA) and built.how == "iqm"
@@ -407,16 +406,15 @@ def test_a_seed_that_is_ahead_counts_with_its_value_at_the_same_time():
             self.seen.append(result["score"])
             return FIFOScheduler.CONTINUE
 
-    class Probe(JudgesBySeeds, Recorder):
-        pass
-
-    probe = Probe()
-    probe._metric, probe.seen = "score", []
+    recorder = Recorder()
+    recorder.set_search_properties("score", "max")
+    recorder.seen = []
+    probe = JudgesBySeeds(recorder)
     a0, a1 = seed_trial("a0", 1, 0), seed_trial("a1", 1, 1)
     for it, v in [(1, 0.0), (2, 0.0), (3, 30.0)]:
         probe.on_trial_result(None, a0, {"training_iteration": it, "score": v})
     probe.on_trial_result(None, a1, {"training_iteration": 1, "score": 10.0})
-    assert probe.seen == [0.0, 0.0, 30.0, 5.0]  # at iteration 1: mean(0, 10), not mean(30, 10)
+    assert recorder.seen == [0.0, 0.0, 30.0, 5.0]  # at iteration 1: mean(0, 10), not mean(30, 10)
 
 
 def test_a_finished_seed_is_recorded_by_its_configurations_aggregate():
@@ -514,11 +512,30 @@ def test_asha_compares_a_configuration_with_the_others_only():
     b0, a0, a1 = seed_trial("b0", 2, 0), seed_trial("a0", 1, 0), seed_trial("a1", 1, 1)
     for t in (b0, a0, a1):
         asha.on_trial_add(None, t)
-    assert asha._trial_info["a0"] is asha._trial_info["a1"]  # seeds share a bracket
+    assert asha.bracket_of(a0) is asha.bracket_of(a1)  # seeds share a bracket
     decisions = [
         asha.on_trial_result(None, t, {"training_iteration": 1, "score": v})
         for t, v in [(b0, 5.0), (a0, 6.0), (a1, 4.0)]
     ]
     assert decisions == ["CONTINUE"] * 3
-    (rung_one,) = [r for m, r in asha._trial_info["a0"]._rungs if m == 1]
+    (rung_one,) = [r for m, r in asha.bracket_of(a0)._rungs if m == 1]
     assert rung_one == {'{"x": 2}': 5.0, '{"x": 1}': 5.0}  # one entry each, the latest mean
+
+
+def test_asha_puts_a_seed_made_after_its_siblings_ended_in_their_bracket():
+    """Under a concurrency limit a configuration's last seed may be made after the others
+    ended (Tune then forgets their bracket): it joins theirs, not one drawn anew."""
+    from tune_app.ray_internals.seeded import SeededASHA
+
+    asha = SeededASHA(
+        time_attr="training_iteration", max_t=9, grace_period=1, reduction_factor=3, brackets=3
+    )
+    asha.set_search_properties("score", "max")
+    for x in range(10):
+        first, last = seed_trial(f"c{x}s0", x, 0), seed_trial(f"c{x}s1", x, 1)
+        asha.on_trial_add(None, first)
+        home = asha.bracket_of(first)
+        asha.on_trial_result(None, first, {"training_iteration": 1, "score": 1.0})
+        asha.on_trial_complete(None, first, {"training_iteration": 2, "score": 1.0})
+        asha.on_trial_add(None, last)
+        assert asha.bracket_of(last) is home

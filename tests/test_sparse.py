@@ -214,10 +214,11 @@ def test_tunes_searchers_learn_a_trials_latest_number(name):
     searcher.on_trial_result("t", {"training_iteration": 1, "acc": 0.7})
     searcher.on_trial_result("t", {"training_iteration": 2})
     searcher.on_trial_complete("t", {"training_iteration": 3})
+    tunes = built.searcher  # Tune's own searcher, inside the app's SearchesByIndex
     if name == "hyperopt":
-        assert built._hpopt_trials.trials[0]["result"] == {"loss": -0.7, "status": "ok"}
+        assert tunes._hpopt_trials.trials[0]["result"] == {"loss": -0.7, "status": "ok"}
     else:
-        (trial,) = built._ot_study.trials
+        (trial,) = tunes._ot_study.trials
         assert (trial.state.name, trial.value) == ("COMPLETE", 0.7)
 
 
@@ -346,4 +347,4 @@ def test_a_wrapped_searcher_is_saved_and_restored_with_tunes_search_state(tmp_pa
     again.restore_from_dir(str(tmp_path))
     assert again.searcher.latest == {"t": 0.7}
     again.searcher.on_trial_complete("t", {"training_iteration": 2})
-    assert again.searcher.searcher._hpopt_trials.trials[0]["result"]["loss"] == -0.7
+    assert again.searcher.searcher.searcher._hpopt_trials.trials[0]["result"]["loss"] == -0.7

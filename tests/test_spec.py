@@ -431,13 +431,22 @@ def test_every_entry_builds_its_tune_object(table, name, ray_class):
     entry = getattr(methods, table)[name]
     options = entry.options.model_validate({"type": name, **REQUIRED_OPTIONS.get(name, {})})
     built = entry.build(options, methods.Context(seed=3, max_concurrent_trials=2))
-    assert ray_class in [c.__name__ for c in type(built).__mro__]
+    assert ray_class in [c.__name__ for c in type(tunes(built)).__mro__]
+
+
+def tunes(built):
+    """Tune's own object inside the app's wrappers (a scheduler's `tune`, a searcher's
+    `searcher`)."""
+    built = getattr(built, "tune", built)
+    while hasattr(built, "searcher"):
+        built = built.searcher
+    return built
 
 
 def test_bohb_gets_hyperband_for_bohb():
     entry = methods.SCHEDULERS["hyperband"]
     built = entry.build(entry.options.model_validate({}), methods.Context(searcher="bohb"))
-    assert "HyperBandForBOHB" in [c.__name__ for c in type(built).__mro__]
+    assert "HyperBandForBOHB" in [c.__name__ for c in type(tunes(built)).__mro__]
 
 
 @pytest.mark.parametrize(

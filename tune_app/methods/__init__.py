@@ -8,8 +8,8 @@ scheduler is one entry plus its test. Ray is imported only when a Tune object is
 
 - `common`: `Options` (what every entry's options model is) and `Context` (what building needs);
 - `searchers`: the searcher table and its options;
-- `by_index`: a searcher mixin handing choices (and for BOHB quantized ranges) to the searcher
-  by index, so that trials get the values as written; `bohb` and `hyperopt` mix it in;
+- `by_index`: a wrapper handing choices (and for BOHB quantized ranges) to Tune's model-based
+  searchers by index, so that trials get the values as written;
 - `schedulers`: the scheduler table, its options, traits and variants.
 """
 

@@ -1,5 +1,6 @@
 """Searchers that are handed each searched value by index and give back the value itself: a
-mixin for Tune's model-based searchers, whose converters sample otherwise than the domain says.
+wrapper around Tune's model-based searchers, whose converters sample otherwise than the domain
+says.
 
 - ConfigSpace hands a choice's values back as numpy scalars (np.int64, np.str_, np.True_,
   which `is True` is not) and refuses a value listed twice; HyperOpt's pyll hands lists back
@@ -28,12 +29,14 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any
 
 from ray import tune
 from ray.tune.search import Searcher
 from ray.tune.search.sample import Categorical, Domain, Float, Integer, LogUniform, Quantized
 from ray.tune.search.variant_generator import parse_spec_vars
+
+from tune_app.ray_internals.wrapping import WrapsSearcher
 
 
 @dataclass(frozen=True)
@@ -103,21 +106,19 @@ def _put(space: dict[str, Any], names: tuple[str, ...], value: Any) -> None:
     space[names[-1]] = value
 
 
-class SearchesByIndex(Searcher):
-    """Mixed in before a Tune searcher (`class X(SearchesByIndex, TuneBOHB)`): the searcher is
-    handed the searched values alone, under text keys, choices (and, with `index_quantized`,
-    quantized ranges) as index ranges; each suggestion is the space as written with every
-    domain replaced by its value.
+class SearchesByIndex(WrapsSearcher):
+    """Around a Tune searcher: it is handed the searched values alone, under text keys, choices
+    (and, with `quantized`, quantized ranges) as index ranges; each suggestion is the space as
+    written with every domain replaced by its value.
 
     The space must come through `set_search_properties`, as a Tuner passes it.
     """
 
-    index_quantized: ClassVar[bool] = False
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._written: dict[str, Any] = {}
-        self._searched: tuple[_Searched, ...] = ()
-        super().__init__(*args, **kwargs)
+    def __init__(self, searcher: Searcher, quantized: bool = False) -> None:
+        super().__init__(searcher)
+        self.quantized = quantized
+        self.written: dict[str, Any] = {}
+        self.searched: tuple[_Searched, ...] = ()
 
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
@@ -125,20 +126,26 @@ class SearchesByIndex(Searcher):
         handed: dict[str, Any] = {}
         searched = []
         for path, domain in parse_spec_vars(config)[1]:
-            domain_handed, how = _by_index(path, domain, self.index_quantized)
+            domain_handed, how = _by_index(path, domain, self.quantized)
             how = replace(how, name=_named(config, path))
             _put(handed, how.name, domain_handed)
             searched.append(how)
-        accepted = bool(super().set_search_properties(metric, mode, handed, **spec))
+        accepted = bool(self.searcher.set_search_properties(metric, mode, handed, **spec))
         if accepted:
-            self._written, self._searched = copy.deepcopy(config), tuple(searched)
+            self.written, self.searched = copy.deepcopy(config), tuple(searched)
         return accepted
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
-        drawn = super().suggest(trial_id)
+        drawn = self.searcher.suggest(trial_id)
         if not isinstance(drawn, dict):  # None (wait) or Searcher.FINISHED
             return drawn
-        config = copy.deepcopy(self._written)
-        for how in self._searched:
+        config = copy.deepcopy(self.written)
+        for how in self.searched:
             _at(config, how.path[:-1])[how.path[-1]] = how.value(_at(drawn, how.name))
         return config
+
+    def get_state(self) -> dict:
+        return {"written": self.written, "searched": self.searched}
+
+    def set_state(self, state: dict) -> None:
+        self.written, self.searched = state["written"], state["searched"]

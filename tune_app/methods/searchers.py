@@ -74,15 +74,20 @@ def _variants(options: Options, ctx: Context) -> Any:
 
 
 def _hyperopt(options: Options, ctx: Context) -> Any:
-    from tune_app.methods.hyperopt import IndexedHyperOpt
+    from ray.tune.search.hyperopt import HyperOptSearch
 
-    return IndexedHyperOpt(**options.options(), random_state_seed=ctx.seed)
+    from tune_app.methods.by_index import SearchesByIndex
+
+    # HyperOpt hands lists (a choice's and constants) back as tuples: choices by index. Quantized
+    # ranges it rounds as written (`Domain.tune_form`).
+    return SearchesByIndex(HyperOptSearch(**options.options(), random_state_seed=ctx.seed))
 
 
 def _optuna(options: Options, ctx: Context) -> Any:
     import optuna
+    from ray.tune.search.optuna import OptunaSearch
 
-    from tune_app.methods.optuna_search import IndexedOptuna
+    from tune_app.methods.by_index import SearchesByIndex
 
     assert isinstance(options, OptunaOptions)
     seed, startup = ctx.seed, options.n_startup_trials
@@ -96,18 +101,24 @@ def _optuna(options: Options, ctx: Context) -> Any:
     if ctx.folder is not None:
         storage = optuna.storages.RDBStorage(f"sqlite:///{ctx.folder.optuna_db.resolve()}")
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # one line per trial otherwise
-    return IndexedOptuna(
-        sampler=samplers[options.sampler](),
-        seed=seed,
-        storage=storage,
-        study_name=ctx.folder.name if ctx.folder is not None else None,
+    # Tune's OptunaSearch names a value by its path joined with "/" (failing on a domain inside
+    # a list) and takes as choices only None, bool, int, float and str: choices by index.
+    return SearchesByIndex(
+        OptunaSearch(
+            sampler=samplers[options.sampler](),
+            seed=seed,
+            storage=storage,
+            study_name=ctx.folder.name if ctx.folder is not None else None,
+        )
     )
 
 
 def _bohb(options: Options, ctx: Context) -> Any:
     import logging
 
-    from tune_app.methods.bohb import IndexedBOHB
+    from ray.tune.search.bohb import TuneBOHB  # imports hpbandster (0.9 s): only when chosen
+
+    from tune_app.methods.by_index import SearchesByIndex
 
     # hpbandster logs a warning with its KDEs' raw data whenever a sampled point's expected
     # improvement is not finite (its KDE bandwidth collapses on a choice axis, say) and then
@@ -119,9 +130,11 @@ def _bohb(options: Options, ctx: Context) -> Any:
         # hpbandster draws from its models with numpy's global generator; TuneBOHB seeds only
         # the random configurations, so seeded runs parted once the model took over.
         np.random.seed(ctx.seed)
-    return IndexedBOHB(
+    # TuneBOHB would drop q and return numpy scalars: choices and quantized ranges by index.
+    bohb = TuneBOHB(
         bohb_config=options.options(), seed=ctx.seed, max_concurrent=ctx.max_concurrent_trials or 0
     )
+    return SearchesByIndex(bohb, quantized=True)
 
 
 def _optuna_refuses(domain: Any) -> tuple[str, str] | None:

@@ -1,21 +1,22 @@
 """Everything that touches Ray's private symbols, in one place, with the Ray releases it is checked
 on: an upgrade of Ray reviews this package and nothing else.
 
-What each module depends on (private to Ray, so free to change in any release):
-- `hyperband`: `ray.tune.schedulers.hyperband._Bracket` (subclassed; its `_all_trials`, `_n`)
-  and `HyperBandScheduler`'s `_create_bracket`, `_get_n0`, `_get_r0`, `_trial_info`, `_eta`,
-  `_time_attr`, `_max_t_attr`, `_stop_last_trials`.
-- `seeded`: `ray.tune.search.basic_variant._TrialIterator` (subclassed) and
-  `BasicVariantGenerator._iterators`, `_total_samples`; `Repeater._trial_id_to_group`;
-  `_Bracket`'s `_live_trials`, `_all_trials`, `_n`, `_r`, `_cumul_r`, `_halves`, `_eta`,
-  `_max_t_attr` (successive halving by configuration, a copy of Tune's); `HyperBandScheduler.
-  _process_bracket`, `_trial_info`; `ASHAScheduler`'s `_rungs` (via its brackets), `_max_t`,
-  `_metric`, `_metric_op`, `_num_stopped`, `_time_attr`, `_stop_last_trials` (its
-  `on_trial_result`, copied).
+What each module depends on (private to Ray, so free to change in any release). Schedulers and
+searchers are wrappers (`wrapping`) around Tune's own, unmodified: they hand Tune's scheduler
+rewritten results and read its tables, never replace its methods.
+- `wrapping`: nothing private; what it reads of the wrapped scheduler is its modules' business.
+- `hyperband`: `ray.tune.schedulers.hyperband._Bracket` (subclassed: Tune has no hook for a
+  bracket's class; each new bracket's class is set to it, its `filled` and
+  `successive_halving` overridden), its `_all_trials`, `_n`, `_live_trials`; and
+  `HyperBandScheduler._trial_info` (which bracket a trial is in).
+- `seeded`: `ray.tune.search.basic_variant._TrialIterator` (subclassed: its `create_trial` is
+  where a variant becomes a trial) and `BasicVariantGenerator._iterators`, `_total_samples`;
+  ASHA's `_trial_info` and its brackets' `_rungs` (a configuration's record cleared before a
+  seed is judged at a rung); HyperBand's as in `hyperband`.
 - `sparse`: no private symbol; what Tune's schedulers and searchers do with a result whose
   metric is missing or not a number (its docstring lists each), which a new release may change.
-- `population`: `PopulationBasedTraining._log_config_on_step` (overridden to record clones),
-  `_hyperparam_mutations`; `PB2._hyperparam_bounds`.
+- `population`: `PopulationBasedTraining._log_config_on_step` (overridden, in a subclass of PBT
+  and of PB2: the only place PBT names an exploit's donor).
 - `placement`: `ray.air.execution.resources.placement_group.PlacementGroupResourceManager`'s
   `_pg_to_request`, `_pg_to_staging_future`, `_staging_future_to_pg`,
   `_request_to_staged_pgs`; the module attribute `ray.tune.execution.tune_controller.
@@ -30,12 +31,11 @@ What each module depends on (private to Ray, so free to change in any release):
   (wrapped while a Tuner fits, so a trial killed by Ray's memory monitor fails as a trial).
 - `uploads`: `ray.train._internal.storage._upload_to_fs_path` (replaced while a Tuner fits, so
   Tune's copies of its state and trial files to the run folder replace files whole).
-- `trackers`: `ray.air.integrations.mlflow.MLflowLoggerCallback.mlflow_util` (Ray's private
-  `ray.air._internal.mlflow._MLflowLoggerUtil`: its `setup_mlflow`, `start_run`,
-  `experiment_id`, `_get_client`) and `WandbLoggerCallback`'s `_trial_logging_actors`,
-  `_start_logging_actor`, `_exclude_results`, `_logger_actor_cls` and its
+- `trackers`: `WandbLoggerCallback`'s `_trial_logging_actors`, `_start_logging_actor`,
+  `_exclude_results`, `_logger_actor_cls` and its
   `ray.air.integrations.wandb._WandbLoggingActor` (subclassed, to name, tag and resume runs,
-  and to let W&B write a trial's run file before Tune kills its process).
+  and to let W&B write a trial's run file before Tune kills its process). MLflow's callback
+  uses MLflow's own client.
 
 - `versions`: the range of Ray releases checked, the warning outside it, and each behaviour
   that differs between the releases of the range, decided by the installed version.

@@ -16,6 +16,9 @@ others end (BOHB's searcher makes them so, and so does any searcher under a conc
 the bracket that runs its trials to max_t never fills: it takes every later trial, and the rest
 of the search is random search at full length (ray-project/ray#12536). Here a bracket is full
 once it has been given its trials.
+
+Each is a wrapper around Tune's HyperBandScheduler (or HyperBandForBOHB), unmodified; only the
+bracket is a subclass of Tune's `_Bracket`, for Tune has no hook to choose a bracket's class.
 """
 
 from __future__ import annotations
@@ -24,13 +27,15 @@ import math
 from typing import Any
 
 from ray.tune.experiment import Trial
-from ray.tune.schedulers import HyperBandForBOHB, HyperBandScheduler
+from ray.tune.schedulers import HyperBandForBOHB, HyperBandScheduler, TrialScheduler
 from ray.tune.schedulers.hyperband import _Bracket
 
-from tune_app.ray_internals.sparse import NumbersOnly, numbers_only
+from tune_app.ray_internals.sparse import numbers_only
+from tune_app.ray_internals.wrapping import Wraps
 from tune_app.scoring import number
 
 
+# A subclass: Tune's HyperBand makes its brackets itself (`_create_bracket`), with no hook.
 class _FilledOnce(_Bracket):
     """A bracket that is full once it was given its trials, ended ones included; a trial without
     a number for the metric at a rung ranks last."""
@@ -45,58 +50,62 @@ class _FilledOnce(_Bracket):
         return super().successive_halving(metric, metric_op)
 
 
-class _FinishedTrialsStayOut(NumbersOnly, HyperBandScheduler):
-    """Brackets hold only trials that can still report, and fill once; a trial is judged on its
-    latest number for the metric (mixed into Tune's HyperBands)."""
+class ResumableHyperBand(Wraps):
+    """Tune's HyperBand (or, with `inner`, HyperBand for BOHB) whose brackets hold only trials
+    that can still report, and fill once; a trial is judged on its latest number for the
+    metric."""
 
-    bracket_class: type[_FilledOnce] = _FilledOnce
+    def __init__(
+        self,
+        inner: TrialScheduler | None = None,
+        bracket_class: type[_FilledOnce] = _FilledOnce,
+        **options: Any,
+    ) -> None:
+        super().__init__(inner if inner is not None else HyperBandScheduler(**options))
+        self.bracket_class = bracket_class
+        self.latest: dict[str, float] = {}  # trial id -> its metric's latest number
+
+    def bracket_of(self, trial: Trial) -> _Bracket | None:
+        """The bracket `trial` is in, or None."""
+        home = self.tune._trial_info.get(trial)
+        return home[0] if home is not None else None
+
+    def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
+        if trial.status in (Trial.TERMINATED, Trial.ERROR):
+            return  # ended before the interruption: no bracket may wait on it
+        self.inner.on_trial_add(tune_controller, trial)
+        bracket = self.bracket_of(trial)
+        if bracket is not None and not isinstance(bracket, self.bracket_class):
+            bracket.__class__ = self.bracket_class  # made by Tune's HyperBand just now
 
     def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
         # The bracket keeps the result it is given as the trial's state at the rung: without a
         # number, a copy with the trial's latest. A copy, not Tune's dict: BOHB's HyperBand marks
         # a rung's budget on the dict it is given for its searcher to learn from, and a rung
         # without a number teaches the searcher nothing (`sparse.LatestMetric` skips it).
-        latest: dict[str, Any] = self.__dict__.setdefault("_latest_numbers", {})
-        result = numbers_only(result, self._metric)
-        if self._metric in result:
-            latest[trial.trial_id] = result[self._metric]
-        elif trial.trial_id in latest:
-            result = {**result, self._metric: latest[trial.trial_id]}
-        return super().on_trial_result(tune_controller, trial, result)
-
-    def _create_bracket(self, s: int) -> _Bracket:
-        return self.bracket_class(
-            time_attr=self._time_attr,
-            max_trials=self._get_n0(s),
-            init_t_attr=self._get_r0(s),
-            max_t_attr=self._max_t_attr,
-            eta=self._eta,
-            s=s,
-            stop_last_trials=self._stop_last_trials,
-        )
-
-    def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
-        if trial.status in (Trial.TERMINATED, Trial.ERROR):
-            return  # ended before the interruption: no bracket may wait on it
-        super().on_trial_add(tune_controller, trial)
+        metric = self.metric
+        result = numbers_only(result, metric)
+        if metric in result:
+            self.latest[trial.trial_id] = result[metric]
+        elif metric and trial.trial_id in self.latest:
+            result = {**result, metric: self.latest[trial.trial_id]}
+        return self.inner.on_trial_result(tune_controller, trial, result)
 
     def on_trial_remove(self, tune_controller: Any, trial: Trial) -> None:
-        if trial in self._trial_info:
-            super().on_trial_remove(tune_controller, trial)
+        if self.bracket_of(trial) is not None:
+            self.inner.on_trial_remove(tune_controller, trial)
 
     def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict) -> None:
-        if trial in self._trial_info:
-            super().on_trial_complete(tune_controller, trial, result)
+        if self.bracket_of(trial) is not None:
+            self.inner.on_trial_complete(tune_controller, trial, result)
 
     def on_trial_error(self, tune_controller: Any, trial: Trial) -> None:
-        if trial in self._trial_info:
-            super().on_trial_error(tune_controller, trial)
+        if self.bracket_of(trial) is not None:
+            self.inner.on_trial_error(tune_controller, trial)
 
 
-class ResumableHyperBand(_FinishedTrialsStayOut, HyperBandScheduler):
-    """Tune's HyperBandScheduler whose brackets hold only trials that can still report and
-    fill once."""
-
-
-class ResumableHyperBandForBOHB(_FinishedTrialsStayOut, HyperBandForBOHB):
+class ResumableHyperBandForBOHB(ResumableHyperBand):
     """Tune's HyperBand for BOHB, likewise."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(HyperBandForBOHB(**options))

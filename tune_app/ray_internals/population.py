@@ -34,21 +34,14 @@ from tune_app.rundir.layout import (
 from tune_app.rundir.location import RunLocation
 
 
-class _RecordsClones(NumbersOnly, PopulationBasedTraining):
-    """Records each exploit in `<folder>/clones.jsonl`, written at once, as it stands in the
-    trials' timelines: one record per `clone_key`, and none that Tune's saved state lost. Sees
-    the metric only where it is a number (`sparse`)."""
+# A subclass: Tune's PBT names an exploit's donor and new config only to `_log_config_on_step`.
+class _RecordsClones(PopulationBasedTraining):
+    """Tune's PBT recording each exploit in `<folder>/clones.jsonl`, written at once, as it
+    stands in the trials' timelines: one record per `clone_key`, and none that Tune's saved
+    state lost (`AppPBT` drops those)."""
 
     folder: RunLocation | None = None
-
-    def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict[str, Any]) -> str:
-        path = self._clones()
-        if path is not None and result.get("iterations_since_restore") == 1:
-            # (Re)started from a checkpoint: a resume restores the trial as Tune last saved it,
-            # and an exploit logged after that (the driver killed before the next save) is
-            # gone from its timeline; PBT may decide it again, from this result on.
-            _forget_unkept(path, trial.trial_id, _as_written(trial.config))
-        return super().on_trial_result(tune_controller, trial, result)
+    mutated: tuple[str, ...] = ()  # dotted config paths of the mutated keys
 
     @stops_on_write_error
     def _log_config_on_step(
@@ -66,9 +59,7 @@ class _RecordsClones(NumbersOnly, PopulationBasedTraining):
         old, new = flatten(dict(trial.config)), flatten(dict(new_config))
         donor = flatten(dict(trial_to_clone.config))
         changed = {
-            k: [old.get(k), new[k]]
-            for k in new
-            if k in self._mutated_paths() and old.get(k) != new[k]
+            k: [old.get(k), new[k]] for k in new if k in self.mutated and old.get(k) != new[k]
         }
         event = {
             "trial_id": trial.trial_id,
@@ -78,7 +69,7 @@ class _RecordsClones(NumbersOnly, PopulationBasedTraining):
             "iteration": _iteration(trial_state, trial),
             "from_iteration": _iteration(new_state, trial_to_clone),
             "changed": changed,
-            "from_values": {k: donor.get(k) for k in self._mutated_paths()},
+            "from_values": {k: donor.get(k) for k in self.mutated},
             "logged_at": time.time(),  # results.jsonl rows after it ran with the new config
         }
         _record(path, _as_written(event))
@@ -90,10 +81,6 @@ class _RecordsClones(NumbersOnly, PopulationBasedTraining):
         # A run begun when this held the folder's path, resumed, still has a Path here.
         folder = self.folder if isinstance(self.folder, RunLocation) else RunLocation(self.folder)
         return folder.clones
-
-    def _mutated_paths(self) -> list[str]:
-        """Dotted config paths of the mutated keys (nested mutations flattened)."""
-        return list(flatten({k: _leaf(v) for k, v in self._hyperparam_mutations.items()}))
 
 
 def _record(path: Path, event: dict[str, Any]) -> None:
@@ -153,20 +140,47 @@ def _leaf(value: Any) -> Any:
     return None
 
 
-class AppPBT(_RecordsClones):
-    """Tune's PopulationBasedTraining, recording clones."""
-
-    def __init__(self, folder: RunLocation | None = None, **options: Any) -> None:
-        super().__init__(**options)
-        self.folder = folder
-
-
-class AppPB2(_RecordsClones, PB2):
+class _RecordsClonesPB2(_RecordsClones, PB2):  # the same hook, in Tune's PB2
     """Tune's PB2, recording clones."""
 
-    def __init__(self, folder: RunLocation | None = None, **options: Any) -> None:
-        PB2.__init__(self, **options)
-        self.folder = folder
 
-    def _mutated_paths(self) -> list[str]:
-        return list(self._hyperparam_bounds)
+class AppPBT(NumbersOnly):
+    """Tune's PopulationBasedTraining recording clones, seeing the metric only where it is a
+    number (`sparse`)."""
+
+    def __init__(self, folder: RunLocation | None = None, **options: Any) -> None:
+        self.recorder: _RecordsClones = self.recording(**options)
+        self.recorder.folder = folder
+        self.recorder.mutated = self.mutated(options)
+        super().__init__(self.recorder)
+
+    @staticmethod
+    def recording(**options: Any) -> _RecordsClones:
+        return _RecordsClones(**options)
+
+    @staticmethod
+    def mutated(options: dict[str, Any]) -> tuple[str, ...]:
+        """Dotted config paths of the mutated keys (nested mutations flattened)."""
+        mutations = options.get("hyperparam_mutations") or {}
+        return tuple(flatten({k: _leaf(v) for k, v in mutations.items()}))
+
+    def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict[str, Any]) -> str:
+        path = self.recorder._clones()
+        if path is not None and result.get("iterations_since_restore") == 1:
+            # (Re)started from a checkpoint: a resume restores the trial as Tune last saved it,
+            # and an exploit logged after that (the driver killed before the next save) is
+            # gone from its timeline; PBT may decide it again, from this result on.
+            _forget_unkept(path, trial.trial_id, _as_written(trial.config))
+        return super().on_trial_result(tune_controller, trial, result)
+
+
+class AppPB2(AppPBT):
+    """Tune's PB2, likewise."""
+
+    @staticmethod
+    def recording(**options: Any) -> _RecordsClones:
+        return _RecordsClonesPB2(**options)
+
+    @staticmethod
+    def mutated(options: dict[str, Any]) -> tuple[str, ...]:
+        return tuple(options.get("hyperparam_bounds") or {})

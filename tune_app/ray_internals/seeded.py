@@ -7,18 +7,26 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from ray.tune.experiment import Trial
-from ray.tune.schedulers import ASHAScheduler, TrialScheduler
-from ray.tune.search import BasicVariantGenerator, Repeater
+from ray.tune.schedulers import (
+    ASHAScheduler,
+    HyperBandScheduler,
+    MedianStoppingRule,
+    TrialScheduler,
+)
+from ray.tune.search import BasicVariantGenerator
 from ray.tune.search.basic_variant import _TrialIterator
-from ray.tune.search.repeater import TRIAL_INDEX
 
 from tune_app.ray_internals.hyperband import ResumableHyperBand, _FilledOnce
-from tune_app.ray_internals.sparse import SparseMedian, numbers_only
+from tune_app.ray_internals.sparse import SparseASHA, SparseMedian, numbers_only
+from tune_app.ray_internals.wrapping import Wraps, WrapsSearcher, option
+from tune_app.scoring import number
 from tune_app.seeds import SEED_KEY, aggregate
 
 
@@ -64,15 +72,45 @@ class SeededVariants(BasicVariantGenerator):
         self._total_samples = before + (self._total_samples - before) * len(self.seeds)
 
 
-class SeedRepeater(Repeater):
-    """Tune's Repeater with the seed in `config["seed"]` and the spec's aggregate (mean, iqm or
-    median) instead of Repeater's fixed mean."""
+@dataclass
+class _Seeds:
+    """One configuration the searcher suggested, and its seeds' trials: trial id -> its score,
+    None until it ends. The searcher knows the first trial only."""
+
+    first: str
+    config: dict[str, Any]
+    scores: dict[str, float | None] = field(default_factory=dict)
+
+
+class SeedRepeater(WrapsSearcher):
+    """Asks the searcher for a configuration once, runs it once per seed (`config["seed"]`, the
+    seeds made one after another), and tells the searcher the seeds' aggregate (mean, iqm or
+    median) once every seed has ended, as the first seed's result (as Tune's Repeater does)."""
 
     def __init__(self, searcher: Any, seeds: Sequence[int], how: str) -> None:
-        super().__init__(searcher, repeat=len(seeds), set_index=True)
+        super().__init__(searcher)
         self.seeds = list(seeds)
         self.how = how
+        self.groups: dict[str, _Seeds] = {}  # trial id -> its configuration
+        self.current: _Seeds | None = None  # the configuration whose seeds are being made
         self.latest: dict[str, float] = {}  # trial id -> its metric's latest value
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        if self.current is None or len(self.current.scores) == len(self.seeds):
+            config = self.searcher.suggest(trial_id)
+            if not isinstance(config, dict):  # None (wait) or Searcher.FINISHED
+                return config
+            self.current = _Seeds(trial_id, copy.deepcopy(config))
+        group = self.current
+        seed = self.seeds[len(group.scores)]
+        group.scores[trial_id] = None
+        self.groups[trial_id] = group
+        return {**group.config, SEED_KEY: seed}
+
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        # A limit on trials, not on the configurations the searcher suggests: Tune's
+        # ConcurrencyLimiter applies it around this, as around its Repeater.
+        return False
 
     def on_trial_result(self, trial_id: str, result: dict[Any, Any]) -> None:
         """Kept for a seed that ends without a result: a scheduler stopping it while paused."""
@@ -80,51 +118,59 @@ class SeedRepeater(Repeater):
         if isinstance(value, int | float):
             self.latest[trial_id] = float(value)
 
-    def suggest(self, trial_id: str) -> dict[str, Any] | None:
-        config = super().suggest(trial_id)
-        if isinstance(config, dict) and TRIAL_INDEX in config:
-            config[SEED_KEY] = self.seeds[config.pop(TRIAL_INDEX)]
-        return config
-
-    # Repeater's own signature (**kwargs) differs from Searcher's (`error`); Tune calls both ways.
+    # Tune calls it with `error` by keyword, or without.
     def on_trial_complete(  # type: ignore[override]
         self, trial_id: str, result: dict[Any, Any] | None = None, **kwargs: Any
     ) -> Any:
-        group = self._trial_id_to_group.get(trial_id)
+        group = self.groups.get(trial_id)
         if group is None:
             return
         metric = self.searcher.metric
-        latest = self.__dict__.get("latest", {}).pop(trial_id, None)
+        latest = self.latest.pop(trial_id, None)
         value = (result or {}).get(metric, None if kwargs.get("error") else latest)
-        group.report(trial_id, value if value is not None else np.nan)
-        if group.finished_reporting():
+        group.scores[trial_id] = value if value is not None else np.nan
+        if len(group.scores) == len(self.seeds) and None not in group.scores.values():
             # The configuration failed only if no seed scored: the last seed to end (whose
             # `error` Tune passes here) must not decide whether the searcher learns from it.
-            told = aggregate(list(group.scores()), self.how)
+            told = aggregate([v for v in group.scores.values() if v is not None], self.how)
             kwargs.pop("error", None)
             self.searcher.on_trial_complete(
-                group.primary_trial_id,
+                group.first,
                 result={metric: told if told is not None else np.nan},
                 error=told is None,
                 **kwargs,
             )
 
+    def get_state(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "searcher"}
 
-class JudgesBySeeds(TrialScheduler):
-    """Mixed into a scheduler: each result's metric is replaced by the aggregate of every seed of
-    the same configuration at that time (each seed's latest value up to the result's
-    `time_attr`; a seed that is behind counts with its latest), and once one seed of a
-    configuration is stopped before the scheduler's max_t, the others stop at their next result.
-    So a configuration's seeds are kept or cut together, by the aggregate of the seeds that have
-    got that far, not by one seed's luck. Seeds run as cores allow, so a configuration may be
-    judged before all its seeds have started: waiting for them would stop no trial early."""
+    def set_state(self, state: dict) -> None:
+        self.__dict__.update(state)
 
-    how: str = "mean"
 
-    def _seed_state(self) -> tuple[dict[str, dict[str, list[tuple[float, float]]]], set[str]]:
-        histories = self.__dict__.setdefault("_seed_histories", {})
-        stopped = self.__dict__.setdefault("_seed_groups_stopped", set())
-        return histories, stopped
+class JudgesBySeeds(Wraps):
+    """Around a scheduler: each result's metric is replaced by the aggregate of every seed of the
+    same configuration at that time (each seed's latest value up to the result's `time_attr`; a
+    seed that is behind counts with its latest), and once one seed of a configuration is
+    stopped before the scheduler's max_t, the others stop at their next result. So a
+    configuration's seeds are kept or cut together, by the aggregate of the seeds that have got
+    that far, not by one seed's luck. Seeds run as cores allow, so a configuration may be judged
+    before all its seeds have started: waiting for them would stop no trial early.
+
+    `time_attr` and `max_t` are the wrapped scheduler's options (max_t None: no bound)."""
+
+    def __init__(
+        self,
+        inner: TrialScheduler,
+        time_attr: str = "training_iteration",
+        max_t: float | None = None,
+        how: str = "mean",
+    ) -> None:
+        super().__init__(inner)
+        self.time_attr, self.max_t, self.how = time_attr, max_t, how
+        # configuration -> trial id -> [(time, value)]: each seed's numbers so far
+        self.histories: dict[str, dict[str, list[tuple[float, float]]]] = {}
+        self.stopped: set[str] = set()  # configurations stopped early
 
     @staticmethod
     def _group(trial: Trial) -> str:
@@ -133,29 +179,28 @@ class JudgesBySeeds(TrialScheduler):
     def _aggregate_at(self, group: str, time: float | None) -> float | None:
         """The configuration's aggregate over its seeds' latest values up to `time`."""
         values = []
-        for history in self._seed_state()[0].get(group, {}).values():
+        for history in self.histories.get(group, {}).values():
             upto = [v for t, v in history if time is None or t <= time] or [history[-1][1]]
             values.append(upto[-1])
         return aggregate(values, self.how)
 
     def _time_of(self, result: dict) -> float | None:
-        value = result.get(getattr(self, "_time_attr", None) or "training_iteration")
+        value = result.get(self.time_attr)
         return float(value) if isinstance(value, int | float) else None
 
     def _ends_early(self, time: float | None) -> bool:
         """Whether a stop at `time` is an early stop (not the scheduler's max_t)."""
-        most = getattr(self, "_max_t", None) or getattr(self, "_max_t_attr", None)
-        return time is None or most is None or time < most
+        return time is None or self.max_t is None or time < self.max_t
 
     def _judged(self, trial: Trial, result: dict) -> dict:
         """`result` with its metric replaced by the configuration's aggregate at its time, the
         value recorded in the trial's history first; without it where it is not a number."""
-        metric = getattr(self, "_metric", None)
+        metric = self.metric
         result = numbers_only(result, metric)
         if not metric or result.get(metric) is None:
             return result
         group, time = self._group(trial), self._time_of(result)
-        history = self._seed_state()[0].setdefault(group, {}).setdefault(trial.trial_id, [])
+        history = self.histories.setdefault(group, {}).setdefault(trial.trial_id, [])
         at = time if time is not None else float(len(history))
         if not history or history[-1][0] != at:
             history.append((at, result[metric]))
@@ -163,89 +208,116 @@ class JudgesBySeeds(TrialScheduler):
         return {**result, metric: told} if told is not None else result
 
     def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
-        _, stopped = self._seed_state()
         group = self._group(trial)
-        if group in stopped:
+        if group in self.stopped:
             return TrialScheduler.STOP  # a sibling seed was stopped early: the whole configuration
         time = self._time_of(result)
-        result = self._judged(trial, result)
-        decision = super().on_trial_result(tune_controller, trial, result)
+        decision = self._decide(tune_controller, trial, self._judged(trial, result))
         if decision == TrialScheduler.STOP and self._ends_early(time):
-            stopped.add(group)
+            self.stopped.add(group)
         return decision
+
+    def _decide(self, tune_controller: Any, trial: Trial, judged: dict) -> str:
+        """The wrapped scheduler's decision on a judged result."""
+        return self.inner.on_trial_result(tune_controller, trial, judged)
 
     def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict) -> None:
         # ASHA and the median rule record a finished trial's last result for later comparisons:
         # the aggregate, as every other value they hold.
-        super().on_trial_complete(
+        self.inner.on_trial_complete(
             tune_controller, trial, self._judged(trial, result) if result else result
         )
 
 
-class SeededASHA(JudgesBySeeds, ASHAScheduler):
-    """ASHA judging configurations by their seeds' aggregate. A rung records a configuration
-    once, with its latest aggregate there; each seed reaching the rung judges it again, with
-    what its siblings have got to by then, against the other configurations only (recorded per
-    trial, a configuration's own partial aggregates would set its bar). Seeds share a bracket.
-    The rest is Tune's ASHAScheduler.on_trial_result (Ray 2.60)."""
+class _Configuration:
+    """What Tune's ASHA reads of a trial, standing for all seeds of one configuration: its id is
+    the configuration (`_configuration`)."""
+
+    def __init__(self, trial_id: str) -> None:
+        self.trial_id = trial_id
+
+
+class SeededASHA(JudgesBySeeds):
+    """Tune's ASHA judging configurations: it is told of each configuration once, as one trial,
+    and each seed's results as that trial's, with the aggregate of the seeds so far. A rung
+    records a configuration once, with its latest aggregate there; each seed reaching the rung
+    has it judged again, with what its siblings have got to by then, against the other
+    configurations only (recorded per trial, a configuration's own partial aggregates would set
+    its bar). Seeds share a bracket."""
+
+    def __init__(self, how: str = "mean", **options: Any) -> None:
+        # Without stop_last_trials no trial is stopped at max_t: every stop is a rung's cut.
+        self.stops_at_max_t = option(ASHAScheduler, options, "stop_last_trials")
+        super().__init__(
+            SparseASHA(**options),
+            time_attr=option(ASHAScheduler, options, "time_attr"),
+            max_t=option(ASHAScheduler, options, "max_t") if self.stops_at_max_t else None,
+            how=how,
+        )
+        self.seeds_live: dict[str, set[str]] = {}  # configuration -> its seeds' trial ids
+        self.judged_at: dict[str, set[float]] = {}  # trial id -> rungs it was judged at
+        self.homes: dict[str, Any] = {}  # configuration -> its bracket, for all its seeds
+
+    def _stand_in(self, trial: Trial) -> Any:
+        return _Configuration(self._group(trial))
+
+    def bracket_of(self, trial: Trial) -> Any:
+        """The bracket a seed's configuration is in (Tune's, by configuration), or None."""
+        return self.tune._trial_info.get(self._group(trial))
 
     def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
-        homes: dict[str, Any] = self.__dict__.setdefault("_homes", {})
         group = self._group(trial)
-        if group in homes:
-            self._trial_info[trial.trial_id] = homes[group]
-            return
-        super().on_trial_add(tune_controller, trial)
-        homes[group] = self._trial_info[trial.trial_id]
+        if group in self.homes:  # a later seed, its siblings perhaps ended: their bracket
+            self.tune._trial_info[group] = self.homes[group]
+        else:
+            self.inner.on_trial_add(tune_controller, self._stand_in(trial))
+            self.homes[group] = self.bracket_of(trial)
+        self.seeds_live.setdefault(group, set()).add(trial.trial_id)
 
-    def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
-        _, stopped = self._seed_state()
-        group = self._group(trial)
-        if group in stopped:
-            return TrialScheduler.STOP
-        result = self._judged(trial, result)
-        if self._time_attr not in result or self._metric not in result:
+    def _decide(self, tune_controller: Any, trial: Trial, judged: dict) -> str:
+        bracket, time = self.bracket_of(trial), self._time_of(judged)
+        if bracket is None:
             return TrialScheduler.CONTINUE
-        time = result[self._time_attr]
-        if time >= self._max_t and self._stop_last_trials:
-            return TrialScheduler.STOP
-        judged = self.__dict__.setdefault("_judged_at", {}).setdefault(trial.trial_id, set())
-        value = self._metric_op * result[self._metric]
-        for milestone, recorded in self._trial_info[trial.trial_id]._rungs:  # highest first
-            if time < milestone:
-                continue
-            if milestone in judged:
-                break
-            judged.add(milestone)
-            cutoff = self._trial_info[trial.trial_id].cutoff(
-                {k: v for k, v in recorded.items() if k != group}
-            )
-            recorded[group] = value
-            if cutoff is not None and value < cutoff:
-                self._num_stopped += 1
-                stopped.add(group)
-                return TrialScheduler.STOP
-            break
-        return TrialScheduler.CONTINUE
+        if time is None or self.metric not in judged or not self._ends_early(time):
+            return self.inner.on_trial_result(tune_controller, self._stand_in(trial), judged)
+        reached = [(m, recorded) for m, recorded in bracket._rungs if time >= m][:1]
+        judged_here = self.judged_at.setdefault(trial.trial_id, set())
+        for milestone, recorded in reached:  # the highest rung this seed has reached
+            if milestone not in judged_here:
+                # First at this rung for this seed: Tune's bracket judges the configuration
+                # afresh, against the others only, and records its new aggregate.
+                judged_here.add(milestone)
+                recorded.pop(self._group(trial), None)
+        return self.inner.on_trial_result(tune_controller, self._stand_in(trial), judged)
 
     def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict) -> None:
-        bracket = self._trial_info.pop(trial.trial_id, None)
-        if bracket is None or not result:
+        bracket, live = self.bracket_of(trial), self.seeds_live.get(self._group(trial), set())
+        if bracket is None or trial.trial_id not in live:
             return
-        result = self._judged(trial, result)
-        if self._time_attr in result and self._metric in result:
-            group = self._group(trial)
-            for milestone, recorded in bracket._rungs:  # as Tune's: the highest rung not yet
-                if result[self._time_attr] >= milestone and group not in recorded:  # recorded
-                    recorded[group] = self._metric_op * result[self._metric]
-                    break
+        live.discard(trial.trial_id)
+        if result:
+            self.inner.on_trial_complete(
+                tune_controller, self._stand_in(trial), self._judged(trial, result)
+            )
+        if live:  # Tune forgets a trial's bracket when it ends; the siblings still report
+            self.tune._trial_info[self._group(trial)] = bracket
 
     def on_trial_remove(self, tune_controller: Any, trial: Trial) -> None:
-        self._trial_info.pop(trial.trial_id, None)
+        live = self.seeds_live.get(self._group(trial), set())
+        live.discard(trial.trial_id)
+        if not live and self.bracket_of(trial) is not None:
+            self.inner.on_trial_remove(tune_controller, self._stand_in(trial))
 
 
-class SeededMedian(JudgesBySeeds, SparseMedian):
+class SeededMedian(JudgesBySeeds):
     """The median stopping rule judging configurations by their seeds' aggregate."""
+
+    def __init__(self, how: str = "mean", **options: Any) -> None:
+        super().__init__(
+            SparseMedian(**options),
+            time_attr=option(MedianStoppingRule, options, "time_attr"),
+            how=how,
+        )
 
 
 def _configuration(trial: Trial) -> str:
@@ -259,7 +331,9 @@ class _SeedsKeptTogether(_FilledOnce):
     """A bracket of configurations, each with all its seeds: HyperBand's counts (how many a
     bracket takes, how many a rung keeps) are of configurations, a seed joins the bracket its
     configuration is in, and a rung keeps or cuts a configuration's seeds together, by their
-    aggregate (refreshed by the scheduler before halving, so siblings share it)."""
+    aggregate at the rung (`judge`, set by the scheduler)."""
+
+    judge: Any = None  # (trial, result) -> the result with its configuration's aggregate
 
     def configurations(self) -> set[str]:
         return {_configuration(t) for t in self._all_trials}
@@ -273,60 +347,87 @@ class _SeedsKeptTogether(_FilledOnce):
         self._all_trials.append(trial)
 
     def successive_halving(self, metric: str, metric_op: float) -> tuple[list, list]:
-        # Tune's _Bracket.successive_halving (Ray 2.60), counting configurations, not trials.
-        if self._halves == 0 and not self.stop_last_trials:
-            return list(self._live_trials), []
-        assert self._halves > 0
-        self._halves -= 1
-        self._n = int(np.ceil(self._n / self._eta))
-        self._r = int(min(self._r * self._eta, self._max_t_attr))
-        self._cumul_r = self._r
+        """Tune's halving over one trial per configuration (its best-judged seed, each seed
+        judged again on its configuration's seeds at the rung: they reached it one by one, each
+        given the aggregate known then), its verdict applied to all the configuration's seeds."""
+        live = self._live_trials
         groups: dict[str, list[Trial]] = {}
-        for trial in self._live_trials:
+        for trial, result in live.items():
             groups.setdefault(_configuration(trial), []).append(trial)
+            if result is not None and self.judge is not None:
+                live[trial] = self.judge(trial, result)
 
-        def judged(trials: list[Trial]) -> float:
-            return max(
-                metric_op * (self._live_trials[t] or {}).get(metric, -np.inf) for t in trials
-            )
+        def judged(trial: Trial) -> float:
+            value = number((live[trial] or {}).get(metric))
+            return metric_op * value if value is not None else -math.inf
 
-        ranked = sorted(groups.values(), key=judged)
-        good = [t for trials in ranked[-self._n :] for t in trials]
-        bad = [t for trials in ranked[: -self._n] for t in trials]
-        return good, bad
+        self._live_trials = {
+            best: live[best] for best in (max(ts, key=judged) for ts in groups.values())
+        }
+        try:
+            good, bad = super().successive_halving(metric, metric_op)
+        finally:
+            self._live_trials = live
+        return [t for g in good for t in groups[_configuration(g)]], [
+            t for b in bad for t in groups[_configuration(b)]
+        ]
 
 
-class SeededHyperBand(JudgesBySeeds, ResumableHyperBand):
+class SeededHyperBand(JudgesBySeeds):
     """HyperBand judging configurations by their seeds' aggregate, its brackets holding whole
-    configurations (`_SeedsKeptTogether`). A bracket's trials reach a rung one by one, so each
-    was given the aggregate known when it got there: before halving, every one is judged
-    again on its configuration's seeds at that rung."""
+    configurations (`_SeedsKeptTogether`)."""
 
-    bracket_class = _SeedsKeptTogether
+    def __init__(self, how: str = "mean", **options: Any) -> None:
+        self.band = ResumableHyperBand(bracket_class=_SeedsKeptTogether, **options)
+        super().__init__(
+            self.band,
+            time_attr=option(HyperBandScheduler, options, "time_attr"),
+            max_t=option(HyperBandScheduler, options, "max_t"),
+            how=how,
+        )
+        self.homes: dict[str, tuple[Any, int]] = {}  # configuration -> (its bracket, its band)
+
+    def _at_rung(self, trial: Trial, result: dict) -> dict:
+        told = self._aggregate_at(self._group(trial), self._time_of(result))
+        metric = self.metric
+        return {**result, metric: told} if told is not None and metric in result else result
 
     def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
-        homes: dict[str, tuple[Any, int]] = self.__dict__.setdefault("_homes", {})
-        home = homes.get(_configuration(trial))
+        home = self.homes.get(_configuration(trial))
         if home is not None and trial.status not in (Trial.TERMINATED, Trial.ERROR):
             home[0].add_trial(trial)  # beside its sibling seeds
-            self._trial_info[trial] = home
+            self.tune._trial_info[trial] = home
             return
-        super().on_trial_add(tune_controller, trial)
-        if trial in self._trial_info:
-            homes[_configuration(trial)] = self._trial_info[trial]
+        self.inner.on_trial_add(tune_controller, trial)
+        if trial in self.tune._trial_info:
+            self.homes[_configuration(trial)] = self.tune._trial_info[trial]
+            self.tune._trial_info[trial][0].judge = self._at_rung
 
-    def _process_bracket(self, tune_controller: Any, bracket: Any) -> str:
-        live: dict[Trial, dict | None] = bracket._live_trials
-        if self._metric and bracket.cur_iter_done():
-            for trial, result in list(live.items()):
-                if result is not None and self._metric in result:
-                    told = self._aggregate_at(self._group(trial), self._time_of(result))
-                    if told is not None:
-                        live[trial] = {**result, self._metric: told}
-        before = dict(live)
-        action = super()._process_bracket(tune_controller, bracket)
-        stopped = self._seed_state()[1]
-        for trial, result in before.items():
-            if trial not in live and self._ends_early(self._time_of(result or {})):
-                stopped.add(self._group(trial))
-        return action
+    def _watched(self, trial: Trial, hook: Any) -> Any:
+        """Runs `hook`; a seed its bracket cut early stops its configuration's other seeds."""
+        bracket = self.band.bracket_of(trial)
+        before = dict(bracket._live_trials) if bracket is not None else {}
+        outcome = hook()
+        after = bracket._live_trials if bracket is not None else {}
+        for gone, result in before.items():  # `trial` itself ends by its own hook (or is judged)
+            left = gone is not trial and gone not in after
+            if left and self._ends_early(self._time_of(result or {})):
+                self.stopped.add(self._group(gone))
+        return outcome
+
+    def _decide(self, tune_controller: Any, trial: Trial, judged: dict) -> str:
+        return self._watched(
+            trial, lambda: self.inner.on_trial_result(tune_controller, trial, judged)
+        )
+
+    def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict) -> None:
+        self._watched(
+            trial,
+            lambda: super(SeededHyperBand, self).on_trial_complete(tune_controller, trial, result),
+        )
+
+    def on_trial_remove(self, tune_controller: Any, trial: Trial) -> None:
+        self._watched(trial, lambda: self.inner.on_trial_remove(tune_controller, trial))
+
+    def on_trial_error(self, tune_controller: Any, trial: Trial) -> None:
+        self._watched(trial, lambda: self.inner.on_trial_error(tune_controller, trial))

@@ -54,21 +54,21 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol(
         f"{_HB}:_Bracket",
         ("time_attr", "max_trials", "init_t_attr", "max_t_attr", "eta", "s", "stop_last_trials"),
-        "hyperband, seeded",
+        "hyperband",
     ),
     Symbol(f"{_HB}:_Bracket.successive_halving", ("self", "metric", "metric_op"), "hyperband"),
     Symbol(f"{_HB}:HyperBandScheduler._create_bracket", ("self", "s"), "hyperband"),
-    Symbol(
-        f"{_HB}:HyperBandScheduler._process_bracket",
-        ("self", "tune_controller", "bracket"),
-        "seeded",
-    ),
     Symbol(
         "ray.tune.search.basic_variant:_TrialIterator",
         ("uuid_prefix", "num_samples", "unresolved_spec", "constant_grid_search"),
         "seeded",
     ),
     Symbol("ray.tune.search.basic_variant:_TrialIterator.__next__", ("self",), "seeded"),
+    Symbol(
+        "ray.tune.search.basic_variant:_TrialIterator.create_trial",
+        ("self", "resolved_vars", "spec"),
+        "seeded",
+    ),
     Symbol(
         "ray.tune.schedulers.pbt:PopulationBasedTraining._log_config_on_step",
         ("self", "trial_state", "new_state", "trial", "trial_to_clone", "new_config"),
@@ -97,17 +97,6 @@ SYMBOLS: tuple[Symbol, ...] = (
         ("local_path", "fs", "fs_path", "exclude"),
         "uploads",
     ),
-    Symbol(
-        "ray.air._internal.mlflow:_MLflowLoggerUtil.setup_mlflow",
-        ("self", "tracking_uri", "registry_uri", "experiment_id", "experiment_name"),
-        "trackers",
-    ),
-    Symbol(
-        "ray.air._internal.mlflow:_MLflowLoggerUtil.start_run",
-        ("self", "run_name", "tags", "set_active"),
-        "trackers",
-    ),
-    Symbol("ray.air._internal.mlflow:_MLflowLoggerUtil._get_client", ("self",), "trackers"),
     Symbol(
         "ray.air.integrations.wandb:_WandbLoggingActor",
         ("logdir", "queue", "exclude", "to_config"),

@@ -1,8 +1,8 @@
-"""Tune's MLflow and W&B logger callbacks, made to name, tag and resume runs as the app does.
+"""MLflow and W&B logger callbacks that name, tag and resume runs as the app does.
 
-Private to Ray: `MLflowLoggerCallback.mlflow_util` (an `ray.air._internal.mlflow.
-_MLflowLoggerUtil`: its `setup_mlflow`, `start_run`, `experiment_id`, `_get_client`) and
-`WandbLoggerCallback`'s `_trial_logging_actors`, `_start_logging_actor`, `_exclude_results`,
+MLflow's is a Tune `LoggerCallback` on MLflow's own client (Tune's MLflowLoggerCallback gave
+nothing the app kept but its private `_MLflowLoggerUtil`). W&B's is Tune's WandbLoggerCallback;
+private to Ray there: its `_trial_logging_actors`, `_start_logging_actor`, `_exclude_results`,
 `_logger_actor_cls` (set to a subclass of the private `_WandbLoggingActor`). Tune's own
 callbacks create a new run for every trial start and fail the run when the tracker is
 unreachable; these find a trial's run again by its `tune_app.trial_id` tag (a resumed or
@@ -12,6 +12,7 @@ failure into one warning.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -19,8 +20,8 @@ import sys
 import time
 from typing import Any
 
-from ray.air.integrations.mlflow import MLflowLoggerCallback
 from ray.air.integrations.wandb import WandbLoggerCallback, _WandbLoggingActor
+from ray.tune.logger import LoggerCallback
 
 from tune_app.callbacks import located
 from tune_app.plan import ExperimentPlan
@@ -71,19 +72,17 @@ def _spec_and_key(ep: ExperimentPlan) -> tuple[str, str]:
     return record.spec_file, f"{ep.folder.where}@{record.started}"
 
 
-class MlflowTrials(_Warns, MLflowLoggerCallback):
+class MlflowTrials(_Warns, LoggerCallback):
     """One MLflow run per trial, children of one parent run per experiment that holds the spec
     (and, once the run ends, summary.json)."""
 
     tracker = "MLflow"
 
     def __init__(self, options: MlflowOptions, ep: ExperimentPlan) -> None:
-        super().__init__(
-            tracking_uri=options.tracking_uri,
-            experiment_name=options.experiment_name or ep.name,
-            tags=dict(options.tags),
-            save_artifact=options.save_artifact,
-        )
+        self.tracking_uri = options.tracking_uri
+        self.experiment_name = options.experiment_name or ep.name
+        self.tags = dict(options.tags)
+        self.should_save_artifact = options.save_artifact
         spec_file, self.key = _spec_and_key(ep)
         self.naming = naming.Naming.of(ep, spec_file)
         self.spec_path = str(ep.folder.spec)
@@ -94,17 +93,45 @@ class MlflowTrials(_Warns, MLflowLoggerCallback):
         self.runs: dict[str, str] = {}  # trial id -> run id
         self.logged: dict[str, int] = {}  # trial id -> last iteration logged
         self.parent: str | None = None
-        if self._safely(lambda: super(MlflowTrials, self).setup(*args, **kwargs) or True):
+        self.client: Any = None
+        self.experiment_id = ""
+        if self._safely(self._connect):
             self.parent = self._safely(self._parent)
 
+    def _connect(self) -> bool:
+        """The tracking URI set (None: MLFLOW_TRACKING_URI or ./mlruns) and the MLflow experiment
+        found: MLFLOW_EXPERIMENT_ID's where it names one, else the one of our name, made if new
+        (as Tune's callback did)."""
+        import mlflow
+        from mlflow.exceptions import MlflowException
+        from mlflow.tracking import MlflowClient
+
+        mlflow.set_tracking_uri(self.tracking_uri)  # type: ignore[arg-type]  # None: the default
+        self.client = MlflowClient()
+        given = os.environ.get("MLFLOW_EXPERIMENT_ID")
+        if given is not None:
+            with contextlib.suppress(MlflowException):
+                self.experiment_id = self.client.get_experiment(given).experiment_id
+                return True
+        found = self.client.get_experiment_by_name(self.experiment_name)
+        self.experiment_id = (
+            found.experiment_id
+            if found is not None
+            else self.client.create_experiment(self.experiment_name)
+        )
+        return True
+
     def _client(self) -> Any:
-        return self.mlflow_util._get_client()
+        return self.client
+
+    def _start_run(self, run_name: str, tags: dict[str, str]) -> Any:
+        return self.client.create_run(self.experiment_id, run_name=run_name, tags=tags)
 
     def _parent(self) -> str:
         """The experiment's parent run: found by its key on resume, else created with the spec."""
         client = self._client()
         found = client.search_runs(
-            [self.mlflow_util.experiment_id],
+            [self.experiment_id],
             filter_string=f"tags.`{naming.PARENT_TAG}` = '{self.key}'",
         )
         if found:
@@ -116,7 +143,7 @@ class MlflowTrials(_Warns, MLflowLoggerCallback):
             naming.TAG + "spec": self.naming.spec_file,
         }
         tags[naming.TAG + "experiment"] = self.naming.experiment
-        run = self.mlflow_util.start_run(run_name=self.naming.experiment, tags=tags)
+        run = self._start_run(self.naming.experiment, tags)
         client.log_artifact(run.info.run_id, self.spec_path)
         return str(run.info.run_id)
 
@@ -127,7 +154,7 @@ class MlflowTrials(_Warns, MLflowLoggerCallback):
     def _open(self, trial: Any) -> None:
         client = self._client()
         found = client.search_runs(
-            [self.mlflow_util.experiment_id],
+            [self.experiment_id],
             filter_string=f"tags.`{naming.TRIAL_TAG}` = '{trial.trial_id}'",
         )
         if found:  # a resumed run: the same MLflow run, from the iteration after its last
@@ -141,9 +168,7 @@ class MlflowTrials(_Warns, MLflowLoggerCallback):
             tags = {**(self.tags or {}), **self.naming.tags(trial.trial_id, trial.config)}
             if self.parent:
                 tags["mlflow.parentRunId"] = self.parent
-            run_id = self.mlflow_util.start_run(
-                run_name=naming.run_name(trial.trial_id), tags=tags
-            ).info.run_id
+            run_id = self._start_run(naming.run_name(trial.trial_id), tags).info.run_id
             from mlflow.entities import Param
 
             params = [Param(k, str(v)[:6000]) for k, v in self.naming.params(trial.config).items()]
@@ -199,7 +224,7 @@ class MlflowTrials(_Warns, MLflowLoggerCallback):
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its callbacks for resume; what a run found is found again by tags.
         state = dict(self.__dict__)
-        for key in ("runs", "logged", "parent", "_warned"):
+        for key in ("runs", "logged", "parent", "_warned", "client"):
             state.pop(key, None)
         return state
 
