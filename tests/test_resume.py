@@ -160,10 +160,11 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
         assert metadata.SESSION_START_INFO_TAG in tags
         assert metadata.SESSION_END_INFO_TAG not in tags
 
-    again = _start("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    # A new run would write beside it (test_reruns); validate says so, and how to continue it.
+    again = _start("validate", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
     _, err = again.communicate(timeout=60)
-    assert again.returncode == 2 and "a resumable run of experiment 'e'" in err
-    assert f"tune_app resume {tmp_path / 'out' / 'e'}" in err
+    assert again.returncode == 0 and f"`run` writes {tmp_path / 'out' / 'e_2'}" in err
+    assert f"python -m tune_app resume {tmp_path / 'out' / 'e'}" in err
 
     original = spec_file.read_text()
     spec_file.write_text(original.replace("sleep: 0.4", "sleep: 0.5"))

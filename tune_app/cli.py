@@ -45,15 +45,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _earlier_runs(plan: Plan) -> list[str]:
-    """Warnings for results folders that already hold a run, which `run` would refuse."""
+    """Notes on results folders that already hold a run: `run` keeps them and writes beside."""
+    from tune_app.command import APP
+
     out = []
     for ep in plan.experiments:
-        folder = ep.folder.local
-        if ep.folder.uri is None and ep.folder.holds_files():
+        fresh = ep.folder.fresh()
+        if not fresh.same_as(ep.folder):
             out.append(
-                f"{ep.experiment.key_path}.storage_path: {folder} already holds a run: `run` "
-                f"will refuse it; continue it with tune_app resume {folder}, or pass "
-                "--storage-path"
+                f"{ep.experiment.key_path}.storage_path: {ep.location} already holds a run, "
+                f"kept: `run` writes {fresh.where}; continue an unfinished one with "
+                f"{APP} resume {ep.location}"
             )
     return out
 

@@ -166,13 +166,19 @@ def start_line(spec: Spec, storage: str | None, smoke: bool, verb: str = "starti
     which may import Ray): that it started and where its results go."""
     from tune_app.rundir.location import RunLocation
 
-    where = [
-        RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke).where
-        for exp in spec.experiments
-    ]
+    where, kept = [], []
+    for exp in spec.experiments:
+        first = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
+        fresh = first.fresh()
+        where.append(fresh.where)
+        if not fresh.same_as(first):
+            kept.append(first.where)
     n = len(spec.experiments)
     what = f"{spec.file.name}{' --smoke' if smoke else ''}, {n} experiment{'s' if n != 1 else ''}"
-    return f"tune_app: {verb} {what}; results in {', '.join(where)}"
+    line = f"tune_app: {verb} {what}; results in {', '.join(where)}"
+    if kept:
+        line += f" (earlier runs kept in {', '.join(kept)} and beside)"
+    return line
 
 
 def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None = None) -> None:

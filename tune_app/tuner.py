@@ -72,7 +72,7 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
             time_budget_s=exp.time_budget_s,
         ),
         run_config=tune.RunConfig(
-            name=exp.name,
+            name=ep.folder.name,  # a re-run's folder is `<name>_<n>`
             storage_path=ep.folder.parent,
             stop=stopper,
             callbacks=_callbacks(ep, opts),

@@ -90,7 +90,7 @@ def hold(folders: list[RunLocation], *, resuming: bool = False) -> Iterator[None
 
 def lock_path(folder: RunLocation) -> Path:
     """The local lock file of a folder, beside it."""
-    return folder.local.parent / f".{folder.local.name}.lock"
+    return folder.lock_file
 
 
 @contextlib.contextmanager
@@ -160,7 +160,7 @@ def _lease(folder: RunLocation, resuming: bool) -> Iterator[None]:
     from tune_app.rundir import storage
 
     assert folder.uri is not None
-    uri, name = folder.parent, f".{folder.name}.lock"
+    uri, name = folder.parent, folder.lock_name
     held = storage.read_text(uri, name)
     owner = Owner.parse(held) if held is not None else None
     if owner is not None and owner.alive() and time.time() - owner.heartbeat < LEASE_S:
