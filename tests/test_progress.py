@@ -4,6 +4,7 @@ Tune's tables only with -v, nothing but the summary with -q."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -118,7 +119,14 @@ def test_a_failing_trial_prints_one_line_and_no_traceback_when_piped(tmp_path):
     assert done.returncode == 1, text
     assert "Traceback" not in text and "\x1b[" not in text
     failed = [ln for ln in text.splitlines() if ln.startswith("[e] trial ") and "failed" in ln]
-    assert len(failed) == 1 and failed[0].endswith("failed: ValueError: boom at x=2, x=2")
+    assert len(failed) == 1, text
+    assert "failed: ValueError: boom at x=2 at boom.py:9, x=2; error: " in failed[0]
+    import re
+
+    files = re.search(r"; error: (\S+)/error\.txt, output: (\S+)/stdout$", failed[0])
+    assert files is not None and files.group(1) == files.group(2), failed[0]
+    assert (Path(files.group(1)) / "error.txt").exists()
+    assert (Path(files.group(1)) / "stdout").exists()  # kept by default
 
 
 def test_run_says_where_results_go_before_ray_is_even_imported(tmp_path):
@@ -149,7 +157,8 @@ def test_run_says_where_results_go_before_ray_is_even_imported(tmp_path):
     assert start and ray and start[0] < ray[0], seen[-5:]
     assert seen[start[0]] == (
         f"tune_app: starting grid.yaml --smoke, 1 experiment; results in "
-        f"{tmp_path}/smoke/my_experiment"
+        f"{tmp_path}/smoke/my_experiment; each trial's output (print) in its folder there: "
+        "stdout, stderr"
     )
 
 

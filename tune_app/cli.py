@@ -319,7 +319,13 @@ SHARED: dict[str, tuple[Argument, ...]] = {
         arg("--junit", metavar="FILE", help="write a JUnit XML report of trials and expect"),
     ),
     "verbosity": (
-        arg("-v", "--verbose", action="store_true", help="Tune's full progress tables"),
+        arg(
+            "-v",
+            "--verbose",
+            action="store_true",
+            help="Tune's full progress tables and the trials' output as it comes (each trial's "
+            "stdout and stderr are kept in its folder either way)",
+        ),
         arg("-q", "--quiet", action="store_true", help="print only the final summary"),
     ),
 }

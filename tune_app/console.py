@@ -178,6 +178,8 @@ def start_line(spec: Spec, storage: str | None, smoke: bool, verb: str = "starti
     line = f"tune_app: {verb} {what}; results in {', '.join(where)}"
     if kept:
         line += f" (earlier runs kept in {', '.join(kept)} and beside)"
+    if any(exp.log_to_file for exp in spec.experiments):  # Tune's log_to_file, on by default
+        line += "; each trial's output (print) in its folder there: stdout, stderr"
     return line
 
 

@@ -20,6 +20,7 @@ from ray import tune
 from tune_app import failures, scoring
 from tune_app.divergence import diverged
 from tune_app.rundir.layout import flatten
+from tune_app.rundir.location import RunLocation
 from tune_app.scoring import finite
 
 SNAPSHOT_PERIOD_S = 0.5
@@ -70,8 +71,14 @@ class ProgressCallback(tune.Callback):
         searched: tuple[str, ...],
         iterations: int | None = None,
         scope: str = scoring.DEFAULT_SCOPE,
+        folder: RunLocation | None = None,
+        output: bool | str | tuple[str, str] = False,
+        budget_s: float | None = None,
     ) -> None:
         self.experiment, self.metric, self.mode = experiment, metric, mode
+        self.folder = folder  # the run folder, to name a failed trial's files
+        self.output = output  # the experiment's log_to_file: where trials keep their output
+        self.budget_s = budget_s  # the search's time budget, when it has one
         self.scope = scope
         self._values: dict[str, list[float]] = {}  # trial id -> its metric values so far
         self.searched = searched
@@ -115,11 +122,22 @@ class ProgressCallback(tune.Callback):
         self._send(trials)
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        # One line per failure; the traceback is in the trial's error.txt (and shown with -v).
+        # One line per failure: the error, where in the user's code, and the trial's files (the
+        # traceback is in its error file, and shown with -v).
         self._line(
-            f"trial {trial.trial_id} failed: {_cause(trial)}{_params(trial.config, self.searched)}"
+            f"trial {trial.trial_id} failed: {_cause(trial)}"
+            f"{_params(trial.config, self.searched)}{self._files(trial)}"
         )
         self._send(trials)
+
+    def _files(self, trial: Any) -> str:
+        """ "; error: PATH, output: PATH" for a failed trial, as a user names them."""
+        name = getattr(getattr(trial, "storage", None), "trial_dir_name", None)
+        if self.folder is None or not name:
+            return ""
+        shown = f"; error: {self.folder.trial_error(name)}"
+        output = self.folder.trial_output(name, self.output)
+        return shown + (f", output: {output}" if output else "")
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self._send(trials)
@@ -182,13 +200,15 @@ class ProgressCallback(tune.Callback):
 
 
 def _cause(trial: Any) -> str:
-    """The first line of a failed trial's error, from the error.txt Tune wrote for it."""
+    """The first line of a failed trial's error and the innermost frame of the user's code in
+    it (`KeyError: 'hidden' at my_train.py:14`), from the error file Tune wrote for it."""
     try:
         with open(trial.error_file, encoding="utf-8", errors="replace") as f:
             failure = failures.from_text(f.read())
     except (OSError, TypeError, AttributeError):
-        return "see its error.txt"
-    return failure.message.splitlines()[0] if failure.message else failure.cause
+        return "see its error file"
+    text = failure.message.splitlines()[0] if failure.message else failure.cause
+    return f"{text} at {failure.frame}" if failure.frame else text
 
 
 def _params(config: dict[str, Any], searched: tuple[str, ...]) -> str:

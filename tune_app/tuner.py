@@ -139,6 +139,9 @@ def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
             ep.searched,
             _iteration_bound(ep.experiment.stop),
             scope=ep.experiment.scope,
+            folder=ep.folder,
+            output=ep.experiment.log_to_file,
+            budget_s=ep.experiment.time_budget_s,
         )
     )
     return callbacks

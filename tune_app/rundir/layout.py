@@ -26,6 +26,10 @@ SPEC_FILE = "spec.yaml"
 CLONES_FILE = "clones.jsonl"  # PBT and PB2: who copied whom, when, what changed
 OPTUNA_DB = "optuna.db"  # search optuna's study (`optuna-dashboard sqlite:///DIR/optuna.db`)
 TUNER_STATE = "tuner.pkl"  # Tune's saved Tuner: the run can be resumed
+# In each trial's folder: Tune's record of its failures, and its output (Tune's log_to_file=True)
+ERROR_FILE = "error.txt"
+STDOUT_FILE = "stdout"
+STDERR_FILE = "stderr"
 
 # Tune names a trial's folder `<trainable>_<id>_<index>_<params>_<date>`: the id is `abcde_00001`
 # from the variant generator, eight hex digits (`1a2b3c4d`) from a searcher such as hyperopt's.

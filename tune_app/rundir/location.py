@@ -17,11 +17,13 @@ from pathlib import Path
 from tune_app.rundir import layout, storage
 from tune_app.rundir.layout import (
     CLONES_FILE,
+    ERROR_FILE,
     FINISHED_FILE,
     OPTUNA_DB,
     RESULTS_FILE,
     RUN_FILE,
     SPEC_FILE,
+    STDOUT_FILE,
     SUMMARY_FILE,
     TUNER_STATE,
 )
@@ -166,6 +168,30 @@ class RunLocation:
     @property
     def optuna_db(self) -> Path:
         return self.local / OPTUNA_DB
+
+    def trial_file(self, trial_folder: str, name: str) -> str:
+        """A file of a trial as a user names it (a path or a URI): `name` in `trial_folder`."""
+        return f"{self.where.rstrip('/')}/{trial_folder}/{name}"
+
+    def trial_error(self, trial_folder: str) -> str:
+        """The error file Tune writes for a failed trial, as a user names it."""
+        return self.trial_file(trial_folder, ERROR_FILE)
+
+    def trial_output(
+        self, trial_folder: str, log_to_file: bool | str | tuple[str, str]
+    ) -> str | None:
+        """Where a trial's stdout is kept under Tune's `log_to_file` (true: `stdout`; one name
+        for both; [stdout, stderr]); None when it is not kept."""
+        if log_to_file is False:
+            return None
+        name = (
+            STDOUT_FILE
+            if log_to_file is True
+            else log_to_file
+            if isinstance(log_to_file, str)
+            else log_to_file[0]
+        )
+        return self.trial_file(trial_folder, name)
 
     @property
     def summary_where(self) -> str:

@@ -100,6 +100,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
                     for k in ep.experiment.expect.metrics
                 },
                 cause=failure.cause if failure else None,
+                frame=failure.frame if failure else None,
                 failures=retried,
                 params={k: value_at(config, k) for k in ep.searched},
                 # The last result's value (None when it was not finite); an RLlib result

@@ -316,9 +316,9 @@ class ExperimentSpec(Settings):
         False, description="end the whole run at its first failed trial (Tune's fail_fast)"
     )
     log_to_file: bool | str | tuple[str, str] = Field(
-        False,
+        True,
         description="each trial's stdout and stderr to files in its folder (Tune's log_to_file): "
-        "true, a file name for both, or [stdout file, stderr file]",
+        "true (`stdout`, `stderr`), a file name for both, [stdout file, stderr file], or false",
     )
     simulations: int | None = Field(
         None, ge=0, description="parallel simulations inside each trial (the trainable's)"
@@ -369,7 +369,7 @@ class Experiment:
     key_path: str  # where the experiment sits in its file, for messages
     expect: ExpectSpec = ExpectSpec()
     fail_fast: bool = False  # Tune's: the run ends at its first failed trial
-    log_to_file: bool | str | tuple[str, str] = False  # Tune's: trial output to files
+    log_to_file: bool | str | tuple[str, str] = True  # Tune's: trial output to files
     scope: str = DEFAULT_SCOPE  # which value of its metric ranks a trial (see tune_app.scoring)
     tensorboard: TensorBoardSpec = TensorBoardSpec()  # result keys shown beyond the spec's
     time_budget_s: float | None = None  # Tune's: the search ends after this many seconds
