@@ -194,3 +194,28 @@ def test_the_start_line_comes_before_a_user_module_is_imported(tmp_path, write_s
 def _imports_ray(line: str) -> bool:
     """An `-X importtime` line for the `ray` package itself (`import time: ... |   ray`)."""
     return line.startswith("import time:") and line.split("|")[-1].strip() == "ray"
+
+
+def test_a_log_that_is_no_terminal_gets_where_things_stand_at_least_every_30_s(capsys):
+    now = [0.0]
+    view = progress.View(live=False, clock=lambda: now[0])
+    snap = progress.Snapshot(
+        "ppo", done=1, running=2, pending=3, total=6, metric="m", best=1.5, best_params="lr=0.1",
+        elapsed_s=40.0, budget_s=600.0,
+    )  # fmt: skip
+    printed = []
+    for t in [0.0, 0.5, 10.0, 25.0, 25.5, 49.0, 50.5, 80.0]:  # snapshots every 0.5 s or so
+        now[0] = t
+        view.snapshot(snap)
+        if capsys.readouterr().out:
+            printed.append(t)
+    assert printed == [25.0, 50.5, 80.0]
+    assert all(b - a <= 30 for a, b in zip([0.0, *printed], printed, strict=False))
+    view.snapshot(snap)
+    now[0] = 120.0
+    view.snapshot(snap)
+    line = capsys.readouterr().out.strip()
+    assert line == (
+        "[ppo] 1/6 done, 2 running, 3 pending, 0 errored; best m = 1.5 (lr=0.1); 40s elapsed; "
+        "9m20s of the 10m00s budget left"
+    )

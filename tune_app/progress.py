@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +25,10 @@ from tune_app.rundir.location import RunLocation
 from tune_app.scoring import finite
 
 SNAPSHOT_PERIOD_S = 0.5
+# Where the output is no terminal (a CI log, `nohup`), a line of where each experiment stands this
+# often, between the lines of trials ending: a long RL trial ends minutes apart. Snapshots come
+# every SNAPSHOT_PERIOD_S, so a line is never more than 25.5 s after the last.
+PLAIN_PERIOD_S = 25.0
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class Snapshot:
     best_params: str = ""
     elapsed_s: float = 0.0
     remaining_s: float | None = None
+    budget_s: float | None = None  # the search's time budget (time_budget_s), when it has one
 
 
 class Sink(Protocol):
@@ -196,6 +202,7 @@ class ProgressCallback(tune.Callback):
             else "",
             elapsed_s=elapsed,
             remaining_s=remaining,
+            budget_s=self.budget_s,
         )
 
 
@@ -233,6 +240,9 @@ def describe(snap: Snapshot) -> str:
     parts.append(f"{_clock(snap.elapsed_s)} elapsed")
     if snap.remaining_s is not None and snap.done + snap.errored < (snap.total or 0):
         parts.append(f"~{_clock(snap.remaining_s)} left")
+    if snap.budget_s is not None:
+        left = max(0.0, snap.budget_s - snap.elapsed_s)
+        parts.append(f"{_clock(left)} of the {_clock(snap.budget_s)} budget left")
     return "; ".join(parts)
 
 
@@ -255,6 +265,8 @@ class View:
     console: Any = None  # rich Console of the live view (default: stdout)
     snapshots: dict[str, Snapshot] = field(default_factory=dict)
     _live: Any = None
+    clock: Callable[[], float] = time.monotonic
+    _said: float | None = None  # when the last plain line of where things stand was printed
 
     @classmethod
     def for_stdout(cls) -> View:
@@ -280,6 +292,14 @@ class View:
         self.snapshots[snap.experiment] = snap
         if self._live is not None:
             self._live.update(self._render())
+        elif not self.live:
+            now = self.clock()
+            if self._said is None:
+                self._said = now
+            elif now - self._said >= PLAIN_PERIOD_S:
+                self._said = now
+                for name, each in self.snapshots.items():
+                    print(f"[{name}] {describe(each)}", flush=True)
 
     def line(self, text: str) -> None:
         if self._live is not None:
