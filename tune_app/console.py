@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tune_app import scoring
+from tune_app.command import APP
 from tune_app.plan import Plan, describe_scheduler, describe_search
 from tune_app.space import value_at
 
@@ -52,7 +53,7 @@ def algorithms_text(names: Iterable[str]) -> str:
         ]
         for knob, default in rllib.shown_knobs(name):
             lines.append(f"  {knob:<26} default {default!r}")
-        lines.append(f"  ({len(keys.defaults)} keys in all: tune_app list {name})")
+        lines.append(f"  ({len(keys.defaults)} keys in all: {APP} list {name})")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 

@@ -19,6 +19,7 @@ import jinja2
 from tune_app import importance, plots, scoring
 from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
 from tune_app.analyze import clone_lines, configuration_cells
+from tune_app.command import APP
 from tune_app.rundir.location import name_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome
@@ -164,7 +165,7 @@ def write(experiments: list[ExperimentResults], out: Path, source: str) -> Path:
 
 def render(page: Page) -> str:
     """The page as HTML text."""
-    return _TEMPLATES.get_template(PAGE_TEMPLATE).render(page=page)
+    return _TEMPLATES.get_template(PAGE_TEMPLATE).render(page=page, app=APP)
 
 
 def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
