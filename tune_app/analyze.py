@@ -176,8 +176,9 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
         shown = ", ".join(f"{k}={cell(v)}" for k, v in configs[0].params.items())
         lines.append(
             f"best: {shown or 'the configuration'}: {exp.metric} = {cell(configs[0].score)} "
-            f"({exp.summary.aggregate} of {configs[0].scored} seeds); its best trial "
-            f"{best.trial_id}"
+            f"({configs[0].of_seeds(exp.summary.aggregate)}"
+            f"{', ' + configs[0].budgets_text if configs[0].mixed_budgets else ''}); "
+            f"its best trial {best.trial_id}"
         )
     elif best is not None:
         shown = ", ".join(f"{k}={cell(v)}" for k, v in best.params.items())
@@ -219,7 +220,7 @@ def configuration_cells(exp: ExperimentResults) -> list[dict[str, str]]:
     each seed's score), best first; `analyze` and `report` show the same."""
     out = []
     for rank, c in enumerate(exp.summary.configurations(), 1):
-        low_high = f"[{cell(c.interval[0])}, {cell(c.interval[1])}]" if c.interval else "-"
+        low_high = c.interval_text(cell)
         out.append(
             {
                 "rank": str(rank),
@@ -238,10 +239,11 @@ def configuration_cells(exp: ExperimentResults) -> list[dict[str, str]]:
 def _seeds_cell(c: Configuration) -> str:
     """How many seeds a configuration ran on; for an incomplete one, how many scored and
     failed."""
+    budgets = f", {c.budgets_text}" if c.mixed_budgets else ""
     if c.complete:
-        return str(len(c.trial_ids))
+        return str(len(c.trial_ids)) + budgets
     text = f"{c.scored} of {max(c.expected, len(c.trial_ids))} scored"
-    return text + (f", {c.failed} failed" if c.failed else "")
+    return text + (f", {c.failed} failed" if c.failed else "") + budgets
 
 
 def configuration_lines(exp: ExperimentResults) -> list[str]:
@@ -251,10 +253,12 @@ def configuration_lines(exp: ExperimentResults) -> list[str]:
         return []
     head = (
         f"configurations over {len(exp.summary.seeds)} seeds, by the {exp.summary.aggregate} "
-        "of their seeds' scores (95% bootstrap interval):"
+        "of their seeds' scores (a 95% bootstrap interval from 5 seeds, the seeds' range "
+        "under 5):"
     )
     return [head] + [
         f"  {r['rank']}. {r['params']}: {r['score']} {r['interval']} ({r['per_seed']})"
+        + (f" [{r['seeds']}]" if "mixed budgets" in r["seeds"] else "")
         for r in rows
     ]
 

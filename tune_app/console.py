@@ -209,7 +209,8 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
             counts or "none",
             best.trial_id if best else "-",
             (
-                f"{s.metric} = {top.score:.6g} ({s.aggregate} of {top.scored} seeds)"
+                f"{s.metric} = {top.score:.6g} ({top.of_seeds(s.aggregate)}"
+                f"{', ' + top.budgets_text if top.mixed_budgets else ''})"
                 if top is not None
                 else f"{s.metric} = {best.score:.6g}"
                 if best and best.score is not None

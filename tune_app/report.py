@@ -267,8 +267,8 @@ def _best(exp: ExperimentResults) -> Best | None:
             trial_id=best.trial_id,
             metric=str(exp.metric),
             score=_shown(top.score),
-            scope=f"{exp.summary.aggregate} of {top.scored} seeds, each "
-            f"{scoring.describe(exp.scope)}",
+            scope=f"{top.of_seeds(exp.summary.aggregate)}, each {scoring.describe(exp.scope)}"
+            + (f"; {top.budgets_text}" if top.mixed_budgets else ""),
             params=", ".join(f"{k} = {_shown(v)}" for k, v in top.params.items()),
         )
     return Best(
