@@ -67,3 +67,24 @@ def test_one_seeds_score_is_not_called_an_aggregate():
     assert "(1 seed only)" in text and "of 1 seeds" not in text
     header = report._best(exp)
     assert header is not None and header.scope.startswith("1 seed only")
+
+
+def test_trials_that_never_started_are_no_made_up_configuration():
+    started = [_trial(0, 1, 0, 0.9, 6), _trial(1, 1, 1, 0.7, 6)]
+    waiting = [
+        TrialOutcome(
+            trial_id=f"aaaaa_{i:05d}",
+            status="UNFINISHED",
+            config={},
+            score=None,
+            iterations=0,
+            params={"x": None, "seed": None},
+        )  # fmt: skip
+        for i in range(2, 24)
+    ]
+    exp = _experiment(started + waiting, 2)
+    (only,) = exp.summary.configurations()
+    assert only.params == {"x": 1}
+    text = analyze.render([exp], "table")
+    assert "x=-" not in text and "None: -" not in text
+    assert "(22 trials never started: no configuration was drawn for them)" in text

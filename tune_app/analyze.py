@@ -17,7 +17,7 @@ from tune_app import scoring
 from tune_app.rundir.layout import jsonable
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import TrialOutcome
-from tune_app.seeds import Configuration
+from tune_app.seeds import Configuration, never_started
 
 Format = Literal["table", "json", "csv"]
 FORMATS = ("table", "json", "csv")
@@ -256,11 +256,15 @@ def configuration_lines(exp: ExperimentResults) -> list[str]:
         "of their seeds' scores (a 95% bootstrap interval from 5 seeds, the seeds' range "
         "under 5):"
     )
-    return [head] + [
+    lines = [head] + [
         f"  {r['rank']}. {r['params']}: {r['score']} {r['interval']} ({r['per_seed']})"
         + (f" [{r['seeds']}]" if "mixed budgets" in r["seeds"] else "")
         for r in rows
     ]
+    waiting = sum(1 for t in exp.summary.trials if never_started(t))
+    if waiting:
+        lines.append(f"  ({waiting} trials never started: no configuration was drawn for them)")
+    return lines
 
 
 def clone_lines(exp: ExperimentResults) -> list[str]:

@@ -140,6 +140,8 @@ def group(
     found: dict[str, Configuration] = {}
     for t in sorted(trials, key=lambda t: t.trial_id):
         params = {k: v for k, v in t.params.items() if k != SEED_KEY}
+        if never_started(t):
+            continue  # no configuration was drawn for it: not one made up of missing values
         key = repr(sorted(params.items(), key=lambda item: item[0]))
         config = found.setdefault(key, Configuration(params=params, expected=expected))
         config.trial_ids.append(t.trial_id)
@@ -163,6 +165,18 @@ def group(
             sign * c.score if c.score is not None else 0.0,
         ),
     )  # stable: equal aggregates keep the order of their first trials
+
+
+def never_started(trial: Any) -> bool:
+    """A trial of an interrupted run that never started: no iteration, no score, and none of
+    its searched values known (a searcher had not drawn them yet)."""
+    params = {k: v for k, v in trial.params.items() if k != SEED_KEY}
+    return (
+        bool(params)
+        and all(v is None for v in params.values())
+        and not getattr(trial, "iterations", 0)
+        and trial.score is None
+    )
 
 
 def seed_values(seeds: int | Sequence[int]) -> list[int]:
