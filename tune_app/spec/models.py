@@ -124,10 +124,11 @@ def _split_expect(value: Any) -> Any:
     """`expect: {max_errored_trials: 0, some_metric: {min: 1}}`: metrics beside the one count."""
     if not isinstance(value, dict):
         return value
-    metrics = {k: v for k, v in value.items() if k != "max_errored_trials"}
+    metrics = {k: v for k, v in value.items() if k not in ("max_errored_trials", "smoke")}
     out = {"metrics": metrics}
-    if "max_errored_trials" in value:
-        out["max_errored_trials"] = value["max_errored_trials"]
+    for key in ("max_errored_trials", "smoke"):
+        if key in value:
+            out[key] = value[key]
     return out
 
 
@@ -138,6 +139,16 @@ class ExpectSpec(_Strict):
     metrics: dict[str, Bound] = Field(
         default_factory=dict, description="the best trial's last value of each metric"
     )
+    smoke: dict[str, Bound] = Field(
+        default_factory=dict,
+        description="bounds a --smoke run must meet, in place of the others (which a run of "
+        "seconds cannot), so CI gates on a metric",
+    )
+    smoke_run: bool = Field(
+        False,
+        exclude=True,
+        description="set by --smoke when `smoke` bounds were stated: `metrics` holds them",
+    )
 
 
 class ExpectAsWritten(BaseModel):
@@ -147,6 +158,11 @@ class ExpectAsWritten(BaseModel):
     model_config = ConfigDict(extra="allow", title="Expect")
     __pydantic_extra__: dict[str, Bound]  # every other key is a metric
     max_errored_trials: int = Field(0, ge=0, description="errored trials allowed")
+    smoke: dict[str, Bound] | None = Field(
+        None,
+        description="bounds a --smoke run must meet, in place of the others (which a run of "
+        "seconds cannot), so CI gates on a metric",
+    )
 
 
 ExpectInput = Annotated[
