@@ -121,3 +121,19 @@ def test_analyze_never_cuts_a_trial_id(cli, tmp_path):
     table = cli("analyze", exp)
     assert table.code == 0, table.err
     assert all(re.search(rf"\be3e8e_{i:05d}\b", table.out) for i in range(3)), table.out
+
+
+def test_a_key_never_reported_is_offered_metrics_not_tunes_bookkeeping():
+    from tune_app.plan import make_plan
+    from tune_app.rundir.outcome import missing_keys_error
+    from tune_app.rundir.records import RunSummary
+    from tune_app.spec.resolve import loads
+
+    spec = "e:\n  run: my_func\n  config: {alpha: 1, beta: 1}\n"
+    (ep,) = make_plan(loads(spec, Path("s.yaml")), cpus=2).experiments
+    reported = ["mean_accuracy", "hostname", "pid", "date", "node_ip", "timestamp", "trial_id"]
+    summary = RunSummary("e", None, None, 1.0, missing={"stop.mean_acuracy": "mean_acuracy"},
+                         reported=[*reported, "config/alpha"])  # fmt: skip
+    text = str(missing_keys_error(ep, summary))
+    assert "allowed: mean_accuracy;" in text and "did you mean 'mean_accuracy'" in text
+    assert not any(word in text for word in ("hostname", "pid", "date", "node_ip"))
