@@ -98,7 +98,7 @@ def test_table_top_and_csv(cli, tmp_path):
     assert table.out.count("(the best 2 of 4 trials)") == 2  # both experiments of the folder
     assert "best: aaaaa_00001 score = 7 lr=0.2" in table.out
     assert "failed, FloatingPointError (1): aaaaa_00003" in table.out
-    assert "  FloatingPointError: loss diverged" in table.out
+    assert "  aaaaa_00003: FloatingPointError: loss diverged at train.py:3; error: " in table.out
     assert "aaaaa_00002" not in table.out  # below the top 2
 
     rows = list(csv.DictReader(io.StringIO(cli("analyze", tmp_path, "--format", "csv").out)))

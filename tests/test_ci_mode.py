@@ -125,3 +125,37 @@ def test_smoke_skips_metric_bounds_but_keeps_the_errored_check(
     cases, _ = _junit(report)
     assert any(isinstance(r, Skipped) for r in cases["mean_accuracy >= 1e+09"].result)
     assert not any(cases["errored trials <= 0"].result)
+
+
+def test_a_spec_states_the_bounds_its_smoke_run_must_meet(write_spec):
+    from tune_app import expect
+    from tune_app.rundir.records import RunSummary, TrialOutcome
+
+    path = write_spec(
+        BIG_GRID.replace(
+            "experiments:",
+            "expect:\n  mean_accuracy: {min: 1e9}\n  smoke: {mean_accuracy: {min: 0.5}}\n"
+            "experiments:",
+        )
+    )
+    full = make_plan(spec.load(path), cpus=2).experiments[0]
+    small = make_plan(spec.load(path), cpus=2, smoke=True).experiments[0]
+    assert set(full.experiment.expect.metrics) == {"mean_accuracy"}
+    assert small.experiment.expect.metrics["mean_accuracy"].min == 0.5
+
+    def summary(value: float) -> RunSummary:
+        best = TrialOutcome("aaaaa_00000", "TERMINATED", {}, value, 2,
+                            values={"mean_accuracy": value})  # fmt: skip
+        return RunSummary("g", "mean_accuracy", "max", 1.0, trials=[best])
+
+    met = expect.check(small, summary(1.0), smoke=True)
+    assert [(o.name, o.passed, o.skipped) for o in met][1] == (
+        "mean_accuracy >= 0.5 (smoke)",
+        True,
+        False,
+    )
+    (unmet,) = [o for o in expect.check(small, summary(0.1), smoke=True) if not o.passed]
+    assert unmet.name == "mean_accuracy >= 0.5 (smoke)" and "0.1" in unmet.message
+    # The full run checks its own bound, not the smoke one.
+    (bound,) = expect.check(full, summary(1.0))[1:]
+    assert bound.name == "mean_accuracy >= 1e+09" and not bound.passed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import yaml
@@ -113,12 +114,20 @@ def test_spec_command_and_versions_are_kept(grid_run):
     assert set(run["versions"]) >= {"python", "torch", "gymnasium", "hyperopt", "tune_app"}
 
 
-def test_a_second_run_into_the_same_folder_is_refused(grid_run, cli):
+def test_a_second_run_writes_beside_the_first_and_is_read_as_the_newest(grid_run, cli, tmp_path):
     _, folder = grid_run
-    before = sorted(p.name for p in folder.iterdir())
-    result = cli("run", GRID, "--storage-path", folder.parent)
-    assert result.code == 2 and "results of an earlier run" in result.err
-    assert sorted(p.name for p in folder.iterdir()) == before
+    storage = tmp_path / "again"
+    shutil.copytree(folder, storage / folder.name, symlinks=True)  # the module's run stays as is
+    first = storage / folder.name
+    before = sorted(p.name for p in first.iterdir())
+    result = cli("run", GRID, "--storage-path", storage, "-q")
+    assert result.code == 0, result.err
+    second = storage / f"{folder.name}_2"
+    assert sorted(p.name for p in first.iterdir()) == before
+    assert len(json.loads((second / "summary.json").read_text())["trials"]) == 6
+    read = cli("analyze", first, "--format", "json")
+    assert read.code == 0 and json.loads(read.out)[0]["folder"] == str(second)
+    assert f"{first}/run.json" in read.err  # how to read the first run
 
 
 def test_validate_prints_the_plan(cli):

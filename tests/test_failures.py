@@ -128,7 +128,9 @@ chatty:
 
 def test_error_files_give_the_last_failure_and_its_cause():
     found = failures.from_text(RAY_TASK_ERROR_TXT)
-    assert found == failures.Failure("ValueError", "ValueError: boom at step 2\nsecond line")
+    assert found == failures.Failure(
+        "ValueError", "ValueError: boom at step 2\nsecond line", frame="fx.py:16"
+    )
     died = failures.from_text(ACTOR_DIED_TXT)
     assert died.cause == "killed"
     assert died.message.startswith("The actor died unexpectedly")
@@ -155,7 +157,9 @@ def test_exceptions_from_ray_are_unwrapped_to_the_trial_own_error():
         raise KeyError("lr")
     except KeyError as err:
         wrapped = RayTaskError("train", "traceback text", err).as_instanceof_cause()
-    assert failures.from_exception(wrapped) == failures.Failure("KeyError", "KeyError: 'lr'")
+    found = failures.from_exception(wrapped)
+    assert (found.cause, found.message) == ("KeyError", "KeyError: 'lr'")
+    assert found.frame is not None and found.frame.startswith("test_failures.py:")  # raised here
 
 
 OOM_KILL_TXT = """Failure # 1 (occurred at 2026-11-25_10-50-02)

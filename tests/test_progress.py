@@ -4,6 +4,7 @@ Tune's tables only with -v, nothing but the summary with -q."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -118,7 +119,14 @@ def test_a_failing_trial_prints_one_line_and_no_traceback_when_piped(tmp_path):
     assert done.returncode == 1, text
     assert "Traceback" not in text and "\x1b[" not in text
     failed = [ln for ln in text.splitlines() if ln.startswith("[e] trial ") and "failed" in ln]
-    assert len(failed) == 1 and failed[0].endswith("failed: ValueError: boom at x=2, x=2")
+    assert len(failed) == 1, text
+    assert "failed: ValueError: boom at x=2 at boom.py:9, x=2; error: " in failed[0]
+    import re
+
+    files = re.search(r"; error: (\S+)/error\.txt, output: (\S+)/stdout$", failed[0])
+    assert files is not None and files.group(1) == files.group(2), failed[0]
+    assert (Path(files.group(1)) / "error.txt").exists()
+    assert (Path(files.group(1)) / "stdout").exists()  # kept by default
 
 
 def test_run_says_where_results_go_before_ray_is_even_imported(tmp_path):
@@ -149,7 +157,8 @@ def test_run_says_where_results_go_before_ray_is_even_imported(tmp_path):
     assert start and ray and start[0] < ray[0], seen[-5:]
     assert seen[start[0]] == (
         f"tune_app: starting grid.yaml --smoke, 1 experiment; results in "
-        f"{tmp_path}/smoke/my_experiment"
+        f"{tmp_path}/smoke/my_experiment; each trial's output (print) in its folder there: "
+        "stdout, stderr"
     )
 
 
@@ -185,3 +194,28 @@ def test_the_start_line_comes_before_a_user_module_is_imported(tmp_path, write_s
 def _imports_ray(line: str) -> bool:
     """An `-X importtime` line for the `ray` package itself (`import time: ... |   ray`)."""
     return line.startswith("import time:") and line.split("|")[-1].strip() == "ray"
+
+
+def test_a_log_that_is_no_terminal_gets_where_things_stand_at_least_every_30_s(capsys):
+    now = [0.0]
+    view = progress.View(live=False, clock=lambda: now[0])
+    snap = progress.Snapshot(
+        "ppo", done=1, running=2, pending=3, total=6, metric="m", best=1.5, best_params="lr=0.1",
+        elapsed_s=40.0, budget_s=600.0,
+    )  # fmt: skip
+    printed = []
+    for t in [0.0, 0.5, 10.0, 25.0, 25.5, 49.0, 50.5, 80.0]:  # snapshots every 0.5 s or so
+        now[0] = t
+        view.snapshot(snap)
+        if capsys.readouterr().out:
+            printed.append(t)
+    assert printed == [25.0, 50.5, 80.0]
+    assert all(b - a <= 30 for a, b in zip([0.0, *printed], printed, strict=False))
+    view.snapshot(snap)
+    now[0] = 120.0
+    view.snapshot(snap)
+    line = capsys.readouterr().out.strip()
+    assert line == (
+        "[ppo] 1/6 done, 2 running, 3 pending, 0 errored; best m = 1.5 (lr=0.1); 40s elapsed; "
+        "9m20s of the 10m00s budget left"
+    )

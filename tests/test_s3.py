@@ -113,9 +113,21 @@ def test_a_search_writes_to_s3_and_is_read_back_from_it(s3, spec_dir, tmp_path, 
     assert live.read_text() == "a live run's row\n"
     live.unlink()
 
+    # A second run writes beside the first, and the experiment's folder reads as the newest.
+    spec.write_text(SPEC.format(steps=2, sleep=0.05))
     again = _tune_app(s3, tmp_path / "staging", "run", spec, "--storage-path", uri, cwd=spec_dir)
-    _, err = again.communicate(timeout=120)
-    assert again.returncode == 2 and f"results of an earlier run are in {uri}/e" in err
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0 and f"results: {uri}/e_2" in out, err
+    assert json.loads(_read(s3, "first/e/summary.json"))["counts"] == {"TERMINATED": 2}
+    analyzed = subprocess.run(
+        [sys.executable, "-m", "tune_app", "analyze", f"{uri}/e", "--format", "json"],
+        env={**s3, "TUNE_APP_STAGING": str(tmp_path / "elsewhere")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    (read,) = json.loads(analyzed.stdout)
+    assert read["folder"] == f"{uri}/e_2" and [t["iterations"] for t in read["trials"]] == [2, 2]
     assert main(["analyze", f"s3://{BUCKET}/nothing"]) == 2
 
 

@@ -75,7 +75,7 @@ def test_a_signal_while_trials_run_saves_the_state_and_resume_finishes(tmp_path,
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err
     assert "Traceback" not in err and "SIGTERM received" not in err
-    assert f"Continue with: tune_app resume {folder}" in err
+    assert f"Continue with: python -m tune_app resume {folder}" in err
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["interrupted"] is True
     assert not (tmp_path / "out" / ".e.lock").exists()  # the folder's lock went with the run

@@ -120,6 +120,8 @@ def test_ci_smoke_searches(tmp_path):
     run_tutorial(Tutorial("ci.md"), tmp_path)
     smoke = JUnitXml.fromfile(str(tmp_path / "smoke.xml"))
     assert smoke.failures == 0 and smoke.errors == 0 and smoke.tests >= 4
+    gate = [c for suite in smoke for c in suite if c.name == "mean_accuracy >= 0.5 (smoke)"]
+    assert len(gate) == 1 and not gate[0].result  # checked and met, not skipped
     unmet = JUnitXml.fromfile(str(tmp_path / "unmet.xml"))
     assert unmet.failures == 1, unmet
 

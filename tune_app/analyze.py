@@ -17,7 +17,7 @@ from tune_app import scoring
 from tune_app.rundir.layout import jsonable
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import TrialOutcome
-from tune_app.seeds import Configuration
+from tune_app.seeds import Configuration, never_started
 
 Format = Literal["table", "json", "csv"]
 FORMATS = ("table", "json", "csv")
@@ -44,8 +44,8 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
             "searched": exp.searched,
             "finished": exp.finished,
             "counts": exp.counts,
-            "best": _trial_dict(best) if best else None,
-            "trials": [_trial_dict(t) for t in exp.ranked()[:top]],
+            "best": _trial_dict(best, exp) if best else None,
+            "trials": [_trial_dict(t, exp) for t in exp.ranked()[:top]],
             "failed": {
                 cause: [t.trial_id for t in members]
                 for cause, members in exp.failed_by_cause().items()
@@ -59,7 +59,8 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
     )
 
 
-def _trial_dict(t: TrialOutcome) -> dict[str, Any]:
+def _trial_dict(t: TrialOutcome, exp: ExperimentResults) -> dict[str, Any]:
+    files = exp.trial_files(t)
     return {
         "trial_id": t.trial_id,
         "status": t.status,
@@ -73,7 +74,11 @@ def _trial_dict(t: TrialOutcome) -> dict[str, Any]:
         "stopped_early": t.stopped_early,
         "cause": t.failure.cause if t.failure else None,
         "error": t.failure.message if t.failure else None,
+        "frame": t.frame,  # where in the user's code it failed: `my_train.py:14`
         "folder": t.folder,
+        "error_file": files.error,
+        "stdout_file": files.stdout,
+        "stderr_file": files.stderr,
     }
 
 
@@ -85,7 +90,7 @@ def trial_rows(
     rows = []
     for e in experiments:
         for t in e.ranked()[:top]:
-            row = {"experiment": e.name, **_trial_dict(t)}
+            row = {"experiment": e.name, **_trial_dict(t, e)}
             params = row.pop("params")
             at = list(row).index("status") + 1
             items = list(row.items())
@@ -142,8 +147,10 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts.items()))
     table = Table(title=f"{exp.name}: {metric}; {counts or 'no trials'}; {state}")
     numeric = ("iter", "score", "best", "last")
-    for col in ("trial", "status", *exp.searched, *numeric):
-        table.add_column(col, justify="right" if col in numeric else "left")
+    # The trial id is what finds a trial's folder: never cut; wide values fold instead.
+    table.add_column("trial", no_wrap=True, min_width=11)
+    for col in ("status", *exp.searched, *numeric):
+        table.add_column(col, justify="right" if col in numeric else "left", overflow="fold")
     ranked = exp.ranked()
     for t in ranked[:top]:
         status = t.status.lower()
@@ -169,17 +176,14 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
         shown = ", ".join(f"{k}={cell(v)}" for k, v in configs[0].params.items())
         lines.append(
             f"best: {shown or 'the configuration'}: {exp.metric} = {cell(configs[0].score)} "
-            f"({exp.summary.aggregate} of {configs[0].scored} seeds); its best trial "
-            f"{best.trial_id}"
+            f"({configs[0].of_seeds(exp.summary.aggregate)}"
+            f"{', ' + configs[0].budgets_text if configs[0].mixed_budgets else ''}); "
+            f"its best trial {best.trial_id}"
         )
     elif best is not None:
         shown = ", ".join(f"{k}={cell(v)}" for k, v in best.params.items())
         lines.append(f"best: {best.trial_id} {exp.metric} = {cell(best.score)} {shown}".rstrip())
-    for cause, members in exp.failed_by_cause().items():
-        lines.append(f"failed, {cause} ({len(members)}): {', '.join(t.trial_id for t in members)}")
-        first = members[0].failure
-        if first is not None and first.message:
-            lines.append(f"  {first.message.splitlines()[0]}")
+    lines += failed_lines(exp)
     lines += configuration_lines(exp)
     lines += [f"clone: {line}" for line in clone_lines(exp)]
     lines += [f"skipped: {p}" for p in exp.problems]
@@ -190,12 +194,33 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     return text.getvalue().rstrip("\n") + "\n" + "\n".join(lines)
 
 
+FAILED_SHOWN = 5  # failed trials listed per cause; --format json lists every one
+
+
+def failed_lines(exp: ExperimentResults) -> list[str]:
+    """Failed trials by cause, each with its error's first line, where in the user's code it
+    was raised, and its error file and output, as a user names them."""
+    lines = []
+    for cause, members in exp.failed_by_cause().items():
+        lines.append(f"failed, {cause} ({len(members)}): {', '.join(t.trial_id for t in members)}")
+        for t in members[:FAILED_SHOWN]:
+            failure, files = t.failure, exp.trial_files(t)
+            text = failure.message.splitlines()[0] if failure and failure.message else cause
+            at = f" at {t.frame}" if t.frame else ""
+            where = [f"error: {files.error}"] if files.error else []
+            where += [f"output: {files.stdout}"] if files.stdout else []
+            lines.append(f"  {t.trial_id}: {text}{at}" + (f"; {', '.join(where)}" if where else ""))
+        if len(members) > FAILED_SHOWN:
+            lines.append(f"  ... and {len(members) - FAILED_SHOWN} more (--format json lists all)")
+    return lines
+
+
 def configuration_cells(exp: ExperimentResults) -> list[dict[str, str]]:
     """With seeds: each configuration as text cells (rank, params, seeds, aggregate, interval,
     each seed's score), best first; `analyze` and `report` show the same."""
     out = []
     for rank, c in enumerate(exp.summary.configurations(), 1):
-        low_high = f"[{cell(c.interval[0])}, {cell(c.interval[1])}]" if c.interval else "-"
+        low_high = c.interval_text(cell)
         out.append(
             {
                 "rank": str(rank),
@@ -214,10 +239,11 @@ def configuration_cells(exp: ExperimentResults) -> list[dict[str, str]]:
 def _seeds_cell(c: Configuration) -> str:
     """How many seeds a configuration ran on; for an incomplete one, how many scored and
     failed."""
+    budgets = f", {c.budgets_text}" if c.mixed_budgets else ""
     if c.complete:
-        return str(len(c.trial_ids))
+        return str(len(c.trial_ids)) + budgets
     text = f"{c.scored} of {max(c.expected, len(c.trial_ids))} scored"
-    return text + (f", {c.failed} failed" if c.failed else "")
+    return text + (f", {c.failed} failed" if c.failed else "") + budgets
 
 
 def configuration_lines(exp: ExperimentResults) -> list[str]:
@@ -227,12 +253,18 @@ def configuration_lines(exp: ExperimentResults) -> list[str]:
         return []
     head = (
         f"configurations over {len(exp.summary.seeds)} seeds, by the {exp.summary.aggregate} "
-        "of their seeds' scores (95% bootstrap interval):"
+        "of their seeds' scores (a 95% bootstrap interval from 5 seeds, the seeds' range "
+        "under 5):"
     )
-    return [head] + [
+    lines = [head] + [
         f"  {r['rank']}. {r['params']}: {r['score']} {r['interval']} ({r['per_seed']})"
+        + (f" [{r['seeds']}]" if "mixed budgets" in r["seeds"] else "")
         for r in rows
     ]
+    waiting = sum(1 for t in exp.summary.trials if never_started(t))
+    if waiting:
+        lines.append(f"  ({waiting} trials never started: no configuration was drawn for them)")
+    return lines
 
 
 def clone_lines(exp: ExperimentResults) -> list[str]:

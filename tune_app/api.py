@@ -189,6 +189,9 @@ def run(
         rllib_checks=True,
         address=_cluster(address),
     )
+    # A folder an earlier run wrote is kept: this run writes `<name>_<n>` beside it.
+    fresh = tuple(replace(ep, folder=ep.folder.fresh()) for ep in plan.experiments)
+    plan = replace(plan, experiments=fresh)
     if on_plan is not None:
         on_plan(plan)
     from tune_app.runner import RunOptions  # imports Ray: only for a valid plan
@@ -240,14 +243,15 @@ def resume(
 def resume_command(folders: Sequence[str]) -> str:
     """The command that continues the runs in `folders`: `resume` takes one folder, an
     experiment's or the storage folder holding several."""
+    from tune_app.command import APP
     from tune_app.rundir.location import parent_of
 
     parents = {parent_of(loc) for loc in folders}
     if len(folders) == 1:
-        return f"tune_app resume {folders[0]}"
+        return f"{APP} resume {folders[0]}"
     if len(parents) == 1:
-        return f"tune_app resume {parents.pop()}"
-    return " && ".join(f"tune_app resume {loc}" for loc in folders)
+        return f"{APP} resume {parents.pop()}"
+    return " && ".join(f"{APP} resume {loc}" for loc in folders)
 
 
 def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None) -> RunResult:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import yaml
 
 from tune_app import scoring
+from tune_app.command import APP
 from tune_app.errors import SpecError
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.read import ExperimentResults, read_experiment
@@ -85,7 +86,7 @@ def render(data: dict[str, Any], found: list[Best], fmt: Format, source: str) ->
         )
     if fmt == "json":
         return json.dumps(data, indent=2)
-    head = [f"# The best configurations of {source}, as found by `tune_app best`:"]
+    head = [f"# The best configurations of {source}, as found by `{APP} best`:"]
     head += [
         f"#   {b.name}: {b.metric} = {b.score:.6g} ({b.judged}), trial {b.trial.trial_id}"
         for b in found
@@ -99,7 +100,7 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
         raise SpecError(
             f"{exp.where}: no trial of experiment '{exp.name}' has a score"
             + ("" if exp.metric else " (the run has no metric)"),
-            suggestion="see `tune_app analyze` for what each trial reported",
+            suggestion=f"see `{APP} analyze {exp.where}` for what each trial reported",
         )
     # With a seeds axis the seed is not a choice; searched as a plain config key, it is one.
     searched = [k for k in exp.searched if k != SEED_KEY or not exp.summary.seeds]

@@ -52,15 +52,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _earlier_runs(plan: Plan) -> list[str]:
-    """Warnings for results folders that already hold a run, which `run` would refuse."""
+    """Notes on results folders that already hold a run: `run` keeps them and writes beside."""
+    from tune_app.command import APP
+
     out = []
     for ep in plan.experiments:
-        folder = ep.folder.local
-        if ep.folder.uri is None and ep.folder.holds_files():
+        fresh = ep.folder.fresh()
+        if not fresh.same_as(ep.folder):
             out.append(
-                f"{ep.experiment.key_path}.storage_path: {folder} already holds a run: `run` "
-                f"will refuse it; continue it with tune_app resume {folder}, or pass "
-                "--storage-path"
+                f"{ep.experiment.key_path}.storage_path: {ep.location} already holds a run, "
+                f"kept: `run` writes {fresh.where}; continue an unfinished one with "
+                f"{APP} resume {ep.location}"
             )
     return out
 
@@ -332,7 +334,13 @@ SHARED: dict[str, tuple[Argument, ...]] = {
         arg("--junit", metavar="FILE", help="write a JUnit XML report of trials and expect"),
     ),
     "verbosity": (
-        arg("-v", "--verbose", action="store_true", help="Tune's full progress tables"),
+        arg(
+            "-v",
+            "--verbose",
+            action="store_true",
+            help="Tune's full progress tables and the trials' output as it comes (each trial's "
+            "stdout and stderr are kept in its folder either way)",
+        ),
         arg("-q", "--quiet", action="store_true", help="print only the final summary"),
     ),
 }

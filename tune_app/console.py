@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tune_app import scoring
+from tune_app.command import APP
 from tune_app.plan import Plan, describe_scheduler, describe_search
 from tune_app.resources import gpu_sharing
 from tune_app.space import value_at
@@ -53,7 +54,7 @@ def algorithms_text(names: Iterable[str]) -> str:
         ]
         for knob, default in rllib.shown_knobs(name):
             lines.append(f"  {knob:<26} default {default!r}")
-        lines.append(f"  ({len(keys.defaults)} keys in all: tune_app list {name})")
+        lines.append(f"  ({len(keys.defaults)} keys in all: {APP} list {name})")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -167,13 +168,21 @@ def start_line(spec: Spec, storage: str | None, smoke: bool, verb: str = "starti
     which may import Ray): that it started and where its results go."""
     from tune_app.rundir.location import RunLocation
 
-    where = [
-        RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke).where
-        for exp in spec.experiments
-    ]
+    where, kept = [], []
+    for exp in spec.experiments:
+        first = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
+        fresh = first.fresh()
+        where.append(fresh.where)
+        if not fresh.same_as(first):
+            kept.append(first.where)
     n = len(spec.experiments)
     what = f"{spec.file.name}{' --smoke' if smoke else ''}, {n} experiment{'s' if n != 1 else ''}"
-    return f"tune_app: {verb} {what}; results in {', '.join(where)}"
+    line = f"tune_app: {verb} {what}; results in {', '.join(where)}"
+    if kept:
+        line += f" (earlier runs kept in {', '.join(kept)} and beside)"
+    if any(exp.log_to_file for exp in spec.experiments):  # Tune's log_to_file, on by default
+        line += "; each trial's output (print) in its folder there: stdout, stderr"
+    return line
 
 
 def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None = None) -> None:
@@ -201,7 +210,8 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
             counts or "none",
             best.trial_id if best else "-",
             (
-                f"{s.metric} = {top.score:.6g} ({s.aggregate} of {top.scored} seeds)"
+                f"{s.metric} = {top.score:.6g} ({top.of_seeds(s.aggregate)}"
+                f"{', ' + top.budgets_text if top.mixed_budgets else ''})"
                 if top is not None
                 else f"{s.metric} = {best.score:.6g}"
                 if best and best.score is not None

@@ -4,8 +4,11 @@ error.txt, so runs and `analyze` group failures the same way."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
+import sysconfig
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,10 +37,12 @@ _FAILURE_HEADER = re.compile(r"^Failure # \d+ \(occurred at [^)]*\)[ \t]*$", fla
 
 @dataclass(frozen=True)
 class Failure:
-    """One failed trial's cause (what groups it) and the first lines of its error."""
+    """One failed trial's cause (what groups it), the first lines of its error, and where in
+    the user's code it was raised (`my_train.py:14`), when a traceback says."""
 
     cause: str
     message: str
+    frame: str | None = None
 
 
 class NoResultError(Exception):
@@ -85,7 +90,11 @@ def from_exception(error: BaseException | str) -> Failure:
     if name.startswith("RayTaskError(") and name.endswith(")"):
         name = name[len("RayTaskError(") : -1]
     text = str(inner).strip()
-    return classify(f"{name}: {text}" if text else name)
+    found = classify(f"{name}: {text}" if text else name)
+    told = getattr(error, "traceback_str", None)  # Ray's: the worker's traceback, as text
+    if not isinstance(told, str):
+        told = "".join(traceback.format_exception(inner))
+    return _at(found, user_frame(told))
 
 
 def from_text(text: str) -> Failure:
@@ -100,7 +109,37 @@ def from_text(text: str) -> Failure:
         after = lines[frames[-1] + 1 :]
         start = next((i for i, line in enumerate(after) if line and not line[0].isspace()), None)
         lines = after[start:] if start is not None else after
-    return classify("\n".join(lines))
+    return _at(classify("\n".join(lines)), user_frame(last))
+
+
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', flags=re.M)
+# Code that is not the user's: the standard library, installed packages (Ray, torch, ...) and
+# the app itself. A frame there is how the error travelled, not where the user can fix it.
+_NOT_USERS = tuple(
+    os.path.normpath(p) + os.sep
+    for p in {
+        *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")),
+        str(Path(__file__).resolve().parent),
+    }
+)
+
+
+def user_frame(text: str) -> str | None:
+    """The innermost frame of the user's code in a traceback, as `file.py:line` (the file's
+    name): the last frame outside the standard library, installed packages and the app."""
+    found = None
+    for match in _FRAME.finditer(_ANSI.sub("", text)):
+        path = os.path.normpath(match.group(1))
+        if match.group(1).startswith("<") or path.startswith(_NOT_USERS):
+            continue
+        if {"site-packages", "dist-packages"} & set(Path(path).parts):
+            continue
+        found = f"{Path(path).name}:{match.group(2)}"
+    return found
+
+
+def _at(failure: Failure, frame: str | None) -> Failure:
+    return Failure(failure.cause, failure.message, frame) if frame else failure
 
 
 _CREATION = "error raised in its creation task"

@@ -178,7 +178,7 @@ class RegisteredKind(KindDefaults):
                         f"trainable '{exp.run}' has no config key '{key}'",
                         path=where,
                         allowed=list(knobs),
-                        suggestion=did_you_mean(key, knobs) or "see `tune_app list`",
+                        suggestion=did_you_mean(key, knobs) or "see `python -m tune_app list`",
                     )
                 _check_knob_type(knobs[key], value, where, exp.run)
         for knob in knobs.values():

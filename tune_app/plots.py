@@ -204,14 +204,17 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> Figure |
     Numbers on a linear or log axis (`param_scale`); anything else as categories.
     """
     trials = [t for t in exp.ranked() if t.score is not None]
-    if not exp.searched or not trials or exp.metric is None:
+    # The seed is no parameter to tune: its value against the score is noise, as in
+    # `parallel_axes`.
+    searched = [k for k in exp.searched if k != SEED_KEY]
+    if not searched or not trials or exp.metric is None:
         return None
     shown = {t.trial_id for t in highlighted(exp)}
-    cols = min(len(exp.searched), 3)
-    rows = math.ceil(len(exp.searched) / cols)
+    cols = min(len(searched), 3)
+    rows = math.ceil(len(searched) / cols)
     fig = Figure(figsize=(WIDTH_IN, 2.9 * rows + 0.3), dpi=DPI, layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
-    for ax, key in zip(axes, exp.searched, strict=False):
+    for ax, key in zip(axes, searched, strict=False):
         _style(ax)
         values = [t.params.get(key) for t in trials]
         scale = param_scale(exp, key, values)
@@ -239,7 +242,7 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> Figure |
             )
         ax.set_xlabel(_tex_safe(key) + (" (log)" if scale == LOG else ""))
         ax.set_ylabel(f"{_tex_safe(exp.metric)} ({scoring.describe(exp.scope)})", fontsize=8)
-    for ax in axes[len(exp.searched) :]:
+    for ax in axes[len(searched) :]:
         ax.set_visible(False)
     return fig
 

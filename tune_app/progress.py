@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,9 +21,14 @@ from ray import tune
 from tune_app import failures, scoring
 from tune_app.divergence import diverged
 from tune_app.rundir.layout import flatten
+from tune_app.rundir.location import RunLocation
 from tune_app.scoring import finite
 
 SNAPSHOT_PERIOD_S = 0.5
+# Where the output is no terminal (a CI log, `nohup`), a line of where each experiment stands this
+# often, between the lines of trials ending: a long RL trial ends minutes apart. Snapshots come
+# every SNAPSHOT_PERIOD_S, so a line is never more than 25.5 s after the last.
+PLAIN_PERIOD_S = 25.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class Snapshot:
     best_params: str = ""
     elapsed_s: float = 0.0
     remaining_s: float | None = None
+    budget_s: float | None = None  # the search's time budget (time_budget_s), when it has one
 
 
 class Sink(Protocol):
@@ -70,8 +77,14 @@ class ProgressCallback(tune.Callback):
         searched: tuple[str, ...],
         iterations: int | None = None,
         scope: str = scoring.DEFAULT_SCOPE,
+        folder: RunLocation | None = None,
+        output: bool | str | tuple[str, str] = False,
+        budget_s: float | None = None,
     ) -> None:
         self.experiment, self.metric, self.mode = experiment, metric, mode
+        self.folder = folder  # the run folder, to name a failed trial's files
+        self.output = output  # the experiment's log_to_file: where trials keep their output
+        self.budget_s = budget_s  # the search's time budget, when it has one
         self.scope = scope
         self._values: dict[str, list[float]] = {}  # trial id -> its metric values so far
         self.searched = searched
@@ -115,11 +128,22 @@ class ProgressCallback(tune.Callback):
         self._send(trials)
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        # One line per failure; the traceback is in the trial's error.txt (and shown with -v).
+        # One line per failure: the error, where in the user's code, and the trial's files (the
+        # traceback is in its error file, and shown with -v).
         self._line(
-            f"trial {trial.trial_id} failed: {_cause(trial)}{_params(trial.config, self.searched)}"
+            f"trial {trial.trial_id} failed: {_cause(trial)}"
+            f"{_params(trial.config, self.searched)}{self._files(trial)}"
         )
         self._send(trials)
+
+    def _files(self, trial: Any) -> str:
+        """ "; error: PATH, output: PATH" for a failed trial, as a user names them."""
+        name = getattr(getattr(trial, "storage", None), "trial_dir_name", None)
+        if self.folder is None or not name:
+            return ""
+        shown = f"; error: {self.folder.trial_error(name)}"
+        output = self.folder.trial_output(name, self.output)
+        return shown + (f", output: {output}" if output else "")
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self._send(trials)
@@ -178,17 +202,20 @@ class ProgressCallback(tune.Callback):
             else "",
             elapsed_s=elapsed,
             remaining_s=remaining,
+            budget_s=self.budget_s,
         )
 
 
 def _cause(trial: Any) -> str:
-    """The first line of a failed trial's error, from the error.txt Tune wrote for it."""
+    """The first line of a failed trial's error and the innermost frame of the user's code in
+    it (`KeyError: 'hidden' at my_train.py:14`), from the error file Tune wrote for it."""
     try:
         with open(trial.error_file, encoding="utf-8", errors="replace") as f:
             failure = failures.from_text(f.read())
     except (OSError, TypeError, AttributeError):
-        return "see its error.txt"
-    return failure.message.splitlines()[0] if failure.message else failure.cause
+        return "see its error file"
+    text = failure.message.splitlines()[0] if failure.message else failure.cause
+    return f"{text} at {failure.frame}" if failure.frame else text
 
 
 def _params(config: dict[str, Any], searched: tuple[str, ...]) -> str:
@@ -213,6 +240,9 @@ def describe(snap: Snapshot) -> str:
     parts.append(f"{_clock(snap.elapsed_s)} elapsed")
     if snap.remaining_s is not None and snap.done + snap.errored < (snap.total or 0):
         parts.append(f"~{_clock(snap.remaining_s)} left")
+    if snap.budget_s is not None:
+        left = max(0.0, snap.budget_s - snap.elapsed_s)
+        parts.append(f"{_clock(left)} of the {_clock(snap.budget_s)} budget left")
     return "; ".join(parts)
 
 
@@ -235,6 +265,8 @@ class View:
     console: Any = None  # rich Console of the live view (default: stdout)
     snapshots: dict[str, Snapshot] = field(default_factory=dict)
     _live: Any = None
+    clock: Callable[[], float] = time.monotonic
+    _said: float | None = None  # when the last plain line of where things stand was printed
 
     @classmethod
     def for_stdout(cls) -> View:
@@ -260,6 +292,14 @@ class View:
         self.snapshots[snap.experiment] = snap
         if self._live is not None:
             self._live.update(self._render())
+        elif not self.live:
+            now = self.clock()
+            if self._said is None:
+                self._said = now
+            elif now - self._said >= PLAIN_PERIOD_S:
+                self._said = now
+                for name, each in self.snapshots.items():
+                    print(f"[{name}] {describe(each)}", flush=True)
 
     def line(self, text: str) -> None:
         if self._live is not None:

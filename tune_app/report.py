@@ -19,6 +19,7 @@ import jinja2
 from tune_app import importance, plots, scoring
 from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
 from tune_app.analyze import clone_lines, configuration_cells
+from tune_app.command import APP
 from tune_app.rundir.location import name_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome
@@ -164,7 +165,7 @@ def write(experiments: list[ExperimentResults], out: Path, source: str) -> Path:
 
 def render(page: Page) -> str:
     """The page as HTML text."""
-    return _TEMPLATES.get_template(PAGE_TEMPLATE).render(page=page)
+    return _TEMPLATES.get_template(PAGE_TEMPLATE).render(page=page, app=APP)
 
 
 def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
@@ -266,8 +267,8 @@ def _best(exp: ExperimentResults) -> Best | None:
             trial_id=best.trial_id,
             metric=str(exp.metric),
             score=_shown(top.score),
-            scope=f"{exp.summary.aggregate} of {top.scored} seeds, each "
-            f"{scoring.describe(exp.scope)}",
+            scope=f"{top.of_seeds(exp.summary.aggregate)}, each {scoring.describe(exp.scope)}"
+            + (f"; {top.budgets_text}" if top.mixed_budgets else ""),
             params=", ".join(f"{k} = {_shown(v)}" for k, v in top.params.items()),
         )
     return Best(

@@ -8,6 +8,7 @@ search then continues as it was run, since Tune's saved state fixes it.
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from pathlib import Path
 
 from tune_app.api import DICT_SPEC
@@ -30,7 +31,7 @@ def resume_plan(
 ) -> Plan:
     """The plan continuing the runs in `folder` (a path or a cloud URI), for `machine` (a
     cluster's nodes) or this one; a forced spec change is among its warnings."""
-    found = RunLocation.open(folder)
+    found = RunLocation.open(folder, resuming=True)
     records = [_resumable_record(r) for r in found]
     spec_files = {record.spec_file for record in records}
     if len(spec_files) != 1:
@@ -66,10 +67,14 @@ def resume_plan(
     plan = make_plan(
         loaded, cpus=cpus, machine=machine, storage_path=root, smoke=smoke, rllib_checks=True
     )
-    kept = tuple(ep for ep in plan.experiments if any(ep.folder.same_as(r) for r in found))
-    if len(kept) != len(found):
-        names = sorted({r.name for r in found} - {ep.name for ep in kept})
-        raise SpecError(f"the spec as run has no experiment {', '.join(names)}")
+    # A re-run wrote `<name>_<n>` beside the first run: each found run continues the plan's
+    # experiment its run.json names, in the folder it was run in.
+    by_name = {ep.name: ep for ep in plan.experiments}
+    names = [record.experiment or run.name for record, run in zip(records, found, strict=True)]
+    missing = sorted(set(names) - set(by_name))
+    if missing:
+        raise SpecError(f"the spec as run has no experiment {', '.join(missing)}")
+    kept = tuple(replace(by_name[name], folder=run) for name, run in zip(names, found, strict=True))
     warnings += _code_changes(records)
     plan = Plan(
         spec=plan.spec,

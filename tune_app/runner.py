@@ -35,7 +35,6 @@ from tune_app.ray_internals.startup import (
 from tune_app.ray_internals.uploads import whole_file_uploads
 from tune_app.ray_internals.versions import warn_unchecked
 from tune_app.rundir.layout import write_json
-from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import hold
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
@@ -377,38 +376,19 @@ def _mark_finished(ep: ExperimentPlan) -> None:
 
 
 def _refuse_existing(plan: Plan) -> None:
+    """Never write into a folder a run wrote: `api.run` chose folders no run had (a re-run
+    writes `<name>_<n>`), and another run may have started in one since."""
     for ep in plan.experiments:
         folder = ep.folder
-        if folder.uri:
-            if folder.holds_remote_run():
-                raise SpecError(
-                    f"results of an earlier run are in {folder.uri}",
-                    path=f"{ep.experiment.key_path}.storage_path",
-                    suggestion=f"continue it with: tune_app resume {folder.uri}, or pass "
-                    "--storage-path to write elsewhere",
-                )
-            continue
-        if folder.has_tune_state() and _unfinished(folder):
-            raise SpecError(
-                f"a resumable run of experiment '{ep.name}' is in {folder.local}",
-                path=f"{ep.experiment.key_path}.storage_path",
-                suggestion=f"continue it with: tune_app resume {folder.local} (or pass "
-                "--storage-path to start afresh elsewhere)",
-            )
-        if folder.local.exists() and not folder.has_tune_state():
+        if not folder.uri and folder.local.exists() and not folder.has_tune_state():
             if not folder.tune_started() and folder.holds_only_records():
                 # A driver killed before Tune started: nothing ran, nothing to resume.
                 folder.remove()
                 continue
-        if folder.holds_files():
+        if folder.holds_remote_run() or (not folder.uri and folder.holds_files()):
             raise SpecError(
-                f"results of an earlier run are in {folder.local}",
+                f"a run of experiment '{ep.name}' is already in {folder.where}",
                 path=f"{ep.experiment.key_path}.storage_path",
-                suggestion="pass --storage-path to write elsewhere, or remove that folder",
+                suggestion="run again: a new run writes beside the earlier ones "
+                f"({folder.fresh().where})",
             )
-
-
-def _unfinished(folder: RunLocation) -> bool:
-    """Whether the run in `folder` left trials unfinished (or never wrote its summary)."""
-    summary = read_summary(folder)
-    return summary is None or summary.interrupted

@@ -22,6 +22,9 @@ AGGREGATES = ("mean", "iqm", "median")
 DEFAULT_AGGREGATE = "mean"
 CONFIDENCE = 0.95
 BOOTSTRAP_DRAWS = 2000
+# Under this many scored seeds a bootstrap interval is little more than their min and max (over
+# 2 seeds it is exactly that): the seeds' range is shown, with its count, and called so.
+MIN_BOOTSTRAP = 5
 FAILED = "ERROR"  # a failed trial's status (tune_app.rundir.records.ERRORED)
 
 
@@ -69,6 +72,46 @@ class Configuration:
     interval: tuple[float, float] | None = None
     expected: int = 0  # seeds it should have run on (0: as many as it has trials)
     failed: int = 0  # seeds whose trial failed (a crash, a metric turned NaN)
+    iterations: list[int] = field(default_factory=list)  # each seed's trial's iterations
+
+    @property
+    def interval_is_range(self) -> bool:
+        """The interval is the seeds' min and max (under MIN_BOOTSTRAP scored seeds), not a
+        bootstrap interval."""
+        return self.scored < MIN_BOOTSTRAP
+
+    def interval_text(self, shown: Any = "{:.6g}".format) -> str:
+        """The interval as shown: `[lo, hi] (range of 2 seeds)` or `[lo, hi] (95% bootstrap)`;
+        "-" without one."""
+        if self.interval is None:
+            return "-"
+        kind = (
+            f"range of {self.scored} seeds"
+            if self.interval_is_range
+            else f"{CONFIDENCE:.0%} bootstrap"
+        )
+        return f"[{shown(self.interval[0])}, {shown(self.interval[1])}] ({kind})"
+
+    @property
+    def mixed_budgets(self) -> bool:
+        """Its scored seeds ran for different numbers of iterations (a scheduler stopped some
+        early): its aggregate mixes scores at different budgets."""
+        ran = {n for n, s in zip(self.iterations, self.scores, strict=False) if s is not None}
+        return len(ran) > 1
+
+    @property
+    def budgets_text(self) -> str:
+        """ "" or, for mixed budgets, "mixed budgets: 1-6 iterations"."""
+        if not self.mixed_budgets:
+            return ""
+        ran = [n for n, s in zip(self.iterations, self.scores, strict=False) if s is not None]
+        return f"mixed budgets: {min(ran)}-{max(ran)} iterations"
+
+    def of_seeds(self, how: str) -> str:
+        """What its score is: "iqm of 3 seeds", or "1 seed only" (no aggregate of one)."""
+        if self.scored == 1:
+            return "1 seed only"
+        return f"{how} of {self.scored} seeds"
 
     @property
     def scored(self) -> int:
@@ -97,16 +140,22 @@ def group(
     found: dict[str, Configuration] = {}
     for t in sorted(trials, key=lambda t: t.trial_id):
         params = {k: v for k, v in t.params.items() if k != SEED_KEY}
+        if never_started(t):
+            continue  # no configuration was drawn for it: not one made up of missing values
         key = repr(sorted(params.items(), key=lambda item: item[0]))
         config = found.setdefault(key, Configuration(params=params, expected=expected))
         config.trial_ids.append(t.trial_id)
         config.seeds.append(t.params.get(SEED_KEY, t.config.get(SEED_KEY)))
         config.scores.append(t.score)
+        config.iterations.append(int(getattr(t, "iterations", 0) or 0))
         config.failed += getattr(t, "status", None) == FAILED
     for config in found.values():
-        numbers = [s for s in config.scores if s is not None]
+        numbers = [s for s in config.scores if s is not None and math.isfinite(s)]
         config.score = aggregate(numbers, how)
-        config.interval = bootstrap_interval(numbers, how)
+        if len(numbers) >= MIN_BOOTSTRAP:
+            config.interval = bootstrap_interval(numbers, how)
+        elif len(numbers) >= 2:
+            config.interval = (min(numbers), max(numbers))
     sign = -1.0 if mode == "max" else 1.0
     return sorted(
         found.values(),
@@ -116,6 +165,18 @@ def group(
             sign * c.score if c.score is not None else 0.0,
         ),
     )  # stable: equal aggregates keep the order of their first trials
+
+
+def never_started(trial: Any) -> bool:
+    """A trial of an interrupted run that never started: no iteration, no score, and none of
+    its searched values known (a searcher had not drawn them yet)."""
+    params = {k: v for k, v in trial.params.items() if k != SEED_KEY}
+    return (
+        bool(params)
+        and all(v is None for v in params.values())
+        and not getattr(trial, "iterations", 0)
+        and trial.score is None
+    )
 
 
 def seed_values(seeds: int | Sequence[int]) -> list[int]:

@@ -2,7 +2,7 @@
 
 At most 2 samples, each grid axis cut to its first 2 values, at most 2 iterations per trial, and
 the trainable's declared smoke overrides (RLlib: one env runner, tiny batches) for the config
-keys the spec does not search.
+keys the spec does not search. `expect: {smoke: {...}}` bounds are the ones a smoke run checks.
 """
 
 from __future__ import annotations
@@ -26,7 +26,16 @@ def shrink(exp: Experiment, ref: TrainableRef) -> Experiment:
         config = ref.kind.smoke_config(config)
     stop = dict(exp.stop)
     stop["training_iteration"] = min(stop.get("training_iteration", MAX_ITERATIONS), MAX_ITERATIONS)
-    return replace(exp, config=config, num_samples=min(exp.num_samples, MAX_SAMPLES), stop=stop)
+    expect = exp.expect
+    if expect.smoke:  # the bounds a smoke run can meet replace those it cannot
+        expect = expect.model_copy(update={"metrics": dict(expect.smoke), "smoke_run": True})
+    return replace(
+        exp,
+        config=config,
+        num_samples=min(exp.num_samples, MAX_SAMPLES),
+        stop=stop,
+        expect=expect,
+    )
 
 
 def cut_grids(space: Any) -> Any:

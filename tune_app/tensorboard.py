@@ -409,7 +409,7 @@ def session_end(failed: bool) -> Any:
 
 def serve(folder: Path, host: str = "127.0.0.1", port: int = 0) -> None:
     """Serve TensorBoard on a run's folder (or a storage folder of runs) until interrupted."""
-    runs = find_runs(folder)
+    runs, _ = find_runs(folder, every=True)  # a storage folder: every run, side by side
     _check_address(host, port)
     from tensorboard import program
 

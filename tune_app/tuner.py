@@ -72,7 +72,7 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
             time_budget_s=exp.time_budget_s,
         ),
         run_config=tune.RunConfig(
-            name=exp.name,
+            name=ep.folder.name,  # a re-run's folder is `<name>_<n>`
             storage_path=ep.folder.parent,
             stop=stopper,
             callbacks=_callbacks(ep, opts),
@@ -139,6 +139,9 @@ def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
             ep.searched,
             _iteration_bound(ep.experiment.stop),
             scope=ep.experiment.scope,
+            folder=ep.folder,
+            output=ep.experiment.log_to_file,
+            budget_s=ep.experiment.time_budget_s,
         )
     )
     return callbacks

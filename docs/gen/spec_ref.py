@@ -55,8 +55,9 @@ def nested(model: type[BaseModel], path: str = "") -> list[tuple[str, type[BaseM
     found = []
     extra = model.__annotations__.get("__pydantic_extra__")
     keyed = [(name, f.annotation) for name, f in model.model_fields.items()]
-    if isinstance(extra, str):  # postponed annotations: the extra keys' type, resolved
-        keyed.append(("<metric>", typing.get_type_hints(model)["__pydantic_extra__"]))
+    if isinstance(extra, str):  # postponed annotations: the extra keys' type, resolved; first,
+        # so a model also reached under a named key (`expect.smoke`) is documented as a metric's
+        keyed.insert(0, ("<metric>", typing.get_type_hints(model)["__pydantic_extra__"]))
     for name, annotation in keyed:
         if name == "experiments":
             continue

@@ -63,7 +63,7 @@ def no_key(t: Translation, key: str, path: str) -> SpecError:
     return SpecError(
         f"{t.name} has no config key '{key}'",
         path=path,
-        allowed=f"the {len(known)} keys `tune_app list {t.name}` prints",
+        allowed=f"the {len(known)} keys `python -m tune_app list {t.name}` prints",
         suggestion=did_you_mean(key, known)
         or did_you_mean(key, RENAMED)
         or "RLlib would silently ignore it",

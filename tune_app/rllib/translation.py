@@ -197,12 +197,14 @@ def check_mutated_key(name: str, key: str, path: str) -> None:
             f"'{key}' is a legacy RLlib key, read only when the spec is loaded: mutated as named, "
             "it would change nothing",
             path=path,
-            suggestion=f"mutate {new}" if new else "mutate a key of `tune_app list " + name + "`",
+            suggestion=f"mutate {new}"
+            if new
+            else "mutate a key of `python -m tune_app list " + name + "`",
         )
     raise SpecError(
         f"{name} has no config key '{key}': a mutation of it would change nothing",
         path=path,
-        allowed=f"the {len(keys.defaults)} keys `tune_app list {name}` prints",
+        allowed=f"the {len(keys.defaults)} keys `python -m tune_app list {name}` prints",
         suggestion=did_you_mean(key, keys.defaults) or did_you_mean(key, RENAMED),
     )
 

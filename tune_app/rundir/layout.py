@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,10 @@ SPEC_FILE = "spec.yaml"
 CLONES_FILE = "clones.jsonl"  # PBT and PB2: who copied whom, when, what changed
 OPTUNA_DB = "optuna.db"  # search optuna's study (`optuna-dashboard sqlite:///DIR/optuna.db`)
 TUNER_STATE = "tuner.pkl"  # Tune's saved Tuner: the run can be resumed
+# In each trial's folder: Tune's record of its failures, and its output (Tune's log_to_file=True)
+ERROR_FILE = "error.txt"
+STDOUT_FILE = "stdout"
+STDERR_FILE = "stderr"
 
 # Tune names a trial's folder `<trainable>_<id>_<index>_<params>_<date>`: the id is `abcde_00001`
 # from the variant generator, eight hex digits (`1a2b3c4d`) from a searcher such as hyperopt's.
@@ -211,22 +216,113 @@ def _journaled_failures(journal: Path) -> dict[str, int]:
     }
 
 
-def find_runs(folder: Path) -> list[Path]:
-    """`folder` itself if it is a run's experiment folder, else the experiment folders in it."""
+def run_number(name: str, base: str) -> int | None:
+    """Which run of experiment folder `base` a folder named `name` is: 1 for `base` itself, n
+    for `base_n` (n >= 2: a re-run of a spec writes beside the earlier runs, never into them),
+    None for any other name."""
+    if name == base:
+        return 1
+    found = _NUMBERED.fullmatch(name)
+    if found is None or found.group(1) != base or int(found.group(2)) < 2:
+        return None
+    return int(found.group(2))
+
+
+_NUMBERED = re.compile(r"(.+)_(\d+)")
+
+
+def newest_of_each(
+    runs: dict[str, str], prefer: Callable[[str], bool] | None = None
+) -> dict[str, list[str]]:
+    """Runs one folder holds, as folder name -> the experiment its run.json names: the newest
+    run of each experiment (its highest `run_number`; the newest that `prefer`s, if one does)
+    -> that experiment's other runs, oldest first. A folder whose name is not its experiment's
+    (an experiment named `e_2` beside `e`) is a run of its own."""
+    families: dict[str, list[tuple[int, str]]] = {}
+    for name, experiment in runs.items():
+        number = run_number(name, experiment)
+        families.setdefault(experiment if number is not None else name, []).append(
+            (number or 1, name)
+        )
+    out = {}
+    for members in families.values():
+        ordered = [name for _, name in sorted(members)]
+        preferred = [name for name in ordered if prefer is not None and prefer(name)]
+        chosen = (preferred or ordered)[-1]
+        out[chosen] = [name for name in ordered if name != chosen]
+    return out
+
+
+def experiment_of(folder: Path) -> str:
+    """The experiment a run folder's run.json names (its folder's name when it names none)."""
+    try:
+        data = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None
+    name = data.get("experiment") if isinstance(data, dict) else None
+    return name if isinstance(name, str) and name else folder.name
+
+
+def unfinished(folder: Path) -> bool:
+    """Whether a run folder's run left trials unfinished (or never wrote its summary)."""
+    try:
+        data = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    return not isinstance(data, dict) or bool(data.get("interrupted", True))
+
+
+def find_runs(
+    folder: Path, *, every: bool = False, prefer: Callable[[Path], bool] | None = None
+) -> tuple[list[Path], list[Path]]:
+    """The runs `folder` names, and the other runs of their experiments, left unread.
+
+    A run's folder names the newest run of its experiment (itself, or a later `<name>_<n>`
+    beside it: a re-run writes there); a run's run.json names exactly that run; a folder
+    holding experiments names the newest run of each (every run with `every`). With `prefer`,
+    the newest run that it prefers, where one does (`resume`: the newest unfinished run).
+    """
     folder = folder.expanduser()
+    if folder.name == RUN_FILE and folder.is_file():
+        return [folder.parent], []
     if not folder.exists():
         raise SpecError(f"{folder} does not exist", suggestion="give a folder a run wrote")
     if not folder.is_dir():
         raise SpecError(f"{folder} is not a folder", suggestion="give a folder a run wrote")
     if (folder / RUN_FILE).exists():
-        return [folder]
-    found = sorted(p.parent for p in folder.glob(f"*/{RUN_FILE}"))
+        experiment = experiment_of(folder)
+        base = experiment if run_number(folder.name, experiment) is not None else folder.name
+        family = {
+            p.name: experiment_of(p)
+            for p in [folder.parent / base, *folder.parent.glob(f"{glob_escape(base)}_*")]
+            if (p / RUN_FILE).is_file()
+        }
+        family = {name: exp for name, exp in family.items() if exp == experiment}
+        family[folder.name] = experiment
+        chosen = newest_of_each(family, _by_name(folder.parent, prefer))
+        for newest, others in chosen.items():
+            if folder.name in (newest, *others):
+                return [folder.parent / newest], [folder.parent / o for o in others]
+    found = {p.parent.name: experiment_of(p.parent) for p in folder.glob(f"*/{RUN_FILE}")}
     if not found:
         raise SpecError(
             f"{folder} holds no tune_app run (no {RUN_FILE} in it or its subfolders)",
             suggestion="give an experiment folder, e.g. results/<experiment>",
         )
-    return found
+    if every:
+        return sorted(folder / name for name in found), []
+    latest = newest_of_each(found, _by_name(folder, prefer))
+    passed = sorted(folder / o for olds in latest.values() for o in olds)
+    return sorted(folder / name for name in latest), passed
+
+
+def _by_name(parent: Path, prefer: Callable[[Path], bool] | None) -> Callable[[str], bool] | None:
+    return None if prefer is None else lambda name: prefer(parent / name)
+
+
+def glob_escape(name: str) -> str:
+    """`name` as a glob pattern matching only itself."""
+    return re.sub(r"([*?[])", r"[\1]", name)
 
 
 def flatten(tree: dict[str, Any], sep: str = ".", prefix: str = "") -> dict[str, Any]:

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from tune_app.rundir import layout, storage
 from tune_app.rundir.layout import (
     CLONES_FILE,
+    ERROR_FILE,
     FINISHED_FILE,
     OPTUNA_DB,
     RESULTS_FILE,
     RUN_FILE,
     SPEC_FILE,
+    STDOUT_FILE,
     SUMMARY_FILE,
     TUNER_STATE,
 )
@@ -62,16 +65,67 @@ class RunLocation:
         return None
 
     @staticmethod
-    def open(where: str | Path) -> list[RunLocation]:
-        """The runs in `where` (an experiment folder or one holding several; a path or a URI),
-        cloud ones pulled into a copy to read (never their staging folders: those are the
-        writer's, see `pull`)."""
+    def open(
+        where: str | Path, *, every: bool = False, resuming: bool = False
+    ) -> list[RunLocation]:
+        """The runs `where` names (`layout.find_runs`): a run's folder, its experiment's newest
+        run (the newest unfinished one when `resuming`); a run's run.json, that run; a folder of
+        experiments, the newest run of each (every run with `every`). A path or a URI; cloud
+        runs pulled into a copy to read (never their staging folders: those are the writer's,
+        see `pull`). Runs passed over are named in one line on stderr."""
         if is_uri(where):
-            return [
-                RunLocation(storage.pull(uri, storage.reading_dir(uri)), uri)
-                for uri in storage.find_runs(str(where))
-            ]
-        return [RunLocation(p) for p in layout.find_runs(Path(where))]
+            uris, others = storage.find_runs(
+                str(where), every=every, prefer=storage.unfinished if resuming else None
+            )
+            found = [RunLocation(storage.pull(u, storage.reading_dir(u)), u) for u in uris]
+            _say_passed_over(found, others)
+            return found
+        paths, passed = layout.find_runs(
+            Path(where), every=every, prefer=layout.unfinished if resuming else None
+        )
+        found = [RunLocation(p) for p in paths]
+        _say_passed_over(found, [str(p) for p in passed])
+        return found
+
+    def fresh(self) -> RunLocation:
+        """The folder a new run of this experiment writes: this one if no run has written here,
+        else the first `<name>_<n>` (n = 2, 3, ...) none has. A re-run of a spec never writes
+        into an earlier run's folder, finished or not; a folder left by a driver killed before
+        Tune started holds nothing to keep and is taken."""
+        n, candidate = 1, self
+        while candidate._taken():
+            n += 1
+            candidate = self.numbered(n)
+        return candidate
+
+    def numbered(self, n: int) -> RunLocation:
+        """The folder of this experiment's `n`th run (n >= 2) beside this one."""
+        name = f"{self.name}_{n}"
+        if self.uri:
+            uri = f"{self.parent}/{name}"
+            return RunLocation(staging_dir(uri), uri)
+        return RunLocation(self.local.parent / name)
+
+    def _taken(self) -> bool:
+        if self.uri:
+            return self.holds_remote_run() or storage.has_file(self.parent, self.lock_name)
+        if self.lock_file.exists():  # a run holds it, or one just started there
+            return True
+        if not self.holds_files():
+            return False
+        return self.has_tune_state() or self.tune_started() or not self.holds_only_records()
+
+    @property
+    def lock_name(self) -> str:
+        """The name of the lock (a lease on cloud storage) beside the folder."""
+        return f".{self.name}.lock"
+
+    @property
+    def lock_file(self) -> Path:
+        """The local lock file, beside the folder's real path: reached through a symlink (to
+        the folder or any folder above it), a folder is the same folder, with the same lock."""
+        real = self.local.expanduser().resolve()
+        return real.parent / f".{real.name}.lock"
 
     # ---- names ----------------------------------------------------------------------------
 
@@ -131,6 +185,30 @@ class RunLocation:
     @property
     def optuna_db(self) -> Path:
         return self.local / OPTUNA_DB
+
+    def trial_file(self, trial_folder: str, name: str) -> str:
+        """A file of a trial as a user names it (a path or a URI): `name` in `trial_folder`."""
+        return f"{self.where.rstrip('/')}/{trial_folder}/{name}"
+
+    def trial_error(self, trial_folder: str) -> str:
+        """The error file Tune writes for a failed trial, as a user names it."""
+        return self.trial_file(trial_folder, ERROR_FILE)
+
+    def trial_output(
+        self, trial_folder: str, log_to_file: bool | str | tuple[str, str]
+    ) -> str | None:
+        """Where a trial's stdout is kept under Tune's `log_to_file` (true: `stdout`; one name
+        for both; [stdout, stderr]); None when it is not kept."""
+        if log_to_file is False:
+            return None
+        name = (
+            STDOUT_FILE
+            if log_to_file is True
+            else log_to_file
+            if isinstance(log_to_file, str)
+            else log_to_file[0]
+        )
+        return self.trial_file(trial_folder, name)
 
     @property
     def summary_where(self) -> str:
@@ -195,6 +273,18 @@ class RunLocation:
     def pull_state(self) -> None:
         if self.uri:
             storage.pull_state(self.uri, self.local)
+
+
+def _say_passed_over(read: list[RunLocation], others: list[str]) -> None:
+    """One line naming the runs not read, and how to read one of them."""
+    if others:
+        print(
+            f"tune_app: reading {', '.join(r.where for r in read)}, the newest run; also there: "
+            f"{', '.join(others)} (give a run's {RUN_FILE}, e.g. {others[-1].rstrip('/')}/"
+            f"{RUN_FILE}, to read exactly that run)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _canonical(location: RunLocation) -> str:

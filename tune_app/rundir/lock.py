@@ -89,10 +89,8 @@ def hold(folders: list[RunLocation], *, resuming: bool = False) -> Iterator[None
 
 
 def lock_path(folder: RunLocation) -> Path:
-    """The local lock file of a folder, beside its real path: reached through a symlink (to the
-    folder or any folder above it), a folder is the same folder, with the same lock."""
-    real = folder.local.expanduser().resolve()
-    return real.parent / f".{real.name}.lock"
+    """The local lock file of a folder (`RunLocation.lock_file`: beside its real path)."""
+    return folder.lock_file
 
 
 @contextlib.contextmanager
@@ -162,7 +160,7 @@ def _lease(folder: RunLocation, resuming: bool) -> Iterator[None]:
     from tune_app.rundir import storage
 
     assert folder.uri is not None
-    uri, name = folder.parent, f".{folder.name}.lock"
+    uri, name = folder.parent, folder.lock_name
     held = storage.read_text(uri, name)
     owner = Owner.parse(held) if held is not None else None
     if owner is not None and owner.alive() and time.time() - owner.heartbeat < LEASE_S:

@@ -100,6 +100,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
                     for k in ep.experiment.expect.metrics
                 },
                 cause=failure.cause if failure else None,
+                frame=failure.frame if failure else None,
                 failures=retried,
                 params={k: value_at(config, k) for k in ep.searched},
                 # The last result's value (None when it was not finite); an RLlib result
@@ -301,6 +302,13 @@ def _kind_of(value: Any) -> str:
     return names.get(type(value), f"a {type(value).__name__}")
 
 
+# Tune's bookkeeping keys that say who and when, never how well: no stop or metric to offer.
+_NOT_METRICS = frozenset(
+    {"trial_id", "config", "hostname", "node_ip", "pid", "date", "timestamp", "done",
+     "should_checkpoint", "experiment_tag", "experiment_id", "checkpoint_dir_name"}
+)  # fmt: skip
+
+
 def missing_keys_error(ep: ExperimentPlan, summary: RunSummary) -> SpecError:
     """The message for a stop or metric key the trainable never reported, or never reported as
     a number."""
@@ -315,7 +323,7 @@ def missing_keys_error(ep: ExperimentPlan, summary: RunSummary) -> SpecError:
         )
     where, key = next(iter(summary.missing.items()))
     reported = [
-        k for k in summary.reported if k not in ("trial_id", "config") and "config/" not in k
+        k for k in summary.reported if k not in _NOT_METRICS and not k.startswith("config/")
     ]
     return SpecError(
         f"'{key}' is never reported by trainable '{ep.experiment.run}', so it can never stop or "

@@ -20,9 +20,12 @@ from tune_app.config_keys import restore_private_keys
 from tune_app.failures import Failure
 from tune_app.rundir.layout import (
     CLONES_FILE,
+    ERROR_FILE,
     FINISHED_FILE,
     RESULTS_FILE,
     RUN_FILE,
+    STDERR_FILE,
+    STDOUT_FILE,
     SUMMARY_FILE,
     flatten,
     latest_clones,
@@ -43,6 +46,7 @@ from tune_app.rundir.records import (
     last_value,
     stopped_early,
 )
+from tune_app.rundir.storage import is_uri
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE
 from tune_app.space import value_at
@@ -56,6 +60,15 @@ __all__ = [
     "read_experiment",
     "read_summary",
 ]
+
+
+@dataclass(frozen=True)
+class TrialFiles:
+    """A trial's error file and its output files, where they are (None: not there)."""
+
+    error: str | None = None
+    stdout: str | None = None
+    stderr: str | None = None
 
 
 @dataclass
@@ -80,6 +93,26 @@ class ExperimentResults:
     @property
     def name(self) -> str:
         return self.summary.experiment
+
+    def trial_files(self, trial: TrialOutcome) -> TrialFiles:
+        """Where a trial's error file and output are, as a user names them (what exists)."""
+        if not trial.folder:
+            return TrialFiles()
+        local = self.folder / trial.folder
+        here = RunLocation(self.folder, self.location if is_uri(self.location) else None)
+
+        def where(name: str) -> str | None:
+            # A cloud run's trial folders are not copied to read: its error file is named as
+            # Tune writes it, its output (written only with log_to_file) is not.
+            cloud = here.uri is not None and name == ERROR_FILE
+            kept = cloud or (here.uri is None and (local / name).exists())
+            return here.trial_file(trial.folder or "", name) if kept else None
+
+        return TrialFiles(
+            error=where(ERROR_FILE) if trial.failure else None,
+            stdout=where(STDOUT_FILE),
+            stderr=where(STDERR_FILE),
+        )
 
     @property
     def metric(self) -> str | None:
@@ -205,6 +238,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
                 error=failure.message if failure else None,
                 time_total_s=float(steps[-1].get("time_total_s", 0.0)) if steps else 0.0,
                 cause=failure.cause if failure else None,
+                frame=failure.frame if failure else None,
                 failures=saved.get(trial_id, ("", 0))[1],
                 params={k: value_at(configs.get(trial_id, {}), k) for k in searched},
                 last=last_value(values),
@@ -321,7 +355,7 @@ def _failure(trial_folder: Path | None, status: str) -> Failure | None:
     """Why a trial that ended in error failed, from its error.txt."""
     if status != ERRORED:
         return None
-    error_file = trial_folder / "error.txt" if trial_folder else None
+    error_file = trial_folder / ERROR_FILE if trial_folder else None
     if error_file is not None and error_file.exists():
         try:
             return failures.from_text(error_file.read_text(encoding="utf-8", errors="replace"))

@@ -94,10 +94,11 @@ class TrialOutcome:
     last: float | None = None  # the metric's last value (None when it was not finite)
     best: float | None = None  # the metric's best value over the trial's iterations
     stopped_early: bool = False  # ended by the scheduler before its stop criteria or peers
+    frame: str | None = None  # where in the user's code it failed: `my_train.py:14`
 
     @property
     def failure(self) -> Failure | None:
-        return Failure(self.cause, self.error or "") if self.cause else None
+        return Failure(self.cause, self.error or "", self.frame) if self.cause else None
 
     def to_json(self) -> dict[str, Any]:
         return {_JSON_NAMES.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}

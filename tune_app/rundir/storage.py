@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import functools
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -29,6 +30,8 @@ from tune_app.rundir.layout import (
     RUN_FILE,
     SPEC_FILE,
     SUMMARY_FILE,
+    newest_of_each,
+    run_number,
 )
 
 APP_FILES = (RUN_FILE, SPEC_FILE, RESULTS_FILE, FINISHED_FILE, SUMMARY_FILE, CLONES_FILE)
@@ -78,29 +81,80 @@ def has_file(uri: str, name: str) -> bool:
     return fs.get_file_info(f"{path}/{name}").type == pyarrow.fs.FileType.File
 
 
-def find_runs(uri: str) -> list[str]:
-    """`uri` itself if it holds a run, else the runs one level below it."""
+def find_runs(
+    uri: str, *, every: bool = False, prefer: Callable[[str], bool] | None = None
+) -> tuple[list[str], list[str]]:
+    """The runs `uri` names and the other runs of their experiments, as `layout.find_runs`
+    tells them apart: a run's folder names its experiment's newest run, a run's run.json that
+    run, a folder holding experiments the newest run of each."""
     import pyarrow.fs
 
-    if has_file(uri, RUN_FILE):
-        return [uri.rstrip("/")]
+    uri = uri.rstrip("/")
+    if uri.endswith(f"/{RUN_FILE}") and has_file(uri.rsplit("/", 1)[0], RUN_FILE):
+        return [uri.rsplit("/", 1)[0]], []
     fs, path = _fs(uri)
-    try:
-        entries = fs.get_file_info(pyarrow.fs.FileSelector(path, allow_not_found=True))
-    except OSError as err:
-        raise SpecError(f"cannot list {uri}: {err}") from None
-    children = [
-        f"{uri.rstrip('/')}/{e.base_name}"
-        for e in entries
-        if e.type == pyarrow.fs.FileType.Directory
-    ]
-    found = sorted(child for child in children if has_file(child, RUN_FILE))
+
+    def runs_in(parent: str, names: Callable[[str], bool]) -> dict[str, str]:
+        _, where = _fs(parent)
+        try:
+            entries = fs.get_file_info(pyarrow.fs.FileSelector(where, allow_not_found=True))
+        except OSError as err:
+            raise SpecError(f"cannot list {parent}: {err}") from None
+        return {
+            e.base_name: _experiment_of(f"{parent}/{e.base_name}", e.base_name)
+            for e in entries
+            if e.type == pyarrow.fs.FileType.Directory
+            and names(e.base_name)
+            and has_file(f"{parent}/{e.base_name}", RUN_FILE)
+        }
+
+    def chosen(parent: str, found: dict[str, str]) -> dict[str, list[str]]:
+        keep = None if prefer is None else (lambda name: prefer(f"{parent}/{name}"))
+        return newest_of_each(found, keep)
+
+    if has_file(uri, RUN_FILE):
+        parent, name = uri.rsplit("/", 1)
+        experiment = _experiment_of(uri, name)
+        base = experiment if run_number(name, experiment) is not None else name
+        family = {
+            n: e
+            for n, e in runs_in(parent, lambda n: run_number(n, base) is not None).items()
+            if e == experiment
+        }
+        family[name] = experiment
+        for newest, others in chosen(parent, family).items():
+            if name in (newest, *others):
+                return [f"{parent}/{newest}"], [f"{parent}/{o}" for o in others]
+    found = runs_in(uri, lambda n: True)
     if not found:
         raise SpecError(
             f"{uri} holds no tune_app run (no {RUN_FILE} in it or one level below)",
             suggestion="give an experiment folder, e.g. s3://bucket/prefix/<experiment>",
         )
-    return found
+    if every:
+        return sorted(f"{uri}/{n}" for n in found), []
+    latest = chosen(uri, found)
+    others = sorted(f"{uri}/{o}" for olds in latest.values() for o in olds)
+    return sorted(f"{uri}/{n}" for n in latest), others
+
+
+def _experiment_of(uri: str, name: str) -> str:
+    """The experiment the run.json at `uri` names (the folder's name when it names none)."""
+    try:
+        data = json.loads(read_text(uri, RUN_FILE) or "")
+    except ValueError:
+        data = None
+    found = data.get("experiment") if isinstance(data, dict) else None
+    return found if isinstance(found, str) and found else name
+
+
+def unfinished(uri: str) -> bool:
+    """Whether the run at `uri` left trials unfinished (or never wrote its summary)."""
+    try:
+        data = json.loads(read_text(uri, SUMMARY_FILE) or "")
+    except ValueError:
+        return True
+    return not isinstance(data, dict) or bool(data.get("interrupted", True))
 
 
 def read_text(uri: str, name: str) -> str | None:

@@ -100,7 +100,7 @@ def _to_spec_error(target: Any, err: Any) -> SpecError:  # noqa: C901
         return SpecError(
             f"'{value}' is not a trainable name or a module:function reference",
             path=path,
-            suggestion="write a registered name (tune_app list), an RLlib "
+            suggestion="write a registered name (python -m tune_app list), an RLlib "
             "algorithm such as PPO, or package.module:function",
         )
     msg = err["msg"][0].lower() + err["msg"][1:]

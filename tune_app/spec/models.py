@@ -128,10 +128,11 @@ def _split_expect(value: Any) -> Any:
     """`expect: {max_errored_trials: 0, some_metric: {min: 1}}`: metrics beside the one count."""
     if not isinstance(value, dict):
         return value
-    metrics = {k: v for k, v in value.items() if k != "max_errored_trials"}
+    metrics = {k: v for k, v in value.items() if k not in ("max_errored_trials", "smoke")}
     out = {"metrics": metrics}
-    if "max_errored_trials" in value:
-        out["max_errored_trials"] = value["max_errored_trials"]
+    for key in ("max_errored_trials", "smoke"):
+        if key in value:
+            out[key] = value[key]
     return out
 
 
@@ -142,6 +143,16 @@ class ExpectSpec(_Strict):
     metrics: dict[str, Bound] = Field(
         default_factory=dict, description="the best trial's last value of each metric"
     )
+    smoke: dict[str, Bound] = Field(
+        default_factory=dict,
+        description="bounds a --smoke run must meet, in place of the others (which a run of "
+        "seconds cannot), so CI gates on a metric",
+    )
+    smoke_run: bool = Field(
+        False,
+        exclude=True,
+        description="set by --smoke when `smoke` bounds were stated: `metrics` holds them",
+    )
 
 
 class ExpectAsWritten(BaseModel):
@@ -151,6 +162,11 @@ class ExpectAsWritten(BaseModel):
     model_config = ConfigDict(extra="allow", title="Expect")
     __pydantic_extra__: dict[str, Bound]  # every other key is a metric
     max_errored_trials: int = Field(0, ge=0, description="errored trials allowed")
+    smoke: dict[str, Bound] | None = Field(
+        None,
+        description="bounds a --smoke run must meet, in place of the others (which a run of "
+        "seconds cannot), so CI gates on a metric",
+    )
 
 
 ExpectInput = Annotated[
@@ -320,9 +336,9 @@ class ExperimentSpec(Settings):
         False, description="end the whole run at its first failed trial (Tune's fail_fast)"
     )
     log_to_file: bool | str | tuple[str, str] = Field(
-        False,
+        True,
         description="each trial's stdout and stderr to files in its folder (Tune's log_to_file): "
-        "true, a file name for both, or [stdout file, stderr file]",
+        "true (`stdout`, `stderr`), a file name for both, [stdout file, stderr file], or false",
     )
     simulations: int | None = Field(
         None, ge=0, description="parallel simulations inside each trial (the trainable's)"
@@ -373,7 +389,7 @@ class Experiment:
     key_path: str  # where the experiment sits in its file, for messages
     expect: ExpectSpec = ExpectSpec()
     fail_fast: bool = False  # Tune's: the run ends at its first failed trial
-    log_to_file: bool | str | tuple[str, str] = False  # Tune's: trial output to files
+    log_to_file: bool | str | tuple[str, str] = True  # Tune's: trial output to files
     scope: str = DEFAULT_SCOPE  # which value of its metric ranks a trial (see tune_app.scoring)
     tensorboard: TensorBoardSpec = TensorBoardSpec()  # result keys shown beyond the spec's
     time_budget_s: float | None = None  # Tune's: the search ends after this many seconds

@@ -1,0 +1,142 @@
+"""A second run of a spec writes beside the first, never into it: `<name>_2`, `<name>_3`, ...
+The reading commands and `resume`, given an experiment's folder, find its newest run (the newest
+unfinished one for `resume`); given a run's run.json, exactly that run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tune_app.rundir.layout import find_runs, newest_of_each, run_number
+from tune_app.rundir.location import RunLocation
+
+GOOD = "e:\n  run: my_func\n  stop: {training_iteration: 2}\n  config: {alpha: 0.5, beta: 1}\n"
+
+
+def _run(folder: Path, experiment: str | None = None, *, finished: bool = True) -> Path:
+    """A run folder as a run leaves it: its records, a result, Tune's state and a summary."""
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"experiment": experiment or folder.name}))
+    (folder / "spec.yaml").write_text(GOOD)
+    (folder / "results.jsonl").write_text('{"trial_id": "a", "training_iteration": 1}\n')
+    (folder / "tuner.pkl").write_bytes(b"")
+    (folder / "summary.json").write_text(json.dumps({"interrupted": not finished}))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("name", "base", "number"),
+    [
+        pytest.param("e", "e", 1, id="the-first"),
+        pytest.param("e_2", "e", 2, id="the-second"),
+        pytest.param("e_12", "e", 12, id="two-digits"),
+        pytest.param("e_1", "e", None, id="no-run-1-suffix"),
+        pytest.param("e_x", "e", None, id="not-a-number"),
+        pytest.param("f_2", "e", None, id="another-experiment"),
+        pytest.param("my_exp_3", "my_exp", 3, id="underscores-in-the-name"),
+    ],
+)
+def test_a_folder_name_says_which_run_it_is(name, base, number):
+    assert run_number(name, base) == number
+
+
+def test_a_new_run_writes_beside_every_earlier_one(tmp_path):
+    first = RunLocation(tmp_path / "e")
+    assert first.fresh() == first  # nothing there yet
+    _run(first.local)
+    assert first.fresh().local == tmp_path / "e_2"
+    _run(tmp_path / "e_2", "e", finished=False)  # unfinished runs are kept too
+    assert first.fresh().local == tmp_path / "e_3"
+    assert (first.local / "summary.json").exists()  # nothing of the first was touched
+
+
+def test_a_folder_nothing_ran_in_is_taken_and_a_held_one_is_not(tmp_path):
+    killed = RunLocation(tmp_path / "e")
+    killed.create()  # a driver killed before Tune started leaves its records only
+    killed.record.write_text("{}")
+    killed.spec.write_text(GOOD)
+    assert killed.fresh() == killed
+    held = RunLocation(tmp_path / "f")
+    held.lock_file.write_text("{}")  # a run holds it and has not written yet
+    assert held.fresh().local == tmp_path / "f_2"
+
+
+def test_a_cloud_folder_that_holds_a_run_gets_a_numbered_sibling(monkeypatch):
+    from tune_app.rundir import storage
+
+    written = {("s3://b/p/e", "run.json")}
+    monkeypatch.setattr(storage, "has_file", lambda uri, name: (uri, name) in written)
+    loc = RunLocation.for_experiment("s3://b/p", "e")
+    fresh = loc.fresh()
+    assert fresh.uri == "s3://b/p/e_2" and fresh.local == storage.staging_dir("s3://b/p/e_2")
+
+
+def test_an_experiments_folder_reads_as_its_newest_run(tmp_path, capsys):
+    _run(tmp_path / "e")
+    _run(tmp_path / "e_2", "e")
+    _run(tmp_path / "e_10", "e")
+    assert find_runs(tmp_path / "e") == ([tmp_path / "e_10"], [tmp_path / "e", tmp_path / "e_2"])
+    assert find_runs(tmp_path / "e_2")[0] == [tmp_path / "e_10"]
+    assert find_runs(tmp_path / "e" / "run.json") == ([tmp_path / "e"], [])  # exactly that run
+    (read,) = RunLocation.open(tmp_path / "e")
+    assert read.local == tmp_path / "e_10"
+    note = capsys.readouterr().err
+    assert note.count("\n") == 1 and str(tmp_path / "e_10") in note
+    assert f"{tmp_path / 'e_2'}/run.json" in note  # how to read another
+
+
+def test_a_storage_folder_reads_the_newest_run_of_each_experiment(tmp_path):
+    _run(tmp_path / "e")
+    _run(tmp_path / "e_2", "e")
+    _run(tmp_path / "f")
+    _run(tmp_path / "f_2")  # an experiment of its own named f_2, not a re-run of f
+    runs, passed = find_runs(tmp_path)
+    assert runs == [tmp_path / n for n in ("e_2", "f", "f_2")] and passed == [tmp_path / "e"]
+    assert find_runs(tmp_path / "f")[0] == [tmp_path / "f"]
+    every, _ = find_runs(tmp_path, every=True)
+    assert every == [tmp_path / n for n in ("e", "e_2", "f", "f_2")]
+
+
+def test_resume_finds_the_newest_unfinished_run(tmp_path):
+    _run(tmp_path / "e", finished=False)
+    _run(tmp_path / "e_2", "e")  # a later run that finished
+    (found,) = RunLocation.open(tmp_path / "e", resuming=True)
+    assert found.local == tmp_path / "e"
+    (found,) = RunLocation.open(tmp_path / "e")  # the reading commands: the newest
+    assert found.local == tmp_path / "e_2"
+
+
+def test_newest_of_each_keeps_families_apart():
+    runs = {"e": "e", "e_2": "e", "e_3": "e", "g_2": "g_2"}
+    assert newest_of_each(runs) == {"e_3": ["e", "e_2"], "g_2": []}
+    assert newest_of_each(runs, lambda name: name == "e_2") == {"e_2": ["e", "e_3"], "g_2": []}
+
+
+def test_resume_continues_a_numbered_run_as_its_experiment(tmp_path, write_spec):
+    from tune_app.resume import resume_plan
+
+    spec_file = write_spec(GOOD)
+    _run(tmp_path / "out" / "e")
+    later = _run(tmp_path / "out" / "e_2", "e", finished=False)
+    (later / "run.json").write_text(json.dumps({"experiment": "e", "spec_file": str(spec_file)}))
+    (later / "spec.yaml").write_text(Path(spec_file).read_text())
+    (ep,) = resume_plan(tmp_path / "out" / "e").experiments
+    assert ep.name == "e" and ep.folder.local == later
+
+
+def test_run_and_validate_say_where_a_rerun_writes(cli, write_spec, tmp_path):
+    from tune_app.console import start_line
+    from tune_app.spec.resolve import load
+
+    spec_file = write_spec(GOOD)
+    earlier = _run(tmp_path / "out" / "e", finished=False)
+    line = start_line(load(spec_file), str(tmp_path / "out"), smoke=False)
+    assert f"results in {tmp_path / 'out' / 'e_2'}" in line and str(earlier) in line
+    result = cli("validate", spec_file, "--storage-path", tmp_path / "out")
+    assert result.code == 0
+    assert f"{earlier} already holds a run, kept: `run` writes {tmp_path / 'out' / 'e_2'}" in (
+        result.err
+    )
+    assert f"python -m tune_app resume {earlier}" in result.err
