@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from tune_app.command import APP
 from tune_app.contract import Knob, TrainableInfo
 from tune_app.envs import EnvRef, resolve_env
 from tune_app.errors import Collector, SpecError, did_you_mean
@@ -383,7 +384,7 @@ _MISFIT_KEYS = {
     "GPU": (
         "resources_per_trial.gpu",
         "set gpu: 0 to train on CPUs, or plan for a machine "
-        "with GPUs: tune_app validate SPEC --gpus N (or --address of a cluster that has them)",
+        f"with GPUs: {APP} validate SPEC --gpus N (or --address of a cluster that has them)",
     ),
     "memory": (
         "resources_per_trial.memory",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tune_app.command import APP
 from tune_app.errors import SpecError
 from tune_app.resources import Machine, misfit
 from tune_app.rllib.config import check_with_rllib
@@ -181,7 +182,7 @@ def trial_bundles(  # noqa: C901
             f"{found.text}{f' ({how})' if how else ''}",
             path=path,
             suggestion=f"set {path.rsplit('.', 1)[-1]}: 0 (RLlib then trains on CPUs), or plan "
-            "for a machine with GPUs: tune_app validate SPEC --gpus N"
+            f"for a machine with GPUs: {APP} validate SPEC --gpus N"
             if found.resource == "GPU"
             else "ask for less per trial",
         )
