@@ -112,9 +112,16 @@ def machine_at(address: str) -> Machine:
     """A running cluster's nodes, read by joining it as a driver for a moment: no trial, task
     or actor is started. SpecError (exit 2) when it cannot be joined."""
     name = f"the cluster at {address}"
-    if ray.is_initialized():  # a notebook or a test already joined it
-        return running_machine(name)
     _reachable(address)
+    if ray.is_initialized():  # a notebook or a test already joined a cluster: this one?
+        joined = ray.get_runtime_context().gcs_address
+        if re.fullmatch(r"[\w.\-]+:\d+", address) and not _same_address(joined, address):
+            raise SpecError(
+                f"this process has already joined the Ray at {joined}, not {address}",
+                path="--address",
+                suggestion="ray.shutdown() first, or plan from a new process",
+            )
+        return running_machine(name)
     try:
         ray.init(
             address=address,
@@ -132,6 +139,19 @@ def machine_at(address: str) -> Machine:
         return running_machine(name)
     finally:
         ray.shutdown()
+
+
+def _same_address(joined: str, address: str) -> bool:
+    """Whether two HOST:PORT addresses name one GCS (localhost and 127.0.0.1 alike)."""
+
+    def norm(text: str) -> tuple[str, str]:
+        host, _, port = text.rpartition(":")
+        try:
+            return socket.gethostbyname(host), port
+        except OSError:
+            return host, port
+
+    return norm(joined) == norm(address)
 
 
 def _reachable(address: str) -> None:
