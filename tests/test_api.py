@@ -92,10 +92,16 @@ def test_bad_input_raises_the_clis_error_and_writes_nothing(tmp_path, cli):
 @pytest.mark.parametrize(
     ("folders", "command"),
     [
-        pytest.param(["out/e"], "tune_app resume out/e", id="one"),
-        pytest.param(["out/a", "out/b"], "tune_app resume out", id="one-storage-folder"),
-        pytest.param(["x/a", "y/b"], "tune_app resume x/a && tune_app resume y/b", id="apart"),
-        pytest.param(["s3://b/p/a", "s3://b/p/b/"], "tune_app resume s3://b/p", id="cloud"),
+        pytest.param(["out/e"], "python -m tune_app resume out/e", id="one"),
+        pytest.param(["out/a", "out/b"], "python -m tune_app resume out", id="one-storage-folder"),
+        pytest.param(
+            ["x/a", "y/b"],
+            "python -m tune_app resume x/a && python -m tune_app resume y/b",
+            id="apart",
+        ),
+        pytest.param(
+            ["s3://b/p/a", "s3://b/p/b/"], "python -m tune_app resume s3://b/p", id="cloud"
+        ),
     ],
 )
 def test_resume_command_continues_every_folder_with_one_command_where_it_can(folders, command):

@@ -163,7 +163,7 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
     again = _start("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
     _, err = again.communicate(timeout=60)
     assert again.returncode == 2 and "a resumable run of experiment 'e'" in err
-    assert f"tune_app resume {tmp_path / 'out' / 'e'}" in err
+    assert f"python -m tune_app resume {tmp_path / 'out' / 'e'}" in err
 
     original = spec_file.read_text()
     spec_file.write_text(original.replace("sleep: 0.4", "sleep: 0.5"))
@@ -205,7 +205,7 @@ def test_ctrl_c_exits_130_with_a_resumable_state(steps_spec, tmp_path):
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert f"Continue with: tune_app resume {tmp_path / 'out' / 'e'}" in err
+    assert f"Continue with: python -m tune_app resume {tmp_path / 'out' / 'e'}" in err
     summary = json.loads((tmp_path / "out" / "e" / "summary.json").read_text())
     assert summary["interrupted"] and summary["counts"].get("UNFINISHED", 0) >= 2
     _rows(results)  # every line whole
@@ -370,7 +370,7 @@ def test_ctrl_c_with_two_experiments_prints_one_resume_command_for_both(tmp_path
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     # one command: resume takes one folder, the storage folder holding both
-    assert f"Continue with: tune_app resume {out}\n" in err
+    assert f"Continue with: python -m tune_app resume {out}\n" in err
 
 
 def test_resuming_keeps_the_wall_time_of_a_finished_run_and_adds_to_an_interrupted_one(tmp_path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 SpecSource = str | os.PathLike[str] | Mapping[str, Any]
 DICT_SPEC = "<dict>"  # the file name a spec given as a mapping goes by (run.json, messages)
 PYTHON_API = ("<python api>",)  # the command run.json keeps for a run started from Python
+RESUME = "python -m tune_app resume"  # runs wherever tune_app is installed, as pasted
 
 
 @dataclass(frozen=True)
@@ -211,16 +213,17 @@ def resume(
 
 
 def resume_command(folders: Sequence[str]) -> str:
-    """The command that continues the runs in `folders`: `resume` takes one folder, an
+    """The command that continues the runs in `folders`, as a shell runs it when pasted
+    (`python -m tune_app`, each folder quoted where it must be): `resume` takes one folder, an
     experiment's or the storage folder holding several."""
     from tune_app.rundir.location import parent_of
 
     parents = {parent_of(loc) for loc in folders}
     if len(folders) == 1:
-        return f"tune_app resume {folders[0]}"
+        return f"{RESUME} {shlex.quote(folders[0])}"
     if len(parents) == 1:
-        return f"tune_app resume {parents.pop()}"
-    return " && ".join(f"tune_app resume {loc}" for loc in folders)
+        return f"{RESUME} {shlex.quote(parents.pop())}"
+    return " && ".join(f"{RESUME} {shlex.quote(loc)}" for loc in folders)
 
 
 def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None) -> RunResult:

@@ -23,6 +23,7 @@ from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
     daemons_in_own_session,
     node_on_loopback,
+    signals_left_to_the_driver,
     stop_local_ray,
 )
 
@@ -45,7 +46,8 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
         log_to_driver=verbosity >= 2,
     )
     if address:
-        ray.init(address=address, runtime_env=runtime_env(plan), **kwargs)
+        with signals_left_to_the_driver():
+            ray.init(address=address, runtime_env=runtime_env(plan), **kwargs)
         reclaim()
         try:
             yield
@@ -59,10 +61,10 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
     # trials_on_prestarted_workers.
     for key, value in {**TUNE_TRIAL_ENV, **TRAIN_FUNCTIONS_ENV}.items():
         os.environ.setdefault(key, value)
-    with daemons_in_own_session(), node_on_loopback():
-        ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
-    reclaim()  # ray.init installed Ray's own SIGTERM handler
-    try:
+    try:  # an interruption while Ray starts stops what did start
+        with daemons_in_own_session(), node_on_loopback(), signals_left_to_the_driver():
+            ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
+        reclaim()  # should a handler of Ray's have got through
         yield
     finally:
         stop_local_ray()
