@@ -110,8 +110,8 @@ def test_a_disk_filling_up_mid_run_stops_it_resumably_and_resume_finishes(small_
     assert len(errors) == 1, err
     assert re.fullmatch(
         rf"error: {folder}/(results|finished)\.jsonl: No space left on device \(errno 28\); "
-        rf"the run stopped with its state saved: free space, then python -m tune_app resume "
-        rf"{folder}",
+        rf"the run stopped with its state saved: free space, then "
+        rf"python -m tune_app resume {folder}",
         errors[0],
     ), errors
     # What was written stays JSON: whole lines but for a torn last one, Tune's state whole.

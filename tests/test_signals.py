@@ -1,7 +1,9 @@
-"""SIGTERM and SIGHUP end a run as Ctrl-C does, at any moment: the state is saved, the summary is
-marked interrupted, the resume command is printed, and the exit code is 128 + the signal's
-number. The signal goes to the whole process group, as `timeout` and Slurm send it. And the Ray
-a run starts for itself listens on loopback only."""
+"""SIGTERM, SIGINT and SIGHUP end a run as Ctrl-C does, at any moment (before Ray starts, while
+it starts, while trials run, while the summary is written; and in a process that began with
+SIGINT ignored, as `cmd &` in a script starts it): the state is saved, the summary is marked
+interrupted, one line says how to resume, and the exit code is 128 + the signal's number. The
+signal goes to the whole process group, as `timeout` and Slurm send it. And the Ray a run
+starts for itself listens on loopback only."""
 
 from __future__ import annotations
 
@@ -16,8 +18,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, user_module
+from tune_app import interrupts
 
-pytestmark = [pytest.mark.e2e, pytest.mark.ray]
+CODES = [
+    pytest.param(signal.SIGTERM, 143, id="SIGTERM"),
+    pytest.param(signal.SIGINT, 130, id="SIGINT"),
+    pytest.param(signal.SIGHUP, 129, id="SIGHUP"),
+]
+ray_e2e = [pytest.mark.e2e, pytest.mark.ray]
 
 SPEC = """
 metric: score
@@ -32,7 +40,7 @@ experiments:
 """
 
 
-def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
+def _start(tmp_path: Path, *args: str, sigint_ignored: bool = False) -> subprocess.Popen:
     for name in ("nodes.py", "helper.py"):
         user_module(name, tmp_path)
     (tmp_path / "spec.yaml").write_text(SPEC)
@@ -43,7 +51,35 @@ def _start(tmp_path: Path, *args: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, which the signal is sent to
+        # As a shell starts `cmd &` without job control: SIGINT ignored, which exec keeps.
+        preexec_fn=_ignore_sigint if sigint_ignored else None,
     )
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _ray_starting(proc: subprocess.Popen) -> bool:
+    """Ray's GCS, started by the run's process, is up: `ray.init` has begun, not yet returned
+    (it waits for the raylet and connects the driver for a second or more after)."""
+    try:
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    except OSError:
+        return False
+    for pid in children:
+        try:
+            if "gcs_server" in Path(f"/proc/{pid}/cmdline").read_text():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _last_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert lines, "nothing on stderr"
+    return lines[-1]
 
 
 def _wait_for(condition, proc: subprocess.Popen, seconds: float = 120) -> None:
@@ -60,22 +96,33 @@ def _rows(folder: Path) -> list[tuple[str, int]]:
 
 
 @pytest.mark.parametrize(
-    ("sig", "code"),
+    ("sig", "code", "sigint_ignored"),
     [
-        pytest.param(signal.SIGTERM, 143, id="SIGTERM"),
-        pytest.param(signal.SIGHUP, 129, id="SIGHUP"),
+        pytest.param(signal.SIGTERM, 143, False, id="SIGTERM"),
+        pytest.param(signal.SIGINT, 130, False, id="SIGINT"),
+        pytest.param(signal.SIGHUP, 129, False, id="SIGHUP"),
+        pytest.param(signal.SIGTERM, 143, True, id="SIGTERM-sigint-ignored"),
     ],
 )
-def test_a_signal_while_trials_run_saves_the_state_and_resume_finishes(tmp_path, sig, code):
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_a_signal_while_trials_run_saves_the_state_and_resume_finishes(
+    tmp_path, sig, code, sigint_ignored
+):
     folder = tmp_path / "out" / "e"
-    proc = _start(tmp_path, "run", "spec.yaml", "--storage-path", "out")
+    proc = _start(
+        tmp_path, "run", "spec.yaml", "--storage-path", "out", sigint_ignored=sigint_ignored
+    )
     results = folder / "results.jsonl"
     _wait_for(lambda: results.exists() and len(results.read_text().splitlines()) >= 2, proc)
     os.killpg(proc.pid, sig)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err
     assert "Traceback" not in err and "SIGTERM received" not in err
-    assert f"Continue with: python -m tune_app resume {folder}" in err
+    assert _last_line(err) == (
+        f"interrupted ({sig.name}); the state is saved. "
+        f"Continue with: python -m tune_app resume {folder}"
+    )
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["interrupted"] is True
     assert not (tmp_path / "out" / ".e.lock").exists()  # the folder's lock went with the run
@@ -91,14 +138,37 @@ def test_a_signal_while_trials_run_saves_the_state_and_resume_finishes(tmp_path,
     assert final["interrupted"] is False and final["counts"] == {"TERMINATED": 3}
 
 
-def test_a_signal_while_ray_starts_is_an_interruption(tmp_path):
-    proc = _start(tmp_path, "run", "spec.yaml", "--storage-path", "out")
+@pytest.mark.parametrize(("sig", "code"), CODES)
+@pytest.mark.parametrize(
+    ("moment", "sigint_ignored"),
+    [
+        pytest.param("before-ray", False, id="before-ray"),
+        pytest.param("ray-starting", False, id="ray-starting"),
+        pytest.param("before-ray", True, id="before-ray-sigint-ignored"),
+        pytest.param("ray-starting", True, id="ray-starting-sigint-ignored"),
+    ],
+)
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_a_signal_before_the_trials_is_an_interruption(tmp_path, sig, code, moment, sigint_ignored):
+    proc = _start(
+        tmp_path, "run", "spec.yaml", "--storage-path", "out", sigint_ignored=sigint_ignored
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline().startswith("tune_app: starting")  # printed before Ray starts
-    os.killpg(proc.pid, signal.SIGTERM)
+    if moment == "ray-starting":
+        _wait_for(lambda: _ray_starting(proc), proc)
+    os.killpg(proc.pid, sig)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143, err
-    assert "Traceback" not in err and "interrupted" in err
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and "SIGTERM received" not in err, err
+    assert _last_line(err).startswith(f"interrupted ({sig.name})"), err
+    folder = tmp_path / "out" / "e"
+    if folder.exists():  # the run had begun: resumable
+        assert _last_line(err).endswith(f"Continue with: python -m tune_app resume {folder}")
+        assert (folder / "run.json").exists()
+    else:
+        assert _last_line(err).endswith("nothing was written"), err
 
 
 LISTENING = """
@@ -146,6 +216,8 @@ with cluster.ray_for(plan, None, 0):
 LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}
 
 
+@pytest.mark.e2e
+@pytest.mark.ray
 def test_the_local_ray_listens_on_loopback_only(tmp_path):
     for name in ("nodes.py", "helper.py"):
         user_module(name, tmp_path)
@@ -157,3 +229,65 @@ def test_the_local_ray_listens_on_loopback_only(tmp_path):
     addresses = out.stdout.split()
     assert len(addresses) >= 4, out  # the GCS, the raylet, the driver's and a worker's servers
     assert set(addresses) <= LOOPBACK, addresses
+
+
+def _child(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+        preexec_fn=_ignore_sigint,
+    )  # fmt: skip
+
+
+DEFERRED = """
+import os, signal, sys
+from tune_app import interrupts
+written = []
+try:
+    with interrupts.as_interrupts():
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIG{name})
+            written.append("summary")  # the signal waits for this
+        written.append("after")
+except KeyboardInterrupt:
+    print(",".join(written), interrupts.exit_code(), interrupts.received())
+"""
+
+
+@pytest.mark.parametrize(("sig", "code"), CODES)
+def test_a_signal_while_the_summary_is_written_waits_for_it(sig, code):
+    out = _child(DEFERRED.format(name=sig.name[3:]))
+    assert out.stdout.split()[:2] == ["summary", str(code)], out
+
+
+IGNORED_AT_START = """
+import os, signal, time
+from tune_app import interrupts
+assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+try:
+    with interrupts.as_interrupts():
+        os.kill(os.getpid(), signal.SIG{name})
+        time.sleep(5)
+        print("ran on")
+except KeyboardInterrupt:
+    print("stopped", interrupts.exit_code())
+"""
+
+
+@pytest.mark.parametrize(("sig", "code"), CODES)
+def test_a_process_that_began_with_sigint_ignored_still_stops(sig, code):
+    out = _child(IGNORED_AT_START.format(name=sig.name[3:]))
+    assert out.stdout.split() == ["stopped", str(code)], out
+
+
+def test_a_signal_is_handed_to_the_handler_of_ctrl_c_in_place():
+    """Tune's handler while its loop runs: called (a graceful stop), not a KeyboardInterrupt."""
+    seen = []
+    with interrupts.as_interrupts():
+        saved = signal.signal(signal.SIGINT, lambda s, f: seen.append(s))
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.1)  # the handler runs at the next bytecode; sleep is interrupted
+        finally:
+            signal.signal(signal.SIGINT, saved)
+    assert seen == [signal.SIGINT]
+    assert interrupts.exit_code() == 143 and interrupts.received() == "SIGTERM"

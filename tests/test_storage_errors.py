@@ -30,16 +30,17 @@ ENOSPC = "No space left on device"
     [
         pytest.param(
             OSError(errno.ENOSPC, ENOSPC, "/mnt/x/e/results.jsonl"),
-            "tune_app resume /mnt/x/e",
+            "python -m tune_app resume /mnt/x/e",
             "/mnt/x/e/results.jsonl: No space left on device (errno 28); the run stopped with "
-            "its state saved: free space, then tune_app resume /mnt/x/e",
+            "its state saved: free space, then python -m tune_app resume /mnt/x/e",
             id="full-disk",
         ),
         pytest.param(
             OSError(errno.EDQUOT, "Disk quota exceeded", "/home/me/r/e/finished.jsonl"),
-            "tune_app resume /home/me/r",
+            "python -m tune_app resume /home/me/r",
             "/home/me/r/e/finished.jsonl: Disk quota exceeded (errno 122); the run stopped with "
-            "its state saved: free space or raise the quota, then tune_app resume /home/me/r",
+            "its state saved: free space or raise the quota, then "
+            "python -m tune_app resume /home/me/r",
             id="quota",
         ),
         pytest.param(
@@ -51,9 +52,9 @@ ENOSPC = "No space left on device"
         ),
         pytest.param(
             OSError(errno.EIO, "Input/output error"),
-            "tune_app resume /r/e",
+            "python -m tune_app resume /r/e",
             "Input/output error (errno 5); the run stopped with its state saved: fix the "
-            "storage, then tune_app resume /r/e",
+            "storage, then python -m tune_app resume /r/e",
             id="no-file-named",
         ),
         pytest.param(

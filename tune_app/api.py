@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -241,17 +242,20 @@ def resume(
 
 
 def resume_command(folders: Sequence[str]) -> str:
-    """The command that continues the runs in `folders`: `resume` takes one folder, an
+    """The command that continues the runs in `folders`, as a shell runs it when pasted
+    (`python -m tune_app`, each folder quoted where it must be): `resume` takes one folder, an
     experiment's or the storage folder holding several."""
     from tune_app.command import APP
     from tune_app.rundir.location import parent_of
 
+    resume = f"{APP} resume"
+
     parents = {parent_of(loc) for loc in folders}
     if len(folders) == 1:
-        return f"{APP} resume {folders[0]}"
+        return f"{resume} {shlex.quote(folders[0])}"
     if len(parents) == 1:
-        return f"{APP} resume {parents.pop()}"
-    return " && ".join(f"{APP} resume {loc}" for loc in folders)
+        return f"{resume} {shlex.quote(parents.pop())}"
+    return " && ".join(f"{resume} {shlex.quote(loc)}" for loc in folders)
 
 
 def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None) -> RunResult:

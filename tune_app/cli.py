@@ -115,9 +115,10 @@ def _shown(run: Callable[[], RunResult]) -> int:
 
     try:
         result = run()
-    except Interrupted as stop:  # experiments ran at the same time: no summaries came back
-        _print_resume_hint(stop.folders)
+    except Interrupted:  # before any summary came back: `main` prints the one line
         raise
+    except KeyboardInterrupt:  # while the spec was read and planned: no run folder yet
+        raise Interrupted([]) from None
     except NeverReported as err:  # what did run first, then the error
         _print_result(err.result)
         raise
@@ -138,11 +139,22 @@ def _print_result(result: RunResult) -> None:
 
 
 def _print_resume_hint(folders: list[str]) -> None:
-    from tune_app.api import resume_command
+    if folders:
+        print(_interrupted_line(folders), file=sys.stderr)
 
+
+def _interrupted_line(stop: BaseException | list[str]) -> str:
+    """The one line an interrupted command ends with: how to continue the run, if one began."""
+    from tune_app.api import Interrupted, resume_command
+
+    folders = stop if isinstance(stop, list) else getattr(stop, "folders", [])
+    by = interrupts.received() or "SIGINT"
     if folders:
         command = resume_command(folders)
-        print(f"interrupted; the state is saved. Continue with: {command}", file=sys.stderr)
+        return f"interrupted ({by}); the state is saved. Continue with: {command}"
+    if isinstance(stop, Interrupted):
+        return f"interrupted ({by}) before the run began: nothing was written"
+    return f"interrupted ({by})"
 
 
 def _print_plan_warnings(plan: Plan) -> None:
@@ -531,8 +543,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in lines:
             print(f"error: {line}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as stop:
+        print(_interrupted_line(stop), file=sys.stderr)
         return interrupts.exit_code()
     except BrokenPipeError:
         # The reader went away (`tune_app analyze ... | head`): what it took was all it wanted.

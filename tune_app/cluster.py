@@ -25,6 +25,7 @@ from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
     daemons_in_own_session,
     node_on_loopback,
+    signals_left_to_the_driver,
     stop_local_ray,
 )
 from tune_app.resources import Machine, misfit
@@ -60,7 +61,8 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
         log_to_driver=verbosity >= 2,
     )
     if address:
-        ray.init(address=address, runtime_env=runtime_env(plan), **kwargs)
+        with signals_left_to_the_driver():
+            ray.init(address=address, runtime_env=runtime_env(plan), **kwargs)
         reclaim()
         try:
             yield
@@ -74,10 +76,10 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
     # trials_on_prestarted_workers.
     for key, value in {**TUNE_TRIAL_ENV, **worker_env()}.items():
         os.environ.setdefault(key, value)
-    with daemons_in_own_session(), node_on_loopback():
-        ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
-    reclaim()  # ray.init installed Ray's own SIGTERM handler
-    try:
+    try:  # an interruption while Ray starts stops what did start
+        with daemons_in_own_session(), node_on_loopback(), signals_left_to_the_driver():
+            ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
+        reclaim()  # should a handler of Ray's have got through
         yield
     finally:
         stop_local_ray()

@@ -5,10 +5,15 @@ failed write of the app's own files inside Tune's loop (`stops_on_write_error`: 
 `timeout`, `docker stop`, Kubernetes and Slurm end a job with SIGTERM, and a closed terminal
 sends SIGHUP. Python's default for both ends the process at once: the run exited 1 ("a trial
 failed") with neither the summary nor the resume hint. While `as_interrupts` holds, either signal
-is passed on as SIGINT, which Tune's own handler turns into a graceful stop (and which is a
-KeyboardInterrupt before Tune has started). `ray.init` installs Ray's own SIGTERM handler in
-the driver (it prints a C++ stack dump and ends the process), so `reclaim` puts ours back once
-Ray has started.
+is handed to whatever handles Ctrl-C at that moment: Tune's own handler while its loop runs (a
+graceful stop), else Python's (a KeyboardInterrupt). It is called, not raised as SIGINT: a
+process started with SIGINT ignored (`cmd &` in a script) would drop a raised SIGINT, and the
+run went on to its end; so `as_interrupts` also gives such a process Python's Ctrl-C handler.
+
+Ray installs SIGTERM handlers of its own while the driver starts or joins it (one exits 15
+silently, one prints a C++ stack dump); `ray_internals.startup.signals_left_to_the_driver`
+keeps them out, and `reclaim` puts ours back should one get through. A signal while the summary
+is written waits for it (`deferred`): the folder is whole, then the run ends as interrupted.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import functools
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 CTRL_C_EXIT = 130
@@ -26,14 +31,35 @@ CTRL_C_EXIT = 130
 _received: list[int] = []
 _active: list[bool] = []  # as_interrupts holds
 _write_errors: list[OSError] = []  # writes of the app's files that failed in this run
+_deferred: list[list[int]] = []  # signals held while `deferred` holds
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _forward(signum: int, frame: object) -> None:
+def _forward(signum: int, frame: Any) -> None:
     _received.append(signum)
-    signal.raise_signal(signal.SIGINT)
+    if _deferred:
+        _deferred[-1].append(signum)
+        return
+    _as_ctrl_c(frame)
+
+
+def _ctrl_c(signum: int, frame: Any) -> None:
+    """SIGINT outside Tune's loop: Python's own behaviour, or deferred like the others."""
+    if _deferred:
+        _deferred[-1].append(signum)
+        return
+    raise KeyboardInterrupt
+
+
+def _as_ctrl_c(frame: Any) -> None:
+    """Do what Ctrl-C does now: Tune's handler while its loop runs, else a KeyboardInterrupt."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and handler is not _ctrl_c:
+        handler(signal.SIGINT, frame)
+    else:
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
@@ -46,6 +72,9 @@ def as_interrupts() -> Iterator[None]:
         _received.clear()
         _write_errors.clear()
     saved = {s: signal.signal(s, _forward) for s in SIGNALS}
+    # Python's Ctrl-C handler even where the process began with SIGINT ignored (or another
+    # handler the caller set, which comes back at the end).
+    saved[signal.SIGINT] = signal.signal(signal.SIGINT, _ctrl_c)
     _active.append(True)
     try:
         yield
@@ -55,11 +84,32 @@ def as_interrupts() -> Iterator[None]:
             signal.signal(s, handler)
 
 
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """While this holds, SIGTERM, SIGHUP and SIGINT wait: what it guards (the summary) is
+    written whole, then the first of them interrupts as it would have (a KeyboardInterrupt)."""
+    if not _active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    waiting: list[int] = []
+    saved = signal.signal(signal.SIGINT, _ctrl_c)  # Tune's, had its loop left it behind
+    _deferred.append(waiting)
+    try:
+        yield
+    finally:
+        _deferred.pop()
+        signal.signal(signal.SIGINT, saved)
+    if waiting:
+        raise KeyboardInterrupt
+
+
 def reclaim() -> None:
     """Install the handlers again after something replaced them (`ray.init` does)."""
     if _active and threading.current_thread() is threading.main_thread():
         for s in SIGNALS:
             signal.signal(s, _forward)
+        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+            signal.signal(signal.SIGINT, _ctrl_c)
 
 
 def exit_code() -> int:
@@ -95,9 +145,10 @@ def _stop_for(error: OSError) -> None:
     # Tune's SIGINT handler, installed while its loop runs in the main thread, sets the flag that
     # ends the loop after this step and saves the state, once; a second SIGINT would be a
     # KeyboardInterrupt in the middle of Tune's loop. Outside the loop there is nothing to stop.
-    tune_listens = signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    handler = signal.getsignal(signal.SIGINT)
+    tune_listens = callable(handler) and handler not in (signal.default_int_handler, _ctrl_c)
     if first and tune_listens and threading.current_thread() is threading.main_thread():
-        signal.raise_signal(signal.SIGINT)
+        _as_ctrl_c(None)
 
 
 def write_error() -> OSError | None:

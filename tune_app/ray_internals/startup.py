@@ -108,3 +108,34 @@ def node_on_loopback() -> Iterator[None]:
         yield
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = saved
+
+
+@contextlib.contextmanager
+def signals_left_to_the_driver() -> Iterator[None]:
+    """Start or join Ray without Ray taking over the driver's SIGTERM.
+
+    `ray.init` installs a SIGTERM handler that exits 15 with no word, its node one that stops
+    the daemons and exits 1, and its core worker a C++ failure handler that prints a stack dump
+    for SIGTERM: a job stopped while Ray started ended in one of those, not as an interrupted
+    run. While this holds, Ray's `set_sigterm_handler` installs nothing and the driver's core
+    worker no failure handler (`RAY_DISABLE_FAILURE_SIGNAL_HANDLER` read there, not from the
+    environment, so workers keep theirs): the driver's handlers (`tune_app.interrupts`) stay."""
+    from ray._private import ray_constants, utils
+
+    saved_set = getattr(utils, "set_sigterm_handler", None)
+    saved_flag = getattr(ray_constants, "RAY_DISABLE_FAILURE_SIGNAL_HANDLER", None)
+    if saved_set is not None:
+        utils.set_sigterm_handler = _install_nothing
+    if saved_flag is not None:
+        ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
+    try:
+        yield
+    finally:
+        if saved_set is not None:
+            utils.set_sigterm_handler = saved_set
+        if saved_flag is not None:
+            ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = saved_flag
+
+
+def _install_nothing(handler: Any) -> None:
+    """Ray's `set_sigterm_handler` while the driver keeps its own."""

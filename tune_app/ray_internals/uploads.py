@@ -24,27 +24,44 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# What `upload` has copied in this process, and Ray's own function it stands in for. Module
+# state, not a closure's: Tune keeps the last copy command in the syncer of every trial's storage
+# and pickles that storage into each reused actor's `reset`; a closure went by value, its `copied`
+# with it (a few hundred KB per reset at 1,000 trials), while the copy thread added to it:
+# "RuntimeError: dictionary changed size during iteration" ended 5,000-trial searches. A
+# module-level function is pickled by name.
+_copied: dict[Path, tuple[int, int]] = {}
+_original: list[Any] = []
+
 
 @contextlib.contextmanager
 def whole_file_uploads() -> Iterator[None]:
     """While this holds, Tune's copies of a folder to a local run folder replace files whole."""
-    import pyarrow.fs
     from ray.train._internal import storage
 
     original = storage._upload_to_fs_path
-    copied: dict[Path, tuple[int, int]] = {}
-
-    def upload(local_path: str, fs: Any, fs_path: str, exclude: list[str] | None = None) -> None:
-        if exclude or not isinstance(fs, pyarrow.fs.LocalFileSystem) or os.path.isfile(local_path):
-            original(local_path, fs, fs_path, exclude)
-            return
-        upload_folder(Path(local_path), Path(fs_path), copied)
-
+    if original is upload:  # held already (an experiment within an experiment's process)
+        yield
+        return
+    _original[:] = [original]
+    _copied.clear()
     storage._upload_to_fs_path = upload
     try:
         yield
     finally:
         storage._upload_to_fs_path = original
+
+
+def upload(local_path: str, fs: Any, fs_path: str, exclude: list[str] | None = None) -> None:
+    """Ray's `_upload_to_fs_path`, a folder to a local filesystem copied file by file whole."""
+    import pyarrow.fs
+    from ray.train._internal import storage
+
+    if exclude or not isinstance(fs, pyarrow.fs.LocalFileSystem) or os.path.isfile(local_path):
+        original = _original[0] if _original else storage._upload_to_fs_path
+        original(local_path, fs, fs_path, exclude)
+        return
+    upload_folder(Path(local_path), Path(fs_path), _copied)
 
 
 def upload_folder(local: Path, target: Path, copied: dict[Path, tuple[int, int]]) -> None:
