@@ -164,11 +164,39 @@ def test_bring_your_own_code(tmp_path):
         assert len(summary["trials"]) == trials, (experiment, summary["trials"])
 
 
+def test_keep_and_reload_the_best_model(tmp_path):
+    import json
+
+    run_tutorial(Tutorial("keep-best.md"), tmp_path)
+    summary = json.loads((tmp_path / "results/digits/summary.json").read_text())
+    best = summary["best"]
+    assert len(summary["trials"]) == 4 and summary["counts"] == {"TERMINATED": 4}
+    # The weights reloaded from the best trial's checkpoint score what the search said they do.
+    printed = run_python(tmp_path, "load_best.py")
+    assert printed.startswith(f"trial {best['trial_id']}: accuracy {best['metric']:.3f}")
+    # Every trial read the one copy of the dataset in the object store.
+    rows = [json.loads(line) for line in (tmp_path / "results/digits/results.jsonl").open()]
+    assert len({r["trial_id"] for r in rows}) == 4 and len({r["dataset"] for r in rows}) == 1
+    # The conditional space: each optimizer drawn is one of the choices, momentum only for SGD.
+    drawn = [t["config"]["optimizer"] for t in summary["trials"]]
+    allowed = [{"name": "sgd", "momentum": 0.9}, {"name": "sgd", "momentum": 0.0}, {"name": "adam"}]
+    assert all(d in allowed for d in drawn), drawn
+
+
+def run_python(folder: Path, script: str) -> str:
+    done = subprocess.run(
+        [sys.executable, script], cwd=folder, env=shell_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 def test_every_tutorial_is_run_here_or_says_what_runs_it():
     """A tutorial without a test above has no command left to run: each is marked `not-run`
     with what checks it instead."""
     # cluster.md: tests/test_cluster.py runs it.
     tested = {"first-search.md", "python.md", "ci.md", "own-code.md", "cluster.md", RLLIB.page}
+    tested.add("keep-best.md")
     for page in sorted(TUTORIALS.glob("*.md")):
         if page.name not in tested:
             assert commands(page) == [], f"{page.name}: commands no test runs"

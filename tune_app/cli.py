@@ -420,9 +420,10 @@ COMMANDS: tuple[Command, ...] = (
         (
             arg(
                 "--format",
-                choices=("yaml", "json", "overrides"),
+                choices=("yaml", "json", "overrides", "checkpoint"),
                 default="yaml",
-                help="a spec file (default), its JSON, or experiment.config.path=value lines",
+                help="a spec file (default), its JSON, experiment.config.path=value lines, or "
+                "the best trial's checkpoint folder",
             ),
             arg(
                 "--seeds",
