@@ -95,6 +95,7 @@ def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | 
         return None
     fig, ax = _figure(4.2)
     ranked = exp.ranked()
+    winner = exp.best_trial  # the report's banner's: with seeds, the best configuration's
     shown = {t.trial_id for t in highlighted(exp)}
     x_key, x_label = curve_x(exp)
     drawn = faint = 0
@@ -104,7 +105,7 @@ def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | 
             continue
         drawn += 1
         xs, ys = zip(*points, strict=True)
-        best = t is ranked[0]
+        best = t is winner
         bold = t.trial_id in shown
         faint += not bold
         ax.plot(
@@ -282,20 +283,22 @@ def parallel_coordinates(exp: ExperimentResults, colors: dict[str, str]) -> Figu
     if len(axes) < 3:
         return None
     shown = {t.trial_id for t in highlighted(exp)}
+    winner = exp.best_trial  # the report's banner's: with seeds, the best configuration's
     fig, ax = _figure(4.0)
     positions = range(len(axes))
     for i, t in reversed(list(enumerate(trials))):  # the best drawn last, on top
         bold = t.trial_id in shown
+        best = t is winner
         ax.plot(
             positions,
             [a.heights[i] for a in axes],
             color=colors[t.trial_id],
-            lw=2.4 if i == 0 else 1.5 if bold else 0.9,
+            lw=2.4 if best else 1.5 if bold else 0.9,
             alpha=1.0 if bold else 0.5,
             ls="--" if t.failure else "-",
             marker="o" if bold else None,
             ms=3,
-            label=_legend_label(t, i == 0) if bold else None,
+            label=_legend_label(t, best) if bold else None,
             zorder=3 if bold else 2,
         )
     for x, a in zip(positions, axes, strict=True):
