@@ -460,7 +460,11 @@ COMMANDS: tuple[Command, ...] = (
         ("dir",),
         (
             arg("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)"),
-            arg("--port", type=int, default=0, help="port to bind (default: 0, a free one)"),
+            arg(
+                "--port",
+                type=int,
+                help="port to bind (default: 6006, or a free one when it is taken; 0: a free one)",
+            ),
         ),
     ),
     Command(
