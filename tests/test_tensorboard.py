@@ -754,7 +754,7 @@ def test_ctrl_c_stops_it_with_exit_130_and_no_traceback(served: Served) -> None:
     # Last in this module: the other tests share the server this stops.
     assert served.stop() == 130
     err = served.stderr.read_text()
-    assert "Traceback" not in err and err.strip().endswith("interrupted")
+    assert "Traceback" not in err and err.strip().endswith("interrupted (SIGINT)")
 
 
 @pytest.mark.parametrize(
