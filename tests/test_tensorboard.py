@@ -667,7 +667,7 @@ def test_served_tags_put_the_metric_first_and_timers_only_when_asked(tmp_path: P
     with _serve(tmp_path / "e", tmp_path / "stderr.txt", loaded) as served:
         tags = served.scalar_tags()
         rows = {g["name"] for g in served.session_groups()}
-    assert rows == {"00000_ab12c", "00001_ab12c"}  # one row per trial, told apart at once
+    assert rows == {"ab12c_00000", "ab12c_00001"}  # one row per trial, named by its id
     for shown in tags.values():
         groups = _groups(shown)
         assert groups[0] == SPEC_GROUP and f"{SPEC_GROUP}/{metric}" in shown
