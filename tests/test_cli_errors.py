@@ -473,3 +473,18 @@ def test_a_relative_storage_path_is_shown_resolved(cli, write_spec, tmp_path, mo
     spec = write_spec("e:\n  run: my_func\n  config: {alpha: 0.5, beta: 1}\n")
     result = cli("validate", spec, "--storage-path", "../../x")
     assert result.code == 0 and f"results    {tmp_path / 'x' / 'e'}" in result.out, result.out
+
+
+def test_the_summary_of_a_search_of_nothing_names_what_ran_not_its_whole_config(write_spec, capsys):
+    from tune_app import spec
+    from tune_app.console import print_summaries
+    from tune_app.plan import make_plan
+    from tune_app.rundir.records import RunSummary, TrialOutcome
+
+    plan = make_plan(spec.load(write_spec(GOOD)), cpus=2)
+    assert plan.experiments[0].searched == ()
+    config = {"alpha": 0.5, "beta": 1, **{f"rllib_key_{i}": i for i in range(200)}}
+    best = TrialOutcome("a1b2c_00000", "TERMINATED", config, 0.9, 2, "t")
+    print_summaries(plan, [RunSummary("e", "mean_accuracy", "max", 1.0, [best])], width=200)
+    out = capsys.readouterr().out
+    assert "nothing searched: my_func" in out and "rllib_key_" not in out

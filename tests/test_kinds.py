@@ -158,3 +158,15 @@ def test_no_module_outside_the_kinds_tests_a_kind_by_name():
             if KIND_TEST.search(line):
                 found.append(f"tune_app/{rel}:{number}: {line.strip()}")
     assert not found, "ask the trainable's kind (tune_app.kinds) instead:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "run, expected",
+    [
+        pytest.param("quadratic:train", "module:function", id="function"),
+        pytest.param("class_trainables:Counter", "module:class", id="class"),
+    ],
+)
+def test_validate_calls_a_users_class_a_class(run, expected):
+    """What validate's plan says of `run:`, read from the module's source, not imported."""
+    assert resolve(run, USER_MODULES).kind.describe == expected

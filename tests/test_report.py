@@ -382,3 +382,23 @@ def test_too_few_trials_for_importance_is_a_note_not_a_table(tmp_path):
     assert "Only 3 trials with a score" in section.importance.note
     html = report.render(report.Page("t", "s", "now", (section,)))
     assert "Only 3 trials with a score" in html and "data-param" not in html
+
+
+def test_a_log_axis_of_a_choice_is_labelled_at_its_values_without_overlap(tmp_path):
+    """`hidden: {choice: [16, 32, 64, 128, 256]}` gets a log axis (its values are spaced evenly
+    in log) labelled at each value, without matplotlib's minor labels (2x10^1, 3x10^1, ...)
+    crowding in between; the caption says what the axis is, not that it was searched on a log
+    scale (a choice is not)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    hidden = [16, 32, 64, 128, 256, 16, 64]
+    trials = [({"hidden": h, "lr": 0.01 * (i + 1)}, float(i)) for i, h in enumerate(hidden)]
+    exp = results.read_experiment(write_search(tmp_path / "e", trials, log_scaled=["hidden"]))
+    fig = plots.params_vs_metric(exp, plots.trial_colors(exp))
+    assert fig is not None
+    FigureCanvasAgg(fig).draw()
+    ax = next(a for a in fig.axes if a.get_xlabel() == "hidden (log)")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["16", "32", "64", "128", "256"]
+    assert [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()] == []
+    captions = [f.caption for f in report._figures(exp)]
+    assert not any("searched on a log scale" in c for c in captions), captions

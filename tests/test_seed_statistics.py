@@ -88,3 +88,47 @@ def test_trials_that_never_started_are_no_made_up_configuration():
     text = analyze.render([exp], "table")
     assert "x=-" not in text and "None: -" not in text
     assert "(22 trials never started: no configuration was drawn for them)" in text
+
+
+def _legend_best(fig) -> list[str]:
+    """The trials a figure's legend calls best."""
+    labels = [t.get_text() for legend in fig.legends for t in legend.texts]
+    return [label.split()[0] for label in labels if "(best" in label]
+
+
+def _same_best_everywhere(trials: list[TrialOutcome], expected: str) -> None:
+    """The report's banner names `expected`, as the best trial, and so does every figure."""
+    from tune_app import plots
+
+    for t in trials:  # a second parameter, for the parallel coordinates
+        t.params["y"] = t.params["x"] * 10
+    exp = _experiment(trials, 2)
+    exp.searched.append("y")
+    exp.summary.aggregate = "mean"
+    exp.history.update(
+        {t.trial_id: [{"training_iteration": 1.0, "score": t.score}] for t in trials if t.score}
+    )
+    banner = report._best(exp)
+    assert banner is not None and banner.trial_id == expected, banner
+    colors = plots.trial_colors(exp)
+    for figure in (plots.learning_curves(exp, colors), plots.parallel_coordinates(exp, colors)):
+        assert _legend_best(figure) == [expected]
+
+
+def test_a_configuration_whose_only_seed_failed_is_not_the_best():
+    """An interrupted run of 2 seeds: x=1's only seed to run failed after scoring 0.95, x=2's
+    first seed scored 0.6 and its second never ran. A failed seed's score is not the best, as
+    in ranking trials: the banner and the plots both name x=2's trial."""
+    failed = _trial(0, 1, 0, 0.95, 3)
+    failed.status, failed.cause = "ERROR", "ValueError"
+    waiting = _trial(2, 2, 1, None, 0)
+    waiting.status = "UNFINISHED"
+    _same_best_everywhere([failed, _trial(1, 2, 0, 0.6, 3), waiting], "aaaaa_00001")
+
+
+def test_the_plots_call_best_the_best_configurations_trial():
+    """x=3's first seed alone scored 0.9, but its configuration's mean is 0.5; x=2's seeds both
+    scored 0.6: x=2's best trial is the best, in the banner and in every figure."""
+    trials = [_trial(0, 2, 0, 0.6, 3), _trial(1, 2, 1, 0.6, 3)]
+    trials += [_trial(2, 3, 0, 0.9, 3), _trial(3, 3, 1, 0.1, 3)]
+    _same_best_everywhere(trials, "aaaaa_00000")

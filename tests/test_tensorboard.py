@@ -31,14 +31,15 @@ from tune_app.plan import make_plan
 from tune_app.space import Domain
 from tune_app.tensorboard import (
     BOOKKEEPING,
+    DEFAULT_PORT,
     SPEC_GROUP,
     TagLayout,
     TrialBoard,
     hparam_info,
     hparam_value,
     metric_keys,
+    pick_port,
     searched_values,
-    trial_name,
 )
 
 from .conftest import ROOT, SEARCH_SPACES, user_module
@@ -404,7 +405,8 @@ def test_a_trial_is_listed_from_its_start_and_ends_with_its_status(tmp_path: Pat
         "alpha": 0.4,
         "act": "tanh",
     }
-    assert started[metadata.SESSION_START_INFO_TAG].group_name == "00000_fake"  # its row
+    # Its row, named by its id as analyze and its folder spell it.
+    assert started[metadata.SESSION_START_INFO_TAG].group_name == "fake_00000"
     experiment = started[metadata.EXPERIMENT_TAG]
     assert [h.name for h in experiment.hparam_infos] == ["alpha", "act"]
     # The trial's score (how the summary ranks it) first, then the metrics.
@@ -527,11 +529,13 @@ class Served:
 
 
 @contextlib.contextmanager
-def _serve(folder: Path, stderr: Path, loaded: Any) -> Iterator[Served]:
+def _serve(
+    folder: Path, stderr: Path, loaded: Any, port: tuple[str, ...] = ("--port", "0")
+) -> Iterator[Served]:
     """`tune_app tensorboard` on `folder`, once `loaded(served)` holds (60 s at most)."""
     with stderr.open("w") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tune_app", "tensorboard", str(folder), "--port", "0"],
+            [sys.executable, "-m", "tune_app", "tensorboard", str(folder), *port],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=err,
@@ -663,7 +667,7 @@ def test_served_tags_put_the_metric_first_and_timers_only_when_asked(tmp_path: P
     with _serve(tmp_path / "e", tmp_path / "stderr.txt", loaded) as served:
         tags = served.scalar_tags()
         rows = {g["name"] for g in served.session_groups()}
-    assert rows == {"00000_ab12c", "00001_ab12c"}  # one row per trial, told apart at once
+    assert rows == {"ab12c_00000", "ab12c_00001"}  # one row per trial, named by its id
     for shown in tags.values():
         groups = _groups(shown)
         assert groups[0] == SPEC_GROUP and f"{SPEC_GROUP}/{metric}" in shown
@@ -727,12 +731,11 @@ def test_hparams_columns_are_the_searched_parameters_and_the_metric(served: Serv
 def test_every_trial_is_listed_with_its_values_status_and_metric(board_run, served) -> None:
     groups = {g["name"]: g for g in served.session_groups()}
     status = {"TERMINATED": "STATUS_SUCCESS", "ERROR": "STATUS_FAILURE"}
-    # One row per trial, named by its number first: `00001_3c0de` for trial `3c0de_00001`.
-    names = [trial_name(t["trial_id"]) for t in _trials(board_run)]
-    assert set(groups) == {*names, "00000_fake"}
-    assert len({name[:5] for name in names}) == 3
+    # One row per trial, named by its id as analyze spells it (`3c0de_00001`).
+    names = [t["trial_id"] for t in _trials(board_run)]
+    assert set(groups) == {*names, "fake_00000"} and len(names) == 3
     for trial in _trials(board_run):
-        group = groups[trial_name(trial["trial_id"])]
+        group = groups[trial["trial_id"]]
         assert group["hparams"] == {k: trial["config"][k] for k in ("alpha", "act")}
         (session,) = group["sessions"]
         assert session["status"] == status[trial["status"]]
@@ -742,16 +745,16 @@ def test_every_trial_is_listed_with_its_values_status_and_metric(board_run, serv
         else:
             assert values["0_spec/mean_accuracy"] == pytest.approx(trial["metric"], rel=1e-6)
             assert values["0_spec/training_iteration"] == 3
-    (running,) = groups["00000_fake"]["sessions"]  # the one left running
+    (running,) = groups["fake_00000"]["sessions"]  # the one left running
     assert running["status"] == "STATUS_UNKNOWN" and not running.get("endTimeSecs")
-    assert groups["00000_fake"]["hparams"] == {"alpha": 0.4, "act": "relu"}
+    assert groups["fake_00000"]["hparams"] == {"alpha": 0.4, "act": "relu"}
 
 
 def test_ctrl_c_stops_it_with_exit_130_and_no_traceback(served: Served) -> None:
     # Last in this module: the other tests share the server this stops.
     assert served.stop() == 130
     err = served.stderr.read_text()
-    assert "Traceback" not in err and err.strip().endswith("interrupted")
+    assert "Traceback" not in err and err.strip().endswith("interrupted (SIGINT)")
 
 
 @pytest.mark.parametrize(
@@ -780,3 +783,44 @@ def test_a_port_in_use_is_refused_in_one_line(cli, tmp_path) -> None:
         result = cli("tensorboard", tmp_path, "--port", port)
     assert result.code == 2 and result.err.count("\n") == 1
     assert f"cannot serve on 127.0.0.1:{port}" in result.err and "--port 0" in result.err
+
+
+def test_the_port_is_tensorboards_own_or_a_free_one_said_so() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        assert pick_port("127.0.0.1", None, default=port) == (
+            0,
+            f"port {port} is in use (another TensorBoard?); serving on a free port instead "
+            "(--port N picks one)",
+        )
+    assert pick_port("127.0.0.1", None, default=port) == (port, None)  # free again
+    assert pick_port("127.0.0.1", 0) == (0, None) and DEFAULT_PORT == 6006
+
+
+def test_sigterm_stops_the_server_and_its_children(tmp_path: Path) -> None:
+    """`tune-app tensorboard DIR &` then `kill PID`: the server and TensorBoard's data server
+    (its child process) are gone."""
+    (tmp_path / "run.json").write_text("{}")
+    with _serve(tmp_path, tmp_path / "stderr.txt", lambda served: True) as served:
+        pid = served.process.pid
+        children = Path(f"/proc/{pid}/task/{pid}/children")
+        deadline = time.monotonic() + 30
+        while not children.read_text().split() and time.monotonic() < deadline:
+            time.sleep(0.2)  # the data server starts once the logdir is read
+        kids = [int(k) for k in children.read_text().split()]
+        assert kids, "no data server started"
+        served.process.send_signal(signal.SIGTERM)
+        assert served.process.wait(timeout=20) == 143
+    for kid in kids:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{kid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not Path(f"/proc/{kid}").exists() or "Z" in _state(kid), f"child {kid} left"
+    assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "gone"

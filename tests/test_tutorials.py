@@ -1,9 +1,10 @@
 """Every tutorial runs top to bottom: its ```bash blocks, in order, in a fresh folder holding the
-files the tutorial uses, with `python` the venv's and the checkout importable. A block marked
-`% not-run: why` on the line before it is shown, not run (a server that runs until Ctrl-C);
-`% needs-cluster: why` is run only by tests/test_cluster.py, against a two-node cluster and a
-local S3 server; `% exits: N` expects that exit code. A tutorial's spec files may be shrunk to test
-budgets, declared here beside the tutorial."""
+files the tutorial uses, with `python` the venv's and the checkout importable; what a tutorial
+writes must land in `results/` or `tutorial/` (which git ignores), never loose in the checkout.
+A block marked `% not-run: why` on the line before it is shown, not run (a server that runs
+until Ctrl-C); `% needs-cluster: why` is run only by tests/test_cluster.py, against a two-node
+cluster and a local S3 server; `% exits: N` expects that exit code. A tutorial's spec files may
+be shrunk to test budgets, declared here beside the tutorial."""
 
 from __future__ import annotations
 
@@ -75,8 +76,13 @@ def shell_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
 
+CHECKOUT = ("search_spaces", "trainables", "tests", "docs")
+# Where a tutorial may write in the checkout: git ignores both (.gitignore).
+WRITES = {"results", "tutorial"}
+
+
 def run_tutorial(tutorial: Tutorial, tmp_path: Path) -> None:
-    for name in ("search_spaces", "trainables", "tests", "docs"):
+    for name in CHECKOUT:
         (tmp_path / name).symlink_to(ROOT / name)
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv/bin").mkdir()
@@ -98,14 +104,16 @@ def run_tutorial(tutorial: Tutorial, tmp_path: Path) -> None:
         if command.startswith("cp "):  # the tutorial's files, now in the run folder
             shrunk |= shrink(tutorial, tmp_path)
     assert shrunk == set(tutorial.shrink), "a file to shrink was never copied"
+    left = {p.name for p in tmp_path.iterdir()} - {*CHECKOUT, ".venv"} - WRITES
+    assert not left, f"{tutorial.page} leaves files in the checkout that git would list: {left}"
 
 
 def test_first_search(tmp_path):
     run_tutorial(Tutorial("first-search.md"), tmp_path)
     assert (tmp_path / "results/my_experiment/report.html").is_file()
-    assert "my_experiment-best" in (tmp_path / "best.yaml").read_text()
+    assert "my_experiment-best" in (tmp_path / "results/best.yaml").read_text()
     assert (tmp_path / "results/my_experiment-best/summary.json").is_file()
-    rows = (tmp_path / "trials.csv").read_text().splitlines()
+    rows = (tmp_path / "results/trials.csv").read_text().splitlines()
     assert len(rows) == 7, rows  # a header and the 6 trials
 
 
@@ -118,18 +126,18 @@ def test_ci_smoke_searches(tmp_path):
     from junitparser import JUnitXml
 
     run_tutorial(Tutorial("ci.md"), tmp_path)
-    smoke = JUnitXml.fromfile(str(tmp_path / "smoke.xml"))
+    smoke = JUnitXml.fromfile(str(tmp_path / "tutorial/smoke.xml"))
     assert smoke.failures == 0 and smoke.errors == 0 and smoke.tests >= 4
     gate = [c for suite in smoke for c in suite if c.name == "mean_accuracy >= 0.5 (smoke)"]
     assert len(gate) == 1 and not gate[0].result  # checked and met, not skipped
-    unmet = JUnitXml.fromfile(str(tmp_path / "unmet.xml"))
+    unmet = JUnitXml.fromfile(str(tmp_path / "tutorial/unmet.xml"))
     assert unmet.failures == 1, unmet
 
 
 RLLIB = Tutorial(
     "rllib.md",
     shrink={
-        "ppo_asha.yaml": [
+        "tutorial/ppo_asha.yaml": [
             ("seeds: 3 ", "seeds: 2 "),
             ("max_t: 40, grace_period: 5", "max_t: 2, grace_period: 1"),
             ("num_samples: 8", "num_samples: 1"),
@@ -151,7 +159,7 @@ def test_tune_an_rllib_algorithm(tmp_path):
     run_tutorial(RLLIB, tmp_path)
     summary = json.loads((tmp_path / "results/ppo/summary.json").read_text())
     assert len(summary["trials"]) == 2, summary["trials"]
-    assert (tmp_path / "ppo_asha-evaluate.yaml").is_file()
+    assert (tmp_path / "tutorial/ppo_asha-evaluate.yaml").is_file()
     assert (tmp_path / "results/ppo-best/summary.json").is_file()  # the one configuration
 
 
@@ -164,11 +172,39 @@ def test_bring_your_own_code(tmp_path):
         assert len(summary["trials"]) == trials, (experiment, summary["trials"])
 
 
+def test_keep_and_reload_the_best_model(tmp_path):
+    import json
+
+    run_tutorial(Tutorial("keep-best.md"), tmp_path)
+    summary = json.loads((tmp_path / "results/digits/summary.json").read_text())
+    best = summary["best"]
+    assert len(summary["trials"]) == 4 and summary["counts"] == {"TERMINATED": 4}
+    # The weights reloaded from the best trial's checkpoint score what the search said they do.
+    printed = run_python(tmp_path, "tutorial/load_best.py")
+    assert printed.startswith(f"trial {best['trial_id']}: accuracy {best['metric']:.3f}")
+    # Every trial read the one copy of the dataset in the object store.
+    rows = [json.loads(line) for line in (tmp_path / "results/digits/results.jsonl").open()]
+    assert len({r["trial_id"] for r in rows}) == 4 and len({r["dataset"] for r in rows}) == 1
+    # The conditional space: each optimizer drawn is one of the choices, momentum only for SGD.
+    drawn = [t["config"]["optimizer"] for t in summary["trials"]]
+    allowed = [{"name": "sgd", "momentum": 0.9}, {"name": "sgd", "momentum": 0.0}, {"name": "adam"}]
+    assert all(d in allowed for d in drawn), drawn
+
+
+def run_python(folder: Path, script: str) -> str:
+    done = subprocess.run(
+        [sys.executable, script], cwd=folder, env=shell_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 def test_every_tutorial_is_run_here_or_says_what_runs_it():
     """A tutorial without a test above has no command left to run: each is marked `not-run`
     with what checks it instead."""
     # cluster.md: tests/test_cluster.py runs it.
     tested = {"first-search.md", "python.md", "ci.md", "own-code.md", "cluster.md", RLLIB.page}
+    tested.add("keep-best.md")
     for page in sorted(TUTORIALS.glob("*.md")):
         if page.name not in tested:
             assert commands(page) == [], f"{page.name}: commands no test runs"

@@ -13,7 +13,17 @@ from typing import Any
 from tune_app.ray_internals.versions import UncheckedRayWarning
 
 __version__ = "0.1.0"
-__all__ = ["RunResult", "UncheckedRayWarning", "load", "read", "resume", "run", "validate"]
+__all__ = [
+    "BestCheckpoint",
+    "RunResult",
+    "UncheckedRayWarning",
+    "best_checkpoint",
+    "load",
+    "read",
+    "resume",
+    "run",
+    "validate",
+]
 
 
 def __getattr__(name: str) -> Any:

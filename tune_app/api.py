@@ -315,6 +315,51 @@ def load(*folders: str | os.PathLike[str], top: int | None = None) -> pd.DataFra
     return pd.DataFrame(trial_rows(read(*folders), top))
 
 
+@dataclass(frozen=True)
+class BestCheckpoint:
+    """The best trial's newest checkpoint: its folder, and the trial it came from."""
+
+    experiment: str
+    trial_id: str
+    path: Path  # the checkpoint's folder: the files the trainable's save_checkpoint wrote
+    config: dict[str, Any]  # the trial's config, to rebuild the model the weights fit
+    score: float | None  # the trial's score (the experiment's metric, mode and scope)
+
+
+def best_checkpoint(folder: str | os.PathLike[str]) -> BestCheckpoint:
+    """The newest checkpoint of the best trial of the run in `folder` (an experiment's folder,
+    or a storage folder holding one experiment), the trial `analyze` and `best` call best.
+
+    Raises `SpecError` when the folder holds several experiments, no trial has a score, or the
+    best trial kept no checkpoint."""
+    from tune_app.command import APP
+
+    found = read(folder)
+    if len(found) != 1:
+        names = ", ".join(e.name for e in found)
+        raise SpecError(
+            f"{os.fspath(folder)} holds {len(found)} experiments ({names}), not one",
+            suggestion="pass the folder of one experiment",
+        )
+    exp = found[0]
+    best = exp.best_trial
+    if best is None:
+        raise SpecError(
+            f"{exp.where}: no trial of experiment '{exp.name}' has a score",
+            suggestion=f"see `{APP} analyze {exp.where}` for what each trial reported",
+        )
+    path = exp.checkpoint(best)
+    if path is None:
+        raise SpecError(
+            f"{exp.where}: the best trial {best.trial_id} kept no checkpoint"
+            + (" here (a run on cloud storage: copy its trial folder)" if exp.on_cloud else ""),
+            suggestion="a tune.Trainable class saves one at its end (checkpoint_config: "
+            "{checkpoint_at_end: true}); a function trainable reports one with "
+            "tune.report(metrics, checkpoint=...)",
+        )
+    return BestCheckpoint(exp.name, best.trial_id, path, dict(best.config), best.score)
+
+
 def _load(source: SpecSource | Spec) -> Spec:
     from tune_app.spec import Spec
     from tune_app.spec import resolve as specs

@@ -29,8 +29,8 @@ from tune_app.space import place_at
 from tune_app.spec.loading import read_yaml_text
 from tune_app.spec.resolve import parse
 
-Format = Literal["yaml", "json", "overrides"]
-FORMATS = ("yaml", "json", "overrides")
+Format = Literal["yaml", "json", "overrides", "checkpoint"]
+FORMATS = ("yaml", "json", "overrides", "checkpoint")
 EVAL_SEED_BASE = 10_000  # evaluation seeds start here, away from the seeds a search tried
 # Keys that only matter when several configurations are tried.
 SEARCH_KEYS = ("search", "scheduler", "num_samples", "seed", "max_concurrent_trials", "seeds")
@@ -48,6 +48,7 @@ class Best:
     score: float  # the trial's score, or with seeds the configuration's aggregate
     judged: str  # how the score was taken, in words
     metric: str
+    checkpoint: Path | None = None  # its trial's newest checkpoint folder, if it kept one
 
 
 def best_spec(
@@ -77,7 +78,17 @@ def best_spec(
 
 
 def render(data: dict[str, Any], found: list[Best], fmt: Format, source: str) -> str:
-    """The spec as YAML or JSON, or the chosen values as `experiment.config.path=value` lines."""
+    """The spec as YAML or JSON, the chosen values as `experiment.config.path=value` lines, or
+    the chosen trials' checkpoint folders, one a line."""
+    if fmt == "checkpoint":
+        missing = [b.trial.trial_id for b in found if b.checkpoint is None]
+        if missing:
+            raise SpecError(
+                f"{source}: trial {', '.join(missing)} kept no checkpoint",
+                suggestion="a tune.Trainable class saves one at its end (checkpoint_config: "
+                "{checkpoint_at_end: true})",
+            )
+        return "\n".join(str(b.checkpoint) for b in found)
     if fmt == "overrides":
         return "\n".join(
             f"{b.experiment if b.rank == 1 else b.name}.config.{path}={json.dumps(value)}"
@@ -89,6 +100,7 @@ def render(data: dict[str, Any], found: list[Best], fmt: Format, source: str) ->
     head = [f"# The best configurations of {source}, as found by `{APP} best`:"]
     head += [
         f"#   {b.name}: {b.metric} = {b.score:.6g} ({b.judged}), trial {b.trial.trial_id}"
+        + (f", checkpoint {b.checkpoint}" if b.checkpoint else "")
         for b in found
     ]
     return "\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=False).rstrip("\n")
@@ -133,7 +145,8 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
                 f"{trial.trial_id}"
             )
         name = f"{exp.name}-best" if top == 1 else f"{exp.name}-top{rank}"
-        out.append(Best(exp.name, name, rank, trial, params, score, how, exp.metric))
+        checkpoint = exp.checkpoint(trial)
+        out.append(Best(exp.name, name, rank, trial, params, score, how, exp.metric, checkpoint))
     return out
 
 

@@ -420,9 +420,10 @@ COMMANDS: tuple[Command, ...] = (
         (
             arg(
                 "--format",
-                choices=("yaml", "json", "overrides"),
+                choices=("yaml", "json", "overrides", "checkpoint"),
                 default="yaml",
-                help="a spec file (default), its JSON, or experiment.config.path=value lines",
+                help="a spec file (default), its JSON, experiment.config.path=value lines, or "
+                "the best trial's checkpoint folder",
             ),
             arg(
                 "--seeds",
@@ -459,7 +460,11 @@ COMMANDS: tuple[Command, ...] = (
         ("dir",),
         (
             arg("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)"),
-            arg("--port", type=int, default=0, help="port to bind (default: 0, a free one)"),
+            arg(
+                "--port",
+                type=int,
+                help="port to bind (default: 6006, or a free one when it is taken; 0: a free one)",
+            ),
         ),
     ),
     Command(

@@ -224,6 +224,8 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
                 )
                 if top is not None
                 else _short(best.config, ep.searched)
+                if best and ep.searched
+                else _unsearched(ep.experiment)
                 if best
                 else "-"
             ),
@@ -287,10 +289,16 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
             print(f"[{o.experiment}] expectation failed: {o.name}; {o.message}", file=sys.stderr)
 
 
+def _unsearched(exp: Any) -> str:
+    """The config cell of an experiment that searched nothing: what ran, not its whole config
+    (an RLlib algorithm's is hundreds of keys)."""
+    return f"nothing searched: {exp.run}" + (f" on {exp.env}" if exp.env else "")
+
+
 def _short(config: dict[str, Any], searched: tuple[str, ...]) -> str:
     """The searched values of a config, as `a=1, b.c=2`."""
     out = []
-    for path in searched or tuple(config):
+    for path in searched:
         value = value_at(config, path)
         out.append(f"{path}={value:.4g}" if isinstance(value, float) else f"{path}={value}")
     return ", ".join(out)

@@ -22,7 +22,7 @@ from tune_app.methods import scheduler_of
 from tune_app.resources import Machine, misfit
 from tune_app.seeds import SEED_KEY
 from tune_app.space import LIST_KINDS, RULES, Domain
-from tune_app.user_code import CodeRef
+from tune_app.user_code import CodeRef, defined_as
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -265,7 +265,9 @@ class FunctionKind(KindDefaults):
 
     @property
     def describe(self) -> str:
-        return "module:function"
+        """`module:function` or `module:class`, as the module's source defines it (not
+        imported: validate runs no user code); `module:name` where it does not show."""
+        return f"module:{defined_as(self.ref) or 'name'}"
 
     @property
     def user_modules(self) -> tuple[str, ...]:

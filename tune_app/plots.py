@@ -22,7 +22,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import EngFormatter, LogLocator, MaxNLocator
+from matplotlib.ticker import EngFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from tune_app import scoring
 from tune_app.rundir.read import ExperimentResults
@@ -39,6 +39,7 @@ MAX_LEGEND_TRIALS = 12  # up to this many trials, each has a colour and a legend
 HIGHLIGHTED = 5  # beyond that, only the best this many do; the rest are drawn faint
 FAILED_COLOR, EARLY_COLOR, FAINT_COLOR = "#c62828", "#222222", "#a9b2be"
 LOG, LINEAR, CATEGORY = "log", "linear", "category"  # how a parameter's axis is drawn
+MAX_VALUE_TICKS = 6  # a log axis of up to this many distinct values is labelled at each
 
 
 def highlighted(exp: ExperimentResults) -> list[TrialOutcome]:
@@ -95,6 +96,7 @@ def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | 
         return None
     fig, ax = _figure(4.2)
     ranked = exp.ranked()
+    winner = exp.best_trial  # the report's banner's: with seeds, the best configuration's
     shown = {t.trial_id for t in highlighted(exp)}
     x_key, x_label = curve_x(exp)
     drawn = faint = 0
@@ -104,7 +106,7 @@ def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | 
             continue
         drawn += 1
         xs, ys = zip(*points, strict=True)
-        best = t is ranked[0]
+        best = t is winner
         bold = t.trial_id in shown
         faint += not bold
         ax.plot(
@@ -228,6 +230,8 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> Figure |
         else:
             xs = [float(v) for v in values if v is not None]  # every one a number
             ax.set_xscale(scale)
+            if scale == LOG:
+                _log_ticks(ax, xs)
         for t, x in zip(reversed(trials), reversed(xs), strict=True):  # the best on top
             color = colors[t.trial_id]
             ax.scatter(
@@ -282,20 +286,22 @@ def parallel_coordinates(exp: ExperimentResults, colors: dict[str, str]) -> Figu
     if len(axes) < 3:
         return None
     shown = {t.trial_id for t in highlighted(exp)}
+    winner = exp.best_trial  # the report's banner's: with seeds, the best configuration's
     fig, ax = _figure(4.0)
     positions = range(len(axes))
     for i, t in reversed(list(enumerate(trials))):  # the best drawn last, on top
         bold = t.trial_id in shown
+        best = t is winner
         ax.plot(
             positions,
             [a.heights[i] for a in axes],
             color=colors[t.trial_id],
-            lw=2.4 if i == 0 else 1.5 if bold else 0.9,
+            lw=2.4 if best else 1.5 if bold else 0.9,
             alpha=1.0 if bold else 0.5,
             ls="--" if t.failure else "-",
             marker="o" if bold else None,
             ms=3,
-            label=_legend_label(t, i == 0) if bold else None,
+            label=_legend_label(t, best) if bold else None,
             zorder=3 if bold else 2,
         )
     for x, a in zip(positions, axes, strict=True):
@@ -373,6 +379,16 @@ def _ticks(xs: list[float], scale: str) -> list[float]:
         candidates = MaxNLocator(5, integer=integer).tick_values(lo, hi)
     slack = 1e-9 * (hi - lo)  # a tick at the end of the range, rounded just outside it
     return [float(v) for v in candidates if lo - slack <= v <= hi + slack]
+
+
+def _log_ticks(ax: Any, xs: list[float]) -> None:
+    """A log x axis labelled at a few values that do not overlap: each value of a parameter that
+    took few (a choice or a grid: 16, 32, 64), else `_ticks`' round values; no minor labels
+    (matplotlib's 2x10^1, 3x10^1, ... overlap within a decade)."""
+    distinct = sorted(set(xs))
+    ticks = distinct if len(distinct) <= MAX_VALUE_TICKS else _ticks(xs, LOG)
+    ax.set_xticks(ticks, [_number(v) for v in ticks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _axis_label(axis: Axis) -> str:

@@ -193,12 +193,14 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
         ),
         "params": (
             "Each searched parameter against the trial's score; hollow: stopped by the "
-            "scheduler, ✕: failed; (log): searched on a log scale.",
+            "scheduler, ✕: failed; (log): a log axis (a log-scale sampler, or values spaced "
+            "evenly in log).",
             plots.params_vs_metric(exp, colors),
         ),
         "parallel": (
             "Parallel coordinates: each scored trial is one line through its parameters' values "
-            "to its score, the best on top; dashed: failed; (log): searched on a log scale.",
+            "to its score, the best on top; dashed: failed; (log): a log axis (a log-scale "
+            "sampler, or values spaced evenly in log).",
             plots.parallel_coordinates(exp, colors),
         ),
     }

@@ -132,11 +132,12 @@ def group(
     expected: int = 0,
 ) -> list[Configuration]:
     """Trials (TrialOutcomes) grouped by their searched values without the seed, best aggregate
-    first; configurations missing a seed's score (not run yet) or with a failed seed after the
-    complete ones, since an aggregate over the seeds that survived flatters them; configurations
-    without a score last. `expected`: the seeds each should have run on. Trials are taken in
-    the order Tune created them (their ids), so equal aggregates and the intervals come out
-    the same whatever the order of `trials`."""
+    first; configurations missing a seed's score (not run yet) after the complete ones, since an
+    aggregate over the seeds that survived flatters them, and those with a failed seed after
+    those, as a failed trial ranks after the others (a score before a crash is not the best);
+    configurations without a score last. `expected`: the seeds each should have run on. Trials
+    are taken in the order Tune created them (their ids), so equal aggregates and the intervals
+    come out the same whatever the order of `trials`."""
     found: dict[str, Configuration] = {}
     for t in sorted(trials, key=lambda t: t.trial_id):
         params = {k: v for k, v in t.params.items() if k != SEED_KEY}
@@ -161,6 +162,7 @@ def group(
         found.values(),
         key=lambda c: (
             c.score is None,
+            c.failed > 0,
             not c.complete,
             sign * c.score if c.score is not None else 0.0,
         ),

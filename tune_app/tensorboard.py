@@ -132,13 +132,6 @@ class TagLayout:
         return shown
 
 
-def trial_name(trial_id: str) -> str:
-    """A trial's HParams row: its number, then its experiment's id prefix (`00003_3c0de` for
-    Tune's `3c0de_00003`), so rows differ at the start yet stay unique across experiments."""
-    prefix, _, number = trial_id.rpartition("_")
-    return f"{number}_{prefix}" if prefix else trial_id
-
-
 class TrialBoard(TBXLoggerCallback):
     """Tune's TensorBoard logger, with the scalars of `TagLayout` and HParams from the start.
 
@@ -207,7 +200,7 @@ class TrialBoard(TBXLoggerCallback):
         # Also on a restart (resume, retry, unpause); TensorBoard keeps the first of each tag.
         self._write(trial, experiment_summary(self.hparams, self.shown_metrics, self.created))
         values = searched_values(trial.config, self.hparams)
-        self._write(trial, session_start(values, trial_name(trial.trial_id)))
+        self._write(trial, session_start(values, trial.trial_id))
         self.writers[trial].flush()  # listed in HParams at once, before any result
 
     @stops_on_write_error
@@ -383,7 +376,8 @@ def experiment_summary(
 
 
 def session_start(values: dict[str, bool | float | str], name: str) -> Any:
-    """A trial's HParams session start, its row named `name` (trials never share a row)."""
+    """A trial's HParams session start, its row named `name`: the trial's id as `analyze`, the
+    report and its folder spell it, so a row is found by the id one reads elsewhere."""
     from tensorboard.plugins.hparams import summary_v2 as hp
 
     return hp.hparams_pb(values, trial_id=name, start_time_secs=time.time())
@@ -407,10 +401,32 @@ def session_end(failed: bool) -> Any:
     return summary
 
 
-def serve(folder: Path, host: str = "127.0.0.1", port: int = 0) -> None:
-    """Serve TensorBoard on a run's folder (or a storage folder of runs) until interrupted."""
+DEFAULT_PORT = 6006  # TensorBoard's own: a bookmark or a forwarded port keeps working
+
+
+def pick_port(host: str, port: int | None, default: int = DEFAULT_PORT) -> tuple[int, str | None]:
+    """The port to serve on, and a note when it is not the one expected: `port` as asked (0: a
+    free one; SpecError when it cannot be bound), else `default`, or a free one when `default`
+    is taken (another TensorBoard serving), said in the note."""
+    if port is not None:
+        _check_address(host, port)
+        return port, None
+    try:
+        _check_address(host, default)
+    except SpecError:
+        note = f"port {default} is in use (another TensorBoard?); serving on a free port instead"
+        return 0, note + " (--port N picks one)"
+    return default, None
+
+
+def serve(folder: Path, host: str = "127.0.0.1", port: int | None = None) -> None:
+    """Serve TensorBoard on a run's folder (or a storage folder of runs) until interrupted (Ctrl-C,
+    or SIGTERM and SIGHUP, which the command line turns into Ctrl-C): on `port`, else on
+    DEFAULT_PORT, or a free port when that is taken."""
     runs, _ = find_runs(folder, every=True)  # a storage folder: every run, side by side
-    _check_address(host, port)
+    port, moved = pick_port(host, port)
+    if moved:
+        print(f"note: {moved}", file=sys.stderr)
     from tensorboard import program
 
     made: list[Any] = []

@@ -33,7 +33,7 @@ from functools import cache
 from importlib import metadata
 from importlib.machinery import ModuleSpec
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from tune_app.errors import SpecError, did_you_mean
 
@@ -271,6 +271,18 @@ def source_tree(ref: CodeRef) -> ast.Module | None:
         return ast.parse(Path(origin).read_bytes())
     except (OSError, SyntaxError, ValueError):
         return None
+
+
+def defined_as(ref: CodeRef) -> Literal["class", "function"] | None:
+    """Whether the module's source defines `ref`'s name as a class or a function at its top
+    level (no import); None where the source does not show it plainly."""
+    tree = source_tree(ref)
+    for node in tree.body if tree else ():
+        if isinstance(node, ast.ClassDef) and node.name == ref.name:
+            return "class"
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == ref.name:
+            return "function"
+    return None
 
 
 def _check_source(module: ModuleSpec, ref: CodeRef) -> None:

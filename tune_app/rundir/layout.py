@@ -30,6 +30,8 @@ TUNER_STATE = "tuner.pkl"  # Tune's saved Tuner: the run can be resumed
 ERROR_FILE = "error.txt"
 STDOUT_FILE = "stdout"
 STDERR_FILE = "stderr"
+# A trial's checkpoints: folders `checkpoint_000003`, numbered in the order Tune took them.
+_CHECKPOINT = re.compile(r"checkpoint_(\d+)")
 
 # Tune names a trial's folder `<trainable>_<id>_<index>_<params>_<date>`: the id is `abcde_00001`
 # from the variant generator, eight hex digits (`1a2b3c4d`) from a searcher such as hyperopt's.
@@ -40,6 +42,18 @@ def trial_id_of(folder_name: str) -> str | None:
     """The trial id in a Tune trial folder's name, if it is one."""
     found = _TRIAL_ID.search(folder_name)
     return found.group(1) if found else None
+
+
+def checkpoints(trial_folder: Path) -> list[Path]:
+    """A trial's checkpoint folders that Tune kept, oldest first."""
+    if not trial_folder.is_dir():
+        return []
+    found = [
+        (int(m.group(1)), path)
+        for path in trial_folder.iterdir()
+        if (m := _CHECKPOINT.fullmatch(path.name)) and path.is_dir()
+    ]
+    return [path for _, path in sorted(found)]
 
 
 def jsonable(value: Any) -> Any:

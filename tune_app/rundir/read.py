@@ -27,6 +27,7 @@ from tune_app.rundir.layout import (
     STDERR_FILE,
     STDOUT_FILE,
     SUMMARY_FILE,
+    checkpoints,
     flatten,
     latest_clones,
     latest_results,
@@ -113,6 +114,19 @@ class ExperimentResults:
             stdout=where(STDOUT_FILE),
             stderr=where(STDERR_FILE),
         )
+
+    def checkpoint(self, trial: TrialOutcome) -> Path | None:
+        """The newest checkpoint Tune kept of `trial` (a folder), or None: it took none, or the
+        run is on cloud storage, whose trial folders are not copied to read."""
+        if not trial.folder or self.on_cloud:
+            return None
+        kept = checkpoints(self.folder / trial.folder)
+        return kept[-1] if kept else None
+
+    @property
+    def on_cloud(self) -> bool:
+        """The run is on cloud storage: only the app's files were copied here to read."""
+        return is_uri(self.location)
 
     @property
     def metric(self) -> str | None:
