@@ -130,9 +130,9 @@ def test_hostile_yaml_is_refused_fast_in_little_memory_with_the_file_named(tmp_p
     probe = (
         "import re, sys, time\n"
         "from tune_app.cli import main\n"
-        "t = time.perf_counter(); code = main(['validate', sys.argv[1]])\n"
+        "t = time.process_time(); code = main(['validate', sys.argv[1]])\n"
         "peak = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
-        "print(code, time.perf_counter() - t, peak, file=sys.stderr)\n"
+        "print(code, time.process_time() - t, peak, file=sys.stderr)\n"
     )
     started = time.monotonic()
     out = subprocess.run(
@@ -150,9 +150,10 @@ def test_hostile_yaml_is_refused_fast_in_little_memory_with_the_file_named(tmp_p
     assert str(spec_file) in lines[0] and expected in lines[0]
     assert "Traceback" not in out.stderr
     assert len(lines[0]) < 600
-    # Under 2 s and 200 MB: the process's peak resident memory (VmHWM, this process's own, where
-    # ru_maxrss would also count the forked test process).
-    assert float(seconds) < 2.0 and int(peak_kb) < 200_000, measured
+    # Bounded work: under 10 s of the process's own CPU time (not wall time, which a loaded
+    # machine stretches; an unbounded expansion takes minutes) and 200 MB peak resident memory
+    # (VmHWM, this process's own, where ru_maxrss would also count the forked test process).
+    assert float(seconds) < 10.0 and int(peak_kb) < 200_000, measured
 
 
 def test_a_spec_at_the_bounds_still_loads(tmp_path):
