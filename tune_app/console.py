@@ -208,7 +208,7 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
         table.add_row(
             s.experiment,
             counts or "none",
-            best.trial_id if best else "-",
+            best.trial_id if best else front.best_cell(s),
             (
                 f"{s.metric} = {top.score:.6g} ({top.of_seeds(s.aggregate)}"
                 f"{', ' + top.budgets_text if top.mixed_budgets else ''})"

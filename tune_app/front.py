@@ -27,6 +27,11 @@ def title(summary: RunSummary) -> str:
     return "objectives " + ", ".join(f"{o.name} ({o.mode})" for o in summary.objectives)
 
 
+def best_cell(summary: RunSummary) -> str:
+    """The results table's "best trial" cell of a run without a best: its front's size, or -."""
+    return f"front of {len(summary.pareto())}" if several(summary) else "-"
+
+
 def on_front(summary: RunSummary) -> list[TrialOutcome]:
     """The trials of the front, best first on the first objective (ties by the others)."""
     ids = set(summary.pareto())

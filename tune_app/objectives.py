@@ -56,7 +56,8 @@ class Limit:
         return f"{low}{self.name}{high}"
 
     def excess(self, value: float | None) -> float:
-        """Optuna's constraint value: how far `value` lies outside (<= 0: kept)."""
+        """Optuna's constraint value: how far `value` lies outside (<= 0: kept; never
+        reported: 1, broken)."""
         if value is None:
             return 1.0  # never reported: broken, by an amount that says nothing more
         over = [self.min - value] if self.min is not None else []

@@ -93,14 +93,9 @@ def _optuna(options: Options, ctx: Context) -> Any:
 
     assert isinstance(options, OptunaOptions)
     seed, startup = ctx.seed, options.n_startup_trials
-    told: dict[str, Any] = {}
-    if ctx.constraints and options.sampler in OPTUNA_CONSTRAINED:
-        from tune_app.ray_internals.constraints import constraint_values
-
-        told = {"constraints_func": constraint_values(ctx.constraints)}
     samplers: dict[str, Callable[[], Any]] = {
-        "tpe": lambda: optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, **told),
-        "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed, **told),
+        "tpe": lambda: optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup),
+        "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed),
         "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=startup),
         "random": lambda: optuna.samplers.RandomSampler(seed=seed),
         "qmc": lambda: optuna.samplers.QMCSampler(seed=seed),
@@ -122,7 +117,7 @@ def _optuna(options: Options, ctx: Context) -> Any:
         study_name=ctx.folder.name if ctx.folder is not None else None,
         **several,
     )
-    if ctx.constraints:
+    if ctx.constraints:  # set on each Optuna trial, which TPE and NSGA-II read
         from tune_app.ray_internals.constraints import ToldConstraints
 
         searcher = ToldConstraints(searcher, ctx.constraints)
@@ -131,8 +126,6 @@ def _optuna(options: Options, ctx: Context) -> Any:
 
 # Optuna's samplers that search several objectives (CMA-ES models one).
 OPTUNA_SEVERAL = ("tpe", "nsga2", "random", "qmc")
-# Optuna's samplers that take a constraints function (the others ignore constraints).
-OPTUNA_CONSTRAINED = ("tpe", "nsga2")
 
 
 def _optuna_objectives(options: Options) -> str | None:

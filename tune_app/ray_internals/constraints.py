@@ -1,17 +1,14 @@
-"""Constraints told to Optuna: its samplers (TPE, NSGA-II) take a constraints function of a
-finished trial, which reads values the trial carries; Tune's OptunaSearch tells Optuna only the
-objectives. `ToldConstraints`, around Tune's OptunaSearch, sets each trial's constraint values
-on its Optuna trial (a user attribute) just before the trial is told, and `constraint_values` is
-the function the sampler is given.
+"""Constraints told to Optuna: each trial's constraint values are set on its Optuna trial
+(`Trial.set_constraint`, Optuna 5's way; its samplers that honour constraints, TPE and NSGA-II,
+read them from there) just before Tune's OptunaSearch tells the trial's objectives, which is all
+Tune tells it.
 
 Private: `OptunaSearch._ot_trials` (Tune trial id -> its Optuna trial), read when a trial ends.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from ray.tune.search import Searcher
 
@@ -19,24 +16,10 @@ from tune_app.objectives import Limit
 from tune_app.ray_internals.wrapping import WrapsSearcher
 from tune_app.scoring import finite
 
-# The Optuna trial's user attribute holding its constraint values (<= 0: kept).
-ATTRIBUTE = "tune_app_constraints"
-
-
-def _values(count: int, trial: Any) -> Sequence[float]:
-    # A trial told without them (pruned before any result): broken, as Optuna counts it.
-    return trial.user_attrs.get(ATTRIBUTE) or [1.0] * count
-
-
-def constraint_values(limits: Sequence[Limit]) -> Callable[[Any], Sequence[float]]:
-    """Optuna's constraints function for `limits`: a frozen trial to one value per limit
-    (<= 0 when kept). A module function, so the sampler pickles with Tune's search state."""
-    return functools.partial(_values, len(limits))
-
 
 class ToldConstraints(WrapsSearcher):
-    """Around Tune's OptunaSearch: a trial's last value of each limited key is set on its Optuna
-    trial as it ends, for the sampler's constraints function."""
+    """Around Tune's OptunaSearch: as a trial ends, how far its last value of each limited key
+    lies outside its bounds (<= 0: kept; never reported: broken) is set on its Optuna trial."""
 
     def __init__(self, searcher: Searcher, limits: Sequence[Limit]) -> None:
         self.limits = tuple(limits)
@@ -47,6 +30,6 @@ class ToldConstraints(WrapsSearcher):
     ) -> None:
         ot_trial = getattr(self.searcher, "_ot_trials", {}).get(trial_id)
         if ot_trial is not None and result:
-            values = [lim.excess(finite(result.get(lim.name))) for lim in self.limits]
-            ot_trial.set_user_attr(ATTRIBUTE, values)
+            for limit in self.limits:
+                ot_trial.set_constraint(limit.name, limit.excess(finite(result.get(limit.name))))
         self.searcher.on_trial_complete(trial_id, result=result, error=error)
