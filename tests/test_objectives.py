@@ -453,3 +453,20 @@ def test_optuna_is_built_holding_the_objectives_and_told_the_constraints(sampler
     assert isinstance(optuna_search, OptunaSearch)
     assert optuna_search.metric == ["acc", "mem"] and optuna_search.mode == ["max", "min"]
     assert type(optuna_search._sampler).__name__ == cls
+
+
+def test_a_run_killed_before_its_summary_reads_its_front_from_its_files(front_run, tmp_path):
+    import shutil
+
+    from tune_app.rundir.read import read_experiment
+
+    _, folder = front_run
+    copy = tmp_path / "grid"
+    shutil.copytree(folder / "o" / "grid", copy)
+    written = json.loads((copy / "summary.json").read_text())
+    (copy / "summary.json").unlink()  # as a killed driver leaves it: run.json and the rows
+    read = read_experiment(copy)
+    assert read.summary.objectives == [Objective("accuracy", "max"), Objective("mem_mb", "min")]
+    assert sorted(read.summary.pareto()) == sorted(written["pareto"])
+    broken = [t for t in read.trials if t.broken]
+    assert [t.params["width"] for t in broken] == [0.9]
