@@ -470,3 +470,11 @@ def test_a_run_killed_before_its_summary_reads_its_front_from_its_files(front_ru
     assert sorted(read.summary.pareto()) == sorted(written["pareto"])
     broken = [t for t in read.trials if t.broken]
     assert [t.params["width"] for t in broken] == [0.9]
+
+
+def test_evaluation_seeds_are_refused_for_a_front(front_run, cli):
+    _, folder = front_run
+    result = cli("best", folder / "o" / "grid", "--seeds", "2")
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "--seeds: evaluation seeds judge a configuration by one aggregate score" in line

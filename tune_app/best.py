@@ -67,7 +67,15 @@ def best_spec(
     spec_path = runs[0].spec
     raw = read_yaml_text(texts.pop(), spec_path)
     parsed = parse(copy.deepcopy(raw), spec_path)
-    found = [b for r in runs for b in _chosen(read_experiment(r.local, r.where), top, pick)]
+    read = [read_experiment(r.local, r.where) for r in runs]
+    if seeds and any(front.several(e.summary) for e in read):
+        raise SpecError(
+            "evaluation seeds judge a configuration by one aggregate score, and this run "
+            "searched several objectives",
+            path="--seeds",
+            suggestion="leave --seeds out: the front's configurations are exported as they ran",
+        )
+    found = [b for e in read for b in _chosen(e, top, pick)]
     layouts = _layouts(runs)
     if parsed.form == "app":
         out = {k: v for k, v in raw.items() if k not in (*SEARCH_KEYS, "experiments")}
