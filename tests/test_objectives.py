@@ -478,3 +478,15 @@ def test_evaluation_seeds_are_refused_for_a_front(front_run, cli):
     assert result.code == 2
     (line,) = result.err.strip().splitlines()
     assert "--seeds: evaluation seeds judge a configuration by one aggregate score" in line
+
+
+def test_validate_shows_the_constraints_of_one_metric_too(cli, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "e:\n  run: my_func\n  stop: {training_iteration: 2}\n  config: {alpha: 0.5, beta: 1}\n"
+        "  constraints: {timesteps_total: {min: 1}}\n"
+    )
+    shown = cli("validate", spec)
+    assert shown.code == 0, shown.err
+    assert "mean_accuracy (max; a trial ranks by" in shown.out
+    assert "; kept: 1 <= timesteps_total" in shown.out

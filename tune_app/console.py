@@ -110,6 +110,7 @@ def plan_text(plan: Plan) -> str:
                 "metric",
                 f"{ep.metric} ({ep.mode}; a trial ranks by its "
                 f"{scoring.describe(ep.experiment.scope)}, scope {ep.experiment.scope})"
+                + objectives.kept(exp)
                 if ep.metric
                 else objectives.shown(exp),
             ),

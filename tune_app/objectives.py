@@ -155,10 +155,14 @@ def describe(objectives: Sequence[Objective]) -> str:
 def shown(exp: Experiment) -> str:
     """The plan's line for an experiment without one metric: its objectives and constraints."""
     if not exp.objectives:
-        return "none"
+        return "none" + kept(exp)
+    return f"objectives {describe(exp.objectives)}: the Pareto front is the answer{kept(exp)}"
+
+
+def kept(exp: Experiment) -> str:
+    """`; kept: gpu_mem_mb <= 2000`: the plan's words for the constraints, "" without any."""
     limits = [c.shown() for c in exp.constraints]
-    kept = f"; kept: {', '.join(limits)}" if limits else ""
-    return f"objectives {describe(exp.objectives)}: the Pareto front is the answer{kept}"
+    return f"; kept: {', '.join(limits)}" if limits else ""
 
 
 def check(exp: Experiment) -> None:
