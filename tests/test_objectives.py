@@ -490,3 +490,27 @@ def test_validate_shows_the_constraints_of_one_metric_too(cli, tmp_path):
     assert shown.code == 0, shown.err
     assert "mean_accuracy (max; a trial ranks by" in shown.out
     assert "; kept: 1 <= timesteps_total" in shown.out
+
+
+def test_an_app_form_experiment_overrides_the_files_objectives_either_way():
+    from tune_app.spec import loads
+
+    text = """\
+metric: [acc, mem]
+mode: [max, min]
+experiments:
+  both: {run: my_func}
+  one: {run: my_func, metric: acc, mode: max}
+"""
+    both, one = loads(text, "spec.yaml").experiments
+    assert both.objectives == MAX_MIN and both.metric is None
+    assert one.objectives == () and (one.metric, one.mode) == ("acc", "max")
+    text = (
+        "metric: acc\nmode: max\nexperiments:\n"
+        "  e: {run: my_func, metric: [acc, mem], mode: [max, min]}\n"
+    )
+    (e,) = loads(text, "spec.yaml").experiments
+    assert e.objectives == MAX_MIN
+    with pytest.raises(SpecError) as err:  # a list of metrics under the file's one mode
+        loads("mode: max\nexperiments:\n  e: {run: my_func, metric: [acc, mem]}\n", "spec.yaml")
+    assert err.value.path == "experiments.e.mode"
