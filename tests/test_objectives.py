@@ -187,7 +187,7 @@ def test_both_forms_read_several_objectives_and_validate_shows_them(cli, tmp_pat
     from tune_app.spec import load
 
     user_module("two_objectives.py", tmp_path)
-    (tmp_path / "app.yaml").write_text(APP.format(extra=""))
+    (tmp_path / "app.yaml").write_text(APP.format(extra="    constraints: {mem: {max: 1}}\n"))
     (tmp_path / "classic.yaml").write_text(CLASSIC)
     app = load(tmp_path / "app.yaml").experiments[0]
     assert app.objectives == MAX_MIN and app.metric is None and app.mode is None
@@ -198,6 +198,9 @@ def test_both_forms_read_several_objectives_and_validate_shows_them(cli, tmp_pat
     assert shown.code == 0, shown.err
     assert "objectives accuracy (max), mem_mb (min)" in shown.out
     assert "kept: mem_mb <= 2000" in shown.out
+    assert "search random samples without them" in shown.err
+    told = cli("validate", tmp_path / "app.yaml")  # nsga2 reads constraints: nothing to say
+    assert told.code == 0 and "samples without them" not in told.err
 
 
 # (extra experiment keys, key path, words): each refusal names what is allowed.
@@ -490,6 +493,8 @@ def test_validate_shows_the_constraints_of_one_metric_too(cli, tmp_path):
     assert shown.code == 0, shown.err
     assert "mean_accuracy (max; a trial ranks by" in shown.out
     assert "; kept: 1 <= timesteps_total" in shown.out
+    # grid search draws without them: said once, as a warning, not an error
+    assert "e.constraints: search grid samples without them" in shown.err
 
 
 def test_an_app_form_experiment_overrides_the_files_objectives_either_way():

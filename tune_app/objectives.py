@@ -165,6 +165,21 @@ def kept(exp: Experiment) -> str:
     return f"; kept: {', '.join(limits)}" if limits else ""
 
 
+def unread_constraints(exp: Experiment) -> str | None:
+    """A warning when the search samples without the constraints (they still keep a trial that
+    breaks one off the front and from being best); None when it reads them or there are none."""
+    from tune_app.methods.searchers import OPTUNA_CONSTRAINED, reads_constraints
+
+    if not exp.constraints or reads_constraints(exp.search):
+        return None
+    samplers = " or ".join(OPTUNA_CONSTRAINED)
+    return (
+        f"{exp.key_path}.constraints: search {exp.search.type} samples without them (Optuna's "
+        f"{samplers} sampler reads them); a trial that breaks one is still never best nor on "
+        "the front"
+    )
+
+
 def check(exp: Experiment) -> None:
     """What a search of several objectives cannot have: a scheduler or searcher that compares
     trials by one metric, seeds (judged by one aggregate score), expect's bounds on the best

@@ -204,6 +204,7 @@ def _plan_experiment(
             bundles = kind.bundles(exp, written, env, machine, rllib_checks)
     errors.raise_any()
     _warn_unwatched_time(exp, warnings)
+    warnings += [w for w in (objectives.unread_constraints(exp),) if w is not None]
     trials = exp.trials(envs)
     _check_concurrency(exp, trials)
     folder = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)

@@ -128,6 +128,16 @@ def _optuna(options: Options, ctx: Context) -> Any:
 OPTUNA_SEVERAL = ("tpe", "nsga2", "random", "qmc")
 
 
+# Optuna's samplers that read a trial's constraints (`Trial.set_constraint`) as they sample.
+OPTUNA_CONSTRAINED = ("tpe", "nsga2")
+
+
+def reads_constraints(options: Options) -> bool:
+    """Whether a search told its trials' constraint values samples by them (Optuna's TPE and
+    NSGA-II); the others draw as if there were none."""
+    return isinstance(options, OptunaOptions) and options.sampler in OPTUNA_CONSTRAINED
+
+
 def _optuna_objectives(options: Options) -> str | None:
     """Why Optuna with these options cannot search several objectives; None: it can."""
     assert isinstance(options, OptunaOptions)
