@@ -345,6 +345,6 @@ def test_a_wrapped_searcher_is_saved_and_restored_with_tunes_search_state(tmp_pa
     SearchGenerator(first).save_to_dir(str(tmp_path), "s")
     again = SearchGenerator(wrapped())
     again.restore_from_dir(str(tmp_path))
-    assert again.searcher.latest == {"t": 0.7}
+    assert again.searcher.latest == {"t": {"acc": 0.7}}
     again.searcher.on_trial_complete("t", {"training_iteration": 2})
     assert again.searcher.searcher.searcher._hpopt_trials.trials[0]["result"]["loss"] == -0.7

@@ -199,12 +199,28 @@ def run_python(folder: Path, script: str) -> str:
     return done.stdout
 
 
+def test_several_objectives(tmp_path):
+    import json
+
+    import yaml
+
+    run_tutorial(Tutorial("objectives.md"), tmp_path)
+    (shown,) = json.loads((tmp_path / "front.json").read_text())
+    front = [t for t in shown["trials"] if t["pareto"]]
+    assert front and not any(t["broken"] for t in front)
+    assert all({"accuracy", "params_k", "pareto"} <= t.keys() for t in shown["trials"])
+    (name,) = yaml.safe_load((tmp_path / "most_accurate.yaml").read_text())["experiments"]
+    assert name == "small_and_good-best"
+    assert (tmp_path / "results/small_and_good/report_files/small_and_good-pareto.png").is_file()
+
+
 def test_every_tutorial_is_run_here_or_says_what_runs_it():
     """A tutorial without a test above has no command left to run: each is marked `not-run`
     with what checks it instead."""
     # cluster.md: tests/test_cluster.py runs it.
     tested = {"first-search.md", "python.md", "ci.md", "own-code.md", "cluster.md", RLLIB.page}
     tested.add("keep-best.md")
+    tested.add("objectives.md")
     for page in sorted(TUTORIALS.glob("*.md")):
         if page.name not in tested:
             assert commands(page) == [], f"{page.name}: commands no test runs"

@@ -178,6 +178,6 @@ def test_the_searchers_wrappers_are_saved_apart_and_restored():
     again = SearchGenerator(chain())
     again.restore_from_dir(str(tmp))
     repeater = again.searcher.searcher
-    assert again.searcher.latest == {"a": 2.0}
+    assert again.searcher.latest == {"a": {"score": 2.0}}
     assert repeater.suggest("b") == {"x": "b", "seed": 1}  # the second seed of the same one
     assert repeater.groups["b"].first == "a"

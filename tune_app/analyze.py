@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict
 from typing import Any, Literal
 
-from tune_app import scoring
+from tune_app import front, scoring
 from tune_app.rundir.layout import jsonable
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import TrialOutcome
@@ -45,7 +45,7 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
             "finished": exp.finished,
             "counts": exp.counts,
             "best": _trial_dict(best, exp) if best else None,
-            "trials": [_trial_dict(t, exp) for t in exp.ranked()[:top]],
+            "trials": [_trial_dict(t, exp) for t in _ranked(exp)[:top]],
             "failed": {
                 cause: [t.trial_id for t in members]
                 for cause, members in exp.failed_by_cause().items()
@@ -55,6 +55,7 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
             "seeds": exp.summary.seeds,
             "aggregate": exp.summary.aggregate if exp.summary.seeds else None,
             "configurations": [asdict(c) for c in exp.summary.configurations()],
+            **front.run_fields(exp.summary),
         }
     )
 
@@ -79,7 +80,13 @@ def _trial_dict(t: TrialOutcome, exp: ExperimentResults) -> dict[str, Any]:
         "error_file": files.error,
         "stdout_file": files.stdout,
         "stderr_file": files.stderr,
+        **front.trial_fields(t, exp.summary),
     }
+
+
+def _ranked(exp: ExperimentResults) -> list[TrialOutcome]:
+    """Trials best first; with several objectives, the front first."""
+    return front.ranked(exp.summary, exp.ranked())
 
 
 def trial_rows(
@@ -142,16 +149,16 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     metric = (
         f"{exp.metric} ({exp.mode}, ranked by {scoring.describe(exp.scope)})"
         if exp.metric
-        else "no metric"
+        else front.title(exp.summary)
     )
     counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts.items()))
     table = Table(title=f"{exp.name}: {metric}; {counts or 'no trials'}; {state}")
-    numeric = ("iter", "score", "best", "last")
+    numeric = ("iter", "score", "best", "last", *front.columns(exp.summary))
     # The trial id is what finds a trial's folder: never cut; wide values fold instead.
     table.add_column("trial", no_wrap=True, min_width=11)
     for col in ("status", *exp.searched, *numeric):
         table.add_column(col, justify="right" if col in numeric else "left", overflow="fold")
-    ranked = exp.ranked()
+    ranked = _ranked(exp)
     for t in ranked[:top]:
         status = t.status.lower()
         if t.stopped_early:
@@ -166,6 +173,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
             cell(t.score),
             cell(t.best),
             cell(t.last),
+            *front.cells(t, exp.summary, cell),
         )
     lines = []
     if top is not None and len(ranked) > top:
@@ -183,6 +191,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     elif best is not None:
         shown = ", ".join(f"{k}={cell(v)}" for k, v in best.params.items())
         lines.append(f"best: {best.trial_id} {exp.metric} = {cell(best.score)} {shown}".rstrip())
+    lines += front.lines(exp.summary, exp.where)
     lines += failed_lines(exp)
     lines += configuration_lines(exp)
     lines += [f"clone: {line}" for line in clone_lines(exp)]

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import yaml
 
-from tune_app import scoring
+from tune_app import front, scoring
 from tune_app.command import APP
 from tune_app.errors import SpecError
 from tune_app.rundir.location import RunLocation
@@ -52,10 +52,12 @@ class Best:
 
 
 def best_spec(
-    folder: str | Path, seeds: int | None = None, top: int = 1
+    folder: str | Path, seeds: int | None = None, top: int = 1, pick: str | None = None
 ) -> tuple[dict[str, Any], list[Best]]:
     """The spec (as plain data) running the `top` best configurations of every experiment in
-    `folder`, and where they came from. Raises SpecError when a run has no scored trial."""
+    `folder`, and where they came from; for a search of several objectives, its Pareto front,
+    or the point of it `pick` names (`tune_app.front.chosen`). Raises SpecError when a run has
+    no scored trial."""
     runs = RunLocation.open(folder)
     texts = {r.spec.read_text(encoding="utf-8") for r in runs}
     if len(texts) != 1:
@@ -66,7 +68,15 @@ def best_spec(
     spec_path = runs[0].spec
     raw = read_yaml_text(texts.pop(), spec_path)
     parsed = parse(copy.deepcopy(raw), spec_path)
-    found = [b for r in runs for b in _top(read_experiment(r.local, r.where), top)]
+    read = [read_experiment(r.local, r.where) for r in runs]
+    if seeds and any(front.several(e.summary) for e in read):
+        raise SpecError(
+            "evaluation seeds judge a configuration by one aggregate score, and this run "
+            "searched several objectives",
+            path="--seeds",
+            suggestion="leave --seeds out: the front's configurations are exported as they ran",
+        )
+    found = [b for e in read for b in _chosen(e, top, pick)]
     layouts = _layouts(runs)
     if parsed.form == "app":
         out = {k: v for k, v in raw.items() if k not in (*SEARCH_KEYS, "experiments")}
@@ -104,6 +114,20 @@ def render(data: dict[str, Any], found: list[Best], fmt: Format, source: str) ->
         for b in found
     ]
     return "\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=False).rstrip("\n")
+
+
+def _chosen(exp: ExperimentResults, top: int, pick: str | None) -> list[Best]:
+    """The experiment's `top` best configurations, or for several objectives its front."""
+    if front.several(exp.summary):
+        return _front(exp, pick)
+    if pick is not None:
+        raise SpecError(
+            f"{front.PICK_OPTION} names a point of a Pareto front, and experiment "
+            f"'{exp.name}' optimised one metric ({exp.metric or 'none'})",
+            path=front.PICK_OPTION,
+            suggestion=f"leave {front.PICK_OPTION} out: the best trial is exported",
+        )
+    return _top(exp, top)
 
 
 def _top(exp: ExperimentResults, top: int) -> list[Best]:
@@ -147,6 +171,29 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
         name = f"{exp.name}-best" if top == 1 else f"{exp.name}-top{rank}"
         checkpoint = exp.checkpoint(trial)
         out.append(Best(exp.name, name, rank, trial, params, score, how, exp.metric, checkpoint))
+    return out
+
+
+def _front(exp: ExperimentResults, pick: str | None) -> list[Best]:
+    """The front of a search of several objectives, each trial its own experiment (`-front<k>`,
+    best first on the first objective), or the one point `pick` names (`-best`)."""
+    chosen = front.chosen(exp.summary, pick)
+    if not chosen:
+        raise SpecError(
+            f"{exp.where}: no trial of experiment '{exp.name}' is on the Pareto front (none "
+            "reported every objective and kept every constraint)",
+            suggestion=f"see `{APP} analyze {exp.where}` for what each trial reported",
+        )
+    first = exp.summary.objectives[0].name
+    out = []
+    for rank, t in enumerate(chosen, 1):
+        name = f"{exp.name}-best" if pick is not None else f"{exp.name}-front{rank}"
+        params = {k: t.params.get(k) for k in exp.searched}
+        value = t.objectives.get(first)
+        score = float(value) if value is not None else float("nan")
+        out.append(
+            Best(exp.name, name, rank, t, params, score, front.judged(t, exp.summary), first)
+        )
     return out
 
 

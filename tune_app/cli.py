@@ -233,7 +233,7 @@ def cmd_best(args: argparse.Namespace) -> int:
 
     if args.seeds is not None and args.seeds < 1:
         raise TuneAppError(f"--seeds must be at least 1, got {args.seeds}")
-    data, found = best.best_spec(args.dir, seeds=args.seeds)
+    data, found = best.best_spec(args.dir, seeds=args.seeds, pick=args.pick)
     print(best.render(data, found, args.format, source=str(args.dir)))
     return EXIT_OK
 
@@ -431,6 +431,12 @@ COMMANDS: tuple[Command, ...] = (
                 metavar="N",
                 help="run the best configuration on N evaluation seeds (config.seed), apart from "
                 "tuning's",
+            ),
+            arg(
+                "--pick",
+                metavar="NAME",
+                help="several objectives: export one point of the Pareto front, the front's "
+                "best on objective NAME, or the trial of id NAME (default: the whole front)",
             ),
         ),
     ),

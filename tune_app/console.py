@@ -6,7 +6,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from tune_app import scoring
+from tune_app import front, objectives, scoring
 from tune_app.command import APP
 from tune_app.plan import Plan, describe_scheduler, describe_search
 from tune_app.resources import gpu_sharing
@@ -110,8 +110,9 @@ def plan_text(plan: Plan) -> str:
                 "metric",
                 f"{ep.metric} ({ep.mode}; a trial ranks by its "
                 f"{scoring.describe(ep.experiment.scope)}, scope {ep.experiment.scope})"
+                + objectives.kept(exp)
                 if ep.metric
-                else "none",
+                else objectives.shown(exp),
             ),
             ("stop", stop),
             ("time", _time_limits(exp)),
@@ -208,7 +209,7 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
         table.add_row(
             s.experiment,
             counts or "none",
-            best.trial_id if best else "-",
+            best.trial_id if best else front.best_cell(s),
             (
                 f"{s.metric} = {top.score:.6g} ({top.of_seeds(s.aggregate)}"
                 f"{', ' + top.budgets_text if top.mixed_budgets else ''})"
@@ -234,6 +235,8 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
     console.print(table)
     for ep, s in zip(plan.experiments, summaries, strict=True):
         console.print(f"results: {ep.location}", highlight=False)
+        for line in front.lines(s, ep.location):
+            console.print(f"  {line}", highlight=False, markup=False)
         for line in failures_text(s.trials).splitlines():
             console.print(line, highlight=False, markup=False)
         for note in s.notes:

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from tune_app import objectives
 from tune_app.envs import EnvRef
 from tune_app.errors import Collector, SpecError
 from tune_app.extras import check_methods
@@ -193,6 +194,7 @@ def _plan_experiment(
         lambda: _check_dotted_keys(exp),
         lambda: check_trackers(exp.trackers),
         lambda: check_methods(exp.search, exp.scheduler, exp.key_path),
+        lambda: objectives.check(exp),
     ):
         with errors.check():
             check()
@@ -202,6 +204,7 @@ def _plan_experiment(
             bundles = kind.bundles(exp, written, env, machine, rllib_checks)
     errors.raise_any()
     _warn_unwatched_time(exp, warnings)
+    warnings += [w for w in (objectives.unread_constraints(exp),) if w is not None]
     trials = exp.trials(envs)
     _check_concurrency(exp, trials)
     folder = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
@@ -239,6 +242,8 @@ def _searched(exp: Experiment, env: EnvRef | None) -> tuple[str, ...]:
 
 
 def _metric_and_mode(exp: Experiment, kind: TrainableKind) -> tuple[str | None, Mode | None]:
+    if exp.objectives:  # several: Tune names no metric, the searcher holds them
+        return None, None
     default_metric, default_mode = kind.default_metric
     metric = exp.metric or default_metric
     mode: Mode | None = exp.mode
@@ -272,6 +277,8 @@ def _check_reported(exp: Experiment, kind: TrainableKind, metric: str | None) ->
     keys += [(f"expect.{k}", k) for k in exp.expect.metrics]
     if metric is not None:
         keys.append(("metric", metric))
+    keys += [(f"metric[{i}]", o.name) for i, o in enumerate(exp.objectives)]
+    keys += [(f"constraints.{c.name}", c.name) for c in exp.constraints]
     time_attr = getattr(exp.scheduler, "time_attr", None)
     if time_attr is not None:
         keys.append(("scheduler.time_attr", time_attr))

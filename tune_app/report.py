@@ -13,10 +13,11 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
-from tune_app import importance, plots, scoring
+from tune_app import front_plot, importance, plots, scoring
 from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
 from tune_app.analyze import clone_lines, configuration_cells
 from tune_app.command import APP
@@ -181,6 +182,7 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
     )
     x_label = plots.curve_x(exp)[1]
     drawn = {
+        **front_figure(exp),
         "curves": (
             f"Learning curves against {x_label}: one line per trial; a failed trial is dashed "
             "and crossed (✕) at its last result." + early + faint,
@@ -209,6 +211,12 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
         for key, (caption, fig) in drawn.items()
         if fig is not None
     )
+
+
+def front_figure(exp: ExperimentResults) -> dict[str, tuple[str, Any]]:
+    """The Pareto front's figure, first, for a search of several objectives; {} otherwise."""
+    fig = front_plot.pareto_front(exp)
+    return {"pareto": (front_plot.caption(exp), fig)} if fig is not None else {}
 
 
 def _section(exp: ExperimentResults, figures: tuple[Figure, ...], files: str) -> Section:

@@ -233,6 +233,9 @@ def _searcher(ep: ExperimentPlan) -> Any:
         folder=ep.folder,
         seeds_aggregate=exp.aggregate if exp.seeds else None,
         seeds=tuple(exp.seeds) if searcher_of(exp.search).takes_grid else (),
+        objectives=tuple(o.name for o in exp.objectives),
+        modes=tuple(o.mode for o in exp.objectives),
+        constraints=exp.constraints,
     )
     searcher = searcher_of(exp.search).build(exp.search, ctx)
     if _repeats(ep):

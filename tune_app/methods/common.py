@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from tune_app.objectives import Limit
+
 if TYPE_CHECKING:
     from tune_app.rundir.location import RunLocation
 
@@ -33,3 +35,8 @@ class Context:
     searcher: str = "grid"  # the experiment's searcher (BOHB pairs with its own HyperBand)
     seeds_aggregate: str | None = None  # with seeds: how a configuration's seeds are judged
     seeds: tuple[int, ...] = ()  # the seeds axis (grid and random searches make its trials)
+    # Several objectives: their result keys and modes, which the searcher holds (Tune's
+    # TuneConfig then names no metric); () for one.
+    objectives: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ()
+    constraints: tuple[Limit, ...] = ()  # bounds a trial keeps (Optuna's samplers are told)

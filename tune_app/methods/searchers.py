@@ -37,8 +37,10 @@ class OptunaOptions(Options):
     optuna.db, which `optuna-dashboard sqlite:///DIR/optuna.db` opens."""
 
     type: Literal["optuna"] = "optuna"
-    sampler: Literal["tpe", "cmaes", "random", "qmc"] = Field(
-        "tpe", description="tpe (default), cmaes (CMA-ES), random or qmc (quasi-Monte Carlo)"
+    sampler: Literal["tpe", "nsga2", "cmaes", "random", "qmc"] = Field(
+        "tpe",
+        description="tpe (default), nsga2 (NSGA-II, for several objectives), cmaes (CMA-ES, "
+        "one objective), random or qmc (quasi-Monte Carlo)",
     )
     n_startup_trials: int = Field(
         10, ge=0, description="random draws before tpe or cmaes takes over"
@@ -93,6 +95,7 @@ def _optuna(options: Options, ctx: Context) -> Any:
     seed, startup = ctx.seed, options.n_startup_trials
     samplers: dict[str, Callable[[], Any]] = {
         "tpe": lambda: optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup),
+        "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed),
         "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=startup),
         "random": lambda: optuna.samplers.RandomSampler(seed=seed),
         "qmc": lambda: optuna.samplers.QMCSampler(seed=seed),
@@ -103,14 +106,51 @@ def _optuna(options: Options, ctx: Context) -> Any:
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # one line per trial otherwise
     # Tune's OptunaSearch names a value by its path joined with "/" (failing on a domain inside
     # a list) and takes as choices only None, bool, int, float and str: choices by index.
-    return SearchesByIndex(
-        OptunaSearch(
-            sampler=samplers[options.sampler](),
-            seed=seed,
-            storage=storage,
-            study_name=ctx.folder.name if ctx.folder is not None else None,
-        )
+    # Several objectives: the searcher holds them (Tune's TuneConfig then names no metric).
+    several: dict[str, Any] = {}
+    if ctx.objectives:
+        several = {"metric": list(ctx.objectives), "mode": list(ctx.modes)}
+    searcher: Any = OptunaSearch(
+        sampler=samplers[options.sampler](),
+        seed=seed,
+        storage=storage,
+        study_name=ctx.folder.name if ctx.folder is not None else None,
+        **several,
     )
+    if ctx.constraints:  # set on each Optuna trial, which TPE and NSGA-II read
+        from tune_app.ray_internals.constraints import ToldConstraints
+
+        searcher = ToldConstraints(searcher, ctx.constraints)
+    return SearchesByIndex(searcher)
+
+
+# Optuna's samplers that search several objectives (CMA-ES models one).
+OPTUNA_SEVERAL = ("tpe", "nsga2", "random", "qmc")
+
+
+# Optuna's samplers that read a trial's constraints (`Trial.set_constraint`) as they sample.
+OPTUNA_CONSTRAINED = ("tpe", "nsga2")
+
+
+def reads_constraints(options: Options) -> bool:
+    """Whether a search told its trials' constraint values samples by them (Optuna's TPE and
+    NSGA-II); the others draw as if there were none."""
+    return isinstance(options, OptunaOptions) and options.sampler in OPTUNA_CONSTRAINED
+
+
+def _optuna_objectives(options: Options) -> str | None:
+    """Why Optuna with these options cannot search several objectives; None: it can."""
+    assert isinstance(options, OptunaOptions)
+    if options.sampler in OPTUNA_SEVERAL:
+        return None
+    return (
+        f"Optuna's {options.sampler} sampler models one objective "
+        f"(samplers for several: {', '.join(OPTUNA_SEVERAL)})"
+    )
+
+
+def _any_objectives(options: Options) -> str | None:
+    return None  # draws configurations without reading any metric
 
 
 def _bohb(options: Options, ctx: Context) -> Any:
@@ -188,13 +228,20 @@ class Searcher:
     refuses: Callable[[Any], tuple[str, str] | None] | None = None  # a Domain it cannot sample
     packages: tuple[str, ...] = ()  # what it imports beyond the default install (import names)
     extra: str | None = None  # the tune_app extra that installs them
+    # Several objectives (`metric: [a, b]`): None, it needs one metric; else why these options
+    # cannot search several (None: they can).
+    objectives: Callable[[Options], str | None] | None = None
 
 
 SEARCHERS: dict[str, Searcher] = {
     s.name: s
     for s in (
-        Searcher("grid", GridOptions, _variants, generates_variants=True),
-        Searcher("random", RandomOptions, _variants, generates_variants=True),
+        Searcher(
+            "grid", GridOptions, _variants, generates_variants=True, objectives=_any_objectives
+        ),
+        Searcher(
+            "random", RandomOptions, _variants, generates_variants=True, objectives=_any_objectives
+        ),
         Searcher(
             "hyperopt",
             HyperOptOptions,
@@ -216,6 +263,7 @@ SEARCHERS: dict[str, Searcher] = {
             refuses=_optuna_refuses,
             packages=("optuna",),
             extra="optuna",
+            objectives=_optuna_objectives,
         ),
         Searcher(
             "bohb",

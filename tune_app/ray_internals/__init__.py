@@ -31,6 +31,8 @@ rewritten results and read its tables, never replace its methods.
   private `ray.tune.experiment.trial._TemporaryTrialState`), killed for `result_timeout_s`.
 - `memory`: `ray.air.execution._internal.actor_manager.RayActorManager._actor_task_failed`
   (wrapped while a Tuner fits, so a trial killed by Ray's memory monitor fails as a trial).
+- `constraints`: `OptunaSearch._ot_trials` (a Tune trial's Optuna trial, given its
+  constraint values with `set_constraint` before it is told).
 - `uploads`: `ray.train._internal.storage._upload_to_fs_path` (replaced while a Tuner fits, so
   Tune's copies of its state and trial files to the run folder replace files whole).
 - `trackers`: `WandbLoggerCallback`'s `_trial_logging_actors`, `_start_logging_actor`,

@@ -69,32 +69,49 @@ class SparseMedian(NumbersOnly):
 
 
 class LatestMetric(WrapsSearcher):
-    """Wraps a model-based searcher: it sees only results holding a number for the metric, and a
-    trial that ends on a result without one is told as ending with its latest number, or with
-    nothing (no result) when it never had one."""
+    """Wraps a model-based searcher: it sees only results holding a number for the metric (for
+    each of its metrics, when it holds several objectives), and a trial that ends on a result
+    without one is told as ending with its latest number, or with nothing (no result) when it
+    never had one."""
 
     def __init__(self, searcher: Searcher) -> None:
-        self.latest: dict[str, float] = {}  # trial id -> its metric's latest number
+        self.latest: dict[str, dict[str, float]] = {}  # trial id -> each metric's latest number
         super().__init__(searcher)
 
+    def _keys(self) -> list[str]:
+        """The metrics it is told: one, or several objectives (Tune's OptunaSearch)."""
+        metric: Any = self.metric
+        return list(metric) if isinstance(metric, list | tuple) else [metric] if metric else []
+
     def on_trial_result(self, trial_id: str, result: dict) -> None:
-        value = number(result.get(self.metric)) if self.metric else None
-        if value is None:
+        values = {k: number(result.get(k)) for k in self._keys()}
+        found = {k: v for k, v in values.items() if v is not None}
+        if not values or len(found) < len(values):
+            self.latest.setdefault(trial_id, {}).update(found)
             return
-        self.latest[trial_id] = value
+        self.latest[trial_id] = found
         self.searcher.on_trial_result(trial_id, result)
 
     def on_trial_complete(
         self, trial_id: str, result: dict | None = None, error: bool = False
     ) -> None:
-        latest = self.latest.pop(trial_id, None)
-        metric = self.metric
-        if result is not None and metric and number(result.get(metric)) is None:
-            result = {**result, metric: latest} if latest is not None else None
+        latest = self.latest.pop(trial_id, {})
+        if result is not None:
+            for key in self._keys():
+                if number(result.get(key)) is not None:
+                    continue
+                if key not in latest:
+                    result = None
+                    break
+                result = {**result, key: latest[key]}
         self.searcher.on_trial_complete(trial_id, result=result, error=error)
 
     def get_state(self) -> dict:
-        return {"latest": dict(self.latest)}
+        return {"latest": {k: dict(v) for k, v in self.latest.items()}}
 
     def set_state(self, state: dict) -> None:
-        self.latest = dict(state.get("latest", {}))
+        keys = self._keys()
+        self.latest = {}
+        for trial_id, held in state.get("latest", {}).items():
+            # A state saved before several objectives held each trial's one number.
+            self.latest[trial_id] = dict(held) if isinstance(held, dict) else {keys[0]: held}

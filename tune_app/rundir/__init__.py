@@ -8,6 +8,8 @@
 - `records`: the types written and read back: `RunRecord` (run.json), `TrialOutcome`,
   `RunSummary` (summary.json);
 - `outcome`: what an experiment ended with, computed from Tune's results;
+- `pareto`: the Pareto front of a search of several objectives, and the point `best --pick`
+  names (pure functions);
 - `read`: a run read back from its files alone (`analyze`, `report`, `resume`);
 - `storage`: cloud URIs: staging, pulling and mirroring.
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tune_app import failures, scoring
+from tune_app import failures, objectives, scoring
 from tune_app.config_keys import restore_private_keys
 from tune_app.divergence import diverged
 from tune_app.errors import SpecError, clip, did_you_mean
@@ -115,6 +115,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
                 if ep.metric
                 else None,
                 best=best_value(history, ep.mode),
+                **_objectives(ep, result),
             )
         )
     most = max((t.iterations for t in trials), default=0)
@@ -145,7 +146,18 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         scope=ep.experiment.scope,
         seeds=list(ep.experiment.seeds),
         aggregate=ep.experiment.aggregate,
+        objectives=list(ep.experiment.objectives),
+        constraints=list(ep.experiment.constraints),
     )
+
+
+def _objectives(ep: ExperimentPlan, result: Any) -> dict[str, Any]:
+    """A trial's last value of each objective (several) and the constraints it broke: what
+    places it on the front or off it."""
+    exp = ep.experiment
+    keys = objectives.limited_keys(exp.objectives, exp.constraints)
+    last = {k: scoring.score(_history(result, k), "last") for k in keys}
+    return objectives.judged(exp.objectives, exp.constraints, last)
 
 
 def _budget_spent(
@@ -246,6 +258,8 @@ def _wanted(ep: ExperimentPlan) -> dict[str, str]:
     """The result keys the spec names, by where it names them: the metric, stop keys, the
     scheduler's time_attr."""
     wanted = {"metric": ep.metric} if ep.metric else {}
+    wanted.update((f"metric[{i}]", o.name) for i, o in enumerate(ep.experiment.objectives))
+    wanted.update((f"constraints.{c.name}", c.name) for c in ep.experiment.constraints)
     wanted.update((f"stop.{k}", k) for k in ep.experiment.stop)
     clock = getattr(ep.experiment.scheduler, "time_attr", None)
     if clock:

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tune_app import failures, scoring
+from tune_app import failures, objectives, scoring
 from tune_app.config_keys import restore_private_keys
 from tune_app.failures import Failure
+from tune_app.objectives import Limit, Objective
 from tune_app.rundir.layout import (
     CLONES_FILE,
     ERROR_FILE,
@@ -198,6 +199,8 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
     ended = {t.trial_id: t for t in written.trials} if written else {}
 
     metric = info.metric or (written.metric if written else None)
+    several = info.objectives or tuple(written.objectives if written else ())
+    limits = info.constraints or tuple(written.constraints if written else ())
     mode = info.mode or (written.mode if written else None)
     scope = str(info.scope or (written.scope if written else DEFAULT_SCOPE))
     configs: dict[str, dict[str, Any]] = {}
@@ -260,6 +263,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
                 stopped_early=stopped_early(
                     scheduler, status, iterations, most, steps[-1] if steps else {}, stop
                 ),
+                **objectives.judged(several, limits, _lasts(steps, several, limits)),
             )
         )
     summary = RunSummary(
@@ -276,6 +280,8 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         scope=scope,
         seeds=list(info.seeds or (written.seeds if written else [])),
         aggregate=str(info.aggregate or (written.aggregate if written else DEFAULT_AGGREGATE)),
+        objectives=list(several),
+        constraints=list(limits),
     )
     if not summary.experiment:
         summary = replace(summary, experiment=folder.name)
@@ -295,6 +301,14 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         ],
         log_scaled=[str(k) for k in logs] if logs is not None else None,
     )
+
+
+def _lasts(
+    steps: list[dict[str, float]], several: tuple[Objective, ...], limits: tuple[Limit, ...]
+) -> dict[str, float | None]:
+    """A trial's last finite value of each key its objectives and constraints read."""
+    keys = objectives.limited_keys(several, limits)
+    return {k: scoring.score([s.get(k) for s in steps], "last") for k in keys}
 
 
 def _numbers(row: dict[str, Any]) -> dict[str, float]:

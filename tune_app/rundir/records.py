@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from tune_app import scoring
+from tune_app import objectives, scoring
 from tune_app.failures import Failure
+from tune_app.objectives import Limit, Objective
+from tune_app.rundir import pareto
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE, Configuration, group
 
@@ -56,6 +58,10 @@ class RunRecord:
     # digest; {} and "" where the file predates them.
     sources: dict[str, str] = field(default_factory=dict)
     app_code: str = ""
+    # Several objectives and the constraints a best trial keeps; () where none or the file
+    # predates them.
+    objectives: tuple[Objective, ...] = ()
+    constraints: tuple[Limit, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,6 +78,7 @@ class RunRecord:
             if key in ("seeds", "searched", "log_scaled", "command") and isinstance(value, list):
                 value = tuple(value)
             kept[key] = value
+        kept["objectives"], kept["constraints"] = objectives.from_json(data)
         return cls(**kept)
 
 
@@ -95,6 +102,9 @@ class TrialOutcome:
     best: float | None = None  # the metric's best value over the trial's iterations
     stopped_early: bool = False  # ended by the scheduler before its stop criteria or peers
     frame: str | None = None  # where in the user's code it failed: `my_train.py:14`
+    # Several objectives: each one's last value, by name; {} with one metric.
+    objectives: dict[str, float | None] = field(default_factory=dict)
+    broken: list[str] = field(default_factory=list)  # the constraints it broke, in words
 
     @property
     def failure(self) -> Failure | None:
@@ -135,6 +145,25 @@ class RunSummary:
     scope: str = DEFAULT_SCOPE  # which value of the metric ranks a trial
     seeds: list[int] = field(default_factory=list)  # the seeds axis; empty without one
     aggregate: str = DEFAULT_AGGREGATE  # how a configuration's seeds are judged
+    objectives: list[Objective] = field(default_factory=list)  # several; [] with one metric
+    constraints: list[Limit] = field(default_factory=list)  # what a best trial keeps
+
+    def points(self) -> dict[str, tuple[float, ...]]:
+        """Each trial that may be on the front (several objectives): finished or stopped, a
+        value of every objective, every constraint kept; trial id -> its values in order."""
+        found: dict[str, tuple[float, ...]] = {}
+        for t in self.trials:
+            values = [t.objectives.get(o.name) for o in self.objectives]
+            if t.status == ERRORED or t.broken or any(v is None for v in values):
+                continue
+            found[t.trial_id] = tuple(float(v) for v in values if v is not None)
+        return found
+
+    def pareto(self) -> list[str]:
+        """The ids of the trials on the Pareto front of the objectives; [] with one metric."""
+        if not self.objectives:
+            return []
+        return pareto.front(self.points(), [o.mode for o in self.objectives])
 
     def configurations(self) -> list[Configuration]:
         """With seeds: the configurations, each with its seeds' trials and their aggregate
@@ -162,8 +191,9 @@ class RunSummary:
     def best(self) -> TrialOutcome | None:
         """The trial with the best score; with seeds, the best-scored trial of the best
         configuration (by its seeds' aggregate), so every reader names the same winner. None
-        without a mode or a scored trial."""
-        if self.mode is None:
+        without a mode or a scored trial, and with several objectives (their answer is the
+        front, `pareto`). A trial that broke a constraint is never best."""
+        if self.mode is None or self.objectives:
             return None
         top = self.ranked()
         if self.seeds:
@@ -172,7 +202,7 @@ class RunSummary:
                 return None
             members = set(configs[0].trial_ids)
             top = [t for t in top if t.trial_id in members]
-        return top[0] if top and top[0].score is not None else None
+        return top[0] if top and top[0].score is not None and not top[0].broken else None
 
     @property
     def failed(self) -> dict[str, list[str]]:
@@ -208,6 +238,9 @@ class RunSummary:
             "seeds": self.seeds,
             "aggregate": self.aggregate,
             "configurations": [asdict(c) for c in self.configurations()],
+            "objectives": [asdict(o) for o in self.objectives],
+            "constraints": [asdict(c) for c in self.constraints],
+            "pareto": self.pareto(),
         }
 
     @classmethod
@@ -228,6 +261,8 @@ class RunSummary:
             scope=str(data.get("scope") or DEFAULT_SCOPE),
             seeds=list(data.get("seeds") or []),
             aggregate=str(data.get("aggregate") or DEFAULT_AGGREGATE),
+            objectives=list(objectives.from_json(data)[0]),
+            constraints=list(objectives.from_json(data)[1]),
         )
 
 
@@ -255,16 +290,16 @@ class CloneEvent:
 
 def ranked(trials: list[TrialOutcome], mode: str | None) -> list[TrialOutcome]:
     """Trials best first by their score under `mode`; failed trials (a crash, a metric turned
-    NaN) after the others, so a run that diverged is not best for what it scored before; trials
-    without a score last. Equal scores go in the order Tune created the trials (their ids), so
-    a run read back from its files names the same best trial as the run that wrote them,
-    whatever order it lists them in."""
+    NaN) and trials that broke a constraint after the others, so a run that diverged is not
+    best for what it scored before; trials without a score last. Equal scores go in the order
+    Tune created the trials (their ids), so a run read back from its files names the same best
+    trial as the run that wrote them, whatever order it lists them in."""
     sign = -1.0 if mode == "max" else 1.0
     return sorted(
         trials,
         key=lambda t: (
             t.score is None,
-            t.status == ERRORED,
+            t.status == ERRORED or bool(t.broken),
             sign * t.score if t.score is not None else 0.0,
             t.trial_id if t.score is not None else "",
         ),

@@ -87,6 +87,8 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         trainable=exp.run,
         metric=ep.metric,
         mode=ep.mode,
+        objectives=exp.objectives,
+        constraints=exp.constraints,
         scope=exp.scope,
         seeds=tuple(exp.seeds),
         aggregate=exp.aggregate,

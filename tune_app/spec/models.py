@@ -19,7 +19,9 @@ from pydantic import (
     model_validator,
 )
 
+from tune_app.errors import did_you_mean
 from tune_app.methods import SCHEDULERS, SEARCHERS, Options
+from tune_app.objectives import Limit, Objective
 from tune_app.scoring import DEFAULT_SCOPE, SCOPE_PATTERN
 from tune_app.space import grid_size
 from tune_app.trackers import Chosen, TrackersSpec
@@ -205,10 +207,21 @@ Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
 class Settings(_Strict):
     """Settings an app-form file sets for all experiments and each experiment may override."""
 
-    metric: str | None = Field(
-        None, description="the metric to optimise (default: the trainable's)"
+    metric: str | Annotated[list[str], Field(min_length=1)] | None = Field(
+        None,
+        description="the metric to optimise (default: the trainable's), or a list of several "
+        "objectives, [a, b], searched for their Pareto front",
     )
-    mode: Mode | None = Field(None, description="min or max (default: the trainable's)")
+    mode: Mode | Annotated[list[Mode], Field(min_length=1)] | None = Field(
+        None,
+        description="min or max (default: the trainable's); with several objectives a list, "
+        "one mode for each: [max, min]",
+    )
+    constraints: dict[str, Bound] | None = Field(
+        None,
+        description="bounds a trial's last value of each key must keep to be best or on the "
+        "front: {gpu_mem_mb: {max: 2000}}; Optuna's samplers are told them",
+    )
     scope: str | None = Field(
         None,
         pattern=SCOPE_PATTERN,
@@ -262,6 +275,32 @@ class Settings(_Strict):
         description="experiment trackers every trial is logged to: mlflow, wandb (an "
         "experiment's entry replaces the file's entry of the same tracker; null turns it off)",
     )
+
+    @field_validator("metric", mode="before")
+    @classmethod
+    def _metric_as_written(cls, value: Any) -> Any:
+        """One message for any wrong `metric` (pydantic would name each arm of the union)."""
+        listed = isinstance(value, list) and value and all(isinstance(v, str) for v in value)
+        if value is None or isinstance(value, str) or listed:
+            return value
+        raise ValueError(
+            f"metric is a result key or a list of them ([a, b]: several objectives), got {value!r}"
+        )
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode_as_written(cls, value: Any) -> Any:
+        """One message for any wrong `mode`: the first value that is neither min nor max."""
+        given = value if isinstance(value, list) else [value]
+        bad = [v for v in given if v not in ("min", "max")]
+        if value is None or (given and not bad):
+            return value
+        shown = bad[0] if bad else value
+        hint = did_you_mean(str(shown), ("min", "max"))
+        raise ValueError(
+            f"'{shown}' is not allowed; allowed: min, max (or a list of them, one for each "
+            f"objective){'; ' + hint if hint else ''}"
+        )
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -396,6 +435,9 @@ class Experiment:
     result_timeout_s: float | None = None  # a running trial silent this long fails
     layout: str = "app"  # RLlib's sampling layout: the app's choice, or "rllib" (its defaults)
     trackers: tuple[Chosen, ...] = ()  # the trackers its trials are logged to
+    # Several objectives (`metric: [a, b]`): metric and mode are then None, as Tune runs it.
+    objectives: tuple[Objective, ...] = ()
+    constraints: tuple[Limit, ...] = ()  # bounds a trial keeps to be best or on the front
 
     def trials(self, envs: int = 1) -> int:
         """The trials its search makes: grid points (an env grid in the config among them) x

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from tune_app.errors import Collector, SpecError
 from tune_app.methods import SCHEDULERS, SEARCHERS, FifoOptions, GridOptions
+from tune_app.objectives import Limit, objectives_of
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE, seed_values
 from tune_app.space import code_warnings, parse_space
@@ -189,6 +190,8 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
             path=f"{path}.fail_fast",
             suggestion="set max_failures: 0, or leave fail_fast out",
         )
+    own = exp.metric is not None or exp.mode is not None
+    objectives = objectives_of(pick("metric"), pick("mode"), path if own else "")
     config = dict(exp.config)
     if isinstance(exp.env, EnvGridSpec):  # a grid is a config axis, where RLlib's examples put it
         if "env" in config:
@@ -209,8 +212,10 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         max_failures=exp.max_failures,
         fail_fast=exp.fail_fast,
         log_to_file=exp.log_to_file,
-        metric=pick("metric"),
-        mode=pick("mode"),
+        metric=None if objectives else pick("metric"),
+        mode=None if objectives else pick("mode"),
+        objectives=objectives,
+        constraints=tuple(Limit(k, b.min, b.max) for k, b in (pick("constraints") or {}).items()),
         search=search,
         scheduler=scheduler or FifoOptions(),
         max_concurrent_trials=pick("max_concurrent_trials"),

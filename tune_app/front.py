@@ -1,0 +1,133 @@
+"""What the readers say of a search of several objectives: its Pareto front in `analyze` (each
+trial's value of each objective by name, and whether it is on the front), the run's end, and
+the trials `best` exports (the front, or the point `--pick` names). Ray-free; the front itself
+is `rundir.pareto`'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tune_app.command import APP
+from tune_app.rundir import pareto
+from tune_app.rundir.records import RunSummary, TrialOutcome
+
+PICK_OPTION = "--pick"
+
+
+def several(summary: RunSummary) -> bool:
+    """Whether the run searched several objectives (its answer is a front, not one best)."""
+    return bool(summary.objectives)
+
+
+def title(summary: RunSummary) -> str:
+    """What a run without one metric optimised, in a table's title."""
+    if not several(summary):
+        return "no metric"
+    return "objectives " + ", ".join(f"{o.name} ({o.mode})" for o in summary.objectives)
+
+
+def best_cell(summary: RunSummary) -> str:
+    """The results table's "best trial" cell of a run without a best: its front's size, or -."""
+    return f"front of {len(summary.pareto())}" if several(summary) else "-"
+
+
+def on_front(summary: RunSummary) -> list[TrialOutcome]:
+    """The trials of the front, best first on the first objective (ties by the others)."""
+    ids = set(summary.pareto())
+    points = summary.points()
+    members = [t for t in summary.trials if t.trial_id in ids]
+    signs = [1.0 if o.mode == "min" else -1.0 for o in summary.objectives]
+    return sorted(
+        members,
+        key=lambda t: tuple(s * v for s, v in zip(signs, points[t.trial_id], strict=True)),
+    )
+
+
+def ranked(summary: RunSummary, trials: list[TrialOutcome]) -> list[TrialOutcome]:
+    """`trials` (ranked by one metric) with the front first, in its order, for several
+    objectives; as given otherwise."""
+    if not several(summary):
+        return trials
+    front = on_front(summary)
+    ids = {t.trial_id for t in front}
+    return front + [t for t in trials if t.trial_id not in ids]
+
+
+def trial_fields(t: TrialOutcome, summary: RunSummary) -> dict[str, Any]:
+    """A trial's fields in `analyze --format json`: its value of each objective by name, whether
+    it is on the front, the constraints it broke ({} with one metric and no constraints)."""
+    fields: dict[str, Any] = {}
+    if several(summary):
+        fields.update(t.objectives)
+        fields["pareto"] = t.trial_id in summary.pareto()
+    if summary.constraints:
+        fields["broken"] = list(t.broken)
+    return fields
+
+
+def run_fields(summary: RunSummary) -> dict[str, Any]:
+    """An experiment's fields in `analyze --format json`: its objectives, constraints and the
+    ids of the front ({} with one metric and no constraints)."""
+    fields: dict[str, Any] = {}
+    if several(summary):
+        fields["objectives"] = [{"name": o.name, "mode": o.mode} for o in summary.objectives]
+        fields["pareto"] = [t.trial_id for t in on_front(summary)]
+    if summary.constraints:
+        fields["constraints"] = [c.shown() for c in summary.constraints]
+    return fields
+
+
+def columns(summary: RunSummary) -> list[str]:
+    """The table's columns for several objectives: one per objective, then `pareto`."""
+    if not several(summary):
+        return []
+    return [*(f"{o.name} ({o.mode})" for o in summary.objectives), "pareto"]
+
+
+def cells(t: TrialOutcome, summary: RunSummary, cell: Any) -> list[str]:
+    """A trial's cells under `columns`: its objective values (shown by `cell`) and `*` when it
+    is on the front (`broken` when it broke a constraint)."""
+    if not several(summary):
+        return []
+    mark = "*" if t.trial_id in summary.pareto() else "broken" if t.broken else ""
+    return [*(cell(t.objectives.get(o.name)) for o in summary.objectives), mark]
+
+
+def lines(summary: RunSummary, where: str) -> list[str]:
+    """What the table's foot says of the front: its size and how `best` picks one of it."""
+    if not several(summary):
+        broken = [t for t in summary.trials if t.broken]
+        return [f"broke a constraint (never best): {_ids(broken)}"] if broken else []
+    front = on_front(summary)
+    found = [
+        f"pareto front: {len(front)} of {len(summary.trials)} trials ({_ids(front)}); "
+        f"`{APP} best {where}` exports them all, with {PICK_OPTION} "
+        f"{summary.objectives[0].name} the one best on {summary.objectives[0].name}"
+    ]
+    broken = [t for t in summary.trials if t.broken]
+    if broken:
+        found.append(f"off the front, a constraint broken: {_ids(broken)}")
+    return found
+
+
+def _ids(trials: list[TrialOutcome], most: int = 8) -> str:
+    shown = ", ".join(t.trial_id for t in trials[:most])
+    return shown + (f" and {len(trials) - most} more" if len(trials) > most else "")
+
+
+def chosen(summary: RunSummary, pick: str | None) -> list[TrialOutcome]:
+    """The trials `best` exports: the whole front, or the one point `pick` names (an objective:
+    the front's best on it; or a trial id of the front)."""
+    front = on_front(summary)
+    if pick is None:
+        return front
+    points = summary.points()
+    found = pareto.pick(points, summary.objectives, pick, PICK_OPTION)
+    return [t for t in front if t.trial_id == found]
+
+
+def judged(t: TrialOutcome, summary: RunSummary) -> str:
+    """How a front trial was chosen, in words: `pareto front: acc = 0.9, mem = 2000`."""
+    values = ", ".join(f"{o.name} = {t.objectives.get(o.name):.6g}" for o in summary.objectives)
+    return f"pareto front: {values}"
