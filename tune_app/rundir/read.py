@@ -34,6 +34,7 @@ from tune_app.rundir.layout import (
     trial_id_of,
 )
 from tune_app.rundir.location import RunLocation
+from tune_app.rundir.noise import DEFAULT_SELECT
 from tune_app.rundir.records import (
     ERRORED,
     FINISHED,
@@ -262,6 +263,8 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         scope=scope,
         seeds=list(info.seeds or (written.seeds if written else [])),
         aggregate=str(info.aggregate or (written.aggregate if written else DEFAULT_AGGREGATE)),
+        select=str(info.select or (written.select if written else DEFAULT_SELECT)),
+        early_stopping=written.early_stopping if written else [],
     )
     if not summary.experiment:
         summary = replace(summary, experiment=folder.name)

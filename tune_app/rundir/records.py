@@ -11,6 +11,9 @@ from typing import Any
 
 from tune_app import scoring
 from tune_app.failures import Failure
+from tune_app.rundir import noise, rungs
+from tune_app.rundir.noise import DEFAULT_SELECT
+from tune_app.rundir.rungs import RungCheck
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE, Configuration, group
 
@@ -37,6 +40,7 @@ class RunRecord:
     scope: str | None = None
     seeds: tuple[int, ...] = ()
     aggregate: str | None = None
+    select: str | None = None  # what ranks configurations over seeds: aggregate or lcb
     searched: tuple[str, ...] = ()
     log_scaled: tuple[str, ...] | None = None
     scheduler: str | None = None
@@ -135,13 +139,18 @@ class RunSummary:
     scope: str = DEFAULT_SCOPE  # which value of the metric ranks a trial
     seeds: list[int] = field(default_factory=list)  # the seeds axis; empty without one
     aggregate: str = DEFAULT_AGGREGATE  # how a configuration's seeds are judged
+    select: str = DEFAULT_SELECT  # what ranks configurations: their aggregate, or lcb
+    # ASHA's and HyperBand's rungs: did their scores predict the final ones (tune_app.rundir.rungs)
+    early_stopping: list[RungCheck] = field(default_factory=list)
 
     def configurations(self) -> list[Configuration]:
-        """With seeds: the configurations, each with its seeds' trials and their aggregate
-        score and interval, best first. Without seeds: none."""
+        """With seeds: the configurations, each with its seeds' trials, their aggregate score
+        and interval, its chance of being the best and its bound, best first (by the bound
+        under `select: lcb`). Without seeds: none."""
         if not self.seeds:
             return []
-        return group(self.trials, self.aggregate, self.mode, expected=len(self.seeds))
+        found = group(self.trials, self.aggregate, self.mode, expected=len(self.seeds))
+        return noise.judged(found, self.aggregate, self.mode, self.select)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -207,6 +216,11 @@ class RunSummary:
             "notes": self.notes,
             "seeds": self.seeds,
             "aggregate": self.aggregate,
+            "select": self.select,
+            "early_stopping": [
+                {**asdict(c), "bound": rungs.BOUND, "predicts": c.predicts}
+                for c in self.early_stopping
+            ],
             "configurations": [asdict(c) for c in self.configurations()],
         }
 
@@ -228,6 +242,12 @@ class RunSummary:
             scope=str(data.get("scope") or DEFAULT_SCOPE),
             seeds=list(data.get("seeds") or []),
             aggregate=str(data.get("aggregate") or DEFAULT_AGGREGATE),
+            select=str(data.get("select") or DEFAULT_SELECT),
+            early_stopping=[
+                c
+                for c in map(RungCheck.from_json, data.get("early_stopping") or [])
+                if c is not None
+            ],
         )
 
 

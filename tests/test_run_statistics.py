@@ -1,0 +1,195 @@
+"""The run's own statistics, on synthetic rows, without Ray: each configuration's chance of being
+the best and its bound (`rundir.noise`), the expected best against the number of trials
+(`rundir.budget`), and whether early stopping's rungs predicted the final scores
+(`rundir.rungs`)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import numpy as np
+import pytest
+
+from tune_app import seeds
+from tune_app.rundir import budget, noise, rungs
+from tune_app.rundir.records import ERRORED, FINISHED, RunSummary, TrialOutcome
+
+
+def _trial(i: int, score: float | None, iterations: int = 10, **more: object) -> TrialOutcome:
+    return TrialOutcome(
+        trial_id=f"t_{i:05d}", status=str(more.pop("status", FINISHED)), config={},
+        score=score, iterations=iterations, params=dict(more.pop("params", {})),  # type: ignore[arg-type]
+        stopped_early=bool(more.pop("stopped_early", False)),
+    )  # fmt: skip
+
+
+# ---- noise: chance of being best, the bound, select: lcb ---------------------------------------
+
+
+def test_chance_best_sums_to_one_and_favours_the_clearly_better():
+    scores = [[10.0, 10.5, 9.5, 10.2, 9.8], [5.0, 5.5, 4.5, 5.2, 4.8], [7.0]]
+    chances = noise.chance_best(scores, "mean", "max")
+    assert chances[0] == pytest.approx(1.0) and chances[1] == 0.0
+    assert chances[2] is None  # one seed: no bootstrap of it
+    flipped = noise.chance_best(scores, "mean", "min")
+    assert flipped[1] == pytest.approx(1.0)
+
+
+def test_chance_best_of_overlapping_configurations_is_split_and_reproducible():
+    a, b = [1.0, 3.0, 2.0, 2.5, 1.5], [1.2, 2.9, 2.1, 2.4, 1.6]
+    first = noise.chance_best([a, b], "iqm", "max")
+    assert first == noise.chance_best([a, b], "iqm", "max")  # seeded
+    assert 0.2 < first[0] < 0.8 and sum(first) == pytest.approx(1.0)  # type: ignore[arg-type]
+
+
+def test_ties_share_a_draw():
+    assert noise.chance_best([[1.0, 1.0], [1.0, 1.0]], "mean", "max") == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("how", seeds.AGGREGATES)
+def test_vectorised_aggregate_matches_the_one_used_for_ranking(how):
+    rows = np.random.default_rng(3).normal(size=(40, 7))
+    expected = [seeds.aggregate(list(r), how) for r in rows]
+    assert np.allclose(noise.aggregate_rows(rows, how), expected)
+
+
+def test_the_bound_is_pessimistic_on_the_side_of_the_mode():
+    values = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    low, high = noise.lower_bound(values, "mean", "max"), noise.lower_bound(values, "mean", "min")
+    assert low is not None and high is not None and low < 3.5 < high
+    assert noise.lower_bound([1.0, 3.0], "mean", "max") >= 1.0  # type: ignore[operator]
+    assert noise.lower_bound([1.0], "mean", "max") is None
+
+
+def test_select_lcb_ranks_a_steady_configuration_over_a_lucky_one():
+    # x=1: a high mean from one lucky seed; x=2: a lower mean, every seed close to it.
+    lucky = [0.1, 0.1, 0.1, 0.1, 3.0]
+    steady = [0.6, 0.62, 0.61, 0.59, 0.6]
+    trials = [
+        _trial(i * 5 + s, score, params={"x": x, "seed": s})
+        for i, (x, values) in enumerate([(1, lucky), (2, steady)])
+        for s, score in enumerate(values)
+    ]
+    summary = RunSummary("e", "m", "max", 1.0, trials=trials, seeds=list(range(5)))
+    by_aggregate = summary.configurations()
+    assert [c.params["x"] for c in by_aggregate] == [1, 2]
+    assert all(c.chance_best is not None and c.bound is not None for c in by_aggregate)
+    lcb = RunSummary("e", "m", "max", 1.0, trials=trials, seeds=list(range(5)), select="lcb")
+    assert [c.params["x"] for c in lcb.configurations()] == [2, 1]
+    assert lcb.best is not None and lcb.best.params["x"] == 2  # `best` follows the bound
+    assert summary.best is not None and summary.best.params["x"] == 1
+    assert RunSummary.from_json(lcb.to_json()).select == "lcb"
+    written = lcb.to_json()["configurations"][0]
+    assert written["bound"] == pytest.approx(lcb.configurations()[0].bound)
+    assert 0 <= written["chance_best"] <= 1
+
+
+# ---- budget: the expected best of n trials -----------------------------------------------------
+
+
+def _brute(scores: list[float], n: int, mode: str) -> float:
+    pick = max if mode == "max" else min
+    subsets = list(itertools.combinations(scores, n))
+    return sum(pick(s) for s in subsets) / len(subsets)
+
+
+@pytest.mark.parametrize("mode", ["max", "min"])
+def test_expected_best_is_the_mean_best_over_every_subset(mode):
+    scores = [random.Random(n).uniform(0, 1) for n in range(9)] + [0.5, 0.5]  # ties too
+    found = budget.expected_best(scores, mode)
+    assert [p.n for p in found] == list(range(1, len(scores) + 1))
+    for p in found:
+        assert p.mean == pytest.approx(_brute(scores, p.n, mode))
+    assert found[0].mean == pytest.approx(sum(scores) / len(scores))
+    assert found[-1].mean == pytest.approx(max(scores) if mode == "max" else min(scores))
+    assert found[-1].sd == pytest.approx(0.0, abs=1e-9)
+    steps = [p.mean for p in found]
+    assert steps == sorted(steps, reverse=(mode == "min"))
+
+
+def test_expected_best_holds_on_a_thousand_trials():
+    scores = list(np.random.default_rng(0).normal(size=1000))
+    found = budget.expected_best(scores, "max")
+    assert all(math.isfinite(p.mean) and math.isfinite(p.sd) for p in found)
+    assert found[-1].mean == pytest.approx(max(scores))
+
+
+def test_the_curve_uses_trials_or_configurations_and_says_which():
+    trials = [_trial(i, float(i)) for i in range(6)] + [_trial(9, 99.0, status=ERRORED)]
+    found = budget.curve(RunSummary("e", "m", "max", 1.0, trials=trials))
+    assert found is not None and found.unit == "trials" and found.count == 6  # failed: out
+    assert found.points[-1].mean == 5.0 and found.gain() == pytest.approx(5.0 - 85 / 20)
+    text = budget.compact_text(found)
+    assert text.startswith("expected best of n trials: 1: 2.5, 2: 3.66667")
+    assert text.endswith("6 (this run): 5")
+    seeded = [_trial(i, float(i), params={"x": i // 2, "seed": i % 2}) for i in range(6)]
+    by_config = budget.curve(RunSummary("e", "m", "max", 1.0, trials=seeded, seeds=[0, 1]))
+    assert by_config is not None and by_config.unit == "configurations" and by_config.count == 3
+    assert budget.curve(RunSummary("e", "m", "max", 1.0, trials=trials[:1])) is None
+
+
+# ---- rungs: did the early scores predict the final ones? ---------------------------------------
+
+
+def test_spearman_matches_scipy_with_ties():
+    from scipy.stats import spearmanr
+
+    a = [1.0, 2.0, 2.0, 4.0, 5.0, 3.0, 7.0]
+    b = [2.0, 1.0, 4.0, 3.0, 6.0, 6.0, 5.0]
+    assert rungs.spearman(a, b) == pytest.approx(spearmanr(a, b).statistic)
+    assert rungs.spearman([1.0, 2.0], [2.0, 1.0]) is None
+    assert rungs.spearman([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) is None
+
+
+def _asha_run(predictive: bool) -> tuple[list[TrialOutcome], dict[str, dict[int, float | None]]]:
+    """Six trials ran to iteration 10, four were stopped at 2; at iteration 2 the survivors
+    rank as they end, or in reverse."""
+    trials, curves = [], {}
+    for i in range(10):
+        final = float(i)
+        at_two = final if predictive else -final
+        ended = i >= 4
+        trials.append(
+            _trial(i, final if ended else at_two, 10 if ended else 2, stopped_early=not ended)
+        )
+        curves[f"t_{i:05d}"] = {1: 0.0, 2: at_two, **({10: final} if ended else {})}
+    return trials, curves
+
+
+def test_a_rung_that_ranks_the_survivors_as_they_end_predicts():
+    trials, curves = _asha_run(predictive=True)
+    found = rungs.checks(trials, curves, "asha")
+    assert found == [rungs.RungCheck(rung=2, trials=6, spearman=pytest.approx(1.0))]
+    assert found[0].predicts and rungs.warning(found, "asha") is None
+    assert rungs.checks(trials, curves, "fifo") == []  # nothing stopped at rungs
+
+
+@pytest.mark.parametrize(
+    "scheduler, change",
+    [
+        ("asha", "raise the first rung (a grace_period above 2) or stop no trial early"),
+        ("hyperband", "use scheduler asha with a grace_period above 2, or stop no trial early"),
+    ],
+)
+def test_a_rung_that_did_not_predict_says_so_and_what_to_change(scheduler, change):
+    trials, curves = _asha_run(predictive=False)
+    found = rungs.checks(trials, curves, scheduler)
+    assert found[0].spearman == pytest.approx(-1.0) and found[0].predicts is False
+    text = rungs.warning(found, scheduler)
+    assert text is not None and "early results did not predict late ones here" in text
+    assert "iteration 2 (Spearman -1.00)" in text and change in text and "(under 0.5)" in text
+
+
+def test_too_few_survivors_are_not_judged():
+    trials, curves = _asha_run(predictive=False)
+    few = [t for t in trials if t.stopped_early or int(t.trial_id[-1]) >= 6]  # 4 reached the end
+    found = rungs.checks(few, curves, "asha")
+    assert found == [rungs.RungCheck(2, 4, None)] and rungs.warning(found, "asha") is None
+
+
+def test_curves_come_from_flat_rows_by_iteration():
+    history = {"a": [{"training_iteration": 1, "m": 0.5}, {"training_iteration": 2, "m": None}]}
+    assert rungs.curves_from(history, "m") == {"a": {1: 0.5, 2: None}}
+    assert rungs.curves_from(history, None) == {}
