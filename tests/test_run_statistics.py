@@ -193,3 +193,67 @@ def test_curves_come_from_flat_rows_by_iteration():
     history = {"a": [{"training_iteration": 1, "m": 0.5}, {"training_iteration": 2, "m": None}]}
     assert rungs.curves_from(history, "m") == {"a": {1: 0.5, 2: None}}
     assert rungs.curves_from(history, None) == {}
+
+
+# ---- where they show: analyze (table and JSON), report, the run's summary ----------------------
+
+
+def _results(trials, curves, scheduler="asha", **summary):
+    from pathlib import Path
+
+    from tune_app.rundir.read import ExperimentResults
+
+    history = {
+        t: [{"training_iteration": k, "m": v} for k, v in sorted(points.items())]
+        for t, points in curves.items()
+    }
+    return ExperimentResults(
+        summary=RunSummary("e", "m", "max", 1.0, trials=trials, **summary),
+        folder=Path("e"), searched=sorted({k for t in trials for k in t.params}),
+        scheduler=scheduler, stop={}, history=history,
+    )  # fmt: skip
+
+
+def test_analyze_and_report_show_the_rungs_check_and_the_expected_best(tmp_path):
+    import json
+
+    from tune_app import analyze, report
+
+    exp = _results(*_asha_run(predictive=False))
+    text = analyze.render([exp], "table")
+    assert "expected best of n trials: 1: " in text and "10 (this run): 9" in text
+    assert "iteration 2: -1.00 (6 trials)" in text
+    assert "early results did not predict late ones here" in text
+    data = json.loads(analyze.render([exp], "json"))[0]
+    assert data["expected_best"]["count"] == 10 and len(data["expected_best"]["curve"]) == 10
+    assert data["expected_best"]["curve"][-1]["mean"] == 9.0
+    (rung,) = data["early_stopping"]
+    assert rung == {"rung": 2, "trials": 6, "spearman": -1.0, "bound": 0.5, "predicts": False}
+    page = report.write([exp], tmp_path / "report.html", "e").read_text()
+    assert "Did early stopping judge well?" in page and "grace_period above 2" in page
+    assert "Enough trials?" in page and (tmp_path / "report_files" / "e-expected-best.png").exists()
+    fifo = _results(*_asha_run(predictive=True), scheduler="fifo")
+    assert "Spearman" not in analyze.render([fifo], "table")
+
+
+def test_analyze_and_report_show_each_configurations_chance_and_the_lcb_ranking(tmp_path):
+    import json
+
+    from tune_app import analyze, report
+
+    lucky, steady = [0.1, 0.1, 0.1, 0.1, 3.0], [0.6, 0.62, 0.61, 0.59, 0.6]
+    trials = [
+        _trial(i * 5 + s, v, 3, params={"x": x, "seed": s})
+        for i, (x, values) in enumerate([(1, lucky), (2, steady)])
+        for s, v in enumerate(values)
+    ]
+    exp = _results(trials, {}, "fifo", seeds=list(range(5)), select="lcb")
+    text = analyze.render([exp], "table")
+    assert "best: x=2: m = 0.604 (mean of 5 seeds, P(best) " in text
+    assert "ranked by its lcb 0.596" in text and "  1. x=2: 0.604" in text
+    assert "expected best of n configurations: 1: " in text
+    data = json.loads(analyze.render([exp], "json"))[0]
+    assert data["select"] == "lcb" and data["configurations"][0]["params"] == {"x": 2}
+    assert data["configurations"][1]["chance_best"] > data["configurations"][0]["chance_best"]
+    page = report.write([exp], tmp_path / "report.html", "e").read_text()
+    assert "<th>P(best)</th><th>lcb</th>" in page and "Ranked by lcb" in page

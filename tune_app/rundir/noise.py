@@ -132,3 +132,11 @@ def bound_words(mode: str | None) -> str:
     """What the bound is, in a few words, for tables and captions."""
     side = "upper" if mode == "min" else "lower"
     return f"one-sided {LEVEL:.0%} bootstrap {side} bound"
+
+
+def chosen_by(c: Configuration, select: str) -> str:
+    """`, P(best) 74%` and, under select: lcb, `, ranked by its lcb 0.61`: what the best
+    configuration's line adds in `analyze`, `report` and the run's summary."""
+    chance = f", P(best) {c.chance_best:.0%}" if c.chance_best is not None else ""
+    bound = f"{c.bound:.6g}" if c.bound is not None else "-"
+    return chance + (f", ranked by its lcb {bound}" if select == "lcb" else "")
