@@ -133,12 +133,12 @@ def test_the_curve_uses_trials_or_configurations_and_says_which():
 # ---- rungs: did the early scores predict the final ones? ---------------------------------------
 
 
-def test_spearman_matches_scipy_with_ties():
-    from scipy.stats import spearmanr
-
+def test_spearman_ranks_ties_by_their_mean_rank():
     a = [1.0, 2.0, 2.0, 4.0, 5.0, 3.0, 7.0]
     b = [2.0, 1.0, 4.0, 3.0, 6.0, 6.0, 5.0]
-    assert rungs.spearman(a, b) == pytest.approx(spearmanr(a, b).statistic)
+    ranks_a, ranks_b = [1, 2.5, 2.5, 5, 6, 4, 7], [2, 1, 4, 3, 6.5, 6.5, 5]
+    assert rungs.spearman(a, b) == pytest.approx(np.corrcoef(ranks_a, ranks_b)[0, 1])
+    assert rungs.spearman(a, b) == pytest.approx(7 / 11)  # scipy's spearmanr
     assert rungs.spearman([1.0, 2.0], [2.0, 1.0]) is None
     assert rungs.spearman([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]) is None
 
@@ -257,3 +257,80 @@ def test_analyze_and_report_show_each_configurations_chance_and_the_lcb_ranking(
     assert data["configurations"][1]["chance_best"] > data["configurations"][0]["chance_best"]
     page = report.write([exp], tmp_path / "report.html", "e").read_text()
     assert "<th>P(best)</th><th>lcb</th>" in page and "Ranked by lcb" in page
+
+
+# ---- one small run each: select: lcb through `best`, the rungs' check at the run's end ---------
+
+LCB_SPEC = """
+metric: score
+mode: max
+select: lcb
+experiments:
+  lottery:
+    run: seeded:train
+    seeds: 3
+    config: {x: {grid_search: [1, 3]}}
+"""
+
+# Trials x=1..6 climb at iterations 1 and 2, so ASHA (rungs at 1 and 2) keeps them all, then end
+# in the reverse order; x=7 and x=8 fall below the median at iteration 1 and are stopped there.
+REVERSING = """
+from ray import tune
+
+
+def train(config):
+    x = config["x"]
+    for i in range(1, 5):
+        value = (-100.0 if x > 6 else float(x)) if i <= 2 else -float(x)
+        tune.report({"score": value})
+"""
+
+ASHA_SPEC = """
+metric: score
+mode: max
+scheduler: {type: asha, grace_period: 1, reduction_factor: 2, max_t: 4}
+max_concurrent_trials: 1
+experiments:
+  e:
+    run: reversing:train
+    config: {x: {grid_search: [1, 2, 3, 4, 5, 6, 7, 8]}}
+"""
+
+
+def test_select_lcb_ranks_the_steady_configuration_first_and_best_exports_it(
+    ray_session, cli, tmp_path
+):
+    import json
+
+    import yaml
+
+    from .conftest import user_module
+
+    # x=1 scores 10, 0, 0 on seeds 0, 1, 2 (mean 3.33); x=3 scores 3 on every seed.
+    user_module("seeded.py", tmp_path)
+    (tmp_path / "spec.yaml").write_text(LCB_SPEC)
+    assert cli("run", tmp_path / "spec.yaml", "--storage-path", tmp_path / "o", "-q").code == 0
+    summary = json.loads((tmp_path / "o" / "lottery" / "summary.json").read_text())
+    assert summary["select"] == "lcb" and summary["best"]["params"]["x"] == 3
+    assert [c["params"]["x"] for c in summary["configurations"]] == [3, 1]
+    assert summary["configurations"][1]["score"] > summary["configurations"][0]["score"]
+    shown = json.loads(cli("analyze", tmp_path / "o", "--format", "json").out)[0]
+    assert shown["configurations"][0]["params"] == {"x": 3}
+    best = cli("best", tmp_path / "o" / "lottery").out
+    assert yaml.safe_load(best)["experiments"]["lottery-best"]["config"] == {"x": 3}
+    assert "ranked by its lcb 3" in best
+
+
+def test_a_run_whose_rungs_did_not_predict_says_so_at_its_end(ray_session, cli, tmp_path):
+    import json
+
+    (tmp_path / "reversing.py").write_text(REVERSING)
+    (tmp_path / "spec.yaml").write_text(ASHA_SPEC)
+    result = cli("run", tmp_path / "spec.yaml", "--storage-path", tmp_path / "o")
+    assert result.code == 0
+    summary = json.loads((tmp_path / "o" / "e" / "summary.json").read_text())
+    (rung,) = summary["early_stopping"]
+    assert rung == {"rung": 1, "trials": 6, "spearman": -1.0, "bound": 0.5, "predicts": False}
+    assert any("early results did not predict late ones here" in n for n in summary["notes"])
+    assert "iteration 1: -1.00 (6 trials)" in result.out
+    assert "note: early stopping: early results did not predict late ones" in result.out
