@@ -467,17 +467,26 @@ def _tex_safe(text: str) -> str:
 
 def expected_best(exp: ExperimentResults) -> Figure | None:
     """The expected best score of n trials against n (`rundir.budget`), with a band of one
-    standard deviation and the run's own count marked; None under 2 scored trials."""
+    standard deviation (cut at the run's best) and the run's own count marked; None under 2
+    scored trials."""
     found = budget.curve(exp.summary)
     if found is None or exp.metric is None:
         return None
     ns = [p.n for p in found.points]
     means = [p.mean for p in found.points]
     fig, ax = _figure(3.4)
+    # No search of n trials does better than the run's best: the band stops there.
+    best = means[-1]
+    low = [p.mean - p.sd for p in found.points]
+    high = [p.mean + p.sd for p in found.points]
+    if exp.mode == "min":
+        low = [max(v, best) for v in low]
+    else:
+        high = [min(v, best) for v in high]
     ax.fill_between(
         ns,
-        [p.mean - p.sd for p in found.points],
-        [p.mean + p.sd for p in found.points],
+        low,
+        high,
         color="#90caf9",
         alpha=0.5,
         lw=0,
