@@ -506,6 +506,37 @@ def run(
     return figures_of(runs, goals)
 
 
+def rung_runs(
+    tasks: Iterable[str], records: Path, data: str | None = None, seed: int = 0
+) -> dict[tuple[str, str, int], Run]:
+    """One run of ASHA, HyperBand and BOHB on each task (searcher seed `seed`), each appended
+    to `records` as `run` writes it; the runs made."""
+    import ray
+
+    done: dict[tuple[str, str, int], Run] = {}
+    _start_ray()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            for task in tasks:
+                goal = pool_goal(task, data=data)
+                for method in (m for m in METHODS if m.name in SCHEDULERS):
+                    try:
+                        found = run_method(method, task, seed, goal, Path(folder), False, data)
+                    except Exception as err:  # noqa: BLE001 - as in `run`: left out, said
+                        print(f"  left out: {method.name} {task} {seed}: {err}", flush=True)
+                        ray.shutdown()
+                        _start_ray()
+                        continue
+                    done[task, method.name, seed] = found
+                    line = {"task": task, "method": method.name, "seed": seed, **asdict(found)}
+                    with records.open("a") as f:
+                        f.write(json.dumps(line) + "\n")
+                    print(f"  {line}", flush=True)
+    finally:
+        ray.shutdown()
+    return done
+
+
 def rung_table(
     tasks: Iterable[str], records: dict[tuple[str, str, int], Run], data: str | None = None
 ) -> str:
@@ -559,12 +590,18 @@ def main() -> None:
     parser.add_argument(
         "--rungs",
         action="store_true",
-        help="only print each rung's Spearman with epoch 52: over a random pool, and in the "
-        "ASHA, HyperBand and BOHB runs of --from-records files",
+        help="each rung's Spearman with epoch 52, over a random pool and in ASHA, HyperBand "
+        "and BOHB runs: one each per task (seed --first-seed, appended to --records), or "
+        "those of --from-records files",
     )
     args = parser.parse_args()
     if args.rungs:
-        print(rung_table(args.tasks, recorded(*(args.from_records or [])), args.data))
+        if args.from_records:
+            found = recorded(*args.from_records)
+        else:
+            records = args.records or Path(tempfile.gettempdir()) / f"rungs-{os.getpid()}.jsonl"
+            found = rung_runs(args.tasks, records, args.data, args.first_seed)
+        print(rung_table(args.tasks, found, args.data))
         return
     if args.from_records:
         runs = load_records(*args.from_records)
