@@ -334,3 +334,20 @@ def test_a_run_whose_rungs_did_not_predict_says_so_at_its_end(ray_session, cli, 
     assert any("early results did not predict late ones here" in n for n in summary["notes"])
     assert "iteration 1: -1.00 (6 trials)" in result.out
     assert "note: early stopping: early results did not predict late ones" in result.out
+
+
+def test_a_curve_of_many_trials_is_computed_at_log_spaced_n():
+    scores = list(np.random.default_rng(1).normal(size=5000))
+    found = budget.BudgetCurve("trials", budget.expected_best(scores, "max"))
+    ns = [p.n for p in found.points]
+    assert found.count == 5000 and len(ns) <= budget.EVERY_N + 20 and ns == sorted(set(ns))
+    assert {1, 2, 5, 10, 100, 1000, 5000} <= set(ns)
+    assert found.points[-1].mean == pytest.approx(max(scores))
+    at_two = next(p for p in found.points if p.n == 2)
+    # E[max of 2 draws without replacement] = mean over pairs of their max.
+    ordered = np.sort(scores)
+    pairs = sum(ordered[i] * i for i in range(len(ordered))) / (
+        len(ordered) * (len(ordered) - 1) / 2
+    )
+    assert at_two.mean == pytest.approx(pairs)
+    assert found.gain() is not None

@@ -22,6 +22,9 @@ import numpy as np
 from tune_app.rundir.records import ERRORED, RunSummary
 
 COMPACT = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)  # n shown in a line
+# Up to this many trials the curve is at every n; beyond, at about as many n spaced evenly on a
+# log scale (each n costs O(N): every n of 100,000 trials would take minutes).
+EVERY_N = 2000
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,12 @@ class BudgetCurve:
     """The expected best against the number of trials (or configurations, with seeds)."""
 
     unit: str  # "trials" or "configurations"
-    points: tuple[ExpectedBest, ...]  # n = 1 .. N
+    points: tuple[ExpectedBest, ...]  # n = 1 .. N (beyond EVERY_N, some n of them)
 
     @property
     def count(self) -> int:
         """N: the run's own count, where the curve ends (and the run's best)."""
-        return len(self.points)
+        return self.points[-1].n if self.points else 0
 
     def compact(self) -> tuple[ExpectedBest, ...]:
         """The curve at a few n (1, 2, 5, 10, 20, ...) and at N."""
@@ -54,12 +57,22 @@ class BudgetCurve:
         None under 2 points."""
         if self.count < 2:
             return None
-        return self.points[-1].mean - self.points[self.count // 2 - 1].mean
+        half = max((p for p in self.points if p.n <= self.count // 2), key=lambda p: p.n)
+        return self.points[-1].mean - half.mean
+
+
+def sizes(count: int) -> list[int]:
+    """The n a curve of `count` trials is computed at: all up to EVERY_N, else about EVERY_N
+    spaced evenly on a log scale, with COMPACT's and `count` among them."""
+    if count <= EVERY_N:
+        return list(range(1, count + 1))
+    spaced = np.unique(np.round(np.geomspace(1, count, EVERY_N)).astype(int))
+    return sorted({int(n) for n in spaced} | {n for n in COMPACT if n <= count} | {count})
 
 
 def expected_best(scores: Sequence[float], mode: str | None) -> tuple[ExpectedBest, ...]:
-    """E[best of n] and its standard deviation for n = 1 .. len(scores), n of the scores drawn
-    without replacement (best: the highest, or the lowest under mode min)."""
+    """E[best of n] and its standard deviation for n = 1 .. len(scores) (`sizes`), n of the
+    scores drawn without replacement (best: the highest, or the lowest under mode min)."""
     values = np.sort(np.array([s for s in scores if math.isfinite(s)], dtype=float))
     if mode == "min":
         values = values[::-1]  # worst to best
@@ -70,7 +83,7 @@ def expected_best(scores: Sequence[float], mode: str | None) -> tuple[ExpectedBe
     lf = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, count + 1)))])
     out = []
     rank = np.arange(1, count + 1)  # i: v(i) is the i-th worst
-    for n in range(1, count + 1):
+    for n in sizes(count):
         i = rank[n - 1 :]
         log_choose_n = lf[count] - lf[n] - lf[count - n]
         weights = np.exp(lf[i - 1] - lf[n - 1] - lf[i - n] - log_choose_n)
