@@ -153,6 +153,7 @@ def test_the_page_embeds_everything_and_keeps_the_pngs_beside_it(finished_run, c
     assert [p.name for p in pngs] == [
         "steps-best-over-time.png",
         "steps-curves.png",
+        "steps-expected-best.png",
         "steps-parallel.png",
         "steps-params.png",
     ]
