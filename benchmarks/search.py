@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -40,6 +40,7 @@ from benchmarks.costs import (
     ratio_interval,
 )
 from trainables import lcbench
+from tune_app.rundir import rungs
 
 TASKS = lcbench.TASKS
 EPOCHS = lcbench.EPOCHS
@@ -102,11 +103,13 @@ def pool_goal(task: str, size: int = POOL, seed: int = 0, data: str | None = Non
 
 @dataclass(frozen=True)
 class Run:
-    """One search's outcome: epochs until the goal (None: never), epochs in all, and regret."""
+    """One search's outcome: epochs until the goal (None: never), epochs in all, and regret;
+    for a scheduler with rungs, each rung's Spearman with the final epoch (`rung_spearman`)."""
 
     cost: int | None
     spent: int
     regret: float
+    rungs: dict[str, float | None] = field(default_factory=dict)  # epoch -> Spearman
 
 
 def judge(rows: list[dict[str, Any]], goal: Goal, budget: int = BUDGET) -> Run:
@@ -122,6 +125,38 @@ def judge(rows: list[dict[str, Any]], goal: Goal, budget: int = BUDGET) -> Run:
             cost = n
     regret = goal.best - (best if best is not None else goal.typical)
     return Run(cost, len(rows), regret)
+
+
+# ASHA's rungs and the epochs where HyperBand's and BOHB's brackets start (2 * 3^k).
+RUNGS = (2, 6, 18)
+
+
+def rung_spearman(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """At each of `RUNGS`, the Spearman correlation of the val_accuracy there with the epoch-52
+    val_accuracy over the run's trials that reached epoch 52 (the app's check,
+    `tune_app.rundir.rungs`, on the known rungs: a run ended by the budget cuts trials at any
+    epoch, which the app's own reading would take for rungs)."""
+    curves: rungs.Curves = {}
+    for row in rows:
+        if isinstance(row.get(METRIC), int | float) and isinstance(row.get("epoch"), int):
+            curves.setdefault(str(row.get("trial_id")), {})[row["epoch"]] = float(row[METRIC])
+    finals = {t: v for t, c in curves.items() if (v := c.get(EPOCHS)) is not None}
+    return {str(c.rung): c.spearman for c in rungs.check(curves, finals, RUNGS)}
+
+
+def pool_spearman(task: str, size: int = 5000, seed: int = 0, data: str | None = None) -> Any:
+    """Over `size` random configurations: each rung's Spearman with epoch 52, over them all and
+    over the top third at the rung (what a rung of reduction factor 3 keeps)."""
+    model = lcbench.surrogate(str(lcbench.locate(data)))
+    values = model.curves(task, sample(size, seed), [*RUNGS, EPOCHS])[:, :, 1]
+    out = {}
+    for i, rung in enumerate(RUNGS):
+        kept = values[:, i] >= np.quantile(values[:, i], 2 / 3)
+        out[rung] = (
+            rungs.spearman(list(values[:, i]), list(values[:, -1])),
+            rungs.spearman(list(values[kept, i]), list(values[kept, -1])),
+        )
+    return out
 
 
 # ---- the figures (Ray-free) -------------------------------------------------------------------
@@ -386,7 +421,10 @@ def run_method(
             raise
     rows = read_results(runs / EXPERIMENT)
     shutil.rmtree(folder, ignore_errors=True)
-    return judge(rows, goal)
+    done = judge(rows, goal)
+    if method.name in SCHEDULERS:
+        done = replace(done, rungs=rung_spearman(rows))
+    return done
 
 
 def recorded(*paths: Path) -> dict[tuple[str, str, int], Run]:
@@ -395,7 +433,9 @@ def recorded(*paths: Path) -> dict[tuple[str, str, int], Run]:
     for path in paths:
         for line in path.read_text().splitlines():
             r = json.loads(line)
-            found[r["task"], r["method"], r["seed"]] = Run(r["cost"], r["spent"], r["regret"])
+            found[r["task"], r["method"], r["seed"]] = Run(
+                r["cost"], r["spent"], r["regret"], r.get("rungs") or {}
+            )
     return found
 
 
@@ -466,6 +506,68 @@ def run(
     return figures_of(runs, goals)
 
 
+def rung_runs(
+    tasks: Iterable[str], records: Path, data: str | None = None, seed: int = 0
+) -> dict[tuple[str, str, int], Run]:
+    """One run of ASHA, HyperBand and BOHB on each task (searcher seed `seed`), each appended
+    to `records` as `run` writes it; the runs made."""
+    import ray
+
+    done: dict[tuple[str, str, int], Run] = {}
+    _start_ray()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            for task in tasks:
+                goal = pool_goal(task, data=data)
+                for method in (m for m in METHODS if m.name in SCHEDULERS):
+                    try:
+                        found = run_method(method, task, seed, goal, Path(folder), False, data)
+                    except Exception as err:  # noqa: BLE001 - as in `run`: left out, said
+                        print(f"  left out: {method.name} {task} {seed}: {err}", flush=True)
+                        ray.shutdown()
+                        _start_ray()
+                        continue
+                    done[task, method.name, seed] = found
+                    line = {"task": task, "method": method.name, "seed": seed, **asdict(found)}
+                    with records.open("a") as f:
+                        f.write(json.dumps(line) + "\n")
+                    print(f"  {line}", flush=True)
+    finally:
+        ray.shutdown()
+    return done
+
+
+def rung_table(
+    tasks: Iterable[str], records: dict[tuple[str, str, int], Run], data: str | None = None
+) -> str:
+    """Markdown: at each rung of each task, its Spearman with epoch 52 over a random pool (all
+    of it, and the top third at the rung) and in the runs of `records` (the app's check, the
+    median over their seeds, with their count)."""
+    methods = list(SCHEDULERS)
+    head = "| task | rung (epoch) | pool: all | pool: top third | " + " | ".join(methods) + " |"
+    lines = [head, "|" + "---|" * (4 + len(methods))]
+    for task in tasks:
+        pool = pool_spearman(task, data=data)
+        for rung in RUNGS:
+            cells = []
+            for m in methods:
+                found = [
+                    r.rungs.get(str(rung)) for (t, name, _), r in records.items()
+                    if t == task and name == m and r.rungs
+                ]  # fmt: skip
+                judged = [v for v in found if v is not None]
+                cells.append(
+                    f"{median(judged):.2f} ({len(judged)} of {len(found)} runs)"
+                    if judged
+                    else f"- ({len(found)} runs)"
+                )
+            everyone, kept = pool[rung]
+            lines.append(
+                f"| {task} | {rung} | {everyone:.2f} | {kept:.2f} | " + " | ".join(cells) + " |"
+            )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes")
@@ -485,7 +587,22 @@ def main() -> None:
         help="only work the figures out from records files (their common seeds)",
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--rungs",
+        action="store_true",
+        help="each rung's Spearman with epoch 52, over a random pool and in ASHA, HyperBand "
+        "and BOHB runs: one each per task (seed --first-seed, appended to --records), or "
+        "those of --from-records files",
+    )
     args = parser.parse_args()
+    if args.rungs:
+        if args.from_records:
+            found = recorded(*args.from_records)
+        else:
+            records = args.records or Path(tempfile.gettempdir()) / f"rungs-{os.getpid()}.jsonl"
+            found = rung_runs(args.tasks, records, args.data, args.first_seed)
+        print(rung_table(args.tasks, found, args.data))
+        return
     if args.from_records:
         runs = load_records(*args.from_records)
         goals = {task: pool_goal(task, data=args.data) for task in runs}

@@ -290,3 +290,27 @@ def test_nested_measures_k_in_powers_of_two_and_the_cores(cpus, expected):
     from benchmarks.nested import ks
 
     assert ks(cpus) == expected
+
+
+def test_the_lcbench_runs_check_their_rungs_against_epoch_52(tmp_path):
+    from benchmarks import search
+
+    rows = []
+    for i in range(6):  # six trials reach epoch 52, ranked at epoch 2 in reverse; one stops at 6
+        rows += [
+            {"trial_id": f"t{i}", "epoch": 2, "val_accuracy": 50.0 - i},
+            {"trial_id": f"t{i}", "epoch": 6, "val_accuracy": 60.0 + i},
+            {"trial_id": f"t{i}", "epoch": 52, "val_accuracy": 80.0 + i},
+        ]
+    rows.append({"trial_id": "cut", "epoch": 6, "val_accuracy": 10.0})
+    found = search.rung_spearman(rows)
+    assert found == {"2": pytest.approx(-1.0), "6": pytest.approx(1.0), "18": None}
+    records = tmp_path / "r.jsonl"
+    records.write_text(
+        '{"task": "167168", "method": "asha", "seed": 0, "cost": 5, "spent": 9, "regret": 1.0,'
+        ' "rungs": {"2": -1.0, "6": 1.0, "18": null}}\n'
+        '{"task": "167168", "method": "random", "seed": 0, "cost": 5, "spent": 9, "regret": 1.0}\n'
+    )
+    runs = search.recorded(records)
+    assert runs["167168", "asha", 0].rungs == {"2": -1.0, "6": 1.0, "18": None}
+    assert runs["167168", "random", 0].rungs == {}

@@ -23,8 +23,9 @@ from .browser import needs_chromium
 from .conftest import user_module
 from .test_analyze import _experiment
 
-# Learning curves, best over wall time, parameters against the metric, parallel coordinates.
-PLOTS_PER_EXPERIMENT = 4
+# Learning curves, best over wall time, parameters against the metric, parallel coordinates,
+# the expected best of n trials.
+PLOTS_PER_EXPERIMENT = 5
 
 # score = width / 16 * step + x. The [32, 32] net raises at step 3, before ASHA's only rung (3);
 # [16] and [8] reach that rung after [64, 64] has, below it, so ASHA stops them there.
@@ -152,6 +153,7 @@ def test_the_page_embeds_everything_and_keeps_the_pngs_beside_it(finished_run, c
     assert [p.name for p in pngs] == [
         "steps-best-over-time.png",
         "steps-curves.png",
+        "steps-expected-best.png",
         "steps-parallel.png",
         "steps-params.png",
     ]

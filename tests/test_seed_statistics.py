@@ -45,7 +45,8 @@ def test_mixed_budgets_are_marked_in_analyze_report_and_the_summary(capsys):
     assert top.mixed_budgets and top.budgets_text == "mixed budgets: 1-6 iterations"
     assert not exp.summary.configurations()[1].mixed_budgets
     text = analyze.render([exp], "table")
-    assert "(iqm of 2 seeds, mixed budgets: 1-6 iterations)" in text
+    # x=2 has one scored seed: no chance of its own, so x=1 is best in every draw
+    assert "(iqm of 2 seeds, mixed budgets: 1-6 iterations, P(best) 100%)" in text
     assert "[0.4, 0.9] (range of 2 seeds)" in text and "95% bootstrap interval:" not in text
     assert analyze.configuration_cells(exp)[0]["seeds"] == "2, mixed budgets: 1-6 iterations"
     header = report._best(exp)

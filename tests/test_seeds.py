@@ -90,7 +90,10 @@ def test_every_reader_names_the_best_configuration_and_ranks_incomplete_ones_aft
         history={t.trial_id: [] for t in trials},
     )  # fmt: skip
     text = analyze.render([exp], "table")
-    assert "best: x=2: score = 5 (mean of 3 seeds); its best trial aaaaa_00003" in text
+    # x=3 (12, 0, 0) outdoes x=2 (5, 5, 5) when two of its three resampled seeds are the 12: 7/27,
+    # so x=2 is best in 20/27 of the draws; 75% of the 2,000 drawn here.
+    shown = "best: x=2: score = 5 (mean of 3 seeds, P(best) 75%); its best trial aaaaa_00003"
+    assert shown in text
     assert analyze.configuration_cells(exp)[2]["seeds"] == "1 of 3 scored, 2 failed"
     header = report._best(exp)
     assert header is not None and header.params == "x = 2" and header.score == "5"
@@ -126,6 +129,7 @@ experiments:
         ("{run: es_cartpole, seeds: 0}", "seeds is a count"),
         ("{run: es_cartpole, seeds: three}", "seeds is a count"),
         ("{run: es_cartpole, seeds: [-1, 2]}", "seeds are 0 or more"),
+        ("{run: es_cartpole, select: lcb}", "experiment 'e' has no seeds"),
         (
             "{run: es_cartpole, seeds: 2, num_samples: 2, config: {lr: {grid_search: [1, 2]}}}",
             "repeats every grid configuration on the same seeds",
@@ -139,6 +143,17 @@ experiments:
 def test_bad_seeds_are_refused(tmp_path, experiment, message):
     with pytest.raises(SpecError, match=message):
         plan_of(tmp_path, f"experiments:\n  e: {experiment}\n")
+
+
+def test_select_lcb_without_seeds_is_refused_at_validate_in_one_line(tmp_path, cli):
+    (tmp_path / "spec.yaml").write_text(
+        "select: lcb\nexperiments:\n  e: {run: es_cartpole, config: {lr: 0.1}}\n"
+    )
+    result = cli("validate", tmp_path / "spec.yaml")
+    assert result.code == 2 and len(result.err.strip().splitlines()) == 1
+    assert f"{tmp_path / 'spec.yaml'}: select: lcb ranks configurations" in result.err
+    assert "allowed: aggregate, lcb (with seeds)" in result.err and "add seeds: 5" in result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.yaml"]  # nothing written
 
 
 GRID = """
@@ -175,6 +190,11 @@ def test_a_configuration_is_judged_by_its_seeds_not_its_luckiest_trial(seeded_ru
     assert sorted(top["seeds"]) == [0, 1, 2]
     low, high = other["interval"]
     assert low < 10 / 3 < high
+    # x=1 (10, 0, 0) outdoes x=2 (5 on every seed) when two of three resampled seeds are its 10:
+    # 7 draws in 27.
+    assert top["chance_best"] == pytest.approx(20 / 27, abs=0.04)
+    assert other["chance_best"] == pytest.approx(1 - top["chance_best"])
+    assert top["bound"] == 5.0 and summary["select"] == "aggregate"
     shown = json.loads(cli("analyze", folder / "o", "--format", "json").out)[0]
     assert shown["configurations"][0]["params"] == {"x": 2} and shown["aggregate"] == "mean"
     assert "configurations over 3 seeds" in cli("analyze", folder / "o").out

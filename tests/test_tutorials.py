@@ -214,6 +214,21 @@ def test_several_objectives(tmp_path):
     assert (tmp_path / "results/small_and_good/report_files/small_and_good-pareto.png").is_file()
 
 
+def test_how_sure_is_the_best(tmp_path):
+    import json
+
+    run_tutorial(Tutorial("judging.md"), tmp_path)
+    seeds = json.loads((tmp_path / "results/seeds/summary.json").read_text())
+    assert seeds["select"] == "lcb" and seeds["best"]["params"]["lr"] == 0.04
+    by_mean = max(seeds["configurations"], key=lambda c: c["score"])
+    assert by_mean["params"]["lr"] == 0.045  # the mean would have picked the lucky one
+    assert all(0 < c["chance_best"] < 1 for c in seeds["configurations"])
+    assert "lr: 0.04" in (tmp_path / "best.yaml").read_text()
+    asha = json.loads((tmp_path / "results/asha/summary.json").read_text())
+    assert [c["rung"] for c in asha["early_stopping"]] == [4]
+    assert "Enough trials?" in (tmp_path / "results/report.html").read_text()
+
+
 def test_every_tutorial_is_run_here_or_says_what_runs_it():
     """A tutorial without a test above has no command left to run: each is marked `not-run`
     with what checks it instead."""
@@ -221,6 +236,7 @@ def test_every_tutorial_is_run_here_or_says_what_runs_it():
     tested = {"first-search.md", "python.md", "ci.md", "own-code.md", "cluster.md", RLLIB.page}
     tested.add("keep-best.md")
     tested.add("objectives.md")
+    tested.add("judging.md")
     for page in sorted(TUTORIALS.glob("*.md")):
         if page.name not in tested:
             assert commands(page) == [], f"{page.name}: commands no test runs"

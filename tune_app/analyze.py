@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 from tune_app import front, scoring
+from tune_app.rundir import budget, noise, rungs
 from tune_app.rundir.layout import jsonable
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import TrialOutcome
@@ -56,8 +57,47 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
             "aggregate": exp.summary.aggregate if exp.summary.seeds else None,
             "configurations": [asdict(c) for c in exp.summary.configurations()],
             **front.run_fields(exp.summary),
+            "select": exp.summary.select if exp.summary.seeds else None,
+            **statistics_dict(exp),
         }
     )
+
+
+def rung_checks(exp: ExperimentResults) -> list[rungs.RungCheck]:
+    """ASHA's and HyperBand's rungs checked against the final scores, from the run's files."""
+    curves = rungs.curves_from(exp.history, exp.metric)
+    return rungs.checks(exp.trials, curves, exp.scheduler)
+
+
+def statistics_dict(exp: ExperimentResults) -> dict[str, Any]:
+    """The expected best of n trials (the whole curve) and the rungs' check, as plain data."""
+    found = budget.curve(exp.summary)
+    return {
+        "expected_best": {
+            "unit": found.unit,
+            "count": found.count,
+            "curve": [asdict(p) for p in found.points],
+        }
+        if found
+        else None,
+        "early_stopping": [
+            {**asdict(c), "bound": rungs.BOUND, "predicts": c.predicts} for c in rung_checks(exp)
+        ],
+    }
+
+
+def statistics_lines(exp: ExperimentResults) -> list[str]:
+    """The expected best of n trials at a few n, and the rungs' check with its warning."""
+    lines = []
+    found = budget.curve(exp.summary)
+    if found is not None:
+        lines.append(budget.compact_text(found, cell))
+    checks = rung_checks(exp)
+    if checks:
+        lines.append(rungs.check_text(checks))
+        warning = rungs.warning(checks, exp.scheduler)
+        lines += [warning] if warning else []
+    return lines
 
 
 def _trial_dict(t: TrialOutcome, exp: ExperimentResults) -> dict[str, Any]:
@@ -185,8 +225,8 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
         lines.append(
             f"best: {shown or 'the configuration'}: {exp.metric} = {cell(configs[0].score)} "
             f"({configs[0].of_seeds(exp.summary.aggregate)}"
-            f"{', ' + configs[0].budgets_text if configs[0].mixed_budgets else ''}); "
-            f"its best trial {best.trial_id}"
+            f"{', ' + configs[0].budgets_text if configs[0].mixed_budgets else ''}"
+            f"{noise.chosen_by(configs[0], exp.summary.select)}); its best trial {best.trial_id}"
         )
     elif best is not None:
         shown = ", ".join(f"{k}={cell(v)}" for k, v in best.params.items())
@@ -194,6 +234,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     lines += front.lines(exp.summary, exp.where)
     lines += failed_lines(exp)
     lines += configuration_lines(exp)
+    lines += statistics_lines(exp)
     lines += [f"clone: {line}" for line in clone_lines(exp)]
     lines += [f"skipped: {p}" for p in exp.problems]
     lines.append(f"folder: {exp.where}")
@@ -237,6 +278,8 @@ def configuration_cells(exp: ExperimentResults) -> list[dict[str, str]]:
                 "seeds": _seeds_cell(c),
                 "score": cell(c.score),
                 "interval": low_high,
+                "chance": f"{c.chance_best:.0%}" if c.chance_best is not None else "-",
+                "bound": cell(c.bound),
                 "per_seed": ", ".join(
                     f"{seed}: {cell(score)}" for seed, score in zip(c.seeds, c.scores, strict=True)
                 ),
@@ -260,13 +303,20 @@ def configuration_lines(exp: ExperimentResults) -> list[str]:
     rows = configuration_cells(exp)
     if not rows:
         return []
+    s = exp.summary
+    by = (
+        f"by the {noise.bound_words(s.mode)} (lcb) of the {s.aggregate}"
+        if s.select == "lcb"
+        else f"by the {s.aggregate}"
+    )
     head = (
-        f"configurations over {len(exp.summary.seeds)} seeds, by the {exp.summary.aggregate} "
-        "of their seeds' scores (a 95% bootstrap interval from 5 seeds, the seeds' range "
-        "under 5):"
+        f"configurations over {len(s.seeds)} seeds, {by} of their seeds' scores (a 95% "
+        "bootstrap interval from 5 seeds, the seeds' range under 5; P(best): the chance of "
+        f"being the best, lcb: the {noise.bound_words(s.mode)}, both by bootstrap):"
     )
     lines = [head] + [
-        f"  {r['rank']}. {r['params']}: {r['score']} {r['interval']} ({r['per_seed']})"
+        f"  {r['rank']}. {r['params']}: {r['score']} {r['interval']} P(best) {r['chance']}, "
+        f"lcb {r['bound']} ({r['per_seed']})"
         + (f" [{r['seeds']}]" if "mixed budgets" in r["seeds"] else "")
         for r in rows
     ]

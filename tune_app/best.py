@@ -5,7 +5,8 @@ The spec as run (the run folder's copy) is taken as written, every searched para
 a chosen configuration's value, the searcher and scheduler dropped (one configuration: FIFO),
 and each experiment renamed (`<name>-best`, or `<name>-top<rank>` for several) so its results do
 not land in the tuning run's folder. A run with seeds is judged by its configurations' aggregate
-over seeds. With `seeds`, each experiment runs on evaluation seeds, apart from the seeds of tuning.
+over seeds (by their lower bound under `select: lcb`). With `seeds`, each experiment runs on
+evaluation seeds, apart from the seeds of tuning.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import yaml
 from tune_app import front, scoring
 from tune_app.command import APP
 from tune_app.errors import SpecError
+from tune_app.rundir import noise
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.rundir.records import TrialOutcome
@@ -33,7 +35,15 @@ Format = Literal["yaml", "json", "overrides", "checkpoint"]
 FORMATS = ("yaml", "json", "overrides", "checkpoint")
 EVAL_SEED_BASE = 10_000  # evaluation seeds start here, away from the seeds a search tried
 # Keys that only matter when several configurations are tried.
-SEARCH_KEYS = ("search", "scheduler", "num_samples", "seed", "max_concurrent_trials", "seeds")
+SEARCH_KEYS = (
+    "search",
+    "scheduler",
+    "num_samples",
+    "seed",
+    "max_concurrent_trials",
+    "seeds",
+    "select",  # ranks several configurations; one run without seeds has none to rank
+)
 
 
 @dataclass(frozen=True)
@@ -149,7 +159,7 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
                 continue
             order = [t.trial_id for t in exp.ranked()]
             best = min((by_id[i] for i in c.trial_ids), key=lambda t: order.index(t.trial_id))
-            chosen.append((c.params, c.score, best, how))
+            chosen.append((c.params, c.score, best, how + noise.chosen_by(c, exp.summary.select)))
     else:
         seen = set()
         for t in exp.ranked():

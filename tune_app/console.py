@@ -10,6 +10,7 @@ from tune_app import front, objectives, scoring
 from tune_app.command import APP
 from tune_app.plan import Plan, describe_scheduler, describe_search
 from tune_app.resources import gpu_sharing
+from tune_app.rundir import noise, rungs
 from tune_app.space import value_at
 
 if TYPE_CHECKING:
@@ -212,7 +213,8 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
             best.trial_id if best else front.best_cell(s),
             (
                 f"{s.metric} = {top.score:.6g} ({top.of_seeds(s.aggregate)}"
-                f"{', ' + top.budgets_text if top.mixed_budgets else ''})"
+                f"{', ' + top.budgets_text if top.mixed_budgets else ''}"
+                f"{noise.chosen_by(top, s.select)})"
                 if top is not None
                 else f"{s.metric} = {best.score:.6g}"
                 if best and best.score is not None
@@ -239,6 +241,8 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
             console.print(f"  {line}", highlight=False, markup=False)
         for line in failures_text(s.trials).splitlines():
             console.print(line, highlight=False, markup=False)
+        if s.early_stopping:
+            console.print(f"  {rungs.check_text(s.early_stopping)}", highlight=False, markup=False)
         for note in s.notes:
             console.print(f"  note: {note}", highlight=False, markup=False)
 

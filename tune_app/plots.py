@@ -25,6 +25,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from tune_app import scoring
+from tune_app.rundir import budget
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import UNFINISHED, TrialOutcome
 from tune_app.scoring import finite
@@ -478,3 +479,50 @@ def _short(text: str, limit: int = 18) -> str:
 def _tex_safe(text: str) -> str:
     """`text` shown as written: matplotlib reads a pair of `$` as math."""
     return text.replace("$", r"\$")
+
+
+def expected_best(exp: ExperimentResults) -> Figure | None:
+    """The expected best score of n trials against n (`rundir.budget`), with a band of one
+    standard deviation (cut at the run's best) and the run's own count marked; None under 2
+    scored trials."""
+    found = budget.curve(exp.summary)
+    if found is None or exp.metric is None:
+        return None
+    ns = [p.n for p in found.points]
+    means = [p.mean for p in found.points]
+    fig, ax = _figure(3.4)
+    # No search of n trials does better than the run's best: the band stops there.
+    best = means[-1]
+    low = [p.mean - p.sd for p in found.points]
+    high = [p.mean + p.sd for p in found.points]
+    if exp.mode == "min":
+        low = [max(v, best) for v in low]
+    else:
+        high = [min(v, best) for v in high]
+    ax.fill_between(
+        ns,
+        low,
+        high,
+        color="#90caf9",
+        alpha=0.5,
+        lw=0,
+        label="± one standard deviation",
+    )
+    ax.plot(ns, means, color="#1565c0", lw=2.2, label=f"expected best of n {found.unit}")
+    ax.axvline(found.count, color="#222222", ls="--", lw=1)
+    ax.annotate(
+        f"this run: {found.count} {found.unit}, best {means[-1]:.4g}",
+        (found.count, means[-1]),
+        xytext=(-6, -14),
+        textcoords="offset points",
+        ha="right",
+        fontsize=9,
+    )
+    ax.set_xlabel(f"number of {found.unit} (n)")
+    ax.set_ylabel(f"expected best {_tex_safe(exp.metric)}")
+    if found.count > 30:
+        ax.set_xscale("log")
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(loc="best", fontsize=8)
+    return fig

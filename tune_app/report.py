@@ -19,8 +19,9 @@ import jinja2
 
 from tune_app import front_plot, importance, plots, scoring
 from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
-from tune_app.analyze import clone_lines, configuration_cells
+from tune_app.analyze import clone_lines, configuration_cells, rung_checks
 from tune_app.command import APP
+from tune_app.rundir import budget, noise, rungs
 from tune_app.rundir.location import name_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome
@@ -130,6 +131,10 @@ class Section:
     configurations: tuple[dict[str, str], ...] = ()  # with seeds: aggregates, best first
     aggregate: str = ""  # how a configuration's seeds are judged
     importance: ParamImportance | None = None  # None without a metric or a searched parameter
+    select: str = "aggregate"  # what ranks configurations over seeds: aggregate or lcb
+    bound: str = ""  # what their lcb is, in words
+    rungs: tuple[rungs.RungCheck, ...] = ()  # ASHA's and HyperBand's rungs, checked
+    rung_warning: str = ""  # the rungs did not predict the final scores: what to change
 
 
 @dataclass(frozen=True)
@@ -205,6 +210,7 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
             "sampler, or values spaced evenly in log).",
             plots.parallel_coordinates(exp, colors),
         ),
+        "expected-best": (_budget_caption(exp), plots.expected_best(exp)),
     }
     return tuple(
         Figure(f"{prefix}-{key}.png", caption, plots.png(fig))
@@ -219,7 +225,31 @@ def front_figure(exp: ExperimentResults) -> dict[str, tuple[str, Any]]:
     return {"pareto": (front_plot.caption(exp), fig)} if fig is not None else {}
 
 
+def _budget_caption(exp: ExperimentResults) -> str:
+    found = budget.curve(exp.summary)
+    if found is None:
+        return ""
+    gain = found.gain()
+    return (
+        f"Enough trials? The expected best score of a search of n {found.unit}, n drawn without "
+        f"replacement from this run's {found.count} scored ones (Dodge et al. 2019, \"Show your "
+        'work"), with a band of one standard deviation; the dashed line marks this run. A '
+        "curve still rising there says more would likely find better"
+        + (
+            f"; the second half of this run added {_shown(gain)} to the expected best."
+            if gain is not None
+            else "."
+        )
+        + (
+            " Trials stopped early count with their scores at the budget they reached."
+            if exp.scheduler != "fifo"
+            else ""
+        )
+    )
+
+
 def _section(exp: ExperimentResults, figures: tuple[Figure, ...], files: str) -> Section:
+    checks = rung_checks(exp)
     return Section(
         anchor="exp-" + re.sub(r"[^A-Za-z0-9_-]+", "-", exp.folder.name),
         name=exp.name,
@@ -230,6 +260,10 @@ def _section(exp: ExperimentResults, figures: tuple[Figure, ...], files: str) ->
         clones=tuple(clone_lines(exp)),
         configurations=tuple(configuration_cells(exp)),
         aggregate=exp.summary.aggregate,
+        select=exp.summary.select,
+        bound=noise.bound_words(exp.mode),
+        rungs=tuple(checks),
+        rung_warning=rungs.warning(checks, exp.scheduler) or "",
         importance=_importance(exp),
         best=_best(exp),
         failures=_failures(exp),
@@ -278,7 +312,8 @@ def _best(exp: ExperimentResults) -> Best | None:
             metric=str(exp.metric),
             score=_shown(top.score),
             scope=f"{top.of_seeds(exp.summary.aggregate)}, each {scoring.describe(exp.scope)}"
-            + (f"; {top.budgets_text}" if top.mixed_budgets else ""),
+            + (f"; {top.budgets_text}" if top.mixed_budgets else "")
+            + noise.chosen_by(top, exp.summary.select),
             params=", ".join(f"{k} = {_shown(v)}" for k, v in top.params.items()),
         )
     return Best(

@@ -73,6 +73,10 @@ class Configuration:
     expected: int = 0  # seeds it should have run on (0: as many as it has trials)
     failed: int = 0  # seeds whose trial failed (a crash, a metric turned NaN)
     iterations: list[int] = field(default_factory=list)  # each seed's trial's iterations
+    # Its chance of being the best and its pessimistic bound (tune_app.rundir.noise); None
+    # under 2 scored seeds.
+    chance_best: float | None = None
+    bound: float | None = None
 
     @property
     def interval_is_range(self) -> bool:

@@ -11,7 +11,11 @@
 - `pareto`: the Pareto front of a search of several objectives, and the point `best --pick`
   names (pure functions);
 - `read`: a run read back from its files alone (`analyze`, `report`, `resume`);
-- `storage`: cloud URIs: staging, pulling and mirroring.
+- `storage`: cloud URIs: staging, pulling and mirroring;
+- `noise`, `budget`, `rungs`: statistics of a run read back, pure functions on its records:
+  each configuration's chance of being best and its bound over seeds (`select: lcb`), the
+  expected best against the number of trials, and whether early stopping's rungs predicted
+  the final scores.
 
 Nothing outside this package builds a path inside a run folder or knows a URI scheme (a test
 reads every module to keep it so); the Ray callbacks that append rows and journal lines during a

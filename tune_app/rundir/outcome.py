@@ -13,6 +13,7 @@ from tune_app import failures, objectives, scoring
 from tune_app.config_keys import restore_private_keys
 from tune_app.divergence import diverged
 from tune_app.errors import SpecError, clip, did_you_mean
+from tune_app.rundir import rungs
 from tune_app.rundir.layout import (
     flatten,
     latest_results,
@@ -53,7 +54,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
     episodes = 0.0  # episodes any RLlib trial finished
     reporting = 0  # trials that reported at least one result
     lasts: dict[str, dict[str, Any]] = {}  # trial id -> its last result, flat
-    logged, held = _logged(ep)
+    logged, held, curves = _logged(ep)
     for result in grid:
         flat = flatten_result(dict(result.metrics or {}))
         seen_keys.update(flat)
@@ -128,9 +129,11 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
             lasts[t.trial_id],
             dict(ep.experiment.stop),
         )
+    checks = rungs.checks(trials, curves, ep.experiment.scheduler.type)
     # A trial that crashed before its first result is reported as a failure, not as keys missing.
     missing, notes = _never_reported(ep, seen_keys, episodes) if reporting else ({}, [])
     notes += _budget_spent(ep.experiment.time_budget_s, wall_time_s, trials)
+    notes += [w for w in [rungs.warning(checks, ep.experiment.scheduler.type)] if w]
     unusable, odd = _not_numbers(ep, held, missing) if reporting else ({}, [])
     return RunSummary(
         experiment=ep.name,
@@ -148,6 +151,8 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         aggregate=ep.experiment.aggregate,
         objectives=list(ep.experiment.objectives),
         constraints=list(ep.experiment.constraints),
+        select=ep.experiment.select,
+        early_stopping=checks,
     )
 
 
@@ -186,15 +191,17 @@ class _Held:
 
 def _logged(
     ep: ExperimentPlan,
-) -> tuple[dict[str, tuple[list[float | None], int]], dict[str, _Held]]:
+) -> tuple[dict[str, tuple[list[float | None], int]], dict[str, _Held], rungs.Curves]:
     """From results.jsonl: each trial's numbers of the metric, in order (None where it was not
     finite; results without one left out, as are those holding text), and its last iteration
-    there; and what each wanted key held across all results."""
+    there; what each wanted key held across all results; and each trial's metric by
+    iteration."""
     path = ep.folder.results
     found: dict[str, tuple[list[float | None], int]] = {}
     held = {key: _Held() for key in _wanted(ep).values()}
+    curves: rungs.Curves = {}
     if not path.exists():
-        return found, held
+        return found, held, curves
     for row in latest_results(read_rows(path.read_bytes())):
         trial_id = str(row.get("trial_id"))
         values, most = found.get(trial_id, ([], 0))
@@ -205,7 +212,9 @@ def _logged(
             values.append(finite(flat[ep.metric]))
         step = row.get("training_iteration")
         found[trial_id] = (values, max(most, step if isinstance(step, int) else 0))
-    return found, held
+        if isinstance(step, int) and ep.metric in flat:
+            curves.setdefault(trial_id, {})[step] = finite(flat[ep.metric])
+    return found, held, curves
 
 
 def _hold(held: _Held, trial_id: str, value: Any) -> None:

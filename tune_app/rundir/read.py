@@ -36,6 +36,7 @@ from tune_app.rundir.layout import (
     trial_id_of,
 )
 from tune_app.rundir.location import RunLocation
+from tune_app.rundir.noise import DEFAULT_SELECT
 from tune_app.rundir.records import (
     ERRORED,
     FINISHED,
@@ -282,6 +283,8 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         aggregate=str(info.aggregate or (written.aggregate if written else DEFAULT_AGGREGATE)),
         objectives=list(several),
         constraints=list(limits),
+        select=str(info.select or (written.select if written else DEFAULT_SELECT)),
+        early_stopping=written.early_stopping if written else [],
     )
     if not summary.experiment:
         summary = replace(summary, experiment=folder.name)

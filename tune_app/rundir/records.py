@@ -12,7 +12,9 @@ from typing import Any
 from tune_app import objectives, scoring
 from tune_app.failures import Failure
 from tune_app.objectives import Limit, Objective
-from tune_app.rundir import pareto
+from tune_app.rundir import noise, pareto, rungs
+from tune_app.rundir.noise import DEFAULT_SELECT
+from tune_app.rundir.rungs import RungCheck
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE, Configuration, group
 
@@ -39,6 +41,7 @@ class RunRecord:
     scope: str | None = None
     seeds: tuple[int, ...] = ()
     aggregate: str | None = None
+    select: str | None = None  # what ranks configurations over seeds: aggregate or lcb
     searched: tuple[str, ...] = ()
     log_scaled: tuple[str, ...] | None = None
     scheduler: str | None = None
@@ -147,6 +150,9 @@ class RunSummary:
     aggregate: str = DEFAULT_AGGREGATE  # how a configuration's seeds are judged
     objectives: list[Objective] = field(default_factory=list)  # several; [] with one metric
     constraints: list[Limit] = field(default_factory=list)  # what a best trial keeps
+    select: str = DEFAULT_SELECT  # what ranks configurations: their aggregate, or lcb
+    # ASHA's and HyperBand's rungs: did their scores predict the final ones (tune_app.rundir.rungs)
+    early_stopping: list[RungCheck] = field(default_factory=list)
 
     def points(self) -> dict[str, tuple[float, ...]]:
         """Each trial that may be on the front (several objectives): finished or stopped, a
@@ -166,11 +172,13 @@ class RunSummary:
         return pareto.front(self.points(), [o.mode for o in self.objectives])
 
     def configurations(self) -> list[Configuration]:
-        """With seeds: the configurations, each with its seeds' trials and their aggregate
-        score and interval, best first. Without seeds: none."""
+        """With seeds: the configurations, each with its seeds' trials, their aggregate score
+        and interval, its chance of being the best and its bound, best first (by the bound
+        under `select: lcb`). Without seeds: none."""
         if not self.seeds:
             return []
-        return group(self.trials, self.aggregate, self.mode, expected=len(self.seeds))
+        found = group(self.trials, self.aggregate, self.mode, expected=len(self.seeds))
+        return noise.judged(found, self.aggregate, self.mode, self.select)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -237,6 +245,11 @@ class RunSummary:
             "notes": self.notes,
             "seeds": self.seeds,
             "aggregate": self.aggregate,
+            "select": self.select,
+            "early_stopping": [
+                {**asdict(c), "bound": rungs.BOUND, "predicts": c.predicts}
+                for c in self.early_stopping
+            ],
             "configurations": [asdict(c) for c in self.configurations()],
             "objectives": [asdict(o) for o in self.objectives],
             "constraints": [asdict(c) for c in self.constraints],
@@ -263,6 +276,12 @@ class RunSummary:
             aggregate=str(data.get("aggregate") or DEFAULT_AGGREGATE),
             objectives=list(objectives.from_json(data)[0]),
             constraints=list(objectives.from_json(data)[1]),
+            select=str(data.get("select") or DEFAULT_SELECT),
+            early_stopping=[
+                c
+                for c in map(RungCheck.from_json, data.get("early_stopping") or [])
+                if c is not None
+            ],
         )
 
 

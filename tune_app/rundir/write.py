@@ -92,6 +92,7 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         scope=exp.scope,
         seeds=tuple(exp.seeds),
         aggregate=exp.aggregate,
+        select=exp.select,
         searched=tuple(ep.searched),
         log_scaled=tuple(log_scaled(exp.config)),
         scheduler=exp.scheduler.type,

@@ -249,6 +249,11 @@ class Settings(_Strict):
     aggregate: Literal["mean", "iqm", "median"] | None = Field(
         None, description="how a configuration's seeds are judged: mean (default), iqm, median"
     )
+    select: Literal["aggregate", "lcb"] | None = Field(
+        None,
+        description="what ranks configurations over seeds: aggregate (default), or lcb, the "
+        "one-sided 95% bootstrap bound of the aggregate on the pessimistic side (needs seeds)",
+    )
     storage_path: str | None = Field(
         None,
         description="results go to storage_path/<experiment>/ (default ./results, relative to "
@@ -421,6 +426,7 @@ class Experiment:
     seed: int | None
     seeds: tuple[int, ...]  # the seeds axis: each configuration runs once per seed; () none
     aggregate: str  # how a configuration's seeds are judged (tune_app.seeds)
+    select: str  # what ranks configurations: their aggregate, or lcb (tune_app.rundir.noise)
     storage_path: str
     simulations: int | None  # None: the trainable's default
     cpu_per_simulation: float

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from tune_app.errors import Collector, SpecError
 from tune_app.methods import SCHEDULERS, SEARCHERS, FifoOptions, GridOptions
 from tune_app.objectives import Limit, objectives_of
+from tune_app.rundir.noise import DEFAULT_SELECT
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE, seed_values
 from tune_app.space import code_warnings, parse_space
@@ -59,6 +60,20 @@ def _seeds(seeds: int | list[int] | None, path: str) -> tuple[int, ...]:
     if len(set(values)) != len(values):
         raise SpecError(f"seeds must differ, but got {values}", path=f"{path}.seeds")
     return tuple(values)
+
+
+def _select(select: str, seeded: bool, exp: ExperimentSpec, path: str, exp_name: str) -> str:
+    """`select: lcb` ranks a configuration by a bound over its seeds: without seeds there is
+    none."""
+    if select == "lcb" and not seeded:
+        raise SpecError(
+            f"lcb ranks configurations by a bound over their seeds' scores, but experiment "
+            f"'{exp_name}' has no seeds",
+            path=f"{path}.select" if exp.select is not None else "select",
+            allowed=["aggregate", "lcb (with seeds)"],
+            suggestion="add seeds: 5, or leave select out",
+        )
+    return select
 
 
 def parse(data: Any, file: Path, text: str = "") -> Spec:
@@ -222,6 +237,7 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         seed=pick("seed"),
         seeds=_seeds(pick("seeds"), path),
         aggregate=pick("aggregate", DEFAULT_AGGREGATE),
+        select=_select(pick("select", DEFAULT_SELECT), bool(pick("seeds")), exp, path, name),
         storage_path=pick("storage_path", "results"),
         simulations=exp.simulations,
         cpu_per_simulation=exp.cpu_per_simulation,

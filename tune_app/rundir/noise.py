@@ -1,0 +1,142 @@
+"""How sure a run with seeds is of its best configuration: each configuration's chance of being
+the best, and a pessimistic bound that `select: lcb` ranks by.
+
+Both come from one seeded bootstrap over each configuration's own seed scores: a draw resamples
+every configuration's scores with replacement and takes their aggregate (the run's mean, iqm or
+median). A configuration's chance of being the best is the share of draws in which its aggregate
+is the top one (ties shared); its bound is the 5th percentile of its own draws' aggregates (the
+95th when lower is better), a one-sided 95% bound. Under `seeds.MIN_BOOTSTRAP` seeds a bootstrap
+knows little more than the seeds it has: with 2 seeds the bound is the worse seed's score.
+Pure functions, Ray-free; the seed is fixed so a report shows the same figures each time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from tune_app.seeds import AGGREGATES, Configuration
+
+DRAWS = 2000
+SEED = 0
+LEVEL = 0.95  # the bound's one-sided confidence
+SELECTS = ("aggregate", "lcb")  # what ranks configurations: their aggregate, or their bound
+DEFAULT_SELECT = "aggregate"
+MIN_SEEDS = 2  # scored seeds a configuration needs for a chance or a bound
+
+
+def _finite(values: Sequence[float | None]) -> np.ndarray:
+    return np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+
+
+def aggregate_rows(draws: np.ndarray, how: str) -> np.ndarray:
+    """The aggregate of each row of `draws` (draws x seeds): `seeds.aggregate`, vectorised."""
+    if how == "mean":
+        return np.asarray(draws.mean(axis=1))
+    if how == "median":
+        return np.asarray(np.median(draws, axis=1))
+    if how == "iqm":
+        ordered = np.sort(draws, axis=1)
+        cut = int(math.floor(draws.shape[1] * 0.25))  # as seeds.aggregate
+        return np.asarray(ordered[:, cut : draws.shape[1] - cut].mean(axis=1))
+    raise ValueError(f"unknown aggregate {how!r}; allowed: {', '.join(AGGREGATES)}")
+
+
+def resampled(
+    scores: Sequence[Sequence[float | None]], how: str, draws: int = DRAWS, seed: int = SEED
+) -> list[np.ndarray | None]:
+    """For each configuration, the aggregates of `draws` bootstrap resamples of its finite
+    scores; None for one with fewer than MIN_SEEDS. One generator draws them all in order, so
+    the result depends only on the scores and the seed."""
+    rng = np.random.default_rng(seed)
+    out: list[np.ndarray | None] = []
+    for values in scores:
+        finite = _finite(values)
+        if finite.size < MIN_SEEDS:
+            out.append(None)
+            continue
+        picks = rng.integers(0, finite.size, size=(draws, finite.size))
+        out.append(aggregate_rows(finite[picks], how))
+    return out
+
+
+def chance_best(
+    scores: Sequence[Sequence[float | None]],
+    how: str,
+    mode: str | None,
+    draws: int = DRAWS,
+    seed: int = SEED,
+) -> list[float | None]:
+    """Each configuration's chance of being the best: the share of bootstrap draws in which its
+    aggregate is the top one among the configurations with MIN_SEEDS scored seeds (a tie shares
+    the draw). None for a configuration with fewer; the others' chances sum to 1."""
+    stats = resampled(scores, how, draws, seed)
+    judged = [i for i, s in enumerate(stats) if s is not None]
+    out: list[float | None] = [None] * len(stats)
+    if not judged:
+        return out
+    table = np.stack([stats[i] for i in judged])  # type: ignore[misc]  # configs x draws
+    if mode == "min":
+        table = -table
+    top = table.max(axis=0)
+    winners = table == top  # configs x draws
+    share = (winners / winners.sum(axis=0)).sum(axis=1) / table.shape[1]
+    for i, value in zip(judged, share, strict=True):
+        out[i] = float(value)
+    return out
+
+
+def lower_bound(
+    values: Sequence[float | None],
+    how: str,
+    mode: str | None,
+    draws: int = DRAWS,
+    seed: int = SEED,
+) -> float | None:
+    """The pessimistic one-sided 95% bootstrap bound of the aggregate of `values`: its 5th
+    percentile (95th when lower is better). None under MIN_SEEDS finite values."""
+    stats = resampled([values], how, draws, seed)[0]
+    if stats is None:
+        return None
+    tail = (1 - LEVEL) * 100
+    return float(np.percentile(stats, 100 - tail if mode == "min" else tail))
+
+
+def judged(
+    configs: list[Configuration], how: str, mode: str | None, select: str = DEFAULT_SELECT
+) -> list[Configuration]:
+    """`configs` (as `seeds.group` ranks them) with each one's chance of being best and its
+    bound filled in; with `select: lcb`, ranked by the bound instead of the aggregate, the
+    incomplete and the unbounded after the others, as `group` puts the incomplete after."""
+    chances = chance_best([c.scores for c in configs], how, mode)
+    for c, chance in zip(configs, chances, strict=True):
+        c.chance_best = chance
+        c.bound = lower_bound(c.scores, how, mode)
+    if select != "lcb":
+        return configs
+    sign = -1.0 if mode == "max" else 1.0
+    return sorted(
+        configs,
+        key=lambda c: (
+            c.score is None,
+            not c.complete,
+            c.bound is None,
+            sign * c.bound if c.bound is not None else 0.0,
+        ),
+    )  # stable: equal bounds keep the aggregate's order
+
+
+def bound_words(mode: str | None) -> str:
+    """What the bound is, in a few words, for tables and captions."""
+    side = "upper" if mode == "min" else "lower"
+    return f"one-sided {LEVEL:.0%} bootstrap {side} bound"
+
+
+def chosen_by(c: Configuration, select: str) -> str:
+    """`, P(best) 74%` and, under select: lcb, `, ranked by its lcb 0.61`: what the best
+    configuration's line adds in `analyze`, `report` and the run's summary."""
+    chance = f", P(best) {c.chance_best:.0%}" if c.chance_best is not None else ""
+    bound = f"{c.bound:.6g}" if c.bound is not None else "-"
+    return chance + (f", ranked by its lcb {bound}" if select == "lcb" else "")
