@@ -444,6 +444,37 @@ def test_a_trial_is_listed_from_its_start_and_ends_with_its_status(tmp_path: Pat
     assert [e.value for e in events.Scalars("tune_app/score")] == [1.5, 0.5]  # scope: last
 
 
+def test_a_trial_that_goes_back_shows_what_results_jsonl_keeps(tmp_path: Path) -> None:
+    """Killed after iteration 3 and resumed by a new process (a new board, a new events file)
+    from iteration 1, then restored in-process to iteration 2: TensorBoard shows each step once,
+    the latest value, as results.jsonl keeps them."""
+    first = _board(tmp_path)
+    trial = FakeTrial(str(tmp_path / "trial"), {"alpha": 0.4, "act": "tanh", "beta": 1})
+
+    def report(board: TrialBoard, step: int, accuracy: float) -> None:
+        result = {"mean_accuracy": accuracy, "training_iteration": step, "config": {}}
+        board.on_trial_result(0, [trial], trial, result)
+
+    first.on_trial_start(0, [trial], trial)
+    for step in (1, 2, 3):
+        report(first, step, step / 10)
+    first.writers[trial].close()  # the kill: what was written stays
+    second = pickle.loads(pickle.dumps(first))  # Tune restores its callbacks on resume
+    second.on_trial_start(0, [trial], trial)
+    report(second, 1, 0.5)
+    report(second, 2, 0.6)
+    report(second, 3, 0.7)
+    report(second, 2, 0.8)  # restored from the checkpoint of iteration 1
+    trial.last_result = {"mean_accuracy": 0.8}
+    second.on_trial_complete(0, [trial], trial)
+    events = EventAccumulator(str(tmp_path / "trial"))
+    events.Reload()
+    shown = [(e.step, e.value) for e in events.Scalars("0_spec/mean_accuracy")]
+    assert shown == [(1, pytest.approx(0.5)), (2, pytest.approx(0.8))]
+    scores = [(e.step, e.value) for e in events.Scalars("tune_app/score")]
+    assert scores == [(1, pytest.approx(0.5)), (2, pytest.approx(0.8))]
+
+
 @pytest.mark.parametrize(
     ("error", "value"),
     [pytest.param(True, 1.0, id="errored"), pytest.param(False, math.nan, id="diverged")],

@@ -4,10 +4,12 @@ offline run files."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -706,9 +708,9 @@ def test_wandb_offline_runs_hold_the_same_metrics(smoke_run):
         if run.job_type == "summary":  # the group's own run: the spec and summary.json
             ends.append(records)
             continue
-        assert run.display_name == run.run_id
         config = {c.key: json.loads(c.value_json) for c in run.config.update}
-        assert config["tune_app.trial_id"] == run.run_id and config["c"] == 7
+        assert config["tune_app.trial_id"] == run.display_name and config["c"] == 7
+        assert run.display_name not in seen  # one run per trial, its retry included
         history = []
         for r in records:
             if r.WhichOneof("record_type") == "history":
@@ -717,7 +719,7 @@ def test_wandb_offline_runs_hold_the_same_metrics(smoke_run):
                     for i in r.history.item
                 }
                 history.append((items["training_iteration"], items["score"], items["inner/v"]))
-        seen[run.run_id] = history
+        seen[run.display_name] = history
     assert set(seen) == set(rows)
     for trial_id, history in seen.items():
         expected = [(r["training_iteration"], r["score"], r["inner"]["v"]) for r in rows[trial_id]]
@@ -848,3 +850,55 @@ experiments:
     assert len(rows) == 2 and all(len(r) == 3 for r in rows.values())
     summary = json.loads((tmp_path / "out" / "e" / "summary.json").read_text())
     assert [t["status"] for t in summary["trials"]] == ["TERMINATED", "TERMINATED"]
+
+
+@pytest.fixture
+def frozen_server():
+    """A TCP server on 127.0.0.1 that accepts every connection and never answers."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held, done = [], threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not done.is_set():
+            with contextlib.suppress(OSError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    done.set()
+    thread.join()
+    for one in held:
+        one.close()
+    server.close()
+
+
+@pytest.mark.e2e
+def test_a_frozen_tracker_server_costs_the_search_a_bounded_wait(frozen_server, tmp_path):
+    """Each MLflow request would wait 600 s for an answer: the search ends all the same, after
+    at most the drain bound (1 s here), with one warning naming the tracker."""
+    (tmp_path / "spec.yaml").write_text(
+        f"""
+trackers:
+  mlflow: {{tracking_uri: "{frozen_server}"}}
+experiments:
+  e:
+    run: my_func
+    config: {{alpha: {{grid_search: [0.2, 0.4]}}, beta: 1}}
+    stop: {{training_iteration: 3}}
+"""
+    )
+    env = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "600", "TUNE_APP_TRACKER_DRAIN_S": "1"}
+    run = _cli(
+        "run", tmp_path / "spec.yaml", "--storage-path", tmp_path / "out", cwd=tmp_path, env=env
+    )
+    out, err = run.communicate(timeout=300)  # far less than one request's 600 s
+    assert run.returncode == 0, err
+    warnings = [line for line in err.splitlines() if "warning" in line]
+    assert warnings == [
+        "warning: the MLflow tracker did not answer within 1 s and was left behind; the run "
+        "goes on and its own files (results.jsonl, summary.json, TensorBoard) are complete"
+    ], err
+    rows = _rows(tmp_path / "out" / "e" / "results.jsonl")
+    assert len(rows) == 2 and all(len(r) == 3 for r in rows.values())

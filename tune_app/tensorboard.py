@@ -167,7 +167,9 @@ class TrialBoard(TBXLoggerCallback):
         self.metric = metric
         self.scope, self.mode = scope, mode
         self.layout = layout or TagLayout(named=(metric,) if metric else ())
-        self.values: dict[str, list[float]] = {}  # trial id -> its metric values so far
+        # Trial id -> (step, metric value) of its results so far, as results.jsonl keeps them.
+        self.scored: dict[str, list[tuple[int, float]]] = {}
+        self.last_step: dict[Trial, int] = {}  # the last step in the trial's open events file
         self.created = time.time()
 
     @classmethod
@@ -202,6 +204,7 @@ class TrialBoard(TBXLoggerCallback):
     def log_trial_start(self, trial: Trial) -> None:
         if trial in self.writers:
             self.writers[trial].close()
+        self.last_step.pop(trial, None)
         trial.init_local_path()
         self.writers[trial] = EventWriter(trial.local_path or ".", flush_secs=FLUSH_S)
         # Also on a restart (resume, retry, unpause); TensorBoard keeps the first of each tag.
@@ -216,14 +219,22 @@ class TrialBoard(TBXLoggerCallback):
             self.log_trial_start(trial)
         writer = self.writers[trial]
         step = result.get("timesteps_total") or result["training_iteration"]  # as Tune's
+        last = self.last_step.get(trial)
+        if last is None or step <= last:
+            # A trial's first result in an events file, or one going back (a resume, a retry, a
+            # restore): TensorBoard drops what earlier files or steps hold from this step on
+            # (its restart rule), so the trial's scalars are what results.jsonl keeps.
+            writer.restart(step)
+        self.last_step[trial] = step
+        kept = [(s, v) for s, v in self.scored.get(trial.trial_id, []) if s < step]
+        self.scored[trial.trial_id] = kept
         for tag, number in self.layout.scalars(result).items():
             writer.add_scalar(tag, number, global_step=step)
         value = scoring.finite(flatten(result, "/").get(self.metric)) if self.metric else None
         if value is not None:
-            values = self.values.setdefault(trial.trial_id, [])
-            values.append(value)
+            kept.append((step, value))
             # The score as the summary ranks trials, so HParams sorts them the same way.
-            score = scoring.score(values, self.scope, self.mode)
+            score = scoring.score([v for _, v in kept], self.scope, self.mode)
             if score is not None:
                 writer.add_scalar(SCORE_TAG, score, global_step=step)
 
@@ -234,6 +245,7 @@ class TrialBoard(TBXLoggerCallback):
         last = flatten(trial.last_result or {}, "/")
         self._write(trial, session_end(failed or diverged(last, self.metric) is not None))
         self.writers.pop(trial).close()
+        self.last_step.pop(trial, None)
 
     @stops_on_write_error
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
@@ -252,7 +264,7 @@ class TrialBoard(TBXLoggerCallback):
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config for resume; open event writers cannot travel.
-        return {**self.__dict__, "writers": {}}
+        return {**self.__dict__, "writers": {}, "last_step": {}}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # A run begun by an earlier version, resumed: its pickle holds no layout.
@@ -261,6 +273,10 @@ class TrialBoard(TBXLoggerCallback):
         for old in ("_trial_writer", "_trial_result", "_summary_writer_cls"):
             state.pop(old, None)
         state["writers"] = {}
+        state["last_step"] = {}
+        # Before the values were kept with their steps: a resume starts a trial's score again.
+        state.pop("values", None)
+        state.setdefault("scored", {})
         self.__dict__.update(state)
 
 
@@ -300,6 +316,19 @@ class EventWriter:
         if global_step is not None:
             event.step = int(global_step)
         self._write(event)
+
+    def restart(self, step: int) -> None:
+        """A session (re)start at `step`: TensorBoard drops the run's events at `step` and after
+        that it read before this one (SessionLog.START, its restart rule)."""
+        from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+
+        self._write(
+            Event(
+                wall_time=time.time(),
+                step=int(step),
+                session_log=SessionLog(status=SessionLog.START),
+            )
+        )
 
     def _write(self, event: Any) -> None:
         self._records.write(event.SerializeToString())
