@@ -5,6 +5,7 @@ offline run files."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import os
 import re
@@ -361,6 +362,55 @@ def test_a_failing_tracker_is_one_warning_and_then_left_alone(tmp_path, capsys, 
         "warning: the Memory tracker failed (refused); the run goes on and its own files "
         "(results.jsonl, summary.json, TensorBoard) are complete"
     ]
+
+
+class LoggedTrial:
+    """What Tune's JSON and CSV loggers read of a trial."""
+
+    def __init__(self, folder):
+        self.local_path = str(folder)
+        self.trial_id = "t_00000"
+        self.config = {"x": 1}
+        self.checkpoint = None  # Tune's loggers restore nothing for a trial without one
+
+    def init_local_path(self):
+        Path(self.local_path).mkdir(parents=True, exist_ok=True)
+
+
+def test_tunes_json_and_csv_logs_hold_what_results_jsonl_holds(tmp_path):
+    """Killed after iteration 3, the trial resumed by a new process from iteration 1 and then
+    restored in-process to iteration 2: result.json and progress.csv hold each iteration once,
+    its latest value, as results.jsonl does (Tune's loggers append)."""
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
+
+    from tune_app.callbacks import TrialLogsFollowResults
+
+    trial = LoggedTrial(tmp_path / "trial")
+    trial.init_local_path()
+    journal = Journal(tmp_path / "results.jsonl")
+
+    def attempt(scores):
+        callbacks = [TrialLogsFollowResults(), CSVLoggerCallback(), JsonLoggerCallback()]
+        for callback in callbacks:
+            callback.on_trial_start(0, [trial], trial)
+        for step, score in scores:
+            journal.report(trial.trial_id, step, score)
+            result = {"training_iteration": step, "score": score, "config": {"x": 1}}
+            for callback in callbacks:
+                callback.on_trial_result(0, [trial], trial, dict(result))
+        for callback in callbacks[1:]:
+            for file in callback._trial_files.values():
+                file.close()
+
+    attempt([(1, 1.0), (2, 2.0), (3, 3.0)])
+    attempt([(1, 10.0), (2, 20.0), (3, 30.0), (2, 40.0)])
+    expected = journal.truth()[trial.trial_id]
+    assert expected == [(1, 10.0), (2, 40.0)]
+    lines = (tmp_path / "trial" / "result.json").read_text().splitlines()
+    assert [(r["training_iteration"], r["score"]) for r in map(json.loads, lines)] == expected
+    with (tmp_path / "trial" / "progress.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [(int(r["training_iteration"]), float(r["score"])) for r in rows] == expected
 
 
 def _target(folder, experiment="e"):
