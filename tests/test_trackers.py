@@ -476,6 +476,7 @@ def test_mlflow_after_a_resume_under_a_path_with_a_quote(tmp_path, fresh_warning
         assert sorted((m.step, m.value) for m in history) == expected
         assert run.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
         assert run.data.tags[naming.STATUS_TAG] == "terminated"
+        assert run.info.status == "FINISHED"  # b's too, written here for a killed run's trial
     assert parents[0].info.status == "FINISHED"
 
 

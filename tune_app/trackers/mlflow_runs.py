@@ -14,6 +14,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from tune_app.rundir.records import ERRORED, FINISHED
 from tune_app.trackers import naming
 from tune_app.trackers.mirror import Row, Target
 
@@ -29,6 +30,7 @@ os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 _BATCH = 1000  # MLflow's most metrics in one log_batch call
 _PARAMS = 100  # and params
 _PAGE = 1000
+_ENDED = {FINISHED: "FINISHED", ERRORED: "FAILED"}  # a trial's status -> its run's
 
 
 def parent_key(key: str) -> str:
@@ -157,6 +159,8 @@ class MlflowSink:
             if outcome.error:
                 last = outcome.error.strip().splitlines()[-1][:500]
                 self.client.set_tag(run_id, naming.ERROR_TAG, last)
+            # Also a run written again here for a trial that ended in a killed run.
+            self.client.set_terminated(run_id, _ENDED.get(outcome.status, "KILLED"))
         if self.parent:
             if self.target.summary.exists():
                 self.client.log_artifact(self.parent, str(self.target.summary))
