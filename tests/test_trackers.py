@@ -878,6 +878,100 @@ def test_a_killed_and_resumed_run_continues_the_same_runs_without_duplicate_step
         assert run_.info.status == "FINISHED"
 
 
+STARTS_OVER = """
+import time
+
+from ray import tune
+
+
+def train(config):
+    for i in range(1, config["steps"] + 1):  # no checkpoint: a resumed trial starts over
+        time.sleep(config["sleep"])
+        tune.report({"score": time.time_ns() % 100003})  # another value in another attempt
+"""
+
+
+@pytest.mark.e2e
+def test_after_kill_and_resume_every_tracker_holds_what_results_jsonl_holds(
+    mlflow_server, tmp_path
+):
+    """A trial without checkpoints killed mid-way starts over on resume: MLflow, W&B offline,
+    TensorBoard and Tune's result.json hold each iteration once, results.jsonl's value."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (tmp_path / "noisy.py").write_text(STARTS_OVER)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"""
+metric: score
+mode: max
+trackers:
+  mlflow: {{tracking_uri: "{mlflow_server}", experiment_name: started_over}}
+  wandb: {{mode: offline, project: p, dir: runs}}
+experiments:
+  e:
+    run: noisy:train
+    config: {{steps: {{grid_search: [3, 12]}}, sleep: 0.4}}
+"""
+    )
+    results = tmp_path / "out" / "e" / "results.jsonl"
+    run = _cli("run", spec, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    deadline = time.monotonic() + 240
+    while True:  # one trial done, the other well on its way
+        rows = _rows(results) if results.exists() else {}
+        steps = sorted(rows[t][-1]["training_iteration"] for t in rows)
+        if len(steps) == 2 and steps[0] == 3 and 5 <= steps[1] < 12:
+            break
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never got there"
+        time.sleep(0.2)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.communicate()
+    before = _rows(results)
+    resumed = _cli("resume", tmp_path / "out" / "e", cwd=tmp_path)
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert "warning" not in err, err
+
+    truth: dict[str, list] = defaultdict(list)
+    for row in latest_results(read_rows(results.read_bytes())):
+        truth[row["trial_id"]].append((row["training_iteration"], row["score"]))
+    (long,) = [t for t in truth if len(truth[t]) == 12]
+    assert truth[long][:3] != [(r["training_iteration"], r["score"]) for r in before[long][:3]]
+
+    client = _client(mlflow_server)
+    experiment = client.get_experiment_by_name("started_over")
+    runs = client.search_runs([experiment.experiment_id])
+    trials = {r.data.tags[naming.TRIAL_TAG]: r for r in runs if naming.TRIAL_TAG in r.data.tags}
+    assert set(trials) == set(truth)
+    for trial_id, run_ in trials.items():
+        history = client.get_metric_history(run_.info.run_id, "score")
+        assert sorted((m.step, m.value) for m in history) == truth[trial_id], "MLflow"
+
+    wandb_runs = {}
+    for path in (tmp_path / "runs" / "wandb").glob("offline-run-*/run-*.wandb"):
+        records = _wandb_records(path)
+        (info,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+        if info.job_type != "summary":
+            assert info.display_name not in wandb_runs, "two W&B runs of one trial"
+            wandb_runs[info.display_name] = [
+                (items["training_iteration"], items["score"])
+                for r in records
+                if r.WhichOneof("record_type") == "history"
+                for items in [_history_items(r)]
+            ]
+    assert wandb_runs == truth, "W&B"
+
+    for logged in (tmp_path / "out" / "e").glob("*/result.json"):
+        lines = [json.loads(line) for line in logged.read_text().splitlines()]
+        trial_id = lines[0]["trial_id"]
+        assert [(r["training_iteration"], r["score"]) for r in lines] == truth[trial_id]
+        events = EventAccumulator(str(logged.parent))
+        events.Reload()
+        shown = [(e.step, e.value) for e in events.Scalars("0_spec/score")]
+        assert shown == [(i, pytest.approx(v)) for i, v in truth[trial_id]], "TensorBoard"
+
+
 @pytest.mark.e2e
 def test_an_unreachable_tracker_is_one_warning_and_the_run_is_whole(write_spec, tmp_path):
     port = free_port()  # nothing listens there
