@@ -439,9 +439,12 @@ def _summary(*trial_ids):
     )
 
 
-def test_mlflow_after_a_resume_under_a_path_with_a_quote(tmp_path, fresh_warnings, capsys):
+def test_mlflow_after_a_resume_under_a_path_with_a_quote(
+    tmp_path, monkeypatch, fresh_warnings, capsys
+):
     """Runs found again by hex tags only: a quote in the results path is just a path."""
     pytest.importorskip("mlflow")
+    monkeypatch.chdir(tmp_path)  # a SQLite store keeps artifacts in ./mlruns
     from tune_app.trackers.mlflow_runs import MlflowSink
 
     folder = tmp_path / 'it\'s "here"'
