@@ -446,6 +446,67 @@ def test_a_trial_is_listed_from_its_start_and_ends_with_its_status(tmp_path: Pat
     assert [e.value for e in events.Scalars("tune_app/score")] == [1.5, 0.5]  # scope: last
 
 
+def test_a_trial_that_goes_back_shows_what_results_jsonl_keeps(tmp_path: Path) -> None:
+    """Killed after iteration 3 and resumed by a new process (a new board, a new events file)
+    from iteration 1, then restored in-process to iteration 2: TensorBoard shows each step once,
+    the latest value, as results.jsonl keeps them."""
+    first = _board(tmp_path)
+    trial = FakeTrial(str(tmp_path / "trial"), {"alpha": 0.4, "act": "tanh", "beta": 1})
+
+    def report(board: TrialBoard, step: int, accuracy: float) -> None:
+        result = {"mean_accuracy": accuracy, "training_iteration": step, "config": {}}
+        board.on_trial_result(0, [trial], trial, result)
+
+    first.on_trial_start(0, [trial], trial)
+    for step in (1, 2, 3):
+        report(first, step, step / 10)
+    first.writers[trial].close()  # the kill: what was written stays
+    second = pickle.loads(pickle.dumps(first))  # Tune restores its callbacks on resume
+    second.on_trial_start(0, [trial], trial)
+    report(second, 1, 0.5)
+    report(second, 2, 0.6)
+    report(second, 3, 0.7)
+    report(second, 2, 0.8)  # restored from the checkpoint of iteration 1
+    trial.last_result = {"mean_accuracy": 0.8}
+    second.on_trial_complete(0, [trial], trial)
+    events = EventAccumulator(str(tmp_path / "trial"))
+    events.Reload()
+    shown = [(e.step, e.value) for e in events.Scalars("0_spec/mean_accuracy")]
+    assert shown == [(1, pytest.approx(0.5)), (2, pytest.approx(0.8))]
+    scores = [(e.step, e.value) for e in events.Scalars("tune_app/score")]
+    assert scores == [(1, pytest.approx(0.5)), (2, pytest.approx(0.8))]
+
+
+def test_a_resumed_run_writes_again_a_trial_whose_events_the_kill_lost(tmp_path: Path) -> None:
+    """A trial ended in a killed run before its events reached the disk (they are flushed every
+    FLUSH_S): the resumed run writes them from results.jsonl when the experiment ends."""
+    first = _board(tmp_path)
+    trial = FakeTrial(str(tmp_path / "trial"), {"alpha": 0.4, "act": "tanh", "beta": 1})
+    first.on_trial_start(0, [trial], trial)
+    first.writers[trial].close()
+    for events_file in (tmp_path / "trial").glob("events.out.tfevents.*"):
+        events_file.unlink()  # nothing of it reached the disk
+    assert first.results is not None
+    first.results.parent.mkdir(parents=True, exist_ok=True)
+    rows = [
+        {"trial_id": trial.trial_id, "training_iteration": i, "mean_accuracy": v}
+        for i, v in [(1, 0.1), (2, 0.2), (1, 0.3), (2, 0.4), (3, 0.5)]  # went back once
+    ]
+    first.results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    second = pickle.loads(pickle.dumps(first))  # Tune restores its callbacks on resume
+    trial.status = "TERMINATED"  # ended in the killed run: not started again
+    trial.last_result = rows[-1]
+    second.on_experiment_end([trial])
+    events = EventAccumulator(str(tmp_path / "trial"))
+    events.Reload()
+    shown = [(e.step, e.value) for e in events.Scalars("0_spec/mean_accuracy")]
+    assert shown == [(1, pytest.approx(0.3)), (2, pytest.approx(0.4)), (3, pytest.approx(0.5))]
+    assert metadata.SESSION_END_INFO_TAG in _hparams(tmp_path / "trial")
+    third = pickle.loads(pickle.dumps(second))  # resumed again: nothing to write now
+    third.on_experiment_end([trial])
+    assert len(list((tmp_path / "trial").glob("events.out.tfevents.*"))) == 1
+
+
 @pytest.mark.parametrize(
     ("error", "value"),
     [pytest.param(True, 1.0, id="errored"), pytest.param(False, math.nan, id="diverged")],

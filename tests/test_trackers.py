@@ -4,12 +4,16 @@ offline run files."""
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections import defaultdict
@@ -17,9 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from tune_app.rundir.records import TrialOutcome
+from tune_app.rundir.layout import latest_results, read_rows
+from tune_app.rundir.records import RunSummary, TrialOutcome
 from tune_app.spec import load
-from tune_app.trackers import naming
+from tune_app.trackers import mirror, naming
+from tune_app.trackers.mirror import Mirror
+from tune_app.trackers.options import MlflowOptions, WandbOptions
 
 from .browser import chromium, needs_chromium
 from .conftest import ROOT, free_port, user_module
@@ -205,6 +212,354 @@ def test_a_run_holds_the_specs_config_paths_and_with_seeds_its_seed_and_configur
 )
 def test_a_trials_final_status(outcome, shown):
     assert naming.status(outcome) == shown
+
+
+# ---- the worker: what a tracker holds, and what a frozen one costs --------------------------
+
+
+class Memory:
+    """A sink keeping each trial's rows in memory; its connect waits on `gate` when given."""
+
+    name = "Memory"
+
+    def __init__(self, runs=None, gate=None):
+        self.runs = {t: list(rows) for t, rows in (runs or {}).items()}
+        self.gate = gate
+        self.restarts = []
+        self.finished = None
+
+    def connect(self):
+        if self.gate is not None:
+            self.gate.wait()
+
+    def open(self, trial_id, config):
+        return [r.iteration for r in self.runs.setdefault(trial_id, [])]
+
+    def log(self, trial_id, rows):
+        self.runs[trial_id].extend(rows)
+
+    def restart(self, trial_id, config, rows):
+        self.runs[trial_id] = list(rows)
+        self.restarts.append(trial_id)
+
+    def close(self, trial_id, failed, local_path):
+        pass
+
+    def finish(self, summary):
+        self.finished = summary
+
+    def shutdown(self):
+        pass
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch):
+    monkeypatch.setattr(mirror, "_WARNED", set())
+
+
+class Journal:
+    """results.jsonl as JsonlResults writes it: each result appended before the trackers see
+    it, the config on a trial's first line."""
+
+    def __init__(self, path):
+        self.path = path
+        self.configs = set()
+
+    def report(self, trial_id, iteration, score, to=None):
+        result = {"trial_id": trial_id, "training_iteration": iteration, "score": score}
+        line = dict(result)
+        if trial_id not in self.configs:
+            self.configs.add(trial_id)
+            line["config"] = {"x": 1}
+        with self.path.open("a") as f:
+            f.write(json.dumps(line) + "\n")
+        if to is not None:
+            to.result(trial_id, {"x": 1}, result)
+
+    def truth(self):
+        rows = defaultdict(list)
+        for row in latest_results(read_rows(self.path.read_bytes())):
+            rows[row["trial_id"]].append((row["training_iteration"], row["score"]))
+        return dict(rows)
+
+
+def _held(sink):
+    return {t: [(r.iteration, r.metrics["score"]) for r in rows] for t, rows in sink.runs.items()}
+
+
+def test_after_a_kill_and_resume_the_tracker_holds_what_results_jsonl_holds(
+    tmp_path, fresh_warnings
+):
+    journal = Journal(tmp_path / "results.jsonl")
+    first = Mirror(Memory(), journal.path)
+    for i in (1, 2, 3, 4):  # trial a, no checkpoint: it starts over after the kill
+        journal.report("a", i, 10 + i, first)
+    for i in (1, 2):  # trial b: checkpointed at 1, killed after 2
+        journal.report("b", i, 20 + i, first)
+    assert first.stop(timeout=60)
+    killed = first.sink.runs
+    killed["a"].pop()  # the kill came before the tracker got a's last result
+    journal.report("c", 1, 31)  # c ended in the killed run; its result never reached the tracker
+    journal.report("c", 2, 32)
+
+    second = Mirror(Memory(killed), journal.path)  # the resume
+    second.start("a", {"x": 1})
+    for i in (1, 2, 3):
+        journal.report("a", i, 100 + i, second)
+    for i in (2, 3):
+        journal.report("b", i, 200 + i, second)
+    second.reconcile()
+    assert second.stop(timeout=60)
+
+    assert _held(second.sink) == journal.truth()
+    assert journal.truth()["a"] == [(1, 101), (2, 102), (3, 103)]
+    assert journal.truth()["b"] == [(1, 21), (2, 202), (3, 203)]
+    assert set(second.sink.restarts) == {"a", "b"}
+
+
+def test_a_frozen_tracker_never_holds_the_driver_and_warns_once(tmp_path, capsys, fresh_warnings):
+    journal = Journal(tmp_path / "results.jsonl")
+    gate = threading.Event()
+    frozen = Mirror(Memory(gate=gate), journal.path, capacity=3)
+    for i in range(1, 21):  # the worker takes nothing: each call returns (put_nowait)
+        journal.report("a", i, i, frozen)
+    assert frozen.dropped == 20 - 3
+    frozen.reconcile()
+    assert not frozen.stop(timeout=0.05)  # left behind, not waited for
+    warnings = capsys.readouterr().err.strip().splitlines()
+    assert len(warnings) == 1 and "the Memory tracker is not keeping up" in warnings[0]
+    gate.set()
+
+
+def test_results_dropped_while_a_tracker_was_slow_are_sent_when_the_experiment_ends(
+    tmp_path, fresh_warnings
+):
+    journal = Journal(tmp_path / "results.jsonl")
+    gate = threading.Event()
+    slow = Mirror(Memory(gate=gate), journal.path, capacity=3)
+    for i in range(1, 11):
+        journal.report("a", i, i * i, slow)
+    gate.set()
+    slow.reconcile()
+    assert slow.stop(timeout=60)
+    assert _held(slow.sink) == journal.truth() and len(journal.truth()["a"]) == 10
+
+
+class Failing(Memory):
+    def log(self, trial_id, rows):
+        raise ConnectionError("refused\nmore")
+
+
+def test_a_failing_tracker_is_one_warning_and_then_left_alone(tmp_path, capsys, fresh_warnings):
+    journal = Journal(tmp_path / "results.jsonl")
+    broken = Mirror(Failing(), journal.path)
+    for i in (1, 2, 3):
+        journal.report("a", i, i, broken)
+    assert broken.stop(timeout=60)
+    assert broken.failed
+    warnings = capsys.readouterr().err.strip().splitlines()
+    assert warnings == [
+        "warning: the Memory tracker failed (refused); the run goes on and its own files "
+        "(results.jsonl, summary.json, TensorBoard) are complete"
+    ]
+
+
+class LoggedTrial:
+    """What Tune's JSON and CSV loggers read of a trial."""
+
+    def __init__(self, folder):
+        self.local_path = str(folder)
+        self.trial_id = "t_00000"
+        self.config = {"x": 1}
+        self.checkpoint = None  # Tune's loggers restore nothing for a trial without one
+
+    def init_local_path(self):
+        Path(self.local_path).mkdir(parents=True, exist_ok=True)
+
+
+def test_tunes_json_and_csv_logs_hold_what_results_jsonl_holds(tmp_path):
+    """Killed after iteration 3, the trial resumed by a new process from iteration 1 and then
+    restored in-process to iteration 2: result.json and progress.csv hold each iteration once,
+    its latest value, as results.jsonl does (Tune's loggers append)."""
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
+
+    from tune_app.callbacks import TrialLogsFollowResults
+
+    trial = LoggedTrial(tmp_path / "trial")
+    trial.init_local_path()
+    journal = Journal(tmp_path / "results.jsonl")
+
+    def attempt(scores):
+        callbacks = [TrialLogsFollowResults(), CSVLoggerCallback(), JsonLoggerCallback()]
+        for callback in callbacks:
+            callback.on_trial_start(0, [trial], trial)
+        for step, score in scores:
+            journal.report(trial.trial_id, step, score)
+            result = {"training_iteration": step, "score": score, "config": {"x": 1}}
+            for callback in callbacks:
+                callback.on_trial_result(0, [trial], trial, dict(result))
+        for callback in callbacks[1:]:
+            for file in callback._trial_files.values():
+                file.close()
+
+    attempt([(1, 1.0), (2, 2.0), (3, 3.0)])
+    attempt([(1, 10.0), (2, 20.0), (3, 30.0), (2, 40.0)])
+    expected = journal.truth()[trial.trial_id]
+    assert expected == [(1, 10.0), (2, 40.0)]
+    lines = (tmp_path / "trial" / "result.json").read_text().splitlines()
+    assert [(r["training_iteration"], r["score"]) for r in map(json.loads, lines)] == expected
+    with (tmp_path / "trial" / "progress.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [(int(r["training_iteration"]), float(r["score"])) for r in rows] == expected
+
+
+def _target(folder, experiment="e"):
+    return mirror.Target(
+        experiment=experiment,
+        naming=naming.Naming(
+            experiment=experiment,
+            spec_file=str(folder / "spec.yaml"),
+            search="grid",
+            scheduler="fifo",
+            seed=None,
+            seeds=False,
+            config_paths=("x",),
+            searched=("x",),
+        ),
+        key=f"{folder}@2026-01-01T00:00:00",
+        results=folder / "results.jsonl",
+        spec=folder / "spec.yaml",
+        summary=folder / "summary.json",
+    )
+
+
+def _summary(*trial_ids):
+    return RunSummary(
+        "e", "score", "max", 1.0, [TrialOutcome(t, "TERMINATED", {}, 1.0, 3) for t in trial_ids]
+    )
+
+
+def test_mlflow_after_a_resume_under_a_path_with_a_quote(
+    tmp_path, monkeypatch, fresh_warnings, capsys
+):
+    """Runs found again by hex tags only: a quote in the results path is just a path."""
+    pytest.importorskip("mlflow")
+    monkeypatch.chdir(tmp_path)  # a SQLite store keeps artifacts in ./mlruns
+    from tune_app.trackers.mlflow_runs import MlflowSink
+
+    folder = tmp_path / 'it\'s "here"'
+    folder.mkdir()
+    (folder / "spec.yaml").write_text("e: {run: my_func}\n")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    options = MlflowOptions(tracking_uri=uri)
+    journal = Journal(folder / "results.jsonl")
+    first = Mirror(MlflowSink(options, _target(folder)), journal.path)
+    for i in (1, 2, 3):
+        journal.report("a", i, 10 + i, first)
+    assert first.stop(timeout=120)
+    second = Mirror(MlflowSink(options, _target(folder)), journal.path)  # a resume
+    for i in (1, 2):
+        journal.report("a", i, 100 + i, second)  # a started over
+    journal.report("b", 1, 7)  # ended unsent in the killed run
+    (folder / "summary.json").write_text("{}")
+    second.reconcile()
+    second.finish(_summary("a", "b"))
+    assert second.stop(timeout=120)
+    assert "warning" not in capsys.readouterr().err
+
+    client = _client(uri)
+    (experiment,) = [e for e in client.search_experiments() if e.name == "e"]
+    runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in runs if naming.PARENT_TAG in r.data.tags]
+    trials = {r.data.tags[naming.TRIAL_TAG]: r for r in runs if naming.TRIAL_TAG in r.data.tags}
+    assert len(parents) == 1 and len(runs) == 3 and set(trials) == {"a", "b"}
+    for trial_id, expected in journal.truth().items():
+        run = trials[trial_id]
+        history = client.get_metric_history(run.info.run_id, "score")
+        assert sorted((m.step, m.value) for m in history) == expected
+        assert run.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+        assert run.data.tags[naming.STATUS_TAG] == "terminated"
+        assert run.info.status == "FINISHED"  # b's too, written here for a killed run's trial
+    assert parents[0].info.status == "FINISHED"
+
+
+def _history_items(record) -> dict:
+    return {"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in record.history.item}
+
+
+WANDB_FIRST = """
+import sys
+from pathlib import Path
+from tests.test_trackers import Journal, _target
+from tune_app.trackers.mirror import Mirror
+from tune_app.trackers.options import WandbOptions
+from tune_app.trackers.wandb_runs import WandbSink
+
+folder = Path(sys.argv[1])
+journal = Journal(folder / "results.jsonl")
+first = Mirror(WandbSink(WandbOptions(mode="offline", project="p", dir="runs"), _target(folder)),
+               journal.path)
+for i in (1, 2, 3):
+    journal.report("a", i, 10 + i, first)
+journal.report("b", 1, 5, first)
+assert first.stop(timeout=120)
+"""
+
+
+def test_wandb_offline_runs_are_whole_in_the_dir_after_a_resume(
+    tmp_path, monkeypatch, fresh_warnings, capsys
+):
+    """The first attempt in a process of its own, as a killed run is; the resumed one goes
+    back twice (a started over, b restored in this process), each trial one whole run."""
+    pytest.importorskip("wandb")
+    from tune_app.trackers.wandb_runs import WandbSink
+
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "spec.yaml").write_text("e: {run: my_func}\n")
+    first = subprocess.run(
+        [sys.executable, "-c", WANDB_FIRST, str(folder)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert first.returncode == 0, first.stderr
+    assert len(list((tmp_path / "runs" / "wandb").glob("offline-run-*-b"))) == 1
+    journal = Journal(folder / "results.jsonl")
+    journal.configs = {"a", "b"}
+    options = WandbOptions(mode="offline", project="p", dir="runs")
+    second = Mirror(WandbSink(options, _target(folder)), journal.path)
+    for i in (1, 2):
+        journal.report("a", i, 100 + i, second)  # a started over
+    for i in (2, 3, 2):
+        journal.report("b", i, 6 + i, second)  # b went on, then was restored to 1 in-process
+    (folder / "summary.json").write_text("{}")
+    second.reconcile()
+    second.finish(_summary("a", "b"))
+    assert second.stop(timeout=120)
+    assert "warning" not in capsys.readouterr().err
+
+    seen, summaries = {}, []
+    for path in sorted((tmp_path / "runs" / "wandb").glob("offline-run-*/run-*.wandb")):
+        records = _wandb_records(path)
+        print(path, path.stat().st_size, [r.WhichOneof("record_type") for r in records])
+        (run,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+        if run.job_type == "summary":
+            summaries.append(run.run_id)
+            continue
+        trial_id = run.display_name
+        assert trial_id not in seen, "a trial's earlier run is still there"
+        seen[trial_id] = [
+            (items["training_iteration"], items["score"])
+            for r in records
+            if r.WhichOneof("record_type") == "history"
+            for items in [_history_items(r)]
+        ]
+    assert seen == journal.truth()
+    assert len(summaries) == 1
 
 
 # ---- against a real MLflow server ------------------------------------------------------------
@@ -407,9 +762,9 @@ def test_wandb_offline_runs_hold_the_same_metrics(smoke_run):
         if run.job_type == "summary":  # the group's own run: the spec and summary.json
             ends.append(records)
             continue
-        assert run.display_name == run.run_id
         config = {c.key: json.loads(c.value_json) for c in run.config.update}
-        assert config["tune_app.trial_id"] == run.run_id and config["c"] == 7
+        assert config["tune_app.trial_id"] == run.display_name and config["c"] == 7
+        assert run.display_name not in seen  # one run per trial, its retry included
         history = []
         for r in records:
             if r.WhichOneof("record_type") == "history":
@@ -418,7 +773,7 @@ def test_wandb_offline_runs_hold_the_same_metrics(smoke_run):
                     for i in r.history.item
                 }
                 history.append((items["training_iteration"], items["score"], items["inner/v"]))
-        seen[run.run_id] = history
+        seen[run.display_name] = history
     assert set(seen) == set(rows)
     for trial_id, history in seen.items():
         expected = [(r["training_iteration"], r["score"], r["inner"]["v"]) for r in rows[trial_id]]
@@ -526,6 +881,100 @@ def test_a_killed_and_resumed_run_continues_the_same_runs_without_duplicate_step
         assert run_.info.status == "FINISHED"
 
 
+STARTS_OVER = """
+import time
+
+from ray import tune
+
+
+def train(config):
+    for i in range(1, config["steps"] + 1):  # no checkpoint: a resumed trial starts over
+        time.sleep(config["sleep"])
+        tune.report({"score": time.time_ns() % 100003})  # another value in another attempt
+"""
+
+
+@pytest.mark.e2e
+def test_after_kill_and_resume_every_tracker_holds_what_results_jsonl_holds(
+    mlflow_server, tmp_path
+):
+    """A trial without checkpoints killed mid-way starts over on resume: MLflow, W&B offline,
+    TensorBoard and Tune's result.json hold each iteration once, results.jsonl's value."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (tmp_path / "noisy.py").write_text(STARTS_OVER)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"""
+metric: score
+mode: max
+trackers:
+  mlflow: {{tracking_uri: "{mlflow_server}", experiment_name: started_over}}
+  wandb: {{mode: offline, project: p, dir: runs}}
+experiments:
+  e:
+    run: noisy:train
+    config: {{steps: {{grid_search: [3, 12]}}, sleep: 0.4}}
+"""
+    )
+    results = tmp_path / "out" / "e" / "results.jsonl"
+    run = _cli("run", spec, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    deadline = time.monotonic() + 240
+    while True:  # one trial done, the other well on its way
+        rows = _rows(results) if results.exists() else {}
+        steps = sorted(rows[t][-1]["training_iteration"] for t in rows)
+        if len(steps) == 2 and steps[0] == 3 and 5 <= steps[1] < 12:
+            break
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never got there"
+        time.sleep(0.2)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.communicate()
+    before = _rows(results)
+    resumed = _cli("resume", tmp_path / "out" / "e", cwd=tmp_path)
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    assert "warning" not in err, err
+
+    truth: dict[str, list] = defaultdict(list)
+    for row in latest_results(read_rows(results.read_bytes())):
+        truth[row["trial_id"]].append((row["training_iteration"], row["score"]))
+    (long,) = [t for t in truth if len(truth[t]) == 12]
+    assert truth[long][:3] != [(r["training_iteration"], r["score"]) for r in before[long][:3]]
+
+    client = _client(mlflow_server)
+    experiment = client.get_experiment_by_name("started_over")
+    runs = client.search_runs([experiment.experiment_id])
+    trials = {r.data.tags[naming.TRIAL_TAG]: r for r in runs if naming.TRIAL_TAG in r.data.tags}
+    assert set(trials) == set(truth)
+    for trial_id, run_ in trials.items():
+        history = client.get_metric_history(run_.info.run_id, "score")
+        assert sorted((m.step, m.value) for m in history) == truth[trial_id], "MLflow"
+
+    wandb_runs = {}
+    for path in (tmp_path / "runs" / "wandb").glob("offline-run-*/run-*.wandb"):
+        records = _wandb_records(path)
+        (info,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+        if info.job_type != "summary":
+            assert info.display_name not in wandb_runs, "two W&B runs of one trial"
+            wandb_runs[info.display_name] = [
+                (items["training_iteration"], items["score"])
+                for r in records
+                if r.WhichOneof("record_type") == "history"
+                for items in [_history_items(r)]
+            ]
+    assert wandb_runs == truth, "W&B"
+
+    for logged in (tmp_path / "out" / "e").glob("*/result.json"):
+        lines = [json.loads(line) for line in logged.read_text().splitlines()]
+        trial_id = lines[0]["trial_id"]
+        assert [(r["training_iteration"], r["score"]) for r in lines] == truth[trial_id]
+        events = EventAccumulator(str(logged.parent))
+        events.Reload()
+        shown = [(e.step, e.value) for e in events.Scalars("0_spec/score")]
+        assert shown == [(i, pytest.approx(v)) for i, v in truth[trial_id]], "TensorBoard"
+
+
 @pytest.mark.e2e
 def test_an_unreachable_tracker_is_one_warning_and_the_run_is_whole(write_spec, tmp_path):
     port = free_port()  # nothing listens there
@@ -549,3 +998,55 @@ experiments:
     assert len(rows) == 2 and all(len(r) == 3 for r in rows.values())
     summary = json.loads((tmp_path / "out" / "e" / "summary.json").read_text())
     assert [t["status"] for t in summary["trials"]] == ["TERMINATED", "TERMINATED"]
+
+
+@pytest.fixture
+def frozen_server():
+    """A TCP server on 127.0.0.1 that accepts every connection and never answers."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held, done = [], threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not done.is_set():
+            with contextlib.suppress(OSError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    done.set()
+    thread.join()
+    for one in held:
+        one.close()
+    server.close()
+
+
+@pytest.mark.e2e
+def test_a_frozen_tracker_server_costs_the_search_a_bounded_wait(frozen_server, tmp_path):
+    """Each MLflow request would wait 600 s for an answer: the search ends all the same, after
+    at most the drain bound (1 s here), with one warning naming the tracker."""
+    (tmp_path / "spec.yaml").write_text(
+        f"""
+trackers:
+  mlflow: {{tracking_uri: "{frozen_server}"}}
+experiments:
+  e:
+    run: my_func
+    config: {{alpha: {{grid_search: [0.2, 0.4]}}, beta: 1}}
+    stop: {{training_iteration: 3}}
+"""
+    )
+    env = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "600", "TUNE_APP_TRACKER_DRAIN_S": "1"}
+    run = _cli(
+        "run", tmp_path / "spec.yaml", "--storage-path", tmp_path / "out", cwd=tmp_path, env=env
+    )
+    out, err = run.communicate(timeout=300)  # far less than one request's 600 s
+    assert run.returncode == 0, err
+    warnings = [line for line in err.splitlines() if "warning" in line]
+    assert warnings == [
+        "warning: the MLflow tracker did not answer within 1 s and was left behind; the run "
+        "goes on and its own files (results.jsonl, summary.json, TensorBoard) are complete"
+    ], err
+    rows = _rows(tmp_path / "out" / "e" / "results.jsonl")
+    assert len(rows) == 2 and all(len(r) == 3 for r in rows.values())

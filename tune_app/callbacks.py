@@ -16,7 +16,14 @@ from typing import Any
 from ray.tune import Callback
 
 from tune_app.interrupts import stops_on_write_error
-from tune_app.rundir.layout import append_line, jsonable, read_rows, write_all, write_text
+from tune_app.rundir.layout import (
+    append_line,
+    cut_trial_logs,
+    jsonable,
+    read_rows,
+    write_all,
+    write_text,
+)
 from tune_app.rundir.location import RunLocation
 
 MIRROR_PERIOD_S = 5.0  # how often the app's files are copied to cloud storage during a run
@@ -204,3 +211,28 @@ class JsonlResults(Callback):
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config for resume; an open file cannot travel.
         return {**self.__dict__, "_file": None, "_failed": False}
+
+
+class TrialLogsFollowResults(Callback):
+    """Keeps Tune's per-trial result.json and progress.csv to what results.jsonl holds: a trial
+    reporting an iteration its logs already have (restored from an older checkpoint, or started
+    over after a kill) has their lines from that iteration on cut first. Tune's JSON and CSV
+    loggers append; this runs before them in the callback list."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, int] = {}  # trial id -> its last iteration in this process
+
+    @stops_on_write_error
+    def on_trial_result(
+        self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
+    ) -> None:
+        step = result.get("training_iteration")
+        if not isinstance(step, int) or not trial.local_path:
+            return
+        last = self._last.get(trial.trial_id)
+        self._last[trial.trial_id] = step
+        if last is None or step <= last:  # its logs may hold lines of a run before this one
+            cut_trial_logs(Path(trial.local_path), step)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_last": {}}

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any
 from ray.tune.logger import LoggerCallback, TBXLoggerCallback
 
 from tune_app import scoring
+from tune_app.callbacks import located
 from tune_app.config_keys import restore_private_keys
 from tune_app.divergence import diverged
 from tune_app.errors import SpecError
 from tune_app.interrupts import stops_on_write_error
-from tune_app.rundir.layout import find_runs, flatten, jsonable
+from tune_app.rundir.layout import find_runs, flatten, jsonable, latest_results, read_rows
 from tune_app.seeds import SEED_KEY
 from tune_app.space import Domain, iter_domains, value_at
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
     from tune_app.plan import ExperimentPlan
+    from tune_app.rundir.location import RunLocation
 
 # TensorBoard orders groups by name, digits before letters, and opens the first two: the group
 # of the spec's keys starts with one so it comes first.
@@ -160,7 +162,14 @@ class TrialBoard(TBXLoggerCallback):
         self.metric = metric
         self.scope, self.mode = scope, mode
         self.layout = layout or TagLayout(named=(metric,) if metric else ())
-        self.values: dict[str, list[float]] = {}  # trial id -> its metric values so far
+        # Trial id -> (step, metric value) of its results so far, as results.jsonl keeps them.
+        self.scored: dict[str, list[tuple[int, float]]] = {}
+        self.last_step: dict[Trial, int] = {}  # the last step in the trial's open events file
+        self.written: set[str] = set()  # trials this process wrote events for
+        self.results: Path | None = None  # results.jsonl, where `for_experiment` knows it
+        self.resumed: Path | None = None  # in a resumed run: results.jsonl where it is now
+        self.experiment = ""
+        self.folder: RunLocation | None = None
         self.created = time.time()
 
     @classmethod
@@ -170,7 +179,7 @@ class TrialBoard(TBXLoggerCallback):
             domains["env"] = Domain("grid_search", tuple(e.env for e in ep.env.grid))
         if ep.experiment.seeds:  # the seeds axis: a column of its own
             domains[SEED_KEY] = Domain("choice", tuple(ep.experiment.seeds))
-        return cls(
+        board = cls(
             {p: domains[p] for p in ep.searched if p in domains},
             metric_keys(ep),
             ep.metric,
@@ -178,6 +187,8 @@ class TrialBoard(TBXLoggerCallback):
             mode=ep.mode,
             layout=TagLayout.for_experiment(ep),
         )
+        board.results, board.experiment, board.folder = ep.folder.results, ep.name, ep.folder
+        return board
 
     @property
     def shown_metrics(self) -> dict[str, str]:
@@ -193,8 +204,10 @@ class TrialBoard(TBXLoggerCallback):
 
     @stops_on_write_error
     def log_trial_start(self, trial: Trial) -> None:
+        self.written.add(trial.trial_id)
         if trial in self.writers:
             self.writers[trial].close()
+        self.last_step.pop(trial, None)
         trial.init_local_path()
         self.writers[trial] = EventWriter(trial.local_path or ".", flush_secs=FLUSH_S)
         # Also on a restart (resume, retry, unpause); TensorBoard keeps the first of each tag.
@@ -209,14 +222,22 @@ class TrialBoard(TBXLoggerCallback):
             self.log_trial_start(trial)
         writer = self.writers[trial]
         step = result.get("timesteps_total") or result["training_iteration"]  # as Tune's
+        last = self.last_step.get(trial)
+        if last is None or step <= last:
+            # A trial's first result in an events file, or one going back (a resume, a retry, a
+            # restore): TensorBoard drops what earlier files or steps hold from this step on
+            # (its restart rule), so the trial's scalars are what results.jsonl keeps.
+            writer.restart(step)
+        self.last_step[trial] = step
+        kept = [(s, v) for s, v in self.scored.get(trial.trial_id, []) if s < step]
+        self.scored[trial.trial_id] = kept
         for tag, number in self.layout.scalars(result).items():
             writer.add_scalar(tag, number, global_step=step)
         value = scoring.finite(flatten(result, "/").get(self.metric)) if self.metric else None
         if value is not None:
-            values = self.values.setdefault(trial.trial_id, [])
-            values.append(value)
+            kept.append((step, value))
             # The score as the summary ranks trials, so HParams sorts them the same way.
-            score = scoring.score(values, self.scope, self.mode)
+            score = scoring.score([v for _, v in kept], self.scope, self.mode)
             if score is not None:
                 writer.add_scalar(SCORE_TAG, score, global_step=step)
 
@@ -227,6 +248,7 @@ class TrialBoard(TBXLoggerCallback):
         last = flatten(trial.last_result or {}, "/")
         self._write(trial, session_end(failed or diverged(last, self.metric) is not None))
         self.writers.pop(trial).close()
+        self.last_step.pop(trial, None)
 
     @stops_on_write_error
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
@@ -236,16 +258,38 @@ class TrialBoard(TBXLoggerCallback):
 
     @stops_on_write_error
     def on_experiment_end(self, trials: list, **info: Any) -> None:
-        """Close what an interrupted run left open: its trials never ended."""
+        """Close what an interrupted run left open: its trials never ended. In a resumed run,
+        write again the trials that ended in the killed one before their events were flushed."""
         for writer in self.writers.values():
             writer.close()
+        if self.resumed is not None:
+            self._complete(trials, self.resumed)
+
+    def _complete(self, trials: list, results: Path) -> None:
+        """Each trial this process did not write whose events never recorded its end (a driver
+        killed within FLUSH_S of its last results) is written again from results.jsonl, in an
+        events file of its own that replaces what the earlier ones hold (`restart`)."""
+        rows: dict[str, list[dict[str, Any]]] = {}
+        if results.exists():
+            for row in latest_results(read_rows(results.read_bytes())):
+                rows.setdefault(str(row.get("trial_id")), []).append(row)
+        for trial in trials:
+            kept = rows.get(trial.trial_id)
+            if trial.trial_id in self.written or not kept or not trial.local_path:
+                continue
+            if _ended_in_events(Path(trial.local_path)):
+                continue
+            self.log_trial_start(trial)
+            for row in kept:
+                self.log_trial_result(0, trial, row)
+            self.log_trial_end(trial, failed=trial.status == "ERROR")
 
     def _write(self, trial: Trial, summary: Any) -> None:
         self.writers[trial].add_summary(summary)  # on disk within FLUSH_S
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config for resume; open event writers cannot travel.
-        return {**self.__dict__, "writers": {}}
+        return {**self.__dict__, "writers": {}, "last_step": {}, "written": set()}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # A run begun by an earlier version, resumed: its pickle holds no layout.
@@ -254,7 +298,31 @@ class TrialBoard(TBXLoggerCallback):
         for old in ("_trial_writer", "_trial_result", "_summary_writer_cls"):
             state.pop(old, None)
         state["writers"] = {}
+        state["last_step"] = {}
+        state["written"] = set()
+        # Unpickled: a resumed run (Tune restores its callbacks). Its folder may have moved.
+        results = state.get("results")
+        if results is not None and state.get("folder") is not None:
+            results = located(state["experiment"], state["folder"]).results
+        state["resumed"] = results
+        # Before the values were kept with their steps: a resume starts a trial's score again.
+        state.pop("values", None)
+        state.setdefault("scored", {})
         self.__dict__.update(state)
+
+
+def _ended_in_events(folder: Path) -> bool:
+    """Whether the trial's newest events file records its end (HParams' session end)."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from tensorboard.plugins.hparams import metadata
+
+    files = sorted(folder.glob("events.out.tfevents.*"), key=lambda f: f.stat().st_mtime_ns)
+    if not files:
+        return False
+    for event in EventFileLoader(str(files[-1])).Load():
+        if any(v.tag == metadata.SESSION_END_INFO_TAG for v in event.summary.value):
+            return True
+    return False
 
 
 class EventWriter:
@@ -293,6 +361,19 @@ class EventWriter:
         if global_step is not None:
             event.step = int(global_step)
         self._write(event)
+
+    def restart(self, step: int) -> None:
+        """A session (re)start at `step`: TensorBoard drops the run's events at `step` and after
+        that it read before this one (SessionLog.START, its restart rule)."""
+        from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+
+        self._write(
+            Event(
+                wall_time=time.time(),
+                step=int(step),
+                session_log=SessionLog(status=SessionLog.START),
+            )
+        )
 
     def _write(self, event: Any) -> None:
         self._records.write(event.SerializeToString())

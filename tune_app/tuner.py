@@ -11,7 +11,7 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from ray.tune.search import Searcher
 
 from tune_app import progress
-from tune_app.callbacks import JsonlResults
+from tune_app.callbacks import JsonlResults, TrialLogsFollowResults
 from tune_app.divergence import diverged
 from tune_app.kinds_builtin import saves_checkpoints
 from tune_app.methods import Context, scheduler_of, searcher_of
@@ -127,6 +127,7 @@ def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
     callbacks += [
         JsonlResults(ep.folder, ep.name),
         TrialBoard.for_experiment(ep),
+        TrialLogsFollowResults(),  # before the CSV and JSON loggers, which append
         CSVLoggerCallback(),
         JsonLoggerCallback(),
     ]

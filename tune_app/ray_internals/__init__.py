@@ -35,11 +35,6 @@ rewritten results and read its tables, never replace its methods.
   constraint values with `set_constraint` before it is told).
 - `uploads`: `ray.train._internal.storage._upload_to_fs_path` (replaced while a Tuner fits, so
   Tune's copies of its state and trial files to the run folder replace files whole).
-- `trackers`: `WandbLoggerCallback`'s `_trial_logging_actors`, `_start_logging_actor`,
-  `_exclude_results`, `_logger_actor_cls` and its
-  `ray.air.integrations.wandb._WandbLoggingActor` (subclassed, to name, tag and resume runs,
-  and to let W&B write a trial's run file before Tune kills its process). MLflow's callback
-  uses MLflow's own client.
 
 - `versions`: the range of Ray releases checked, the warning outside it, and each behaviour
   that differs between the releases of the range, decided by the installed version.

@@ -97,16 +97,6 @@ SYMBOLS: tuple[Symbol, ...] = (
         ("local_path", "fs", "fs_path", "exclude"),
         "uploads",
     ),
-    Symbol(
-        "ray.air.integrations.wandb:_WandbLoggingActor",
-        ("logdir", "queue", "exclude", "to_config"),
-        "trackers",
-    ),
-    Symbol(
-        "ray.air.integrations.wandb:WandbLoggerCallback._start_logging_actor",
-        ("self", "trial", "exclude_results"),
-        "trackers",
-    ),
 )
 
 

@@ -29,6 +29,9 @@ TUNER_STATE = "tuner.pkl"  # Tune's saved Tuner: the run can be resumed
 # In each trial's folder: Tune's record of its failures, and its output (Tune's log_to_file=True)
 ERROR_FILE = "error.txt"
 STDOUT_FILE = "stdout"
+# Tune's per-trial logs (its JSON and CSV logger callbacks), appended to, one line per result.
+TUNE_RESULT_FILE = "result.json"
+TUNE_PROGRESS_FILE = "progress.csv"
 STDERR_FILE = "stderr"
 # A trial's checkpoints: folders `checkpoint_000003`, numbered in the order Tune took them.
 _CHECKPOINT = re.compile(r"checkpoint_(\d+)")
@@ -351,3 +354,61 @@ def flatten(tree: dict[str, Any], sep: str = ".", prefix: str = "") -> dict[str,
         else:
             flat[path] = value
     return flat
+
+
+def cut_trial_logs(trial_folder: Path, iteration: int) -> None:
+    """Cut a trial's result.json and progress.csv back to the lines of iterations before
+    `iteration`, as `latest_results` reads results.jsonl: the trial reports it again. Written
+    in place, so Tune's loggers, which hold the files open for appending, append after what is
+    kept (a replaced file would leave them writing to the old one)."""
+    _cut(trial_folder / TUNE_RESULT_FILE, iteration, _json_iteration)
+    _cut(trial_folder / TUNE_PROGRESS_FILE, iteration, _csv_iteration(trial_folder))
+
+
+def _json_iteration(line: bytes) -> int | None:
+    try:
+        step = json.loads(line).get("training_iteration")
+    except (ValueError, AttributeError):
+        return None
+    return step if isinstance(step, int) else None
+
+
+def _csv_iteration(trial_folder: Path) -> Callable[[bytes], int | None]:
+    """progress.csv's iteration of a line, by its header's column; the header is kept."""
+    import csv
+
+    column: list[int] = []
+
+    def of(line: bytes) -> int | None:
+        (cells,) = list(csv.reader([line.decode("utf-8", errors="replace")])) or [[]]
+        if not column:
+            if "training_iteration" not in cells:
+                return -1  # no header: keep the line
+            column.append(cells.index("training_iteration"))
+            return -1  # the header
+        try:
+            return int(float(cells[column[0]]))
+        except (IndexError, ValueError):
+            return None
+
+    return of
+
+
+def _cut(path: Path, iteration: int, step_of: Callable[[bytes], int | None]) -> None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    lines = data.splitlines(keepends=True)
+    kept = []
+    for line in lines:
+        if not line.endswith(b"\n"):
+            break  # a torn last line (a killed run)
+        step = step_of(line)
+        if step is not None and step < iteration:
+            kept.append(line)
+    if len(kept) == len(lines):
+        return
+    with path.open("r+b") as file:
+        file.write(b"".join(kept))
+        file.truncate()

@@ -1,14 +1,14 @@
 """Experiment trackers (MLflow, Weights & Biases): one table entry per tracker.
 
 Each entry holds its options model (what `trackers.<name>` may say), the package it needs and
-the extra that installs it, a check of what it needs besides (W&B's API key), and where its Tune
-callback lives, imported only when a run builds it. `check` runs in the plan, before Ray starts;
-`callbacks_for` in the tuner. Everything here but `callbacks_for` is Ray-free.
+the extra that installs it, a check of what it needs besides (W&B's API key), and where its
+`Sink` lives (`mirror`), imported only when a run builds it. `check` runs in the plan, before
+Ray starts; `callbacks_for` in the tuner, `finish` once summary.json is written. Everything here
+but `callbacks_for` is Ray-free.
 """
 
 from __future__ import annotations
 
-import importlib
 import netrc
 import os
 from collections.abc import Callable
@@ -46,8 +46,7 @@ class Tracker:
     options: type[BaseModel]
     module: str  # the package imported for it (checked installed before Ray starts)
     extra: str  # the tune_app extra that installs it
-    callback: str  # "module:Class" of its Tune callback, built with (options, plan)
-    finish: str | None  # "module:function" called with (options, plan, summary) at the end
+    sink: str  # "module:Class" of its `mirror.Sink`, built with (options, target)
     # What else it needs that is missing, as (what, how to fix it), or None.
     needs: Callable[[Any], tuple[str, str] | None] = lambda options: None
 
@@ -78,16 +77,14 @@ TRACKERS: dict[str, Tracker] = {
             MlflowOptions,
             "mlflow",
             "mlflow",
-            "tune_app.ray_internals.trackers:MlflowTrials",
-            "tune_app.ray_internals.trackers:finish_mlflow",
+            "tune_app.trackers.mlflow_runs:MlflowSink",
         ),
         Tracker(
             "wandb",
             WandbOptions,
             "wandb",
             "wandb",
-            "tune_app.ray_internals.trackers:WandbTrials",
-            "tune_app.ray_internals.trackers:finish_wandb",
+            "tune_app.trackers.wandb_runs:WandbSink",
             needs=_wandb_key,
         ),
     )
@@ -120,19 +117,25 @@ def check(trackers: tuple[Chosen, ...]) -> None:
             raise SpecError(missing[0], path=one.key_path, suggestion=missing[1])
 
 
-def _imported(where: str) -> Any:
-    module, _, name = where.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def callbacks_for(ep: ExperimentPlan) -> list[Any]:
-    """The Tune callbacks of `ep`'s trackers (each tracker's package imported here)."""
-    return [_imported(TRACKERS[t.name].callback)(t.options, ep) for t in ep.experiment.trackers]
+    """The Tune callbacks of `ep`'s trackers (each tracker's package imported in its worker)."""
+    from tune_app.trackers.callback import TrackerLog
+
+    return [TrackerLog(TRACKERS[t.name].sink, t.options, ep) for t in ep.experiment.trackers]
 
 
 def finish(ep: ExperimentPlan, summary: RunSummary) -> None:
-    """What the trackers record once summary.json is written (final statuses, the summary)."""
+    """What the trackers record once summary.json is written (final statuses, the summary),
+    queued behind the trials' results; then each tracker's worker ends, waited for a bounded
+    time (`mirror.DRAIN_S`)."""
+    from tune_app.trackers.mirror import LIVE
+
     for one in ep.experiment.trackers:
-        done = TRACKERS[one.name].finish
-        if done is not None:
-            _imported(done)(one.options, ep, summary)
+        sink = TRACKERS[one.name].sink
+        live = LIVE.pop((sink, ep.name), None)
+        if live is None:  # no trial ran in this process: the summary alone
+            from tune_app.trackers.mirror import mirror_for, target_of
+
+            live = mirror_for(sink, one.options, target_of(ep))
+        live.finish(summary)
+        live.stop()
