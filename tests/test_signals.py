@@ -291,3 +291,80 @@ def test_a_signal_is_handed_to_the_handler_of_ctrl_c_in_place():
             signal.signal(signal.SIGINT, saved)
     assert seen == [signal.SIGINT]
     assert interrupts.exit_code() == 143 and interrupts.received() == "SIGTERM"
+
+
+HELD_BACK = """
+import os, signal, time
+from tune_app.ray_internals.startup import signals_left_to_the_driver
+got = []
+signal.signal(signal.SIGTERM, lambda s, f: got.append("driver's"))
+with signals_left_to_the_driver():
+    signal.signal(signal.SIGTERM, lambda s, f: got.append("Ray's"))  # as ray.init does
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.2)
+    got.append("started")
+print(",".join(got), signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, set()))
+"""
+
+
+def test_a_sigterm_while_ray_starts_waits_for_the_driver_s_own_handler():
+    """What `ray.init` installs for SIGTERM never runs: one sent meanwhile waits, and reaches the
+    handler the driver had before, which is back; SIGTERM is unblocked again."""
+    out = _child(HELD_BACK)
+    assert out.stdout.split() == ["started,driver's", "False"], out
+
+
+def _sigterm_blocked(pid: int) -> bool:
+    """Whether the process `pid` blocks SIGTERM (its SigBlk mask, /proc/PID/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigBlk:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    raise AssertionError(f"no SigBlk for {pid}")
+
+
+MASKS = """
+import os, sys
+import ray
+from tune_app import api, cluster
+
+def tree(pid):
+    out = [pid]
+    for p in out:
+        for t in os.listdir(f"/proc/{p}/task"):
+            try:
+                out += [int(c) for c in open(f"/proc/{p}/task/{t}/children").read().split()]
+            except OSError:
+                pass
+    return out
+
+plan = api.validate(sys.argv[1])
+with cluster.ray_for(plan, None, 0):
+    ray.get(ray.remote(lambda: 1).remote())  # a worker too
+    print(" ".join(str(p) for p in tree(os.getpid())[1:]))
+    sys.stdout.flush()
+    sys.stdin.readline()  # the processes are read while Ray runs
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_the_processes_of_a_local_ray_take_sigterm(tmp_path):
+    """SIGTERM, held back in the driver while Ray starts, is not held back in the processes Ray
+    starts meanwhile (they inherit the mask): `ray.shutdown` stops them with it."""
+    for name in ("nodes.py", "helper.py"):
+        user_module(name, tmp_path)
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", MASKS, str(tmp_path / "spec.yaml")],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) >= 3, pids  # the GCS, the raylet, a worker at least
+        blocked = [p for p in pids if Path(f"/proc/{p}").exists() and _sigterm_blocked(p)]
+        assert not blocked, blocked
+        assert not _sigterm_blocked(proc.pid)  # the driver's thread takes it again
+    finally:
+        proc.communicate("\n", timeout=120)
+    assert proc.returncode == 0

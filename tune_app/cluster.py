@@ -30,7 +30,7 @@ from tune_app.ray_internals.startup import (
 )
 from tune_app.resources import Machine, misfit
 
-# Ray Train's own switch (ray.train.v2._internal.constants): with it off, a trial process's
+# Ray Train's own switch (documented with Train's second versions): with it off, a trial process's
 # `ray.train.report`, `get_checkpoint` and `get_context` are Train's first versions, which hand
 # over to ray.tune's in a Tune trial. Trainables as Ray 2.7 to 2.40 documented them run; Train's
 # second versions raise DeprecationWarning in a Tune trial, failing every one.
@@ -77,7 +77,11 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
     for key, value in {**TUNE_TRIAL_ENV, **worker_env()}.items():
         os.environ.setdefault(key, value)
     try:  # an interruption while Ray starts stops what did start
-        with daemons_in_own_session(), node_on_loopback(), signals_left_to_the_driver():
+        with (
+            daemons_in_own_session() as own_session,
+            node_on_loopback(),
+            signals_left_to_the_driver(block=own_session),
+        ):
             ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
         reclaim()  # should a handler of Ray's have got through
         yield
