@@ -26,7 +26,6 @@ from tune_app.ray_internals.startup import (
     daemons_in_own_session,
     node_on_loopback,
     signals_left_to_the_driver,
-    stop_local_ray,
 )
 from tune_app.resources import Machine, misfit
 
@@ -86,7 +85,7 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
         reclaim()  # should a handler of Ray's have got through
         yield
     finally:
-        stop_local_ray()
+        ray.shutdown()
 
 
 def check_cluster(plan: Plan) -> None:

@@ -1,7 +1,8 @@
-"""Starting and stopping a local Ray, and Tune's trial actors on Ray's prestarted workers.
+"""Starting a local Ray or joining one, and Tune's trial actors on Ray's prestarted workers.
 
-Each helper patches or reads one private Ray symbol (listed in `tune_app.ray_internals`), and
-falls back to Ray's own behaviour when the symbol is not there.
+Each helper but `signals_left_to_the_driver` (Python's own signal machinery) patches one private
+Ray symbol (listed in `tune_app.ray_internals`), and falls back to Ray's own behaviour when the
+symbol is not there.
 """
 
 from __future__ import annotations
@@ -49,17 +50,6 @@ def trials_on_prestarted_workers() -> Iterator[None]:
     finally:
         for name, value in saved.items():
             setattr(class_cache, name, value)
-
-
-def stop_local_ray() -> None:
-    """`ray.shutdown()`, less the second it waits for the autoscaler's monitor to exit on
-    SIGTERM: a local node's fixed size needs no autoscaler, so it is killed first."""
-    node = getattr(ray._private.worker, "_global_node", None)
-    kill_monitor = getattr(node, "kill_monitor", None)
-    if kill_monitor is not None:
-        with contextlib.suppress(Exception):  # it is gone already: shutdown's own business
-            kill_monitor(check_alive=False)
-    ray.shutdown()
 
 
 @contextlib.contextmanager
