@@ -76,11 +76,7 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
     for key, value in {**TUNE_TRIAL_ENV, **worker_env()}.items():
         os.environ.setdefault(key, value)
     try:  # an interruption while Ray starts stops what did start
-        with (
-            daemons_in_own_session() as own_session,
-            node_on_loopback(),
-            signals_left_to_the_driver(block=own_session),
-        ):
+        with daemons_in_own_session(), node_on_loopback(), signals_left_to_the_driver():
             ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
         reclaim()  # should a handler of Ray's have got through
         yield

@@ -12,9 +12,8 @@ run went on to its end; so `as_interrupts` also gives such a process Python's Ct
 
 Ray installs SIGTERM handlers of its own while the driver starts or joins it (one exits 15
 silently, one prints a C++ stack dump); `ray_internals.startup.signals_left_to_the_driver`
-holds SIGTERM back meanwhile and puts ours back over them, and `reclaim` does so too. A signal
-while the summary is written waits for it (`deferred`): the folder is whole, then the run ends
-as interrupted.
+keeps them out, and `reclaim` puts ours back should one get through. A signal while the summary
+is written waits for it (`deferred`): the folder is whole, then the run ends as interrupted.
 """
 
 from __future__ import annotations

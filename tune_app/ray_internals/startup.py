@@ -1,19 +1,15 @@
 """Starting a local Ray or joining one, and Tune's trial actors on Ray's prestarted workers.
 
-Each helper but `signals_left_to_the_driver` (Python's own signal machinery) patches one private
-Ray symbol (listed in `tune_app.ray_internals`), and falls back to Ray's own behaviour when the
-symbol is not there.
+Each helper patches one or two private Ray symbols (listed in `tune_app.ray_internals`), and
+falls back to Ray's own behaviour when a symbol is not there.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import ray
@@ -56,43 +52,31 @@ def trials_on_prestarted_workers() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def daemons_in_own_session() -> Iterator[bool]:
+def daemons_in_own_session() -> Iterator[None]:
     """Start a local Ray's processes (GCS, raylet and the workers they start) in a session of
-    their own, so a signal sent to the driver's process group reaches the driver alone, and
-    with SIGTERM unblocked (`signals_left_to_the_driver` blocks it in the driver meanwhile).
+    their own, so a signal sent to the driver's process group reaches the driver alone.
 
     `timeout` and Slurm signal the whole process group, and a closed terminal hangs up its
     session: Ray's daemons died with the driver's SIGTERM or SIGHUP (Ray blocks only SIGINT in
     them), and the driver, stopping the run as Ctrl-C does, then lost its GCS ("Failed to
     connect to GCS within 60 seconds") and saved nothing. They still end with the driver:
-    `ray.shutdown` stops them, and Ray ties them to the driver's life where the kernel can.
-    No hook of Ray's starts its processes otherwise: the class it starts them with is replaced.
-    Yields whether it holds (not where Ray has no such class, nor on Windows)."""
+    `ray.shutdown` stops them, and Ray ties them to the driver's life where the kernel can."""
     services: Any = getattr(ray._private, "services", None)
     original = getattr(services, "ConsolePopen", None)
     if original is None or sys.platform == "win32":
-        yield False
+        yield
         return
 
     class InOwnSession(original):  # type: ignore[misc, valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs.setdefault("start_new_session", True)
-            kwargs["preexec_fn"] = functools.partial(_sigterm_unblocked, kwargs.get("preexec_fn"))
             super().__init__(*args, **kwargs)
 
     services.ConsolePopen = InOwnSession
     try:
-        yield True
+        yield
     finally:
         services.ConsolePopen = original
-
-
-def _sigterm_unblocked(then: Callable[[], Any] | None) -> None:
-    """In a process Ray starts, before it runs: SIGTERM unblocked (a child inherits the
-    driver's mask, which blocks it while Ray starts), then Ray's own set-up (`then`)."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-    if then is not None:
-        then()
 
 
 @contextlib.contextmanager
@@ -120,27 +104,34 @@ def node_on_loopback() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def signals_left_to_the_driver(block: bool = True) -> Iterator[None]:
+def signals_left_to_the_driver() -> Iterator[None]:
     """Start or join Ray without Ray taking over the driver's SIGTERM.
 
     `ray.init` installs a SIGTERM handler that exits 15 with no word, its node one that stops
     the daemons and exits 1, and its core worker a C++ failure handler that prints a stack dump
     for SIGTERM: a job stopped while Ray started ended in one of those, not as an interrupted
-    run. While this holds, SIGTERM is blocked in the driver's thread (Python's
-    `signal.pthread_sigmask`: one that comes waits); after, the driver's handler of before
-    (`tune_app.interrupts`'s, or the caller's) is installed again, over Ray's, and SIGTERM
-    unblocked, so one that came meanwhile reaches it. The threads Ray starts meanwhile keep it
-    blocked (it is the driver's thread's to handle); the processes it starts unblock it
-    (`daemons_in_own_session`; `block` False where it does not hold: Ray's handlers then act on
-    a SIGTERM while Ray starts). Off the main thread Python installs no handler: nothing to do."""
-    if sys.platform == "win32" or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    handler = signal.getsignal(signal.SIGTERM)
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM} if block else set())
+    run. While this holds, Ray's `set_sigterm_handler` installs nothing and the driver's core
+    worker no failure handler (`RAY_DISABLE_FAILURE_SIGNAL_HANDLER` read there, not from the
+    environment, so workers keep theirs): the driver's handlers (`tune_app.interrupts`) stay.
+    Two patches, not Python's `signal.pthread_sigmask` (SIGTERM blocked while Ray starts, the
+    driver's handler put back after), tried: a mask is per thread, and the driver's other
+    threads (a background import, a native one) took SIGTERM and ran Ray's handler (exit 15)."""
+    from ray._private import ray_constants, utils
+
+    saved_set = getattr(utils, "set_sigterm_handler", None)
+    saved_flag = getattr(ray_constants, "RAY_DISABLE_FAILURE_SIGNAL_HANDLER", None)
+    if saved_set is not None:
+        utils.set_sigterm_handler = _install_nothing
+    if saved_flag is not None:
+        ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
     try:
         yield
     finally:
-        if handler is not None:  # None: one installed outside Python, which cannot be put back
-            signal.signal(signal.SIGTERM, handler)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if saved_set is not None:
+            utils.set_sigterm_handler = saved_set
+        if saved_flag is not None:
+            ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = saved_flag
+
+
+def _install_nothing(handler: Any) -> None:
+    """Ray's `set_sigterm_handler` while the driver keeps its own."""
