@@ -8,6 +8,7 @@ import contextlib
 import functools
 import json
 import math
+import os
 import pickle
 import re
 import select
@@ -373,17 +374,24 @@ def test_tunes_own_tensorboard_logger_is_not_added() -> None:
     from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback, TBXLoggerCallback
     from ray.tune.utils.callback import _create_default_callbacks
 
-    from tune_app.tuner import _callbacks
+    from tune_app.tuner import AUTO_LOGGERS_ENV, _callbacks, given_loggers_only
 
     ep = make_plan(spec.load(SEARCH_SPACES / "grid.yaml")).experiments[0]
-    for auto in ("0", "1"):
+    for auto in ("0", "1", None):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", auto)
-            callbacks = _create_default_callbacks(_callbacks(ep, None))
+            if auto is None:
+                patch.delenv(AUTO_LOGGERS_ENV, raising=False)
+            else:
+                patch.setenv(AUTO_LOGGERS_ENV, auto)
+            with given_loggers_only():  # as the runner fits a Tuner
+                callbacks = _create_default_callbacks(_callbacks(ep, None))
+            assert os.environ.get(AUTO_LOGGERS_ENV) == auto  # the user's setting is back
         kinds = [
             type(c)
             for c in callbacks
-            if isinstance(c, TBXLoggerCallback | CSVLoggerCallback | JsonLoggerCallback)
+            if isinstance(
+                c, TBXLoggerCallback | CSVLoggerCallback | JsonLoggerCallback | TrialBoard
+            )
         ]
         assert sorted(k.__name__ for k in kinds) == [
             "CSVLoggerCallback",

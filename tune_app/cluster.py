@@ -26,11 +26,10 @@ from tune_app.ray_internals.startup import (
     daemons_in_own_session,
     node_on_loopback,
     signals_left_to_the_driver,
-    stop_local_ray,
 )
 from tune_app.resources import Machine, misfit
 
-# Ray Train's own switch (ray.train.v2._internal.constants): with it off, a trial process's
+# Ray Train's own switch (documented with Train's second versions): with it off, a trial process's
 # `ray.train.report`, `get_checkpoint` and `get_context` are Train's first versions, which hand
 # over to ray.tune's in a Tune trial. Trainables as Ray 2.7 to 2.40 documented them run; Train's
 # second versions raise DeprecationWarning in a Tune trial, failing every one.
@@ -82,7 +81,7 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
         reclaim()  # should a handler of Ray's have got through
         yield
     finally:
-        stop_local_ray()
+        ray.shutdown()
 
 
 def check_cluster(plan: Plan) -> None:

@@ -507,7 +507,8 @@ def with_keyword_reports(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def accept_keyword_reports() -> None:
     """Make this process's `ray.tune.report` take metrics as keywords too (once; a trial's own
-    process, where nothing else reports)."""
+    process, where nothing else reports). A patch: the trainable calls Ray's function by name,
+    and Tune has no hook between the two."""
     from ray import tune
 
     original = tune.report

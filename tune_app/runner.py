@@ -262,7 +262,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     from tune_app import progress
     from tune_app.callbacks import relocate
     from tune_app.ray_internals.placement import deferred_group_removal
-    from tune_app.tuner import build_tuner, param_space, state_period
+    from tune_app.tuner import build_tuner, given_loggers_only, param_space, state_period
 
     if opts.board is not None:
         progress.attach(ep.name, progress.Relay(opts.board))
@@ -298,6 +298,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             whole_file_uploads(),
             trial_oom_is_actor_death(),
             trials_on_prestarted_workers() if opts.local_ray else contextlib.nullcontext(),
+            given_loggers_only(),
         ):
             grid = tuner.fit()
     except BaseException:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ray.tune.logger import LoggerCallback, TBXLoggerCallback
+from ray.tune.logger import LoggerCallback
 
 from tune_app import scoring
 from tune_app.callbacks import located
@@ -134,14 +134,14 @@ class TagLayout:
         return shown
 
 
-class TrialBoard(TBXLoggerCallback):
-    """Tune's TensorBoard logger, with the scalars of `TagLayout` and HParams from the start.
+class TrialBoard(LoggerCallback):
+    """The run's TensorBoard logger, with the scalars of `TagLayout` and HParams from the start.
 
-    Tune writes every result key under one `ray/tune/` group, and HParams only when a trial ends
-    (none for a trial that errored before reporting) and of every config key. This writes the
-    experiment's config and a session start when a trial starts, its end with a status, into
-    the events file of the trial's scalars. Being a TBXLoggerCallback, Tune adds no other; none
-    of that class's own methods run (they use its private state), so this keeps its writers.
+    Tune's own writes every result key under one `ray/tune/` group, and HParams only when a
+    trial ends (none for a trial that errored before reporting) and of every config key. This
+    writes the experiment's config and a session start when a trial starts, its end with a
+    status, into the events file of the trial's scalars. Tune adds its own logger unless told
+    not to: `tuner.given_loggers_only` holds while a Tuner fits.
     """
 
     def __init__(
@@ -153,9 +153,9 @@ class TrialBoard(TBXLoggerCallback):
         mode: str | None = "max",
         layout: TagLayout | None = None,
     ) -> None:
-        # Not TBXLoggerCallback's own: it imports tensorboardX, whose writer imports torch
+        # Not Tune's TBXLoggerCallback: it imports tensorboardX, whose writer imports torch
         # (2.5 s of a short search's start). The events are written with TensorBoard's writer.
-        LoggerCallback.__init__(self)
+        super().__init__()
         self.writers: dict[Trial, EventWriter] = {}
         self.hparams = dict(hparams)  # dotted config path -> its domain in the spec
         self.metrics = tuple(metrics)

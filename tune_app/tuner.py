@@ -3,7 +3,9 @@ and callbacks, and how often Tune saves its state."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ray import tune
@@ -115,11 +117,30 @@ def resets_cleanly(trainable: Any) -> bool:
     return True
 
 
+# Tune's documented switch, read as a Tuner fits: with it on, Tune adds none of its CSV, JSON and
+# TensorBoard loggers to the callbacks given.
+AUTO_LOGGERS_ENV = "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"
+
+
+@contextlib.contextmanager
+def given_loggers_only() -> Iterator[None]:
+    """While this holds (a Tuner's fit), Tune adds no logger of its own: `_callbacks` gives
+    all three, TrialBoard in place of Tune's TensorBoard logger (which writes every key under
+    `ray/tune/`). The environment is as it was afterwards."""
+    saved = os.environ.get(AUTO_LOGGERS_ENV)
+    os.environ[AUTO_LOGGERS_ENV] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(AUTO_LOGGERS_ENV, None)
+        else:
+            os.environ[AUTO_LOGGERS_ENV] = saved
+
+
 def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
-    # Tune adds its CSV, JSON and TensorBoard loggers unless one of each kind is given (or
-    # TUNE_DISABLE_AUTO_CALLBACK_LOGGERS is set). TrialBoard is the TensorBoard one, so Tune's,
-    # writing every key under `ray/tune/`, is not added. The CSV and JSON ones are given here,
-    # whatever the environment says: Tune's results, and the app, read their files back.
+    # The CSV and JSON loggers are given here, whatever the environment says: Tune's results,
+    # and the app, read their files back. Tune adds none while `given_loggers_only` holds.
     callbacks: list[tune.Callback] = []
     if ep.experiment.result_timeout_s is not None:
         # First: it records why the trials it fails failed, which the others read.

@@ -24,9 +24,9 @@ rewritten results and read its tables, never replace its methods.
 - `startup`: `ray._private.services.ConsolePopen` (its processes started in their own session),
   `ray._private.ray_constants.ENABLE_RAY_CLUSTER` (off while a local Ray starts: loopback),
   `ray.tune.execution.class_cache.DEFAULT_ENV_VARS` and `ENV_VARS_TO_PROPAGATE`,
-  `ray._private.worker._global_node.kill_monitor`, `ray._private.utils.set_sigterm_handler`
-  and `ray._private.ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER` (Ray's SIGTERM handlers
-  kept out of the driver while it starts or joins Ray).
+  `ray._private.utils.set_sigterm_handler` and
+  `ray._private.ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER` (Ray's SIGTERM handlers kept
+  out of the driver while it starts or joins Ray).
 - `actors`: `Trial.temporary_state.ray_actor` (the trial's actor handle, an attribute of the
   private `ray.tune.experiment.trial._TemporaryTrialState`), killed for `result_timeout_s`.
 - `memory`: `ray.air.execution._internal.actor_manager.RayActorManager._actor_task_failed`

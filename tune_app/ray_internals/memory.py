@@ -9,7 +9,7 @@ other, so one trial running out of memory ended the whole search (exit 1, no sum
 `max_failures`) with the cause "out of memory", and the search goes on.
 
 Private Ray symbol: `ray.air.execution._internal.actor_manager.RayActorManager.
-_actor_task_failed` (wrapped while a Tuner fits).
+_actor_task_failed` (wrapped while a Tuner fits: Tune has no hook for an actor task's error).
 """
 
 from __future__ import annotations

@@ -84,8 +84,6 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("ray._private.ray_constants:ENABLE_RAY_CLUSTER", None, "startup"),
     Symbol("ray.tune.execution.class_cache:DEFAULT_ENV_VARS", None, "startup"),
     Symbol("ray.tune.execution.class_cache:ENV_VARS_TO_PROPAGATE", None, "startup"),
-    Symbol("ray._private.worker:_global_node", None, "startup"),
-    Symbol("ray._private.node:Node.kill_monitor", ("self", "check_alive"), "startup"),
     Symbol("ray.tune.experiment.trial:_TemporaryTrialState", None, "actors"),
     Symbol(
         "ray.air.execution._internal.actor_manager:RayActorManager._actor_task_failed",

@@ -12,7 +12,8 @@ copied (size and modification time) is not copied again, so a search of many tri
 the running ones' files.
 
 Private Ray symbol: `ray.train._internal.storage._upload_to_fs_path`, replaced while a Tuner
-fits (`_FilesystemSyncer._sync_up_command` looks it up at each copy).
+fits (`_FilesystemSyncer._sync_up_command` looks it up at each copy; `SyncConfig` no longer takes
+a syncer, and a `storage_filesystem` of the app's would change every reader of the folder).
 """
 
 from __future__ import annotations
