@@ -71,13 +71,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tune_app import api
     from tune_app.spec.resolve import load
 
-    loaded = load(args.spec)
-    if not args.quiet:  # at once: planning imports the trainables, which may import Ray
-        from tune_app.console import start_line
+    def run() -> RunResult:
+        loaded = load(args.spec)
+        if not args.quiet:  # at once: planning imports the trainables, which may import Ray
+            from tune_app.console import start_line
 
-        print(start_line(loaded, args.storage_path, args.smoke), flush=True)
-    return _shown(
-        lambda: api.run(
+            print(start_line(loaded, args.storage_path, args.smoke), flush=True)
+        return api.run(
             loaded,
             smoke=args.smoke,
             storage_path=args.storage_path,
@@ -87,16 +87,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             junit=args.junit,
             on_plan=_print_plan_warnings if args.quiet else _print_plan_start,
         )
-    )
+
+    return _shown(run)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from tune_app import api
 
-    if not args.quiet:  # at once: planning imports the trainables, which may import Ray
-        print(f"tune_app: resuming {args.dir}", flush=True)
-    return _shown(
-        lambda: api.resume(
+    def resume() -> RunResult:
+        if not args.quiet:  # at once: planning imports the trainables, which may import Ray
+            print(f"tune_app: resuming {args.dir}", flush=True)
+        return api.resume(
             args.dir,
             force=args.force,
             address=args.address,
@@ -105,12 +106,15 @@ def cmd_resume(args: argparse.Namespace) -> int:
             junit=args.junit,
             on_plan=_print_plan_warnings,
         )
-    )
+
+    return _shown(resume)
 
 
 def _shown(run: Callable[[], RunResult]) -> int:
     """Print what a run ended with (the summary table, the expectations that failed, how to
-    continue it if interrupted) and return its exit code; a run that raised shows what it can."""
+    continue it if interrupted) and return its exit code; a run that raised shows what it can.
+    `run` is the whole command, its first printed line included: a signal that lands while that
+    line is written is an interruption before the run began, as any before the plan is."""
     from tune_app.api import Interrupted, NeverReported
 
     try:
