@@ -9,23 +9,26 @@ while a local Ray starts (this module imports it only where it is used).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import logging
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import ray
 
-from tune_app import trackers
+from tune_app import head, trackers
 from tune_app.cluster import check_cluster, cluster_address, ray_for
-from tune_app.errors import SpecError, StorageError
+from tune_app.command import resume_command
+from tune_app.errors import SpecError, StorageError, TuneAppError, TuneFailure
 from tune_app.interrupts import as_interrupts, deferred, forget_write_errors, write_error
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.ray_internals.memory import trial_oom_is_actor_death
@@ -84,7 +87,14 @@ def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     # Tune and the app's callbacks import in 0.7 s of CPU; a local Ray takes 2 s to start, most
     # of it waiting for its daemons: the import runs meanwhile.
     tune_side = _Import("tune_app.tuner")
-    with ray_for(plan, opts.address, opts.verbosity) if started_here else contextlib.nullcontext():
+    began = time.monotonic()
+    with (
+        ray_for(plan, opts.address, opts.verbosity) if started_here else contextlib.nullcontext(),
+        head.watched(
+            ray.get_runtime_context().gcs_address,
+            functools.partial(_end_for_lost_head, plan, began),
+        ),
+    ):
         tune_side.wait()
         from tune_app import progress
 
@@ -232,6 +242,8 @@ def _run_concurrently(
             raise StorageError(err.cause.error) from None  # the others stopped with theirs
         if isinstance(err, ray.exceptions.RayTaskError) and isinstance(err.cause, SpecError):
             raise err.cause from None  # one line, as from a single experiment
+        if isinstance(err, ray.exceptions.RayTaskError) and isinstance(err.cause, TuneFailure):
+            raise TuneFailure(err.cause.cause) from None  # the others stopped with theirs
         raise
 
 
@@ -299,7 +311,16 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             trial_oom_is_actor_death(),
             trials_on_prestarted_workers() if opts.local_ray else contextlib.nullcontext(),
         ):
-            grid = tuner.fit()
+            try:
+                grid = tuner.fit()
+            except Exception as err:
+                if isinstance(err, TuneAppError) or not _started(ep):
+                    raise
+                # Tune's own loop raised (a trial's error fails that trial alone): the state it
+                # saved last resumes.
+                wall = earlier + time.monotonic() - began
+                summary = _saved_summary(ep, wall)
+                raise TuneFailure.loop_raised(err, [summary] if summary else []) from err
     except BaseException:
         if not opts.resume and not _started(ep):
             # Tune refused the run before any trial: nothing to resume, and a folder left
@@ -309,6 +330,42 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     # A finished run resumed runs nothing: its wall time stays what it was.
     with deferred():  # a signal now waits for the summary, then interrupts
         return _finish(ep, grid, earlier if finished else earlier + time.monotonic() - began)
+
+
+def _saved_summary(ep: ExperimentPlan, wall_time_s: float) -> RunSummary | None:
+    """The summary of what Tune saved last, marked interrupted and written (where it can be),
+    for a run that stopped without Tune's loop ending: None when that state is unreadable. At
+    5,000 trials Tune's loop once raised "dictionary changed size during iteration": the run
+    ended with a traceback and no summary, though its saved state resumed."""
+    from ray.tune import ExperimentAnalysis, ResultGrid
+
+    try:
+        with deferred():
+            _mark_finished(ep)
+            grid = ResultGrid(ExperimentAnalysis(ep.folder.local.as_posix()))
+            summary = replace(summarize(ep, grid, wall_time_s), interrupted=True)
+            write_json(ep.folder.summary, summary.to_json())
+            ep.folder.push()
+    except Exception:  # the saved state itself is unreadable: the error says what broke
+        return None
+    return summary
+
+
+def _end_for_lost_head(plan: Plan, began: float, address: str) -> NoReturn:
+    """The Ray head stopped answering (`head.HeadWatch`, in its thread): each started
+    experiment's summary from the state Tune saved last, one line with the resume command, and
+    the process ended with TuneFailure's code, as Ray would end it moments later with 1. The
+    main thread cannot be asked to unwind: it waits on the GCS inside Tune's loop."""
+    started = [ep for ep in plan.experiments if ep.folder.started]
+    summaries = []
+    for ep in started:
+        earlier = _earlier_wall_time(ep)[0]
+        summaries.append(_saved_summary(ep, earlier + time.monotonic() - began))
+    failure = TuneFailure.head_lost(address, [s for s in summaries if s is not None])
+    failure.resumed_by(resume_command([ep.location for ep in started]) if started else None)
+    sys.stdout.flush()
+    print(f"error: {failure}", file=sys.stderr, flush=True)
+    os._exit(failure.exit_code)
 
 
 def _restore(ep: ExperimentPlan, trainable: Any, space: dict[str, Any]) -> Any:
