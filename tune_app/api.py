@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -291,12 +292,25 @@ def load(*folders: str | os.PathLike[str], top: int | None = None) -> pd.DataFra
     """A run's trials as a DataFrame, a row each, ranked best first within each experiment as
     `analyze` ranks them: experiment, trial_id, status, `config/<path>` of each searched
     parameter, iterations, score, best, last, time_total_s, failures, stopped_early, cause,
-    error, folder."""
+    error, folder. Raises `SpecError` for a folder that holds no tune_app run (saying what it
+    holds: a plain Ray Tune experiment, a run stopped before it began), and warns (`PartlyRead`)
+    for each file of a run that could not be read in full."""
     import pandas as pd
 
     from tune_app.analyze import trial_rows
 
-    return pd.DataFrame(trial_rows(read(*folders), top))
+    experiments = read(*folders)
+    for exp in experiments:
+        for problem in exp.problems:  # analyze prints them as `skipped:` lines
+            warnings.warn(f"{exp.where}: {problem}", PartlyRead, stacklevel=2)
+    return pd.DataFrame(trial_rows(experiments, top))
+
+
+class PartlyRead(UserWarning):
+    """A file of a run `load` read could not be read in full (a killed run's torn line, a file
+    cut short): its rows hold what could be read. A folder that holds no tune_app run at all is
+    refused (`SpecError`), as `analyze` refuses it and as Ray Tune's `ExperimentAnalysis`
+    refuses a folder without its experiment state."""
 
 
 def _load(source: SpecSource | Spec) -> Spec:
