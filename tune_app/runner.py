@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib
+import inspect
 import logging
 import os
 import pickle
@@ -288,11 +290,13 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     forget_write_errors()
     if not opts.resume:
         _start_folder(ep, plan, opts)
+    legacy = None  # the trainable as a run begun before per-experiment names registered it
     if ep.trainable.kind.sizes_own_placement:
         trainable = loaded.trainable  # its class sizes each trial from the config
     else:
         pgf = tune.PlacementGroupFactory(list(ep.bundles))
-        trainable = tune.with_resources(loaded.trainable, pgf)
+        trainable = tune.with_resources(_per_experiment(loaded.trainable, ep.name), pgf)
+        legacy = tune.with_resources(_per_experiment(loaded.trainable, None), pgf)
     os.environ["TUNE_GLOBAL_CHECKPOINT_S"] = state_period(ep)
     began = time.monotonic()
     earlier, finished = _earlier_wall_time(ep) if opts.resume else (0.0, False)
@@ -302,7 +306,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             # checkpoint, the searcher's history is restored; callbacks and stopper come back.
             relocate(ep.name, ep.folder)
             _mark_finished(ep)
-            tuner = _restore(ep, trainable, param_space(ep, loaded.env))
+            tuner = _restore(ep, trainable, param_space(ep, loaded.env), legacy)
         else:
             tuner = build_tuner(ep, trainable, loaded.env, opts)
         with (
@@ -368,14 +372,49 @@ def _end_for_lost_head(plan: Plan, began: float, address: str) -> NoReturn:
     os._exit(failure.exit_code)
 
 
-def _restore(ep: ExperimentPlan, trainable: Any, space: dict[str, Any]) -> Any:
+def _per_experiment(trainable: Any, experiment: str | None) -> Any:
+    """`trainable` under a name of its experiment's own (None: its own name, as runs begun
+    before kept it), for Tune to register it by.
+
+    Tune registers a trainable by its name in a registry shared by every Tuner of the Ray job,
+    with the resources `with_resources` gave it: two experiments of one spec running the same
+    function at the same time registered it twice under one name, and the trials of both got
+    whichever experiment's resources came last (a trial asking 1 CPU held 2). A wrapper, not the
+    function itself: `with_resources` sets its attribute on the function it is given."""
+    base = trainable.__name__
+    name = base if experiment is None else f"{base}_{_tag(experiment)}"
+    if inspect.isclass(trainable):
+        return type(name, (trainable,), {"__module__": trainable.__module__})
+
+    @functools.wraps(trainable)
+    def trial(*args: Any, **kwargs: Any) -> Any:
+        return trainable(*args, **kwargs)
+
+    trial.__name__ = name
+    return trial
+
+
+def _tag(experiment: str) -> str:
+    """Six hex digits of the experiment's name: short (Tune cuts a trial's folder name at 130
+    characters, trial id included) and of neither shape a trial id has (5 or 8 hex digits)."""
+    return hashlib.sha1(experiment.encode("utf-8")).hexdigest()[:6]
+
+
+def _restore(ep: ExperimentPlan, trainable: Any, space: dict[str, Any], legacy: Any) -> Any:
     """Tune's Tuner from the run's saved state. That state pickles the app's scheduler, searcher
     and callback objects: one written by another version of the app may name classes this one
-    does not have, which is said in one line, not as an unpickling traceback."""
+    does not have, which is said in one line, not as an unpickling traceback. A run begun
+    before trainables were named per experiment saved the plain name, which Tune requires back
+    (its ValueError): `legacy` carries it."""
     from ray import tune
 
     try:
-        return tune.Tuner.restore(ep.location, trainable=trainable, param_space=space)
+        try:
+            return tune.Tuner.restore(ep.location, trainable=trainable, param_space=space)
+        except ValueError:
+            if legacy is None:
+                raise
+            return tune.Tuner.restore(ep.location, trainable=legacy, param_space=space)
     except (AttributeError, ImportError, pickle.UnpicklingError, TypeError) as err:
         record = read_run_record(ep.folder)
         if not record.app_code or record.app_code == app_fingerprint():
