@@ -173,3 +173,38 @@ def pickle_round_trip(error: TuneFailure) -> TuneFailure:
     import pickle
 
     return pickle.loads(pickle.dumps(error))
+
+
+def test_tunes_own_loop_raising_ends_the_run_with_the_resume_command(
+    ray_session, cli, tmp_path, monkeypatch
+):
+    from ray.tune.execution.tune_controller import TuneController
+
+    user_module("trial_resources.py", tmp_path)  # one result per trial
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(
+        SPEC.replace("nodes:train", "trial_resources:train").replace("sleep: 1.0", "sleep: 0")
+    )
+    step = TuneController.step
+
+    def failing(self):  # as Tune's actor reuse once failed, after a trial ended
+        step(self)
+        if any(t.status == "TERMINATED" for t in self.get_trials()):
+            raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(TuneController, "step", failing)
+    folder = tmp_path / "out" / "e"
+    result = cli("run", spec_file, "--storage-path", tmp_path / "out", "-q")
+    assert result.code == 75, result.err
+    assert result.err.strip().splitlines()[-1] == (
+        "error: Tune's own loop failed (RuntimeError: dictionary changed size during "
+        f"iteration); the state is saved. Continue with: python -m tune_app resume {folder}"
+    )
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["counts"].get("TERMINATED", 0) >= 1
+    monkeypatch.undo()
+    resumed = cli("resume", folder, "-q")
+    assert resumed.code == 0, resumed.err
+    final = json.loads((folder / "summary.json").read_text())
+    assert final["interrupted"] is False and final["counts"] == {"TERMINATED": 3}
+    assert len(_rows(folder)) == len(set(_rows(folder))) == 3
