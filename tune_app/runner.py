@@ -409,12 +409,14 @@ def _restore(ep: ExperimentPlan, trainable: Any, space: dict[str, Any], legacy: 
     from ray import tune
 
     try:
+        where = ep.folder.tune_where
         try:
-            return tune.Tuner.restore(ep.location, trainable=trainable, param_space=space)
-        except ValueError:
-            if legacy is None:
+            return tune.Tuner.restore(where, trainable=trainable, param_space=space)
+        except ValueError as err:
+            # Tune's own ValueError, not a subclass of it (pyarrow's ArrowInvalid is one).
+            if legacy is None or type(err) is not ValueError:
                 raise
-            return tune.Tuner.restore(ep.location, trainable=legacy, param_space=space)
+            return tune.Tuner.restore(where, trainable=legacy, param_space=space)
     except (AttributeError, ImportError, pickle.UnpicklingError, TypeError) as err:
         record = read_run_record(ep.folder)
         if not record.app_code or record.app_code == app_fingerprint():
