@@ -363,8 +363,9 @@ def _end_for_lost_head(plan: Plan, began: float, address: str) -> NoReturn:
     started = [ep for ep in plan.experiments if ep.folder.started]
     summaries = []
     for ep in started:
-        earlier = _earlier_wall_time(ep)[0]
-        summaries.append(_saved_summary(ep, earlier + time.monotonic() - began))
+        earlier, finished = _earlier_wall_time(ep)
+        if not finished:  # one that ended before the head went keeps its summary
+            summaries.append(_saved_summary(ep, earlier + time.monotonic() - began))
     failure = TuneFailure.head_lost(address, [s for s in summaries if s is not None])
     failure.resumed_by(resume_command([ep.location for ep in started]) if started else None)
     sys.stdout.flush()
