@@ -401,7 +401,7 @@ def _tag(experiment: str) -> str:
     return hashlib.sha1(experiment.encode("utf-8")).hexdigest()[:6]
 
 
-def _restore(ep: ExperimentPlan, trainable: Any, space: dict[str, Any], legacy: Any) -> Any:
+def _restore(ep: ExperimentPlan, trainable: Any, space: dict[str, Any], legacy: Any = None) -> Any:
     """Tune's Tuner from the run's saved state. That state pickles the app's scheduler, searcher
     and callback objects: one written by another version of the app may name classes this one
     does not have, which is said in one line, not as an unpickling traceback. A run begun
