@@ -484,3 +484,14 @@ def test_a_pbt_run_killed_twice_logs_each_iteration_and_clone_once(tmp_path):
             later = [r for r in after_clone(by_step, clone) if r["logged_at"] < until]
             lr = clone["changed"]["lr"][1]
             assert all(r["lr_seen"] == pytest.approx(lr) for r in later), (clone, later)
+
+
+def test_tune_is_given_an_absolute_folder_to_restore_from(tmp_path, monkeypatch):
+    # `resume out/e` failed with pyarrow's "URI has empty scheme: 'out/e'" (exit 1).
+    from pathlib import Path
+
+    from tune_app.rundir.location import RunLocation
+
+    monkeypatch.chdir(tmp_path)
+    assert RunLocation(Path("out/e")).tune_where == str(tmp_path / "out" / "e")
+    assert RunLocation(Path("x"), "s3://bucket/runs/e").tune_where == "s3://bucket/runs/e"

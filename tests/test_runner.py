@@ -535,3 +535,55 @@ def test_no_module_outside_ray_internals_names_a_private_ray_symbol():
         if private.search(line) and not line.lstrip().startswith("#")
     ]
     assert not found, found
+
+
+def test_two_experiments_running_one_function_each_get_their_own_resources(
+    ray_session, cli, write_spec, tmp_path
+):
+    user_module("trial_resources.py", tmp_path)
+    spec_file = write_spec("""
+metric: score
+mode: max
+experiments:
+  one:
+    run: trial_resources:train
+    resources_per_trial: {cpu: 1}
+  two:
+    run: trial_resources:train
+    resources_per_trial: {cpu: 2}
+""")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    assert result.code == 0, result.err
+    for name, cpus in (("one", 1), ("two", 2)):
+        rows = (tmp_path / "o" / name / "results.jsonl").read_text().splitlines()
+        assert [json.loads(r)["cpus"] for r in rows] == [cpus], name
+
+
+@pytest.mark.parametrize(
+    "trainable",
+    [pytest.param("function", id="function"), pytest.param("class", id="class")],
+)
+def test_a_trainable_is_named_per_experiment_for_tunes_registry(trainable):
+    from ray import tune
+
+    from tune_app.runner import _per_experiment
+
+    def train(config):
+        return {"score": config["x"]}
+
+    class Train(tune.Trainable):
+        pass
+
+    given = train if trainable == "function" else Train
+    one, two = _per_experiment(given, "one"), _per_experiment(given, "two")
+    names = {one.__name__, two.__name__}
+    assert len(names) == 2 and all(n.startswith(given.__name__ + "_") for n in names)
+    assert _per_experiment(given, "one").__name__ == one.__name__  # stable: resume finds it
+    assert _per_experiment(given, None).__name__ == given.__name__  # as runs begun before
+    if trainable == "function":
+        assert one({"x": 3}) == {"score": 3}
+        assert not hasattr(given, "_resources")  # with_resources marks the wrapper, not it
+        tune.with_resources(one, {"cpu": 1})
+        assert not hasattr(given, "_resources")
+    else:
+        assert issubclass(one, Train)

@@ -6,20 +6,22 @@ as `tune_app analyze` does, as a DataFrame.
 Bad input raises the CLI's errors (`SpecError`, `SpecErrors`: `TuneAppError`s) before Ray
 starts; a failed trial is not an exception but shows in the result (`passed`, `exit_code`). A
 write of the run's files that failed (a full disk) stops the run as Ctrl-C does and raises
-`StorageError`, which says how to resume it and carries the result so far (`result`).
+`StorageError`, which says how to resume it and carries the result so far (`result`); Tune's own
+loop failing, or its Ray head lost, raises `TuneFailure` the same way.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import shlex
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tune_app.errors import SpecError, StorageError
+from tune_app.command import resume_command
+from tune_app.errors import SpecError, StorageError, TuneFailure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -241,23 +243,6 @@ def resume(
     return _run_plan(plan, opts, junit)
 
 
-def resume_command(folders: Sequence[str]) -> str:
-    """The command that continues the runs in `folders`, as a shell runs it when pasted
-    (`python -m tune_app`, each folder quoted where it must be): `resume` takes one folder, an
-    experiment's or the storage folder holding several."""
-    from tune_app.command import APP
-    from tune_app.rundir.location import parent_of
-
-    resume = f"{APP} resume"
-
-    parents = {parent_of(loc) for loc in folders}
-    if len(folders) == 1:
-        return f"{resume} {shlex.quote(folders[0])}"
-    if len(parents) == 1:
-        return f"{resume} {shlex.quote(parents.pop())}"
-    return " && ".join(f"{resume} {shlex.quote(loc)}" for loc in folders)
-
-
 def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None) -> RunResult:
     """Run a checked plan, check its expectations, write the JUnit report when asked."""
     from tune_app import expect, runner
@@ -268,7 +253,7 @@ def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None
     except KeyboardInterrupt:
         started = [ep.location for ep in plan.experiments if ep.folder.started]
         raise Interrupted(started) from None
-    except StorageError as err:  # stopped as by Ctrl-C; what ran is resumed as it would be
+    except (StorageError, TuneFailure) as err:  # stopped with the state saved: resumable
         started = [ep.location for ep in plan.experiments if ep.folder.started]
         if len(err.summaries) == len(plan.experiments):
             err.result = RunResult(plan=plan, summaries=err.summaries, outcomes=[])
@@ -307,12 +292,25 @@ def load(*folders: str | os.PathLike[str], top: int | None = None) -> pd.DataFra
     """A run's trials as a DataFrame, a row each, ranked best first within each experiment as
     `analyze` ranks them: experiment, trial_id, status, `config/<path>` of each searched
     parameter, iterations, score, best, last, time_total_s, failures, stopped_early, cause,
-    error, folder."""
+    error, folder. Raises `SpecError` for a folder that holds no tune_app run (saying what it
+    holds: a plain Ray Tune experiment, a run stopped before it began), and warns (`PartlyRead`)
+    for each file of a run that could not be read in full."""
     import pandas as pd
 
     from tune_app.analyze import trial_rows
 
-    return pd.DataFrame(trial_rows(read(*folders), top))
+    experiments = read(*folders)
+    for exp in experiments:
+        for problem in exp.problems:  # analyze prints them as `skipped:` lines
+            warnings.warn(f"{exp.where}: {problem}", PartlyRead, stacklevel=2)
+    return pd.DataFrame(trial_rows(experiments, top))
+
+
+class PartlyRead(UserWarning):
+    """A file of a run `load` read could not be read in full (a killed run's torn line, a file
+    cut short): its rows hold what could be read. A folder that holds no tune_app run at all is
+    refused (`SpecError`), as `analyze` refuses it and as Ray Tune's `ExperimentAnalysis`
+    refuses a folder without its experiment state."""
 
 
 @dataclass(frozen=True)

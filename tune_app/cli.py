@@ -2,8 +2,9 @@
 `resume` into `tune_app.api`'s) and printing what it returns; errors map to exit codes.
 
 Exit codes: 0 done, 1 a trial failed, 2 bad spec or usage, 74 a write of the run's files failed
-(a full disk: sysexits' EX_IOERR; the run stopped as by Ctrl-C, resumable once fixed), 130
-interrupted (143 by SIGTERM, 129 by SIGHUP).
+(a full disk: sysexits' EX_IOERR; the run stopped as by Ctrl-C, resumable once fixed), 75
+Tune's own loop failed or its Ray head was lost (EX_TEMPFAIL; resumable), 130 interrupted (143
+by SIGTERM, 129 by SIGHUP).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tune_app import interrupts
 from tune_app.analyze import FORMATS
-from tune_app.errors import SpecErrors, StorageError, TuneAppError
+from tune_app.errors import SpecErrors, StorageError, TuneAppError, TuneFailure
 from tune_app.interrupts import as_interrupts
 from tune_app.ray_internals.versions import UncheckedRayWarning
 
@@ -126,7 +127,7 @@ def _shown(run: Callable[[], RunResult]) -> int:
     except NeverReported as err:  # what did run first, then the error
         _print_result(err.result)
         raise
-    except StorageError as err:  # the summary so far, then the error naming file and resume
+    except (StorageError, TuneFailure) as err:  # the summary so far, then the resume line
         if err.result is not None:
             _print_result(err.result)
         raise

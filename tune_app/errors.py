@@ -143,6 +143,59 @@ class StorageError(TuneAppError):
         return (StorageError, (self.error, self.resume, self.summaries))
 
 
+class TuneFailure(TuneAppError):
+    """The run stopped for a cause that is neither a trial's (a trial's error fails that trial
+    alone) nor the input's: the Ray head (its GCS) was lost, or Tune's own loop raised. The state
+    Tune saved last is kept and the summary marks the run interrupted, so `resume` continues
+    from there; `resume` is that command, None when nothing ran yet.
+
+    Exit 75, sysexits' EX_TEMPFAIL ("a temporary failure ... the user is invited to retry"):
+    the search is not known to be bad, so not 1 (a failed trial, an unmet expect), and a job
+    script can tell it from both and resume, as it frees space and resumes after 74.
+    """
+
+    exit_code = 75
+
+    def __init__(self, cause: str, resume: str | None = None, summaries: Any = ()) -> None:
+        self.cause = cause
+        self.resume = resume
+        self.summaries = list(summaries)  # RunSummary of each experiment, when all got one
+        self.result: Any = None  # the api's RunResult of those summaries, for printing
+        super().__init__(self.message())
+
+    @classmethod
+    def head_lost(cls, address: str, summaries: Any = ()) -> TuneFailure:
+        """The Ray head at `address` stopped answering while Tune's loop ran."""
+        return cls(f"the Ray head (GCS) at {address} stopped answering", None, summaries)
+
+    @classmethod
+    def loop_raised(cls, error: BaseException, summaries: Any = ()) -> TuneFailure:
+        """Tune's own loop raised `error`: its type and first line name the cause."""
+        first = (str(error).strip().splitlines() or [""])[0]
+        what = f"{type(error).__name__}: {first}" if first else type(error).__name__
+        return cls(f"Tune's own loop failed ({clip(what, MAX_PART_CHARS)})", None, summaries)
+
+    def resumed_by(self, command: str | None) -> TuneFailure:
+        """The same error, saying how to continue the run (None: nothing ran, run it again)."""
+        self.resume = command
+        self.args = (self.message(),)
+        return self
+
+    def message(self) -> str:
+        if self.resume is None:
+            then = "nothing was saved to resume: run it again"
+        else:
+            then = f"the state is saved. Continue with: {self.resume}"
+        return f"{self.cause}; {then}".translate(_ESCAPES)
+
+    def __str__(self) -> str:
+        return self.message()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Raised in an experiment's own Ray actor, it travels back to the driver by pickle.
+        return (TuneFailure, (self.cause, self.resume, self.summaries))
+
+
 _STORAGE_FIXES = {
     errno.ENOSPC: "free space",
     errno.EDQUOT: "free space or raise the quota",

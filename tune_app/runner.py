@@ -9,23 +9,28 @@ while a local Ray starts (this module imports it only where it is used).
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import importlib
+import inspect
 import logging
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import ray
 
-from tune_app import trackers
+from tune_app import head, trackers
 from tune_app.cluster import check_cluster, cluster_address, ray_for
-from tune_app.errors import SpecError, StorageError
+from tune_app.command import resume_command
+from tune_app.errors import SpecError, StorageError, TuneAppError, TuneFailure
 from tune_app.interrupts import as_interrupts, deferred, forget_write_errors, write_error
 from tune_app.plan import ExperimentPlan, Plan
 from tune_app.ray_internals.memory import trial_oom_is_actor_death
@@ -84,7 +89,14 @@ def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     # Tune and the app's callbacks import in 0.7 s of CPU; a local Ray takes 2 s to start, most
     # of it waiting for its daemons: the import runs meanwhile.
     tune_side = _Import("tune_app.tuner")
-    with ray_for(plan, opts.address, opts.verbosity) if started_here else contextlib.nullcontext():
+    began = time.monotonic()
+    with (
+        ray_for(plan, opts.address, opts.verbosity) if started_here else contextlib.nullcontext(),
+        head.watched(
+            ray.get_runtime_context().gcs_address,
+            functools.partial(_end_for_lost_head, plan, began),
+        ),
+    ):
         tune_side.wait()
         from tune_app import progress
 
@@ -232,6 +244,8 @@ def _run_concurrently(
             raise StorageError(err.cause.error) from None  # the others stopped with theirs
         if isinstance(err, ray.exceptions.RayTaskError) and isinstance(err.cause, SpecError):
             raise err.cause from None  # one line, as from a single experiment
+        if isinstance(err, ray.exceptions.RayTaskError) and isinstance(err.cause, TuneFailure):
+            raise TuneFailure(err.cause.cause) from None  # the others stopped with theirs
         raise
 
 
@@ -276,11 +290,13 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     forget_write_errors()
     if not opts.resume:
         _start_folder(ep, plan, opts)
+    legacy = None  # the trainable as a run begun before per-experiment names registered it
     if ep.trainable.kind.sizes_own_placement:
         trainable = loaded.trainable  # its class sizes each trial from the config
     else:
         pgf = tune.PlacementGroupFactory(list(ep.bundles))
-        trainable = tune.with_resources(loaded.trainable, pgf)
+        trainable = tune.with_resources(_per_experiment(loaded.trainable, ep.name), pgf)
+        legacy = tune.with_resources(_per_experiment(loaded.trainable, None), pgf)
     os.environ["TUNE_GLOBAL_CHECKPOINT_S"] = state_period(ep)
     began = time.monotonic()
     earlier, finished = _earlier_wall_time(ep) if opts.resume else (0.0, False)
@@ -290,7 +306,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             # checkpoint, the searcher's history is restored; callbacks and stopper come back.
             relocate(ep.name, ep.folder)
             _mark_finished(ep)
-            tuner = _restore(ep, trainable, param_space(ep, loaded.env))
+            tuner = _restore(ep, trainable, param_space(ep, loaded.env), legacy)
         else:
             tuner = build_tuner(ep, trainable, loaded.env, opts)
         with (
@@ -300,7 +316,16 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             trials_on_prestarted_workers() if opts.local_ray else contextlib.nullcontext(),
             given_loggers_only(),
         ):
-            grid = tuner.fit()
+            try:
+                grid = tuner.fit()
+            except Exception as err:
+                if isinstance(err, TuneAppError) or not _started(ep):
+                    raise
+                # Tune's own loop raised (a trial's error fails that trial alone): the state it
+                # saved last resumes.
+                wall = earlier + time.monotonic() - began
+                summary = _saved_summary(ep, wall)
+                raise TuneFailure.loop_raised(err, [summary] if summary else []) from err
     except BaseException:
         if not opts.resume and not _started(ep):
             # Tune refused the run before any trial: nothing to resume, and a folder left
@@ -312,14 +337,88 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         return _finish(ep, grid, earlier if finished else earlier + time.monotonic() - began)
 
 
-def _restore(ep: ExperimentPlan, trainable: Any, space: dict[str, Any]) -> Any:
+def _saved_summary(ep: ExperimentPlan, wall_time_s: float) -> RunSummary | None:
+    """The summary of what Tune saved last, marked interrupted and written (where it can be),
+    for a run that stopped without Tune's loop ending: None when that state is unreadable. At
+    5,000 trials Tune's loop once raised "dictionary changed size during iteration": the run
+    ended with a traceback and no summary, though its saved state resumed."""
+    from ray.tune import ExperimentAnalysis, ResultGrid
+
+    try:
+        with deferred():
+            _mark_finished(ep)
+            grid = ResultGrid(ExperimentAnalysis(ep.folder.local.as_posix()))
+            summary = replace(summarize(ep, grid, wall_time_s), interrupted=True)
+            write_json(ep.folder.summary, summary.to_json())
+            ep.folder.push()
+    except Exception:  # the saved state itself is unreadable: the error says what broke
+        return None
+    return summary
+
+
+def _end_for_lost_head(plan: Plan, began: float, address: str) -> NoReturn:
+    """The Ray head stopped answering (`head.HeadWatch`, in its thread): each started
+    experiment's summary from the state Tune saved last, one line with the resume command, and
+    the process ended with TuneFailure's code, as Ray would end it moments later with 1. The
+    main thread cannot be asked to unwind: it waits on the GCS inside Tune's loop."""
+    started = [ep for ep in plan.experiments if ep.folder.started]
+    summaries = []
+    for ep in started:
+        earlier, finished = _earlier_wall_time(ep)
+        if not finished:  # one that ended before the head went keeps its summary
+            summaries.append(_saved_summary(ep, earlier + time.monotonic() - began))
+    failure = TuneFailure.head_lost(address, [s for s in summaries if s is not None])
+    failure.resumed_by(resume_command([ep.location for ep in started]) if started else None)
+    sys.stdout.flush()
+    print(f"error: {failure}", file=sys.stderr, flush=True)
+    os._exit(failure.exit_code)
+
+
+def _per_experiment(trainable: Any, experiment: str | None) -> Any:
+    """`trainable` under a name of its experiment's own (None: its own name, as runs begun
+    before kept it), for Tune to register it by.
+
+    Tune registers a trainable by its name in a registry shared by every Tuner of the Ray job,
+    with the resources `with_resources` gave it: two experiments of one spec running the same
+    function at the same time registered it twice under one name, and the trials of both got
+    whichever experiment's resources came last (a trial asking 1 CPU held 2). A wrapper, not the
+    function itself: `with_resources` sets its attribute on the function it is given."""
+    base = trainable.__name__
+    name = base if experiment is None else f"{base}_{_tag(experiment)}"
+    if inspect.isclass(trainable):
+        return type(name, (trainable,), {"__module__": trainable.__module__})
+
+    @functools.wraps(trainable)
+    def trial(*args: Any, **kwargs: Any) -> Any:
+        return trainable(*args, **kwargs)
+
+    trial.__name__ = name
+    return trial
+
+
+def _tag(experiment: str) -> str:
+    """Six hex digits of the experiment's name: short (Tune cuts a trial's folder name at 130
+    characters, trial id included) and of neither shape a trial id has (5 or 8 hex digits)."""
+    return hashlib.sha1(experiment.encode("utf-8")).hexdigest()[:6]
+
+
+def _restore(ep: ExperimentPlan, trainable: Any, space: dict[str, Any], legacy: Any = None) -> Any:
     """Tune's Tuner from the run's saved state. That state pickles the app's scheduler, searcher
     and callback objects: one written by another version of the app may name classes this one
-    does not have, which is said in one line, not as an unpickling traceback."""
+    does not have, which is said in one line, not as an unpickling traceback. A run begun
+    before trainables were named per experiment saved the plain name, which Tune requires back
+    (its ValueError): `legacy` carries it."""
     from ray import tune
 
     try:
-        return tune.Tuner.restore(ep.location, trainable=trainable, param_space=space)
+        where = ep.folder.tune_where
+        try:
+            return tune.Tuner.restore(where, trainable=trainable, param_space=space)
+        except ValueError as err:
+            # Tune's own ValueError, not a subclass of it (pyarrow's ArrowInvalid is one).
+            if legacy is None or type(err) is not ValueError:
+                raise
+            return tune.Tuner.restore(where, trainable=legacy, param_space=space)
     except (AttributeError, ImportError, pickle.UnpicklingError, TypeError) as err:
         record = read_run_record(ep.folder)
         if not record.app_code or record.app_code == app_fingerprint():

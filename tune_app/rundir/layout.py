@@ -13,10 +13,12 @@ import math
 import os
 import re
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from tune_app.errors import SpecError
+from tune_app.rundir.records import RunRecord
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -301,18 +303,20 @@ def find_runs(
     """
     folder = folder.expanduser()
     if folder.name == RUN_FILE and folder.is_file():
+        if not holds_run(folder.parent):
+            raise _no_run(folder.parent)
         return [folder.parent], []
     if not folder.exists():
         raise SpecError(f"{folder} does not exist", suggestion="give a folder a run wrote")
     if not folder.is_dir():
         raise SpecError(f"{folder} is not a folder", suggestion="give a folder a run wrote")
-    if (folder / RUN_FILE).exists():
+    if holds_run(folder):
         experiment = experiment_of(folder)
         base = experiment if run_number(folder.name, experiment) is not None else folder.name
         family = {
             p.name: experiment_of(p)
             for p in [folder.parent / base, *folder.parent.glob(f"{glob_escape(base)}_*")]
-            if (p / RUN_FILE).is_file()
+            if holds_run(p)
         }
         family = {name: exp for name, exp in family.items() if exp == experiment}
         family[folder.name] = experiment
@@ -320,17 +324,91 @@ def find_runs(
         for newest, others in chosen.items():
             if folder.name in (newest, *others):
                 return [folder.parent / newest], [folder.parent / o for o in others]
-    found = {p.parent.name: experiment_of(p.parent) for p in folder.glob(f"*/{RUN_FILE}")}
+    found = {
+        p.parent.name: experiment_of(p.parent)
+        for p in folder.glob(f"*/{RUN_FILE}")
+        if holds_run(p.parent)
+    }
     if not found:
-        raise SpecError(
-            f"{folder} holds no tune_app run (no {RUN_FILE} in it or its subfolders)",
-            suggestion="give an experiment folder, e.g. results/<experiment>",
-        )
+        raise _no_run(folder)
     if every:
         return sorted(folder / name for name in found), []
     latest = newest_of_each(found, _by_name(folder, prefer))
     passed = sorted(folder / o for olds in latest.values() for o in olds)
     return sorted(folder / name for name in latest), passed
+
+
+def holds_run(folder: Path) -> bool:
+    """Whether `folder` holds a tune_app run: a run.json that reads as the app's `RunRecord` (a
+    JSON object, naming at least one of its fields unless empty). Another tool's run.json, or
+    one that is no JSON, is not a run: read as one, it gave a run of no trials without a word."""
+    try:
+        data = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and (not data or not RECORD_FIELDS.isdisjoint(data))
+
+
+RECORD_FIELDS = frozenset(f.name for f in fields(RunRecord))
+
+
+def _no_run(folder: Path) -> SpecError:
+    """The error for a folder that holds no tune_app run, saying what it holds instead."""
+    where = folder.resolve()
+    tune_runs = sorted(
+        p for p in [folder, *(c for c in _subfolders(folder))] if _is_tune_experiment(p)
+    )
+    if folder in tune_runs:
+        return SpecError(
+            f"{folder} is a Ray Tune experiment folder, not a tune_app run (Tune's state is "
+            f"there, no {RUN_FILE}): Ray Tune wrote it without tune_app",
+            suggestion=f"read it with Ray Tune: ray.tune.ExperimentAnalysis('{where}')"
+            ".dataframe(), or tune_app.load a folder a tune_app run wrote",
+        )
+    if tune_runs:
+        names = ", ".join(p.name for p in tune_runs[:3]) + (", ..." if len(tune_runs) > 3 else "")
+        return SpecError(
+            f"{folder} holds Ray Tune experiment folders ({names}), not tune_app runs (no "
+            f"{RUN_FILE} in them): Ray Tune wrote them without tune_app",
+            suggestion=f"read one with Ray Tune: ray.tune.ExperimentAnalysis('{tune_runs[0]}')"
+            ".dataframe()",
+        )
+    if (folder / SPEC_FILE).is_file():
+        return SpecError(
+            f"{folder} holds no tune_app run: its run was stopped before it began (the spec "
+            f"is there, no {RUN_FILE}): nothing ran",
+            suggestion=f"run the spec again ({folder / SPEC_FILE} is a copy of it); a new run "
+            "writes beside this folder",
+        )
+    if (folder / RUN_FILE).is_file():
+        return SpecError(
+            f"{folder / RUN_FILE} is not a tune_app run record (not a JSON object of the "
+            "app's keys: another tool's file, or one cut short)",
+            suggestion="give a folder a tune_app run wrote, e.g. results/<experiment>",
+        )
+    foreign = sorted(p.parent.name for p in folder.glob(f"*/{RUN_FILE}"))
+    if foreign:
+        return SpecError(
+            f"{folder} holds no tune_app run: the {RUN_FILE} in {', '.join(foreign[:3])} is not "
+            "a tune_app run record (another tool's file, or one cut short)",
+            suggestion="give a folder a tune_app run wrote, e.g. results/<experiment>",
+        )
+    return SpecError(
+        f"{folder} holds no tune_app run (no {RUN_FILE} in it or its subfolders)",
+        suggestion="give an experiment folder, e.g. results/<experiment>",
+    )
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_dir()]
+    except OSError:
+        return []
+
+
+def _is_tune_experiment(folder: Path) -> bool:
+    """Whether Ray Tune saved an experiment's state in `folder`."""
+    return newest_state(folder) is not None or (folder / TUNER_STATE).is_file()
 
 
 def _by_name(parent: Path, prefer: Callable[[Path], bool] | None) -> Callable[[str], bool] | None:

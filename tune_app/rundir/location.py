@@ -140,6 +140,12 @@ class RunLocation:
         return self.uri.rstrip("/").rsplit("/", 1)[-1] if self.uri else self.local.name
 
     @property
+    def tune_where(self) -> str:
+        """Where Tune finds the run (`Tuner.restore`): the URI, or the local folder's absolute
+        path (Tune's pyarrow file system refuses a relative one: "URI has empty scheme")."""
+        return self.uri or str(self.local.expanduser().absolute())
+
+    @property
     def parent(self) -> str:
         """The folder (or URI) that holds it: Tune's storage_path."""
         return self.uri.rstrip("/").rsplit("/", 1)[0] if self.uri else str(self.local.parent)

@@ -1,0 +1,210 @@
+"""A lost Ray head (its GCS killed) or Tune's own loop raising ends a run with one line naming
+the cause and the resume command, exit 75 (EX_TEMPFAIL), the summary written and marked
+interrupted; `resume` then finishes the rest without running a finished trial again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import user_module
+from tune_app import head
+from tune_app.errors import TuneFailure
+
+SPEC = """
+metric: score
+mode: max
+experiments:
+  e:
+    run: nodes:train
+    config:
+      x: {grid_search: [1, 2, 3]}
+      steps: 5
+      sleep: 1.0
+"""
+
+
+def _gcs_of(pid: int) -> int | None:
+    """The GCS server a run's process started for its local Ray (a child of that process)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return None
+    for child in children:
+        try:
+            if "gcs_server" in Path(f"/proc/{child}/cmdline").read_text():
+                return int(child)
+        except OSError:
+            continue
+    return None
+
+
+def _rows(folder: Path) -> list[tuple[str, int]]:
+    lines = (folder / "results.jsonl").read_text().splitlines()
+    return [(r["trial_id"], r["training_iteration"]) for r in map(json.loads, lines)]
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_a_killed_gcs_ends_the_run_with_the_resume_command_and_resume_finishes(tmp_path):
+    for name in ("nodes.py", "helper.py"):
+        user_module(name, tmp_path)
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    # Ray's own window before its processes give up on a lost GCS: 60 s, shortened here (the
+    # watch acts at half of it).
+    env = {**os.environ, head.RECONNECT_ENV: "10"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tune_app", "run", "spec.yaml", "--storage-path", "out"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    folder = tmp_path / "out" / "e"
+    journal = folder / "finished.jsonl"  # a trial ended: one to check is not run again
+    deadline = time.monotonic() + 180
+    while not (journal.exists() and journal.read_text().strip()):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no trial ended"
+        time.sleep(0.1)
+    gcs = _gcs_of(proc.pid)
+    assert gcs is not None, "no gcs_server among the run's children"
+    os.kill(gcs, signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+
+    assert proc.returncode == 75, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err  # not Ray's "Failed to connect to GCS" line, no traceback
+    assert lines[0].startswith("error: the Ray head (GCS) at 127.0.0.1:"), err
+    assert lines[0].endswith(f"Continue with: python -m tune_app resume {folder}"), err
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    before = _rows(folder)
+    finished = {t for t, i in before if i == 5}
+
+    command = lines[0].split("Continue with: ", 1)[1].split()
+    resumed = subprocess.run(
+        [sys.executable, *command[1:], "-q"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    after = _rows(folder)
+    assert len(after) == len(set(after)) == 15
+    # A trial that had finished is not run again: its rows stay as they were, none twice. (An
+    # unfinished one starts again from the checkpoint Tune saved last, which may be older than
+    # its last row: the rows after it are reported again.)
+    assert finished and all(
+        [r for r in after if r[0] == done] == [r for r in before if r[0] == done]
+        for done in finished
+    )
+    final = json.loads((folder / "summary.json").read_text())
+    assert final["interrupted"] is False and final["counts"] == {"TERMINATED": 3}
+
+
+def test_the_watch_calls_on_lost_once_the_head_stays_unreachable():
+    server = socket.create_server(("127.0.0.1", 0))
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    lost: list[str] = []
+    called = threading.Event()
+
+    def on_lost(where: str) -> None:
+        lost.append(where)
+        called.set()
+
+    watch = head.HeadWatch(address, on_lost, grace=1.0).start()
+    try:
+        assert not called.wait(2.5)  # reachable: nothing happens
+        server.close()
+        assert called.wait(10)
+    finally:
+        watch.stop()
+    assert lost == [address]
+
+
+@pytest.mark.parametrize(
+    ("window", "grace"),
+    [
+        pytest.param(None, 30.0, id="ray-default"),
+        pytest.param("10", 5.0, id="shortened"),
+        pytest.param("1", 2.0, id="at-least-two-probes"),
+        pytest.param("soon", 30.0, id="not-a-number"),
+    ],
+)
+def test_the_grace_is_half_of_rays_reconnect_window(monkeypatch, window, grace):
+    if window is None:
+        monkeypatch.delenv(head.RECONNECT_ENV, raising=False)
+    else:
+        monkeypatch.setenv(head.RECONNECT_ENV, window)
+    assert head.grace_s() == grace
+
+
+@pytest.mark.parametrize(
+    ("failure", "starts"),
+    [
+        pytest.param(
+            TuneFailure.head_lost("10.0.0.1:6379"), "the Ray head (GCS) at 10.0.0.1:6379", id="head"
+        ),
+        pytest.param(
+            TuneFailure.loop_raised(RuntimeError("dictionary changed size\nduring iteration")),
+            "Tune's own loop failed (RuntimeError: dictionary changed size)",
+            id="loop",
+        ),
+    ],
+)
+def test_a_tune_failure_is_one_line_with_the_resume_command(failure, starts):
+    assert failure.exit_code == 75
+    assert str(failure).startswith(starts)
+    assert str(failure).endswith("nothing was saved to resume: run it again")
+    failure.resumed_by("python -m tune_app resume 'out/e 1'")
+    text = str(failure)
+    assert "\n" not in text and text.startswith(starts)
+    assert text.endswith("the state is saved. Continue with: python -m tune_app resume 'out/e 1'")
+    assert str(pickle_round_trip(failure)) == text  # as it comes back from an experiment's actor
+
+
+def pickle_round_trip(error: TuneFailure) -> TuneFailure:
+    import pickle
+
+    return pickle.loads(pickle.dumps(error))
+
+
+def test_tunes_own_loop_raising_ends_the_run_with_the_resume_command(
+    ray_session, cli, tmp_path, monkeypatch
+):
+    from ray.tune.execution.tune_controller import TuneController
+
+    user_module("trial_resources.py", tmp_path)  # one result per trial
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(
+        SPEC.replace("nodes:train", "trial_resources:train").replace("sleep: 1.0", "sleep: 0")
+    )
+    step = TuneController.step
+
+    def failing(self):  # as Tune's actor reuse once failed, after a trial ended
+        step(self)
+        if any(t.status == "TERMINATED" for t in self.get_trials()):
+            raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(TuneController, "step", failing)
+    folder = tmp_path / "out" / "e"
+    result = cli("run", spec_file, "--storage-path", tmp_path / "out", "-q")
+    assert result.code == 75, result.err
+    assert result.err.strip().splitlines()[-1] == (
+        "error: Tune's own loop failed (RuntimeError: dictionary changed size during "
+        f"iteration); the state is saved. Continue with: python -m tune_app resume {folder}"
+    )
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["counts"].get("TERMINATED", 0) >= 1
+    monkeypatch.undo()
+    resumed = cli("resume", folder, "-q")
+    assert resumed.code == 0, resumed.err
+    final = json.loads((folder / "summary.json").read_text())
+    assert final["interrupted"] is False and final["counts"] == {"TERMINATED": 3}
+    assert len(_rows(folder)) == len(set(_rows(folder))) == 3

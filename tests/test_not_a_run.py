@@ -1,0 +1,119 @@
+"""A folder that holds no tune_app run is refused in one line saying what it holds instead (a
+plain Ray Tune experiment, a run stopped before it began, another tool's run.json), alike by
+`tune_app.load` and every reader of the command line; a run with a file that could not be read
+in full loads with a warning naming it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tune_app
+from tune_app.api import PartlyRead
+from tune_app.errors import SpecError
+
+
+def _empty(folder: Path) -> None:
+    folder.mkdir()
+
+
+def _random_files(folder: Path) -> None:
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello\n")
+    (folder / "blob.bin").write_bytes(bytes(range(256)))
+    (folder / "sub").mkdir()
+    (folder / "sub" / "result.json").write_text('{"score": 1}\n')
+
+
+def _foreign_run_json(folder: Path) -> None:
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"name": "other tool", "version": 3}))
+    (folder / "results.jsonl").write_text('{"trial_id": "a", "training_iteration": 1}\n')
+
+
+def _garbage_run_json_below(folder: Path) -> None:
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "run.json").write_bytes(b"\xbd\x00garbage")
+
+
+def _stopped_before_it_began(folder: Path) -> None:
+    folder.mkdir()
+    (folder / "spec.yaml").write_text("e: {run: fns:train}\n")
+
+
+def _tune_experiment(folder: Path) -> None:
+    # What plain Ray Tune leaves (its experiment state and Tuner), without the app's run.json.
+    (folder / "train_ab12c_00000_0").mkdir(parents=True)
+    (folder / "experiment_state-2026-01-01_00-00-00.json").write_text('{"trial_data": []}')
+    (folder / "tuner.pkl").write_bytes(b"\x80\x04N.")
+
+
+def _tune_experiments_below(folder: Path) -> None:
+    _tune_experiment(folder / "exp_a")
+
+
+CASES = [
+    pytest.param(_empty, "holds no tune_app run (no run.json", id="empty"),
+    pytest.param(_random_files, "holds no tune_app run (no run.json", id="random-files"),
+    pytest.param(_foreign_run_json, "run.json is not a tune_app run record", id="foreign-run.json"),
+    pytest.param(
+        _garbage_run_json_below,
+        "holds no tune_app run: the run.json in sub is not a tune_app run record",
+        id="garbage-run.json-below",
+    ),
+    pytest.param(_stopped_before_it_began, "its run was stopped before it began", id="stopped"),
+    pytest.param(_tune_experiment, "is a Ray Tune experiment folder", id="ray-tune"),
+    pytest.param(_tune_experiments_below, "holds Ray Tune experiment folders (exp_a)", id="tunes"),
+]
+
+
+@pytest.mark.parametrize(("make", "words"), CASES)
+def test_load_refuses_a_folder_that_holds_no_run(tmp_path, make, words):
+    folder = tmp_path / "f"
+    make(folder)
+    with pytest.raises(SpecError) as caught:
+        tune_app.load(folder)
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("make", "words"), CASES)
+@pytest.mark.parametrize("command", ["analyze", "report", "best"])
+def test_every_reader_refuses_it_as_load_does(cli, tmp_path, make, words, command):
+    folder = tmp_path / "f"
+    make(folder)
+    before = sorted(tmp_path.rglob("*"))
+    result = cli(command, folder)
+    assert result.code == 2, result.err
+    assert result.err.startswith("error: ") and result.err.count("\n") == 1, result.err
+    assert words in result.err
+    with pytest.raises(SpecError) as caught:
+        tune_app.load(folder)
+    assert result.err == f"error: {caught.value}\n"  # the same line as the Python API's
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written (no report.html)
+
+
+def test_the_suggestion_for_a_ray_tune_folder_names_what_reads_it(tmp_path):
+    folder = tmp_path / "plain"
+    _tune_experiment(folder)
+    with pytest.raises(SpecError) as caught:
+        tune_app.load(folder)
+    assert f"ray.tune.ExperimentAnalysis('{folder.resolve()}')" in str(caught.value)
+
+
+def test_a_run_with_a_torn_file_loads_with_a_warning_naming_it(tmp_path):
+    folder = tmp_path / "e"
+    folder.mkdir()
+    (folder / "run.json").write_text(
+        json.dumps({"experiment": "e", "metric": "score", "mode": "max", "searched": ["x"]})
+    )
+    rows = [
+        {"trial_id": "t1", "training_iteration": 1, "score": 1.0, "config": {"x": 1}},
+        {"trial_id": "t2", "training_iteration": 1, "score": 2.0, "config": {"x": 2}},
+    ]
+    (folder / "summary.json").write_text("{not json")
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.warns(PartlyRead, match="summary.json"):
+        frame = tune_app.load(folder)
+    assert sorted(frame["trial_id"]) == ["t1", "t2"]

@@ -1,0 +1,92 @@
+"""The Ray head watched while a run is on it: a head (its GCS) that stops answering ends the run
+with its summary written and the resume command, instead of Ray's own line and exit 1.
+
+Ray has no event for a lost GCS, and nothing to catch: every process of the cluster retries it
+for `RAY_gcs_rpc_server_reconnect_timeout_s` (60 s by default), then terminates itself from C++
+("Failed to connect to GCS within 60 seconds ... The program will terminate"), exit 1. Meanwhile
+the driver's main thread is stuck in whichever call of Tune's loop asks the GCS (a placement
+group's table, an actor's removal), so no signal handler of Python's runs either. So a thread
+knocks on the GCS's port (the address Ray's public runtime context gives) once a second, and
+when it stays unreachable for half of that window calls `on_lost`, which has the other half to
+write what it must and end the process. A head that comes back sooner (a GCS with fault
+tolerance restarting) is never noticed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+# Ray's own setting (read from the environment by every Ray process as it starts).
+RECONNECT_ENV = "RAY_gcs_rpc_server_reconnect_timeout_s"
+RECONNECT_DEFAULT_S = 60.0
+PROBE_PERIOD_S = 1.0
+
+
+def grace_s() -> float:
+    """How long the GCS may be unreachable before the head is taken as lost: half of Ray's
+    reconnect window (30 s of the default 60 s), the other half left to write the summary."""
+    try:
+        window = float(os.environ.get(RECONNECT_ENV, RECONNECT_DEFAULT_S))
+    except ValueError:
+        window = RECONNECT_DEFAULT_S
+    return max(2 * PROBE_PERIOD_S, window / 2)
+
+
+class HeadWatch:
+    """Knocks on `address` (host:port) every PROBE_PERIOD_S; unreachable for `grace` seconds in
+    a row, it calls `on_lost` (in its own thread) once."""
+
+    def __init__(
+        self, address: str, on_lost: Callable[[str], None], grace: float | None = None
+    ) -> None:
+        host, _, port = address.rpartition(":")
+        self.address = address
+        self._target = (host.strip("[]"), int(port))
+        self._on_lost = on_lost
+        self.grace = grace_s() if grace is None else grace
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="ray head watch", daemon=True)
+
+    def reachable(self) -> bool:
+        try:
+            with socket.create_connection(self._target, timeout=PROBE_PERIOD_S):
+                return True
+        except OSError:
+            return False
+
+    def _watch(self) -> None:
+        since: float | None = None
+        while not self._done.wait(PROBE_PERIOD_S):
+            if self.reachable():
+                since = None
+                continue
+            now = time.monotonic()
+            since = now if since is None else since
+            if now - since >= self.grace and not self._done.is_set():
+                self._on_lost(self.address)
+                return
+
+    def start(self) -> HeadWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._done.set()
+
+
+@contextlib.contextmanager
+def watched(address: str | None, on_lost: Callable[[str], None]) -> Iterator[None]:
+    """While this holds, the head at `address` is watched (None or empty: nothing to watch)."""
+    if not address:
+        yield
+        return
+    watch = HeadWatch(address, on_lost).start()
+    try:
+        yield
+    finally:
+        watch.stop()
