@@ -2,8 +2,11 @@
 group per experiment, written by the driver itself, and one more run per run of an experiment
 (job type `summary`) with the spec, summary.json and each trial's final status.
 
-Every run is made with the options' `dir`, so offline runs are all in `<dir>/wandb`, whole
-(each is finished, and so flushed, by the process that wrote it). A trial's run that must drop
+Every run is made with the options' `dir`, so offline runs are all in `<dir>/wandb`, whole:
+`run.finish` returns before wandb-core has written the run's file out (it only tells the core
+the run is done), so an offline run is finished here only once its file holds the run's exit
+record. Until then a trial's old folder could be removed while still being written, and the
+tracker could stop with a run's file still empty on disk. A trial's run that must drop
 values (the trial went back to an earlier iteration) is written again: offline, the earlier
 folders of that run are removed first; online, W&B rewinds the run to the last iteration kept.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +25,42 @@ from tune_app.trackers.mirror import Row, Target
 if TYPE_CHECKING:
     from tune_app.rundir.records import RunSummary
     from tune_app.trackers.options import WandbOptions
+
+
+# The longest a finished offline run's file is waited for: wandb-core writes it out within
+# milliseconds; the bound keeps a stuck core from holding the tracker's worker for ever.
+WRITTEN_S = 60.0
+
+# A run file: LevelDB's log format (32 KiB blocks of 7-byte-headed chunks) after a 7-byte header.
+_BLOCK = 32768
+
+
+def _exited(path: Path) -> bool:
+    """Whether the run file at `path` holds the run's exit record (its last), whole."""
+    from wandb.proto.wandb_internal_pb2 import Record  # type: ignore[attr-defined]  # generated
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    pos, part = 7, b""
+    while pos + 7 <= len(data):
+        left = _BLOCK - pos % _BLOCK
+        length, kind = int.from_bytes(data[pos + 4 : pos + 6], "little"), data[pos + 6]
+        if left < 7 or kind == 0:  # a block's zero padding
+            pos += left
+            continue
+        if pos + 7 + length > len(data):  # a chunk still being written
+            return False
+        part += data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # a whole record, or the last chunk of one
+            record = Record()
+            record.ParseFromString(part)
+            if record.WhichOneof("record_type") == "exit":
+                return True
+            part = b""
+    return False
 
 
 class WandbSink:
@@ -64,6 +104,16 @@ class WandbSink:
             ),
             **extra,
         )
+
+    def _finish(self, run: Any, exit_code: int | None = None) -> None:
+        """Finish `run`; offline, return once wandb-core has written its file out."""
+        path = Path(run.settings.sync_file)
+        run.finish(exit_code=exit_code)
+        if not self.offline:
+            return
+        deadline = time.monotonic() + WRITTEN_S
+        while not _exited(path) and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def _folders(self, trial_id: str) -> list[Path]:
         """The trial's offline run folders: its id, or its id and a count (`_run`)."""
@@ -130,7 +180,7 @@ class WandbSink:
         self.configs[trial_id] = config
         run = self.runs.pop(trial_id, None)
         if run is not None:
-            run.finish()
+            self._finish(run)  # offline, its folder is removed next: written out first
         if self.offline:
             self.logged[trial_id] = []  # `_run` makes a new run, the old ones removed
         else:  # W&B's rewind: the run as it was at the last iteration kept
@@ -141,7 +191,7 @@ class WandbSink:
     def close(self, trial_id: str, failed: bool, local_path: str | None) -> None:
         run = self.runs.pop(trial_id, None)
         if run is not None:
-            run.finish(exit_code=1 if failed else 0)
+            self._finish(run, exit_code=1 if failed else 0)
 
     def finish(self, summary: RunSummary) -> None:
         """One more run in the group, named after the experiment: the spec and summary.json as
@@ -164,9 +214,9 @@ class WandbSink:
             run.log_artifact(artifact)
             run.summary.update({t.trial_id: naming.status(t) for t in summary.trials})
         finally:
-            run.finish()
+            self._finish(run)
 
     def shutdown(self) -> None:
         for run in list(self.runs.values()):
-            run.finish()
+            self._finish(run)
         self.runs.clear()
