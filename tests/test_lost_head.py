@@ -175,36 +175,45 @@ def pickle_round_trip(error: TuneFailure) -> TuneFailure:
     return pickle.loads(pickle.dumps(error))
 
 
-def test_tunes_own_loop_raising_ends_the_run_with_the_resume_command(
-    ray_session, cli, tmp_path, monkeypatch
-):
-    from ray.tune.execution.tune_controller import TuneController
+LOOP_RAISES = """
+import sys
+from ray.tune.execution.tune_controller import TuneController
+from tune_app.cli import main
 
+step = TuneController.step
+
+def failing(self):  # as Tune's actor reuse once failed, after a trial ended
+    step(self)
+    if any(t.status == "TERMINATED" for t in self.get_trials()):
+        raise RuntimeError("dictionary changed size during iteration")
+
+TuneController.step = failing
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_tunes_own_loop_raising_ends_the_run_with_the_resume_command(tmp_path):
+    # In a process of its own, as a run is: the driver that failed is gone before the resume.
     user_module("trial_resources.py", tmp_path)  # one result per trial
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(
         SPEC.replace("nodes:train", "trial_resources:train").replace("sleep: 1.0", "sleep: 0")
     )
-    step = TuneController.step
-
-    def failing(self):  # as Tune's actor reuse once failed, after a trial ended
-        step(self)
-        if any(t.status == "TERMINATED" for t in self.get_trials()):
-            raise RuntimeError("dictionary changed size during iteration")
-
-    monkeypatch.setattr(TuneController, "step", failing)
     folder = tmp_path / "out" / "e"
-    result = cli("run", spec_file, "--storage-path", tmp_path / "out", "-q")
-    assert result.code == 75, result.err
-    assert result.err.strip().splitlines()[-1] == (
+    run = [sys.executable, "-c", LOOP_RAISES, "run", "spec.yaml", "--storage-path", "out", "-q"]
+    failed = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 75, failed.stderr
+    assert failed.stderr.strip().splitlines()[-1] == (
         "error: Tune's own loop failed (RuntimeError: dictionary changed size during "
         f"iteration); the state is saved. Continue with: python -m tune_app resume {folder}"
     )
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["interrupted"] is True and summary["counts"].get("TERMINATED", 0) >= 1
-    monkeypatch.undo()
-    resumed = cli("resume", folder, "-q")
-    assert resumed.code == 0, resumed.err
+    resume = [sys.executable, "-m", "tune_app", "resume", str(folder), "-q"]
+    resumed = subprocess.run(resume, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
     final = json.loads((folder / "summary.json").read_text())
     assert final["interrupted"] is False and final["counts"] == {"TERMINATED": 3}
     assert len(_rows(folder)) == len(set(_rows(folder))) == 3
