@@ -164,7 +164,7 @@ class TrialBoard(LoggerCallback):
         self.layout = layout or TagLayout(named=(metric,) if metric else ())
         # Trial id -> (step, metric value) of its results so far, as results.jsonl keeps them.
         self.scored: dict[str, list[tuple[int, float]]] = {}
-        self.last_step: dict[Trial, int] = {}  # the last step in the trial's open events file
+        self.last_step: dict[Trial, int] = {}  # the last iteration in the trial's open events file
         self.written: set[str] = set()  # trials this process wrote events for
         self.results: Path | None = None  # results.jsonl, where `for_experiment` knows it
         self.resumed: Path | None = None  # in a resumed run: results.jsonl where it is now
@@ -222,13 +222,17 @@ class TrialBoard(LoggerCallback):
             self.log_trial_start(trial)
         writer = self.writers[trial]
         step = result.get("timesteps_total") or result["training_iteration"]  # as Tune's
+        # Going back is told by the iteration, as results.jsonl tells it: the x-axis step may
+        # stand still or start over (timesteps_total 0, then 1: step 1 twice) where the trial
+        # only went on.
+        iteration = result["training_iteration"]
         last = self.last_step.get(trial)
-        if last is None or step <= last:
+        if last is None or iteration <= last:
             # A trial's first result in an events file, or one going back (a resume, a retry, a
             # restore): TensorBoard drops what earlier files or steps hold from this step on
             # (its restart rule), so the trial's scalars are what results.jsonl keeps.
             writer.restart(step)
-        self.last_step[trial] = step
+        self.last_step[trial] = iteration
         kept = [(s, v) for s, v in self.scored.get(trial.trial_id, []) if s < step]
         self.scored[trial.trial_id] = kept
         for tag, number in self.layout.scalars(result).items():
