@@ -205,11 +205,11 @@ def test_several_objectives(tmp_path):
     import yaml
 
     run_tutorial(Tutorial("objectives.md"), tmp_path)
-    (shown,) = json.loads((tmp_path / "front.json").read_text())
+    (shown,) = json.loads((tmp_path / "tutorial/front.json").read_text())
     front = [t for t in shown["trials"] if t["pareto"]]
     assert front and not any(t["broken"] for t in front)
     assert all({"accuracy", "params_k", "pareto"} <= t.keys() for t in shown["trials"])
-    (name,) = yaml.safe_load((tmp_path / "most_accurate.yaml").read_text())["experiments"]
+    (name,) = yaml.safe_load((tmp_path / "tutorial/most_accurate.yaml").read_text())["experiments"]
     assert name == "small_and_good-best"
     assert (tmp_path / "results/small_and_good/report_files/small_and_good-pareto.png").is_file()
 
@@ -223,7 +223,7 @@ def test_how_sure_is_the_best(tmp_path):
     by_mean = max(seeds["configurations"], key=lambda c: c["score"])
     assert by_mean["params"]["lr"] == 0.045  # the mean would have picked the lucky one
     assert all(0 < c["chance_best"] < 1 for c in seeds["configurations"])
-    assert "lr: 0.04" in (tmp_path / "best.yaml").read_text()
+    assert "lr: 0.04" in (tmp_path / "tutorial/best.yaml").read_text()
     asha = json.loads((tmp_path / "results/asha/summary.json").read_text())
     assert [c["rung"] for c in asha["early_stopping"]] == [4]
     assert "Enough trials?" in (tmp_path / "results/report.html").read_text()
