@@ -595,7 +595,11 @@ experiments:
 
 def _cli(*args, cwd, env=None):
     extra = {"PYTHONPATH": str(ROOT), "WANDB_SILENT": "true", **(env or {})}
-    return _start(*args, cwd=cwd, env={**os.environ, **extra})
+    # A run starts its own W&B service, as from a shell: wandb puts the token of the service
+    # this test process started (an earlier test's W&B) in os.environ, and a child joining it
+    # shares its runs, so a killed run's open run id stayed "in use" for the resume.
+    inherited = {k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}
+    return _start(*args, cwd=cwd, env={**inherited, **extra})
 
 
 @pytest.fixture(scope="module")
