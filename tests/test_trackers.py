@@ -602,6 +602,22 @@ def _cli(*args, cwd, env=None):
     return _start(*args, cwd=cwd, env={**inherited, **extra})
 
 
+def _kill_midway(run, results, low, high):
+    """kill -9 the run's process group once one trial has ended at step 3 and the other is
+    at a step in [low, high)."""
+    deadline = time.monotonic() + 240
+    while True:
+        rows = _rows(results) if results.exists() else {}
+        steps = sorted(rows[t][-1]["training_iteration"] for t in rows)
+        if len(steps) == 2 and steps[0] == 3 and low <= steps[1] < high:
+            break
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the run never got there"
+        time.sleep(0.2)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.communicate()
+
+
 @pytest.fixture(scope="module")
 def mlflow_server(tmp_path_factory):
     """`mlflow server` on a free port of 127.0.0.1, a SQLite store and a local artifact root."""
@@ -853,17 +869,7 @@ def test_a_killed_and_resumed_run_continues_the_same_runs_without_duplicate_step
     spec.write_text(RESUMED.format(uri=mlflow_server))
     results = tmp_path / "out" / "e" / "results.jsonl"
     run = _cli("run", spec, "--storage-path", tmp_path / "out", cwd=tmp_path)
-    deadline = time.monotonic() + 240
-    while True:  # one trial done, the other well on its way
-        rows = _rows(results) if results.exists() else {}
-        steps = sorted(rows[t][-1]["training_iteration"] for t in rows)
-        if len(steps) == 2 and steps[0] == 3 and 6 <= steps[1] < 14:
-            break
-        assert run.poll() is None, run.communicate()
-        assert time.monotonic() < deadline, "the run never got there"
-        time.sleep(0.2)
-    os.killpg(run.pid, signal.SIGKILL)
-    run.communicate()
+    _kill_midway(run, results, 6, 14)
     resumed = _cli("resume", tmp_path / "out" / "e", cwd=tmp_path)
     out, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
@@ -923,17 +929,7 @@ experiments:
     )
     results = tmp_path / "out" / "e" / "results.jsonl"
     run = _cli("run", spec, "--storage-path", tmp_path / "out", cwd=tmp_path)
-    deadline = time.monotonic() + 240
-    while True:  # one trial done, the other well on its way
-        rows = _rows(results) if results.exists() else {}
-        steps = sorted(rows[t][-1]["training_iteration"] for t in rows)
-        if len(steps) == 2 and steps[0] == 3 and 5 <= steps[1] < 12:
-            break
-        assert run.poll() is None, run.communicate()
-        assert time.monotonic() < deadline, "the run never got there"
-        time.sleep(0.2)
-    os.killpg(run.pid, signal.SIGKILL)
-    run.communicate()
+    _kill_midway(run, results, 5, 12)
     before = _rows(results)
     resumed = _cli("resume", tmp_path / "out" / "e", cwd=tmp_path)
     out, err = resumed.communicate(timeout=300)
