@@ -29,10 +29,14 @@ def trials_on_prestarted_workers() -> Iterator[None]:
     on 2 cores. A local Ray's workers inherit the driver's environment, where `_ray_for` set
     Tune's variables before starting Ray: so, while this holds, Tune's actors ask for no runtime
     env of their own. (Also in an experiment's own task: workers inherit the same environment.)
-    A patch: Tune has no option for its trial actors' runtime env. Its worth, measured again on
-    a 2-core machine at load 7-20 (grid.yaml --smoke, 4 runs each way, alternated): medians
-    40.6 s with it, 44.8 s without; paired differences +21.5, -1.0, -3.7, +1.1 s, too noisy to
-    drop it on."""
+    A patch: Tune has no option for its trial actors' runtime env, and the public route does
+    not serve: with the same variables as the job's runtime env (`ray.init(runtime_env=...)`),
+    an actor asking for them still started a fresh worker (its pid none of the node's
+    prestarted ones; Ray prestarts them with no runtime env), as one asking for them without
+    it did, while one asking for none landed on a prestarted worker. Its worth
+    (`python -m benchmarks.prestarted`, 4 runs each way alternated, 2 cores at load 11-21):
+    first result, medians 29.7 s with it and 34.4 s without (paired -9.8, -2.1, -12.2,
+    +1.6 s); grid.yaml --smoke, 22.9 s and 31.1 s (paired -16.9, -1.1, -8.1, -15.3 s)."""
     from ray.tune.execution import class_cache
 
     if not class_cache.DEFAULT_ENV_VARS.items() <= os.environ.items():
