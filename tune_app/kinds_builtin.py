@@ -508,7 +508,11 @@ def with_keyword_reports(fn: Callable[..., Any]) -> Callable[..., Any]:
 def accept_keyword_reports() -> None:
     """Make this process's `ray.tune.report` take metrics as keywords too (once; a trial's own
     process, where nothing else reports). A patch: the trainable calls Ray's function by name,
-    and Tune has no hook between the two."""
+    and Tune has no hook between the two. Rebinding the trainable's own names instead (`tune`,
+    `ray`, `report` in a copy of its globals, or in its module) reaches fewer calls: a copy
+    takes its `global` writes away from its module and leaves its module's helpers on Ray's
+    report; either misses `from ray import tune` inside the function, a closure's `tune` and
+    a helper in another module, all of which this reaches."""
     from ray import tune
 
     original = tune.report
