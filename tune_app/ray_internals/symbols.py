@@ -82,6 +82,8 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("ray.tune.execution.tune_controller:PlacementGroupResourceManager", None, "placement"),
     Symbol("ray._private.services:ConsolePopen", ("args",), "startup"),
     Symbol("ray._private.ray_constants:ENABLE_RAY_CLUSTER", None, "startup"),
+    Symbol("ray._private.utils:set_sigterm_handler", ("sigterm_handler",), "startup"),
+    Symbol("ray._private.ray_constants:RAY_DISABLE_FAILURE_SIGNAL_HANDLER", None, "startup"),
     Symbol("ray.tune.execution.class_cache:DEFAULT_ENV_VARS", None, "startup"),
     Symbol("ray.tune.execution.class_cache:ENV_VARS_TO_PROPAGATE", None, "startup"),
     Symbol("ray.tune.experiment.trial:_TemporaryTrialState", None, "actors"),
