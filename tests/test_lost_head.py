@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import tune_app
 from tests.conftest import user_module
 from tune_app import head
 from tune_app.errors import TuneFailure
@@ -217,3 +218,37 @@ def test_tunes_own_loop_raising_ends_the_run_with_the_resume_command(tmp_path):
     final = json.loads((folder / "summary.json").read_text())
     assert final["interrupted"] is False and final["counts"] == {"TERMINATED": 3}
     assert len(_rows(folder)) == len(set(_rows(folder))) == 3
+
+
+def test_a_run_after_a_failed_and_resumed_one_in_the_same_process_writes_its_own_results(
+    ray_session, tmp_path, monkeypatch
+):
+    # The Python API in one process: Tune's loop raises, the run is resumed, then another run
+    # of an experiment of the same name. Its rows went to the resumed run's folder (where the
+    # resume had said experiment 'e' was, for the rest of the process) and it had none.
+    from ray.tune.execution.tune_controller import TuneController
+
+    user_module("trial_resources.py", tmp_path)  # one result per trial
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = SPEC.replace("nodes:train", "trial_resources:train").replace("sleep: 1.0", "sleep: 0")
+    (tmp_path / "spec.yaml").write_text(spec)
+    step = TuneController.step
+
+    def failing(self):
+        step(self)
+        if any(t.status == "TERMINATED" for t in self.get_trials()):
+            raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(TuneController, "step", failing)
+    with pytest.raises(TuneFailure):
+        tune_app.run(tmp_path / "spec.yaml", storage_path=tmp_path / "failed")
+    monkeypatch.undo()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    resumed = tune_app.resume(tmp_path / "failed" / "e")
+    assert resumed.summaries[0].counts == {"TERMINATED": 3}
+    before = _rows(tmp_path / "failed" / "e")
+
+    again = tune_app.run(tmp_path / "spec.yaml", storage_path=tmp_path / "again")
+    assert again.summaries[0].counts == {"TERMINATED": 3}
+    assert len(set(_rows(tmp_path / "again" / "e"))) == 3
+    assert _rows(tmp_path / "failed" / "e") == before  # none of the new run's rows

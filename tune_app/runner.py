@@ -274,7 +274,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     from ray import tune
 
     from tune_app import progress
-    from tune_app.callbacks import relocate
+    from tune_app.callbacks import restoring
     from tune_app.ray_internals.placement import deferred_group_removal
     from tune_app.tuner import build_tuner, given_loggers_only, param_space, state_period
 
@@ -304,9 +304,9 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         if opts.resume:
             # Tune's saved state: finished trials stay, unfinished ones restart from their last
             # checkpoint, the searcher's history is restored; callbacks and stopper come back.
-            relocate(ep.name, ep.folder)
             _mark_finished(ep)
-            tuner = _restore(ep, trainable, param_space(ep, loaded.env), legacy)
+            with restoring(ep.name, ep.folder):
+                tuner = _restore(ep, trainable, param_space(ep, loaded.env), legacy)
         else:
             tuner = build_tuner(ep, trainable, loaded.env, opts)
         with (
