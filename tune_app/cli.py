@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tune_app import interrupts
 from tune_app.analyze import FORMATS
-from tune_app.errors import SpecErrors, StorageError, TuneAppError, TuneFailure
+from tune_app.errors import RunStopped, SpecErrors, TuneAppError
 from tune_app.interrupts import as_interrupts
 from tune_app.ray_internals.versions import UncheckedRayWarning
 
@@ -127,7 +127,7 @@ def _shown(run: Callable[[], RunResult]) -> int:
     except NeverReported as err:  # what did run first, then the error
         _print_result(err.result)
         raise
-    except (StorageError, TuneFailure) as err:  # the summary so far, then the resume line
+    except RunStopped as err:  # the summary so far, then the resume line
         if err.result is not None:
             _print_result(err.result)
         raise
