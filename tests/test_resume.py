@@ -357,14 +357,14 @@ def test_resuming_keeps_the_wall_time_of_a_finished_run_and_adds_to_an_interrupt
     from types import SimpleNamespace
 
     from tune_app.rundir.location import RunLocation
-    from tune_app.runner import _earlier_wall_time
+    from tune_app.saved_state import earlier_wall_time
 
     ep = SimpleNamespace(folder=RunLocation(tmp_path))
-    assert _earlier_wall_time(ep) == (0.0, False)  # a killed run left no summary
+    assert earlier_wall_time(ep) == (0.0, False)  # a killed run left no summary
     (tmp_path / "summary.json").write_text(json.dumps({"wall_time_s": 12.5, "interrupted": True}))
-    assert _earlier_wall_time(ep) == (12.5, False)
+    assert earlier_wall_time(ep) == (12.5, False)
     (tmp_path / "summary.json").write_text(json.dumps({"wall_time_s": 30.0, "interrupted": False}))
-    assert _earlier_wall_time(ep) == (30.0, True)
+    assert earlier_wall_time(ep) == (30.0, True)
 
 
 PBT = """
