@@ -10,7 +10,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,21 +17,10 @@ import pytest
 
 from tune_app.rundir.layout import newest_state
 
-from .conftest import ROOT, user_module
+from .conftest import ROOT
+from .runs import grid_spec, started, with_nodes
 
 pytestmark = pytest.mark.e2e
-
-SPEC = """
-metric: score
-mode: max
-experiments:
-  e:
-    run: nodes:train
-    config:
-      x: {grid_search: [1, 2, 3]}
-      steps: 8
-      sleep: 0.5
-"""
 
 
 @pytest.fixture
@@ -63,20 +51,12 @@ def _fill(disk: Path) -> None:
 
 
 def _tune_app(*args: object, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tune_app", *map(str, args), "-q"],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout, in Ray's workers too
-    )
+    # This checkout, in Ray's workers too.
+    return started(*args, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def _spec(folder: Path) -> None:
-    for name in ("nodes.py", "helper.py"):  # reports and checkpoints each step
-        user_module(name, folder)
-    (folder / "spec.yaml").write_text(SPEC)
+    with_nodes(folder, grid_spec(steps=8, sleep=0.5))  # reports and checkpoints each step
 
 
 def test_a_disk_full_before_the_run_writes_nothing_and_says_so(small_disk, tmp_path, cli):

@@ -12,61 +12,24 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
+import tune_app
 from tests.conftest import user_module
+from tests.runs import gcs_of, grid_spec, rows, started, with_nodes
 from tune_app import head
 from tune_app.errors import TuneFailure
-
-SPEC = """
-metric: score
-mode: max
-experiments:
-  e:
-    run: nodes:train
-    config:
-      x: {grid_search: [1, 2, 3]}
-      steps: 5
-      sleep: 1.0
-"""
-
-
-def _gcs_of(pid: int) -> int | None:
-    """The GCS server a run's process started for its local Ray (a child of that process)."""
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return None
-    for child in children:
-        try:
-            if "gcs_server" in Path(f"/proc/{child}/cmdline").read_text():
-                return int(child)
-        except OSError:
-            continue
-    return None
-
-
-def _rows(folder: Path) -> list[tuple[str, int]]:
-    lines = (folder / "results.jsonl").read_text().splitlines()
-    return [(r["trial_id"], r["training_iteration"]) for r in map(json.loads, lines)]
 
 
 @pytest.mark.e2e
 @pytest.mark.ray
 def test_a_killed_gcs_ends_the_run_with_the_resume_command_and_resume_finishes(tmp_path):
-    for name in ("nodes.py", "helper.py"):
-        user_module(name, tmp_path)
-    (tmp_path / "spec.yaml").write_text(SPEC)
+    with_nodes(tmp_path, grid_spec())
     # Ray's own window before its processes give up on a lost GCS: 60 s, shortened here (the
     # watch acts at half of it).
     env = {**os.environ, head.RECONNECT_ENV: "10"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tune_app", "run", "spec.yaml", "--storage-path", "out"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
+    proc = started("run", "spec.yaml", "--storage-path", "out", cwd=tmp_path, env=env, quiet=False)
     folder = tmp_path / "out" / "e"
     journal = folder / "finished.jsonl"  # a trial ended: one to check is not run again
     deadline = time.monotonic() + 180
@@ -74,7 +37,7 @@ def test_a_killed_gcs_ends_the_run_with_the_resume_command_and_resume_finishes(t
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "no trial ended"
         time.sleep(0.1)
-    gcs = _gcs_of(proc.pid)
+    gcs = gcs_of(proc.pid)
     assert gcs is not None, "no gcs_server among the run's children"
     os.kill(gcs, signal.SIGKILL)
     out, err = proc.communicate(timeout=120)
@@ -86,7 +49,7 @@ def test_a_killed_gcs_ends_the_run_with_the_resume_command_and_resume_finishes(t
     assert lines[0].endswith(f"Continue with: python -m tune_app resume {folder}"), err
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["interrupted"] is True
-    before = _rows(folder)
+    before = rows(folder)
     finished = {t for t, i in before if i == 5}
 
     command = lines[0].split("Continue with: ", 1)[1].split()
@@ -95,7 +58,7 @@ def test_a_killed_gcs_ends_the_run_with_the_resume_command_and_resume_finishes(t
         timeout=300,
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
-    after = _rows(folder)
+    after = rows(folder)
     assert len(after) == len(set(after)) == 15
     # A trial that had finished is not run again: its rows stay as they were, none twice. (An
     # unfinished one starts again from the checkpoint Tune saved last, which may be older than
@@ -198,9 +161,7 @@ def test_tunes_own_loop_raising_ends_the_run_with_the_resume_command(tmp_path):
     # In a process of its own, as a run is: the driver that failed is gone before the resume.
     user_module("trial_resources.py", tmp_path)  # one result per trial
     spec_file = tmp_path / "spec.yaml"
-    spec_file.write_text(
-        SPEC.replace("nodes:train", "trial_resources:train").replace("sleep: 1.0", "sleep: 0")
-    )
+    spec_file.write_text(grid_spec("trial_resources:train", sleep=0))
     folder = tmp_path / "out" / "e"
     run = [sys.executable, "-c", LOOP_RAISES, "run", "spec.yaml", "--storage-path", "out", "-q"]
     failed = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=300)
@@ -216,4 +177,38 @@ def test_tunes_own_loop_raising_ends_the_run_with_the_resume_command(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     final = json.loads((folder / "summary.json").read_text())
     assert final["interrupted"] is False and final["counts"] == {"TERMINATED": 3}
-    assert len(_rows(folder)) == len(set(_rows(folder))) == 3
+    assert len(rows(folder)) == len(set(rows(folder))) == 3
+
+
+def test_a_run_after_a_failed_and_resumed_one_in_the_same_process_writes_its_own_results(
+    ray_session, tmp_path, monkeypatch
+):
+    # The Python API in one process: Tune's loop raises, the run is resumed, then another run
+    # of an experiment of the same name. Its rows went to the resumed run's folder (where the
+    # resume had said experiment 'e' was, for the rest of the process) and it had none.
+    from ray.tune.execution.tune_controller import TuneController
+
+    user_module("trial_resources.py", tmp_path)  # one result per trial
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = grid_spec("trial_resources:train", sleep=0)
+    (tmp_path / "spec.yaml").write_text(spec)
+    step = TuneController.step
+
+    def failing(self):
+        step(self)
+        if any(t.status == "TERMINATED" for t in self.get_trials()):
+            raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(TuneController, "step", failing)
+    with pytest.raises(TuneFailure):
+        tune_app.run(tmp_path / "spec.yaml", storage_path=tmp_path / "failed")
+    monkeypatch.undo()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    resumed = tune_app.resume(tmp_path / "failed" / "e")
+    assert resumed.summaries[0].counts == {"TERMINATED": 3}
+    before = rows(tmp_path / "failed" / "e")
+
+    again = tune_app.run(tmp_path / "spec.yaml", storage_path=tmp_path / "again")
+    assert again.summaries[0].counts == {"TERMINATED": 3}
+    assert len(set(rows(tmp_path / "again" / "e"))) == 3
+    assert rows(tmp_path / "failed" / "e") == before  # none of the new run's rows

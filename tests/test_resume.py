@@ -16,32 +16,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from .conftest import user_module
-
-SPEC = """
-metric: score
-mode: max
-experiments:
-  e:
-    run: steps:train
-    config:
-      x: {{grid_search: [1, 2]}}
-      steps: {steps}
-      sleep: {sleep}
-"""
-
-
-def _start(*args, cwd, env=None):
-    """`tune_app ARGS -q` in its own session (so a test can signal it alone), with `env` (None:
-    this process's)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "tune_app", *map(str, args), "-q"],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=env,
-    )
+from .runs import grid_spec, started
 
 
 def _rows(path):
@@ -73,7 +48,7 @@ def steps_spec(tmp_path):
 
     def write(steps, sleep):
         path = tmp_path / "spec.yaml"
-        path.write_text(SPEC.format(steps=steps, sleep=sleep))
+        path.write_text(grid_spec("steps:train", (1, 2), steps, sleep))
         return path
 
     return write
@@ -103,7 +78,7 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
         going = [t for t, (at, end) in steps.items() if 7 <= at < end]
         return bool(ended()) and bool(going)
 
-    proc = _start("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    proc = started("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
     _wait_for(one_done_one_well_on, proc)
     killed_at = time.time()
     os.killpg(proc.pid, signal.SIGKILL)
@@ -172,13 +147,13 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
 
     original = spec_file.read_text()
     spec_file.write_text(original.replace("sleep: 0.4", "sleep: 0.5"))
-    changed = _start("resume", tmp_path / "out" / "e", cwd=tmp_path)
+    changed = started("resume", tmp_path / "out" / "e", cwd=tmp_path)
     _, err = changed.communicate(timeout=60)
     assert changed.returncode == 2 and "changed since the run" in err
     assert "-      sleep: 0.4\n+      sleep: 0.5" in err
     spec_file.write_text(original)
 
-    resumed = _start("resume", tmp_path / "out" / "e", cwd=tmp_path)
+    resumed = started("resume", tmp_path / "out" / "e", cwd=tmp_path)
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err
 
@@ -205,7 +180,7 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
 def test_ctrl_c_exits_130_with_a_resumable_state(steps_spec, tmp_path):
     spec_file = steps_spec(steps=30, sleep=0.2)
     results = tmp_path / "out" / "e" / "results.jsonl"
-    proc = _start("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    proc = started("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
     _wait_for(lambda: results.exists() and len(_rows(results)) >= 4, proc)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -327,14 +302,14 @@ def test_a_search_killed_mid_way_resumes_to_the_end_under_every_scheduler(tmp_pa
         ended = len(_rows(journal)) if journal.exists() else 0
         return 2 <= ended < 9
 
-    proc = _start("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
+    proc = started("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
     _wait_for(some_ended_some_not, proc)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     before = _by_trial(_rows(folder / "results.jsonl"))
     ended = {row["trial_id"] for row in _rows(journal)}
 
-    resumed = _start("resume", folder, cwd=tmp_path)
+    resumed = started("resume", folder, cwd=tmp_path)
     out, err = resumed.communicate(timeout=240)  # a hung resume fails here
     assert resumed.returncode == 0, err
     if "hyperband" in scheduler:
@@ -368,7 +343,7 @@ def test_ctrl_c_with_two_experiments_prints_one_resume_command_for_both(tmp_path
     user_module("checkpointed_steps.py", tmp_path, "steps.py")
     (tmp_path / "spec.yaml").write_text(TWO)
     out = tmp_path / "out"
-    proc = _start("run", "spec.yaml", "--storage-path", out, cwd=tmp_path)
+    proc = started("run", "spec.yaml", "--storage-path", out, cwd=tmp_path)
     both = [out / name / "results.jsonl" for name in "ab"]
     _wait_for(lambda: all(p.exists() and len(_rows(p)) >= 2 for p in both), proc)
     os.killpg(proc.pid, signal.SIGINT)
@@ -382,14 +357,14 @@ def test_resuming_keeps_the_wall_time_of_a_finished_run_and_adds_to_an_interrupt
     from types import SimpleNamespace
 
     from tune_app.rundir.location import RunLocation
-    from tune_app.runner import _earlier_wall_time
+    from tune_app.saved_state import earlier_wall_time
 
     ep = SimpleNamespace(folder=RunLocation(tmp_path))
-    assert _earlier_wall_time(ep) == (0.0, False)  # a killed run left no summary
+    assert earlier_wall_time(ep) == (0.0, False)  # a killed run left no summary
     (tmp_path / "summary.json").write_text(json.dumps({"wall_time_s": 12.5, "interrupted": True}))
-    assert _earlier_wall_time(ep) == (12.5, False)
+    assert earlier_wall_time(ep) == (12.5, False)
     (tmp_path / "summary.json").write_text(json.dumps({"wall_time_s": 30.0, "interrupted": False}))
-    assert _earlier_wall_time(ep) == (30.0, True)
+    assert earlier_wall_time(ep) == (30.0, True)
 
 
 PBT = """
@@ -435,14 +410,14 @@ def test_a_pbt_run_killed_twice_logs_each_iteration_and_clone_once(tmp_path):
     def count(path):
         return len(_rows(path)) if path.exists() else 0
 
-    proc = _start("run", "spec.yaml", "--storage-path", tmp_path / "out", cwd=tmp_path)
+    proc = started("run", "spec.yaml", "--storage-path", tmp_path / "out", cwd=tmp_path)
     # At once after the first exploit: Tune saves its state every second.
     _wait_for(lambda: count(clones) >= 1, proc, every=0.02)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert count(journal) == 0
 
-    proc = _start("resume", folder, cwd=tmp_path)
+    proc = started("resume", folder, cwd=tmp_path)
     # Mid-iteration of the others, once a trial has ended (the four end within iterations of
     # one another: PBT takes turns with the two CPUs).
     _wait_for(lambda: count(journal) >= 1, proc)
@@ -451,7 +426,7 @@ def test_a_pbt_run_killed_twice_logs_each_iteration_and_clone_once(tmp_path):
     ended = {row["trial_id"] for row in _rows(journal)}
     before = _by_trial(_rows(results))
 
-    proc = _start("resume", folder, cwd=tmp_path)
+    proc = started("resume", folder, cwd=tmp_path)
     _, err = proc.communicate(timeout=240)
     assert proc.returncode == 0, err
     summary = json.loads((folder / "summary.json").read_text())

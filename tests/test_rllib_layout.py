@@ -259,8 +259,8 @@ def test_an_older_run_json_reads_without_a_layout():
 
 
 def test_run_prints_the_layout_once_planned_unless_quiet(write_spec, capsys):
-    from tune_app.cli import _print_plan_start
+    from tune_app.printing import print_plan_start
 
     plan = plan_of(write_spec, exp_text("PPO", "  num_samples: 4\n"))
-    _print_plan_start(plan)
+    print_plan_start(plan)
     assert capsys.readouterr().out == f"e: {plan.experiments[0].layout.line}\n"

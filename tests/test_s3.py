@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.conftest import user_module
+from tests.runs import grid_spec, started, with_nodes
 from tests.s3_server import keys, moto_s3, read
 
 # These start Ray clusters, servers and drivers of their own.
@@ -21,17 +21,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.ray]
 
 
 BUCKET = "results"
-SPEC = """
-metric: score
-mode: max
-experiments:
-  e:
-    run: nodes:train
-    config:
-      x: {{grid_search: [1, 2]}}
-      steps: {steps}
-      sleep: {sleep}
-"""
 
 
 @pytest.fixture(scope="module")
@@ -50,27 +39,18 @@ def _read(env, key):
 
 
 def _tune_app(env, staging, *args, cwd):
-    return subprocess.Popen(
-        [sys.executable, "-m", "tune_app", *map(str, args), "-q"],
-        cwd=cwd,
-        env={**env, "TUNE_APP_STAGING": str(staging)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    return started(*args, cwd=cwd, env={**env, "TUNE_APP_STAGING": str(staging)})
 
 
 @pytest.fixture
 def spec_dir(tmp_path):
-    user_module("nodes.py", tmp_path, "nodes.py")
-    user_module("helper.py", tmp_path)
+    with_nodes(tmp_path)
     return tmp_path
 
 
 def test_a_search_writes_to_s3_and_is_read_back_from_it(s3, spec_dir, tmp_path, monkeypatch):
     spec = spec_dir / "spec.yaml"
-    spec.write_text(SPEC.format(steps=3, sleep=0.05))
+    spec.write_text(grid_spec(xs=(1, 2), steps=3, sleep=0.05))
     uri = f"s3://{BUCKET}/first"
     run = _tune_app(s3, tmp_path / "staging", "run", spec, "--storage-path", uri, cwd=spec_dir)
     _, err = run.communicate(timeout=180)
@@ -114,7 +94,7 @@ def test_a_search_writes_to_s3_and_is_read_back_from_it(s3, spec_dir, tmp_path, 
     live.unlink()
 
     # A second run writes beside the first, and the experiment's folder reads as the newest.
-    spec.write_text(SPEC.format(steps=2, sleep=0.05))
+    spec.write_text(grid_spec(xs=(1, 2), steps=2, sleep=0.05))
     again = _tune_app(s3, tmp_path / "staging", "run", spec, "--storage-path", uri, cwd=spec_dir)
     out, err = again.communicate(timeout=120)
     assert again.returncode == 0 and f"results: {uri}/e_2" in out, err

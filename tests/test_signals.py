@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, user_module
+from tests.conftest import ROOT
+from tests.runs import gcs_of, grid_spec, rows, started, with_nodes
 from tune_app import interrupts
 
 CODES = [
@@ -27,33 +28,12 @@ CODES = [
 ]
 ray_e2e = [pytest.mark.e2e, pytest.mark.ray]
 
-SPEC = """
-metric: score
-mode: max
-experiments:
-  e:
-    run: nodes:train
-    config:
-      x: {grid_search: [1, 2, 3]}
-      steps: 5
-      sleep: 1.0
-"""
-
 
 def _start(tmp_path: Path, *args: str, sigint_ignored: bool = False) -> subprocess.Popen:
-    for name in ("nodes.py", "helper.py"):
-        user_module(name, tmp_path)
-    (tmp_path / "spec.yaml").write_text(SPEC)
-    return subprocess.Popen(
-        [sys.executable, "-m", "tune_app", *args],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group, which the signal is sent to
-        # As a shell starts `cmd &` without job control: SIGINT ignored, which exec keeps.
-        preexec_fn=_ignore_sigint if sigint_ignored else None,
-    )
+    with_nodes(tmp_path, grid_spec())
+    # As a shell starts `cmd &` without job control: SIGINT ignored, which exec keeps.
+    preexec_fn = _ignore_sigint if sigint_ignored else None
+    return started(*args, cwd=tmp_path, quiet=False, preexec_fn=preexec_fn)
 
 
 def _ignore_sigint() -> None:
@@ -63,17 +43,7 @@ def _ignore_sigint() -> None:
 def _ray_starting(proc: subprocess.Popen) -> bool:
     """Ray's GCS, started by the run's process, is up: `ray.init` has begun, not yet returned
     (it waits for the raylet and connects the driver for a second or more after)."""
-    try:
-        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
-    except OSError:
-        return False
-    for pid in children:
-        try:
-            if "gcs_server" in Path(f"/proc/{pid}/cmdline").read_text():
-                return True
-        except OSError:
-            continue
-    return False
+    return gcs_of(proc.pid) is not None
 
 
 def _last_line(err: str) -> str:
@@ -88,11 +58,6 @@ def _wait_for(condition, proc: subprocess.Popen, seconds: float = 120) -> None:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
-
-
-def _rows(folder: Path) -> list[tuple[str, int]]:
-    lines = (folder / "results.jsonl").read_text().splitlines()
-    return [(r["trial_id"], r["training_iteration"]) for r in map(json.loads, lines)]
 
 
 @pytest.mark.parametrize(
@@ -126,13 +91,13 @@ def test_a_signal_while_trials_run_saves_the_state_and_resume_finishes(
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["interrupted"] is True
     assert not (tmp_path / "out" / ".e.lock").exists()  # the folder's lock went with the run
-    before = _rows(folder)
+    before = rows(folder)
     resumed = subprocess.run(
         [sys.executable, "-m", "tune_app", "resume", str(folder), "-q"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
-    after = _rows(folder)
+    after = rows(folder)
     assert after[: len(before)] == before and len(after) == len(set(after)) == 15
     final = json.loads((folder / "summary.json").read_text())
     assert final["interrupted"] is False and final["counts"] == {"TERMINATED": 3}
@@ -219,9 +184,7 @@ LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F", "0000000000000000000
 @pytest.mark.e2e
 @pytest.mark.ray
 def test_the_local_ray_listens_on_loopback_only(tmp_path):
-    for name in ("nodes.py", "helper.py"):
-        user_module(name, tmp_path)
-    (tmp_path / "spec.yaml").write_text(SPEC)
+    with_nodes(tmp_path, grid_spec())
     out = subprocess.run(
         [sys.executable, "-c", LISTENING, str(tmp_path / "spec.yaml")],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,

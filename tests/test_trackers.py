@@ -30,7 +30,7 @@ from tune_app.trackers.options import MlflowOptions, WandbOptions
 
 from .browser import chromium, needs_chromium
 from .conftest import ROOT, free_port, user_module
-from .test_resume import _start
+from .runs import started
 
 # ---- checked before Ray starts ---------------------------------------------------------------
 
@@ -599,7 +599,7 @@ def _cli(*args, cwd, env=None):
     # this test process started (an earlier test's W&B) in os.environ, and a child joining it
     # shares its runs, so a killed run's open run id stayed "in use" for the resume.
     inherited = {k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}
-    return _start(*args, cwd=cwd, env={**inherited, **extra})
+    return started(*args, cwd=cwd, env={**inherited, **extra})
 
 
 def _kill_midway(run, results, low, high):

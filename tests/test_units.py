@@ -48,6 +48,22 @@ def test_results_log_cuts_a_torn_line_and_replaces_replayed_iterations(tmp_path)
     assert "config" in rows[0] and all("config" not in r for r in rows[1:])
 
 
+def test_a_results_log_unpickled_while_restoring_writes_where_the_folder_is_now(tmp_path):
+    """Only while `restoring` holds (Tune's restore of a run): a callback unpickled later, as
+    for the next run in the process of an experiment of the same name, keeps its own folder."""
+    import pickle
+
+    from tune_app.callbacks import restoring
+
+    pickled = pickle.dumps(JsonlResults(RunLocation(tmp_path / "then" / "e"), "e"))
+    with restoring("e", RunLocation(tmp_path / "now" / "e")):
+        assert pickle.loads(pickled).path == tmp_path / "now" / "e" / "results.jsonl"
+    with restoring("other", RunLocation(tmp_path / "now" / "other")):
+        assert pickle.loads(pickled).path == tmp_path / "then" / "e" / "results.jsonl"
+    later = pickle.loads(pickled)
+    assert later.path == tmp_path / "then" / "e" / "results.jsonl"
+
+
 def test_results_log_writes_a_config_again_when_pbt_changes_it(tmp_path):
     """A killed PBT run is read back from results.jsonl: each trial with the config it ran with
     last, not the one it started with."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tune_app.command import resume_command
-from tune_app.errors import SpecError, StorageError, TuneFailure
+from tune_app.errors import RunStopped, SpecError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -253,7 +253,7 @@ def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None
     except KeyboardInterrupt:
         started = [ep.location for ep in plan.experiments if ep.folder.started]
         raise Interrupted(started) from None
-    except (StorageError, TuneFailure) as err:  # stopped with the state saved: resumable
+    except RunStopped as err:  # stopped with the state saved: resumable
         started = [ep.location for ep in plan.experiments if ep.folder.started]
         if len(err.summaries) == len(plan.experiments):
             err.result = RunResult(plan=plan, summaries=err.summaries, outcomes=[])

@@ -8,8 +8,10 @@ one that the next write cuts. A write that fails (a full disk) stops the run as 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +34,34 @@ MIRROR_PERIOD_S = 5.0  # how often the app's files are copied to cloud storage d
 _DROPPED = ("config", "hostname", "node_ip", "date", "done", "should_checkpoint")
 
 
-_RELOCATED: dict[str, RunLocation] = {}
+# Experiment name -> where its run folder is now, only while `restoring` holds.
+_RESTORING: dict[str, RunLocation] = {}
 
 
-def relocate(experiment: str, folder: RunLocation) -> None:
-    """Where experiment `experiment`'s run folder is in this process."""
-    _RELOCATED[experiment] = folder
+@contextlib.contextmanager
+def restoring(experiment: str, folder: RunLocation) -> Iterator[None]:
+    """While this holds (around `Tuner.restore`, which unpickles the run's callbacks), a callback
+    of experiment `experiment` unpickled takes `folder` as its run folder: it holds the folder of
+    the process that pickled it (a moved folder, another machine, a cloud run staged elsewhere).
+
+    Scoped to the restore, not kept for the process: a map kept for the process sent the
+    results.jsonl rows (and journal) of every later run in it of an experiment of the same name
+    to the resumed run's folder, and the later run had none."""
+    earlier = _RESTORING.get(experiment)
+    _RESTORING[experiment] = folder
+    try:
+        yield
+    finally:
+        if earlier is None:
+            _RESTORING.pop(experiment, None)
+        else:
+            _RESTORING[experiment] = earlier
 
 
 def located(experiment: str, folder: RunLocation) -> RunLocation:
-    """Where experiment `experiment`'s run folder is in this process (a resumed run's callbacks
-    hold the folder of the process that pickled them)."""
-    return _RELOCATED.get(experiment, folder)
+    """Where experiment `experiment`'s run folder is, for a callback being unpickled: the folder
+    `restoring` gives while it holds, else the one the callback kept."""
+    return _RESTORING.get(experiment, folder)
 
 
 def _as_written(config: Any) -> Any:
@@ -74,11 +92,9 @@ class JsonlResults(Callback):
         self._configs: dict[str, Any] = {}  # trial id -> the config last written
         self._failed = False  # a write failed: the file may end in a torn line, add nothing
 
-    # Tune restores this callback from the run's pickle on resume, paths and all; a resume on
-    # another machine (or of a moved folder) says where the files are now.
     @property
     def folder(self) -> RunLocation:
-        return located(self._experiment, self._folder)
+        return self._folder
 
     @property
     def path(self) -> Path:
@@ -88,6 +104,10 @@ class JsonlResults(Callback):
         # A run begun when this callback kept a results path and a URI, resumed.
         if "_folder" not in state:
             state["_folder"] = RunLocation(Path(state.pop("_path")).parent, state.pop("_mirror_to"))
+        state.setdefault("_experiment", state["_folder"].name)
+        # Tune restores this callback from the run's pickle on resume, paths and all; a resume on
+        # another machine (or of a moved folder) says where the files are now.
+        state["_folder"] = located(state["_experiment"], state["_folder"])
         state.setdefault("_failed", False)
         self.__dict__.update(state)
 

@@ -22,13 +22,21 @@ from typing import TYPE_CHECKING, Any
 
 from tune_app import interrupts
 from tune_app.analyze import FORMATS
-from tune_app.errors import SpecErrors, StorageError, TuneAppError, TuneFailure
+from tune_app.errors import SpecErrors, TuneAppError
 from tune_app.interrupts import as_interrupts
-from tune_app.ray_internals.versions import UncheckedRayWarning
+from tune_app.printing import (
+    earlier_runs,
+    interrupted_line,
+    one_line_warnings,
+    print_layouts,
+    print_plan_start,
+    print_plan_warnings,
+    print_warnings,
+    shown,
+)
 
 if TYPE_CHECKING:
     from tune_app.api import RunResult
-    from tune_app.plan import Plan
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130  # bad input exits with its error's code, 2
 SHOW_TRACEBACKS = "show tracebacks of errors"
@@ -46,26 +54,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         gpus=args.gpus,
         address=args.address,
     )
-    _print_warnings([*plan.warnings, *_earlier_runs(plan)])
-    _print_layouts(plan)
+    print_warnings([*plan.warnings, *earlier_runs(plan)])
+    print_layouts(plan)
     print(plan_text(plan))
     return EXIT_OK
-
-
-def _earlier_runs(plan: Plan) -> list[str]:
-    """Notes on results folders that already hold a run: `run` keeps them and writes beside."""
-    from tune_app.command import APP
-
-    out = []
-    for ep in plan.experiments:
-        fresh = ep.folder.fresh()
-        if not fresh.same_as(ep.folder):
-            out.append(
-                f"{ep.experiment.key_path}.storage_path: {ep.location} already holds a run, "
-                f"kept: `run` writes {fresh.where}; continue an unfinished one with "
-                f"{APP} resume {ep.location}"
-            )
-    return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -86,10 +78,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             verbosity=_verbosity(args),
             command=args.argv,
             junit=args.junit,
-            on_plan=_print_plan_warnings if args.quiet else _print_plan_start,
+            on_plan=print_plan_warnings if args.quiet else print_plan_start,
         )
 
-    return _shown(run)
+    return shown(run)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -105,78 +97,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
             verbosity=_verbosity(args),
             command=args.argv,
             junit=args.junit,
-            on_plan=_print_plan_warnings,
+            on_plan=print_plan_warnings,
         )
 
-    return _shown(resume)
-
-
-def _shown(run: Callable[[], RunResult]) -> int:
-    """Print what a run ended with (the summary table, the expectations that failed, how to
-    continue it if interrupted) and return its exit code; a run that raised shows what it can.
-    `run` is the whole command, its first printed line included: a signal that lands while that
-    line is written is an interruption before the run began, as any before the plan is."""
-    from tune_app.api import Interrupted, NeverReported
-
-    try:
-        result = run()
-    except Interrupted:  # before any summary came back: `main` prints the one line
-        raise
-    except KeyboardInterrupt:  # while the spec was read and planned: no run folder yet
-        raise Interrupted([]) from None
-    except NeverReported as err:  # what did run first, then the error
-        _print_result(err.result)
-        raise
-    except (StorageError, TuneFailure) as err:  # the summary so far, then the resume line
-        if err.result is not None:
-            _print_result(err.result)
-        raise
-    _print_result(result)
-    _print_resume_hint(result.interrupted_folders)
-    return result.exit_code
-
-
-def _print_result(result: RunResult) -> None:
-    from tune_app.console import print_outcomes, print_summaries
-
-    print_summaries(result.plan, result.summaries)
-    print_outcomes(result.outcomes)
-
-
-def _print_resume_hint(folders: list[str]) -> None:
-    if folders:
-        print(_interrupted_line(folders), file=sys.stderr)
-
-
-def _interrupted_line(stop: BaseException | list[str]) -> str:
-    """The one line an interrupted command ends with: how to continue the run, if one began."""
-    from tune_app.api import Interrupted, resume_command
-
-    folders = stop if isinstance(stop, list) else getattr(stop, "folders", [])
-    by = interrupts.received() or "SIGINT"
-    if folders:
-        command = resume_command(folders)
-        return f"interrupted ({by}); the state is saved. Continue with: {command}"
-    if isinstance(stop, Interrupted):
-        return f"interrupted ({by}) before the run began: nothing was written"
-    return f"interrupted ({by})"
-
-
-def _print_plan_warnings(plan: Plan) -> None:
-    _print_warnings(plan.warnings)
-
-
-def _print_plan_start(plan: Plan) -> None:
-    """What a run says once planned: its warnings, and each experiment's chosen layout."""
-    _print_warnings(plan.warnings)
-    _print_layouts(plan)
-
-
-def _print_layouts(plan: Plan) -> None:
-    from tune_app.plan import layout_lines
-
-    for line in layout_lines(plan):
-        print(line, flush=True)
+    return shown(resume)
 
 
 def _verbosity(args: argparse.Namespace) -> int:
@@ -282,11 +206,6 @@ def cmd_tensorboard(args: argparse.Namespace) -> int:
 
     serve(Path(args.dir), host=args.host, port=args.port)  # until Ctrl-C
     return EXIT_OK
-
-
-def _print_warnings(warnings: Sequence[str]) -> None:
-    for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
 
 
 def _versions() -> str:
@@ -529,19 +448,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line_warnings(python_shows: Callable[..., None]) -> Callable[..., None]:
-    """Python's showwarning, except that the app's own warnings print as one `warning:` line
-    (Python's form adds the file, line and source of the `warnings.warn` call)."""
-
-    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-        if issubclass(category, UncheckedRayWarning):
-            print(f"warning: {message}", file=sys.stderr)
-        else:
-            python_shows(message, category, *args, **kwargs)
-
-    return show
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
@@ -549,7 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # SIGTERM and SIGHUP act as Ctrl-C, from the start
         with as_interrupts(), warnings.catch_warnings():
-            warnings.showwarning = _one_line_warnings(warnings.showwarning)
+            warnings.showwarning = one_line_warnings(warnings.showwarning)
             return args.handler(args)
     except TuneAppError as err:
         if args.debug:
@@ -560,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {line}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt as stop:
-        print(_interrupted_line(stop), file=sys.stderr)
+        print(interrupted_line(stop), file=sys.stderr)
         return interrupts.exit_code()
     except BrokenPipeError:
         # The reader went away (`tune_app analyze ... | head`): what it took was all it wanted.

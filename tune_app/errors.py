@@ -7,7 +7,7 @@ import errno
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Self
 
 
 class TuneAppError(Exception):
@@ -97,10 +97,49 @@ class SpecErrors(SpecError):
         return "\n".join(err.message() for err in self.errors)
 
 
-class StorageError(TuneAppError):
+class RunStopped(TuneAppError):
+    """A run stopped before its end for a cause neither the input's nor a trial's, Tune's state
+    saved where it could be, so `resume` continues it once the cause is gone. Callers act on it
+    alike: they print the summary so far (`summaries`, `result`) and say how to resume
+    (`resumed_by`). Each kind says what stopped it (`stopped_by`) and what to do next (`then`); the
+    message is one line of both."""
+
+    def __init__(self, reason: Any, resume: str | None = None, summaries: Any = ()) -> None:
+        self.reason = reason
+        self.resume = resume  # the command that continues the run; None when nothing ran yet
+        self.summaries = list(summaries)  # RunSummary of each experiment, when all got one
+        self.result: Any = None  # the api's RunResult of those summaries, for printing
+        super().__init__(self.message())
+
+    def resumed_by(self, command: str | None) -> Self:
+        """The same error, saying how to continue the run (None: nothing ran, run it again)."""
+        self.resume = command
+        self.args = (self.message(),)
+        return self
+
+    def stopped_by(self) -> str:
+        """What stopped the run."""
+        raise NotImplementedError
+
+    def then(self) -> str:
+        """What to do now: with `resume`, fix the cause and resume; without, run it again."""
+        raise NotImplementedError
+
+    def message(self) -> str:
+        return f"{self.stopped_by()}; {self.then()}".translate(_ESCAPES)
+
+    def __str__(self) -> str:
+        return self.message()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Raised in an experiment's own Ray actor, it travels back to the driver by pickle.
+        return (type(self), (self.reason, self.resume, self.summaries))
+
+
+class StorageError(RunStopped):
     """Writing the run's own files failed (a full disk, a quota, a folder made read-only). The
     run was stopped as Ctrl-C stops it, its state saved where the storage allowed, so it can be
-    resumed once the cause is fixed; `resume` is that command, None when nothing ran yet.
+    resumed once the cause is fixed.
 
     Exit 74, sysexits' EX_IOERR ("an error occurred while doing I/O on some file"): neither a
     failed trial (1) nor bad input (2), and a job script can tell it from an interruption (130,
@@ -111,43 +150,26 @@ class StorageError(TuneAppError):
 
     def __init__(self, error: OSError, resume: str | None = None, summaries: Any = ()) -> None:
         self.error = error
-        self.resume = resume
-        self.summaries = list(summaries)  # RunSummary of each experiment, when all got one
-        self.result: Any = None  # the api's RunResult of those summaries, for printing
-        super().__init__(self.message())
+        super().__init__(error, resume, summaries)
 
-    def resumed_by(self, command: str | None) -> StorageError:
-        """The same error, saying how to continue the run (None: nothing ran, run it again)."""
-        self.resume = command
-        self.args = (self.message(),)
-        return self
-
-    def message(self) -> str:
+    def stopped_by(self) -> str:
         err = self.error
-        code = err.errno
-        what = err.strerror or str(err)
         where = f"{os.fsdecode(err.filename)}: " if err.filename is not None else ""
-        number = f" (errno {code})" if code is not None else ""
-        fix = _STORAGE_FIXES.get(code or 0, "fix the storage")
+        number = f" (errno {err.errno})" if err.errno is not None else ""
+        return f"{where}{err.strerror or str(err)}{number}"
+
+    def then(self) -> str:
+        fix = _STORAGE_FIXES.get(self.error.errno or 0, "fix the storage")
         if self.resume is None:
-            then = f"nothing ran: {fix}, then run it again"
-        else:
-            then = f"the run stopped with its state saved: {fix}, then {self.resume}"
-        return f"{where}{what}{number}; {then}".translate(_ESCAPES)
-
-    def __str__(self) -> str:
-        return self.message()
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Raised in an experiment's own Ray task, it travels back to the driver by pickle.
-        return (StorageError, (self.error, self.resume, self.summaries))
+            return f"nothing ran: {fix}, then run it again"
+        return f"the run stopped with its state saved: {fix}, then {self.resume}"
 
 
-class TuneFailure(TuneAppError):
+class TuneFailure(RunStopped):
     """The run stopped for a cause that is neither a trial's (a trial's error fails that trial
     alone) nor the input's: the Ray head (its GCS) was lost, or Tune's own loop raised. The state
     Tune saved last is kept and the summary marks the run interrupted, so `resume` continues
-    from there; `resume` is that command, None when nothing ran yet.
+    from there.
 
     Exit 75, sysexits' EX_TEMPFAIL ("a temporary failure ... the user is invited to retry"):
     the search is not known to be bad, so not 1 (a failed trial, an unmet expect), and a job
@@ -158,10 +180,7 @@ class TuneFailure(TuneAppError):
 
     def __init__(self, cause: str, resume: str | None = None, summaries: Any = ()) -> None:
         self.cause = cause
-        self.resume = resume
-        self.summaries = list(summaries)  # RunSummary of each experiment, when all got one
-        self.result: Any = None  # the api's RunResult of those summaries, for printing
-        super().__init__(self.message())
+        super().__init__(cause, resume, summaries)
 
     @classmethod
     def head_lost(cls, address: str, summaries: Any = ()) -> TuneFailure:
@@ -175,25 +194,13 @@ class TuneFailure(TuneAppError):
         what = f"{type(error).__name__}: {first}" if first else type(error).__name__
         return cls(f"Tune's own loop failed ({clip(what, MAX_PART_CHARS)})", None, summaries)
 
-    def resumed_by(self, command: str | None) -> TuneFailure:
-        """The same error, saying how to continue the run (None: nothing ran, run it again)."""
-        self.resume = command
-        self.args = (self.message(),)
-        return self
+    def stopped_by(self) -> str:
+        return self.cause
 
-    def message(self) -> str:
+    def then(self) -> str:
         if self.resume is None:
-            then = "nothing was saved to resume: run it again"
-        else:
-            then = f"the state is saved. Continue with: {self.resume}"
-        return f"{self.cause}; {then}".translate(_ESCAPES)
-
-    def __str__(self) -> str:
-        return self.message()
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Raised in an experiment's own Ray actor, it travels back to the driver by pickle.
-        return (TuneFailure, (self.cause, self.resume, self.summaries))
+            return "nothing was saved to resume: run it again"
+        return f"the state is saved. Continue with: {self.resume}"
 
 
 _STORAGE_FIXES = {

@@ -17,9 +17,18 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NoReturn
+
+from tune_app.command import resume_command
+from tune_app.errors import TuneFailure
+from tune_app.saved_state import earlier_wall_time, saved_summary
+
+if TYPE_CHECKING:
+    from tune_app.plan import Plan
 
 # Ray's own setting (read from the environment by every Ray process as it starts).
 RECONNECT_ENV = "RAY_gcs_rpc_server_reconnect_timeout_s"
@@ -90,3 +99,21 @@ def watched(address: str | None, on_lost: Callable[[str], None]) -> Iterator[Non
         yield
     finally:
         watch.stop()
+
+
+def end_for_lost_head(plan: Plan, began: float, address: str) -> NoReturn:
+    """The Ray head stopped answering (`HeadWatch`, in its thread): each started
+    experiment's summary from the state Tune saved last, one line with the resume command, and
+    the process ended with TuneFailure's code, as Ray would end it moments later with 1. The
+    main thread cannot be asked to unwind: it waits on the GCS inside Tune's loop."""
+    started = [ep for ep in plan.experiments if ep.folder.started]
+    summaries = []
+    for ep in started:
+        earlier, finished = earlier_wall_time(ep)
+        if not finished:  # one that ended before the head went keeps its summary
+            summaries.append(saved_summary(ep, earlier + time.monotonic() - began))
+    failure = TuneFailure.head_lost(address, [s for s in summaries if s is not None])
+    failure.resumed_by(resume_command([ep.location for ep in started]) if started else None)
+    sys.stdout.flush()
+    print(f"error: {failure}", file=sys.stderr, flush=True)
+    os._exit(failure.exit_code)

@@ -17,19 +17,17 @@ import logging
 import os
 import pickle
 import signal
-import sys
 import threading
 import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import ray
 
 from tune_app import head, trackers
 from tune_app.cluster import check_cluster, cluster_address, ray_for
-from tune_app.command import resume_command
 from tune_app.errors import SpecError, StorageError, TuneAppError, TuneFailure
 from tune_app.interrupts import as_interrupts, deferred, forget_write_errors, write_error
 from tune_app.plan import ExperimentPlan, Plan
@@ -42,9 +40,9 @@ from tune_app.ray_internals.versions import warn_unchecked
 from tune_app.rundir.layout import write_json
 from tune_app.rundir.lock import hold
 from tune_app.rundir.outcome import summarize
-from tune_app.rundir.read import read_summary
 from tune_app.rundir.records import RunSummary
-from tune_app.rundir.write import mark_finished_trials, read_run_record, write_run_files
+from tune_app.rundir.write import read_run_record, write_run_files
+from tune_app.saved_state import earlier_wall_time, mark_finished, saved_summary
 from tune_app.sources import app_fingerprint
 
 if TYPE_CHECKING:
@@ -94,7 +92,7 @@ def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
         ray_for(plan, opts.address, opts.verbosity) if started_here else contextlib.nullcontext(),
         head.watched(
             ray.get_runtime_context().gcs_address,
-            functools.partial(_end_for_lost_head, plan, began),
+            functools.partial(head.end_for_lost_head, plan, began),
         ),
     ):
         tune_side.wait()
@@ -274,7 +272,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     from ray import tune
 
     from tune_app import progress
-    from tune_app.callbacks import relocate
+    from tune_app.callbacks import restoring
     from tune_app.ray_internals.placement import deferred_group_removal
     from tune_app.tuner import build_tuner, given_loggers_only, param_space, state_period
 
@@ -299,14 +297,14 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
         legacy = tune.with_resources(_per_experiment(loaded.trainable, None), pgf)
     os.environ["TUNE_GLOBAL_CHECKPOINT_S"] = state_period(ep)
     began = time.monotonic()
-    earlier, finished = _earlier_wall_time(ep) if opts.resume else (0.0, False)
+    earlier, finished = earlier_wall_time(ep) if opts.resume else (0.0, False)
     try:
         if opts.resume:
             # Tune's saved state: finished trials stay, unfinished ones restart from their last
             # checkpoint, the searcher's history is restored; callbacks and stopper come back.
-            relocate(ep.name, ep.folder)
-            _mark_finished(ep)
-            tuner = _restore(ep, trainable, param_space(ep, loaded.env), legacy)
+            mark_finished(ep)
+            with restoring(ep.name, ep.folder):
+                tuner = _restore(ep, trainable, param_space(ep, loaded.env), legacy)
         else:
             tuner = build_tuner(ep, trainable, loaded.env, opts)
         with (
@@ -324,7 +322,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
                 # Tune's own loop raised (a trial's error fails that trial alone): the state it
                 # saved last resumes.
                 wall = earlier + time.monotonic() - began
-                summary = _saved_summary(ep, wall)
+                summary = saved_summary(ep, wall)
                 raise TuneFailure.loop_raised(err, [summary] if summary else []) from err
     except BaseException:
         if not opts.resume and not _started(ep):
@@ -335,43 +333,6 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     # A finished run resumed runs nothing: its wall time stays what it was.
     with deferred():  # a signal now waits for the summary, then interrupts
         return _finish(ep, grid, earlier if finished else earlier + time.monotonic() - began)
-
-
-def _saved_summary(ep: ExperimentPlan, wall_time_s: float) -> RunSummary | None:
-    """The summary of what Tune saved last, marked interrupted and written (where it can be),
-    for a run that stopped without Tune's loop ending: None when that state is unreadable. At
-    5,000 trials Tune's loop once raised "dictionary changed size during iteration": the run
-    ended with a traceback and no summary, though its saved state resumed."""
-    from ray.tune import ExperimentAnalysis, ResultGrid
-
-    try:
-        with deferred():
-            _mark_finished(ep)
-            grid = ResultGrid(ExperimentAnalysis(ep.folder.local.as_posix()))
-            summary = replace(summarize(ep, grid, wall_time_s), interrupted=True)
-            write_json(ep.folder.summary, summary.to_json())
-            ep.folder.push()
-    except Exception:  # the saved state itself is unreadable: the error says what broke
-        return None
-    return summary
-
-
-def _end_for_lost_head(plan: Plan, began: float, address: str) -> NoReturn:
-    """The Ray head stopped answering (`head.HeadWatch`, in its thread): each started
-    experiment's summary from the state Tune saved last, one line with the resume command, and
-    the process ended with TuneFailure's code, as Ray would end it moments later with 1. The
-    main thread cannot be asked to unwind: it waits on the GCS inside Tune's loop."""
-    started = [ep for ep in plan.experiments if ep.folder.started]
-    summaries = []
-    for ep in started:
-        earlier, finished = _earlier_wall_time(ep)
-        if not finished:  # one that ended before the head went keeps its summary
-            summaries.append(_saved_summary(ep, earlier + time.monotonic() - began))
-    failure = TuneFailure.head_lost(address, [s for s in summaries if s is not None])
-    failure.resumed_by(resume_command([ep.location for ep in started]) if started else None)
-    sys.stdout.flush()
-    print(f"error: {failure}", file=sys.stderr, flush=True)
-    os._exit(failure.exit_code)
 
 
 def _per_experiment(trainable: Any, experiment: str | None) -> Any:
@@ -454,7 +415,7 @@ def _finish(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         # Tune's final save can keep a stale status: a paused trial that a scheduler stops
         # without a live actor is never re-saved (HyperBand does this). The journal knows how
         # each trial ended.
-        _mark_finished(ep)
+        mark_finished(ep)
     except OSError as err:
         failed = failed or err
     summary = summarize(ep, grid, wall_time_s)
@@ -495,22 +456,6 @@ def _library_warnings(verbosity: int) -> Iterator[None]:
 def _started(ep: ExperimentPlan) -> bool:
     """Whether Tune got as far as saving its state or a trial reported."""
     return ep.folder.tune_started()
-
-
-def _earlier_wall_time(ep: ExperimentPlan) -> tuple[float, bool]:
-    """The wall time a resumed run already spent (from the summary an interrupted or finished
-    run wrote; a killed run left none), and whether that run had finished."""
-    summary = read_summary(ep.folder)
-    if summary is None:
-        return 0.0, False
-    return summary.wall_time_s, not summary.interrupted
-
-
-def _mark_finished(ep: ExperimentPlan) -> None:
-    """Patch Tune's saved state with the journal of ended trials, wherever the state lives."""
-    ep.folder.pull_state()
-    if mark_finished_trials(ep.folder.local):
-        ep.folder.push_state()
 
 
 def _refuse_existing(plan: Plan) -> None:

@@ -29,8 +29,7 @@ class TrackerLog(LoggerCallback):
         self.mirror: Mirror | None = None
 
     def setup(self, *args: Any, **kwargs: Any) -> None:
-        # Tune restores this callback from the run's pickle on resume: the folder may have moved.
-        folder = located(self.target.experiment, self.folder)
+        folder = self.folder
         target = Target(
             **{
                 **self.target.__dict__,
@@ -61,3 +60,8 @@ class TrackerLog(LoggerCallback):
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its callbacks for resume; the worker is started again by `setup`.
         return {**self.__dict__, "mirror": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Tune restores this callback from the run's pickle on resume: the folder may have moved.
+        state["folder"] = located(state["target"].experiment, state["folder"])
+        self.__dict__.update(state)

@@ -1,0 +1,119 @@
+"""What the commands print around a run and on the way out: the plan's warnings and layouts, a
+run's summary and expectations, how to continue an interrupted run, the app's warnings as one
+line each. (`console` builds the reports' text.)"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tune_app import interrupts
+from tune_app.errors import RunStopped
+from tune_app.ray_internals.versions import UncheckedRayWarning
+
+if TYPE_CHECKING:
+    from tune_app.api import RunResult
+    from tune_app.plan import Plan
+
+
+def earlier_runs(plan: Plan) -> list[str]:
+    """Notes on results folders that already hold a run: `run` keeps them and writes beside."""
+    from tune_app.command import APP
+
+    out = []
+    for ep in plan.experiments:
+        fresh = ep.folder.fresh()
+        if not fresh.same_as(ep.folder):
+            out.append(
+                f"{ep.experiment.key_path}.storage_path: {ep.location} already holds a run, "
+                f"kept: `run` writes {fresh.where}; continue an unfinished one with "
+                f"{APP} resume {ep.location}"
+            )
+    return out
+
+
+def shown(run: Callable[[], RunResult]) -> int:
+    """Print what a run ended with (the summary table, the expectations that failed, how to
+    continue it if interrupted) and return its exit code; a run that raised shows what it can.
+    `run` is the whole command, its first printed line included: a signal that lands while that
+    line is written is an interruption before the run began, as any before the plan is."""
+    from tune_app.api import Interrupted, NeverReported
+
+    try:
+        result = run()
+    except Interrupted:  # before any summary came back: `main` prints the one line
+        raise
+    except KeyboardInterrupt:  # while the spec was read and planned: no run folder yet
+        raise Interrupted([]) from None
+    except NeverReported as err:  # what did run first, then the error
+        print_result(err.result)
+        raise
+    except RunStopped as err:  # the summary so far, then the resume line
+        if err.result is not None:
+            print_result(err.result)
+        raise
+    print_result(result)
+    print_resume_hint(result.interrupted_folders)
+    return result.exit_code
+
+
+def print_result(result: RunResult) -> None:
+    from tune_app.console import print_outcomes, print_summaries
+
+    print_summaries(result.plan, result.summaries)
+    print_outcomes(result.outcomes)
+
+
+def print_resume_hint(folders: list[str]) -> None:
+    if folders:
+        print(interrupted_line(folders), file=sys.stderr)
+
+
+def interrupted_line(stop: BaseException | list[str]) -> str:
+    """The one line an interrupted command ends with: how to continue the run, if one began."""
+    from tune_app.api import Interrupted, resume_command
+
+    folders = stop if isinstance(stop, list) else getattr(stop, "folders", [])
+    by = interrupts.received() or "SIGINT"
+    if folders:
+        command = resume_command(folders)
+        return f"interrupted ({by}); the state is saved. Continue with: {command}"
+    if isinstance(stop, Interrupted):
+        return f"interrupted ({by}) before the run began: nothing was written"
+    return f"interrupted ({by})"
+
+
+def print_plan_warnings(plan: Plan) -> None:
+    print_warnings(plan.warnings)
+
+
+def print_plan_start(plan: Plan) -> None:
+    """What a run says once planned: its warnings, and each experiment's chosen layout."""
+    print_warnings(plan.warnings)
+    print_layouts(plan)
+
+
+def print_layouts(plan: Plan) -> None:
+    from tune_app.plan import layout_lines
+
+    for line in layout_lines(plan):
+        print(line, flush=True)
+
+
+def print_warnings(warnings: Sequence[str]) -> None:
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+def one_line_warnings(python_shows: Callable[..., None]) -> Callable[..., None]:
+    """Python's showwarning, except that the app's own warnings print as one `warning:` line
+    (Python's form adds the file, line and source of the `warnings.warn` call)."""
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, UncheckedRayWarning):
+            print(f"warning: {message}", file=sys.stderr)
+        else:
+            python_shows(message, category, *args, **kwargs)
+
+    return show
