@@ -212,3 +212,34 @@ def test_a_run_after_a_failed_and_resumed_one_in_the_same_process_writes_its_own
     assert again.summaries[0].counts == {"TERMINATED": 3}
     assert len(set(rows(tmp_path / "again" / "e"))) == 3
     assert rows(tmp_path / "failed" / "e") == before  # none of the new run's rows
+
+
+def test_a_run_whose_loop_raised_ends_its_trackers_with_the_saved_summary(
+    ray_session, tmp_path, monkeypatch
+):
+    # Its MLflow runs stayed RUNNING and its tracker's thread lived on for the rest of the
+    # process: only a run that reached its end finished its trackers.
+    import mlflow
+    from ray.tune.execution.tune_controller import TuneController
+
+    user_module("trial_resources.py", tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # MLflow puts a SQL store's artifacts in ./mlruns
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    spec = grid_spec("trial_resources:train", sleep=0)
+    (tmp_path / "spec.yaml").write_text(f'{spec}trackers:\n  mlflow: {{tracking_uri: "{uri}"}}\n')
+    step = TuneController.step
+
+    def failing(self):
+        step(self)
+        if any(t.status == "TERMINATED" for t in self.get_trials()):
+            raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(TuneController, "step", failing)
+    with pytest.raises(TuneFailure):
+        tune_app.run(tmp_path / "spec.yaml", storage_path=tmp_path / "o")
+    assert not [t.name for t in threading.enumerate() if t.name.endswith(" tracker")]
+    runs = mlflow.MlflowClient(uri).search_runs(
+        [e.experiment_id for e in mlflow.MlflowClient(uri).search_experiments()]
+    )
+    assert runs and {r.info.status for r in runs} <= {"FINISHED", "KILLED", "FAILED"}

@@ -323,8 +323,11 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
                 # saved last resumes.
                 wall = earlier + time.monotonic() - began
                 summary = saved_summary(ep, wall)
+                if summary is not None:  # the trackers record how far it got, as a run's end
+                    trackers.finish(ep, summary)
                 raise TuneFailure.loop_raised(err, [summary] if summary else []) from err
     except BaseException:
+        trackers.stop(ep)  # those `finish` did not end
         if not opts.resume and not _started(ep):
             # Tune refused the run before any trial: nothing to resume, and a folder left
             # behind would be taken for an interrupted run by the next `run`.
@@ -427,6 +430,7 @@ def _finish(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
     else:
         trackers.finish(ep, summary)
     if failed is not None:
+        trackers.stop(ep)
         raise StorageError(failed, summaries=[summary])
     return summary
 

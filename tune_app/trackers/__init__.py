@@ -139,3 +139,15 @@ def finish(ep: ExperimentPlan, summary: RunSummary) -> None:
             live = mirror_for(sink, one.options, target_of(ep))
         live.finish(summary)
         live.stop()
+
+
+def stop(ep: ExperimentPlan) -> None:
+    """End `ep`'s trackers' workers in this process without a summary (a run that raised before
+    it had one), waited for a bounded time as `finish` does: a worker left running kept its
+    thread and its tracker's run open for the rest of the process."""
+    from tune_app.trackers.mirror import LIVE
+
+    for one in ep.experiment.trackers:
+        live = LIVE.pop((TRACKERS[one.name].sink, ep.name), None)
+        if live is not None:
+            live.stop()
