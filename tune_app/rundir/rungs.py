@@ -3,7 +3,8 @@
 that reached the end.
 
 A rung is an iteration at which the scheduler stopped trials (what the run's trials show, so a
-run read back without its spec gives the same rungs). Only trials that reached the end have a
+run read back without its spec gives the same rungs); a trial that the run's end stopped
+(`fail_fast`, `time_budget_s`) or that failed is no scheduler's stop (`records.stopped_early`). Only trials that reached the end have a
 final score, and the scheduler promoted them, so the correlation is over survivors: it judges
 whether the rung ordered the trials it kept as they ended. Below `BOUND` the rung's cuts were
 close to chance: with a reduction factor of 3, a rung keeping the top 9 of 27 trials keeps the
