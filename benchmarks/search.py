@@ -21,6 +21,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import Figure, read_results, start_ray, table, write_json
+from benchmarks.common import Figure, _finite, read_results, start_ray, table, write_json
 from benchmarks.costs import (
     Costs,
     difference_interval,
@@ -627,6 +628,49 @@ def rung_table(
     return "\n".join(lines)
 
 
+def _kind(name: str) -> tuple[bool, bool]:
+    """Where a figure's row goes in the table: pooled or per task, a regret or a ratio."""
+    return name.startswith("pooled:"), "regret" in name
+
+
+def add_to(path: Path, figures: list[Figure], methods: Iterable[str], source: str) -> str:
+    """Put the figures of `methods` (those with one of them before " / " or " regret") into
+    the results file at `path`, each beside the rows of its kind (a row of the same name is
+    replaced), its other rows, note and sources kept, `source` said for them; the table of the
+    whole file."""
+    data = json.loads(path.read_text())
+    rows: list[dict[str, Any]] = data["figures"]
+    names = tuple(f"{m} /" for m in methods) + tuple(f"{m} regret" for m in methods)
+    for figure in (f for f in figures if any(n in f.name for n in names)):
+        row = {**{k: _finite(v) for k, v in asdict(figure).items()}}
+        row.update(met=figure.met, verdict=figure.verdict)
+        same = [i for i, r in enumerate(rows) if r["name"] == figure.name]
+        kind = [
+            i
+            for i, r in enumerate(rows)
+            if r["benchmark"] == figure.benchmark and _kind(r["name"]) == _kind(figure.name)
+        ]
+        if same:
+            rows[same[0]] = row
+        else:
+            rows.insert(kind[-1] + 1 if kind else len(rows), row)
+    data.setdefault("sources", {})[f"search ({', '.join(methods)})"] = source
+    path.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
+    return table([_figure(r) for r in rows])
+
+
+def _figure(row: dict[str, Any]) -> Figure:
+    """A row of a results file as the `Figure` it was written from (null: infinite)."""
+
+    def number(v: Any) -> float:
+        return math.inf if v is None else float(v)
+
+    kept = {k: v for k, v in row.items() if k not in ("met", "verdict")}
+    spread = kept.get("spread")
+    kept["spread"] = tuple(number(v) for v in spread) if spread else None
+    return Figure(**{**kept, "value": number(kept["value"])})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes")
@@ -653,6 +697,12 @@ def main() -> None:
         help="only work the figures out from records files (their common seeds)",
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--add-to",
+        type=Path,
+        help="put the figures of --methods (but random) into this results file "
+        "(benchmarks/results.json), beside its rows, and print its whole table",
+    )
     parser.add_argument(
         "--rungs",
         action="store_true",
@@ -685,6 +735,14 @@ def main() -> None:
         )
     if args.json:
         write_json(args.json, figures, args.quick)
+    if args.add_to:
+        added = [m for m in args.methods if m != "random"]
+        if not added:
+            parser.error("--add-to needs --methods naming the methods whose figures it adds")
+        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        source = f"{when} (python -m benchmarks.search {' '.join(sys.argv[1:])})"
+        print(add_to(args.add_to, figures, added, source))
+        return
     print(table(figures))
 
 

@@ -374,3 +374,40 @@ def test_the_figure_reads_every_ratio_against_random_and_draws_a_never(tmp_path)
     ]
     search_plot.draw(found, tmp_path / "f.png")
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_new_methods_figures_go_beside_their_kind_in_a_results_file(tmp_path):
+    import json
+
+    from benchmarks.common import Figure
+
+    def fig(name, value=1.0):
+        return Figure("search", name, value, "", "a", "b", spread=(0.5, math.inf), repeats=3)
+
+    old = [
+        fig("t: asha / random, epochs to the top 1%"),
+        fig("pooled: asha / random, epochs to the top 1% (geometric mean over tasks)"),
+        fig("pooled: asha regret after 1,040 epochs (val_accuracy points)"),
+        Figure("scale", "trials per second", 0.8, "", "a", "b"),
+    ]
+    path = tmp_path / "results.json"
+    rows = [{**{k: v for k, v in vars(f).items()}, "spread": f.spread and [0.5, None]} for f in old]
+    path.write_text(json.dumps({"figures": rows, "note": "kept", "sources": {"scale": "then"}}))
+    new = [
+        fig("t: one-epoch / random, epochs to the top 1%", math.inf),
+        fig("pooled: one-epoch regret after 1,040 epochs (val_accuracy points)"),
+        fig("pooled: random regret after 1,040 epochs (val_accuracy points)", 9.0),  # not added
+        fig("t: asha / random, epochs to the top 1%", 2.0),  # not one of the methods
+    ]
+    text = search.add_to(path, new, ["one-epoch"], "today")
+    data = json.loads(path.read_text())
+    assert [r["name"].split(" /")[0].split(" regret")[0] for r in data["figures"]] == [
+        "t: asha", "t: one-epoch", "pooled: asha", "pooled: asha", "pooled: one-epoch",
+        "trials per second",
+    ]  # fmt: skip
+    assert data["figures"][0]["value"] == 1.0 and data["figures"][1]["value"] is None
+    assert data["note"] == "kept" and data["sources"] == {
+        "scale": "then",
+        "search (one-epoch)": "today",
+    }
+    assert "| t: one-epoch / random, epochs to the top 1% | inf (0.5-inf) |" in text
