@@ -70,7 +70,7 @@ def draw(found: list[Ratio], path: Path) -> None:
         offset = (i - (len(places) - 1) / 2) * 0.16
         for r in (r for r in found if r.where == where):
             y = methods.index(r.method) + offset
-            ends = [r.low or left, r.high or right]
+            ends = [r.low or right, r.high or right]  # None: infinite
             ax.plot(ends, [y, y], color=colours[where], linewidth=1.2)
             marker = "D" if where == POOLED else "o"
             x, shape = (r.value, marker) if r.value else (right, ">")
