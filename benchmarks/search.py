@@ -21,6 +21,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import Figure, read_results, start_ray, table, write_json
+from benchmarks.common import Figure, _finite, read_results, start_ray, table, write_json
 from benchmarks.costs import (
     Costs,
     difference_interval,
@@ -285,6 +286,17 @@ def figures_of(runs: dict[str, dict[str, list[Run]]], goals: dict[str, Goal]) ->
 
 
 @dataclass(frozen=True)
+class Finalists:
+    """A second phase after a search of short trials (Egele et al.'s one-epoch baseline): every
+    trial of the first search runs `epochs` epochs, then the `keep` configurations with the best
+    val_accuracy there are trained to epoch 52 by a second search, a grid over them in rank
+    order (Tune's grid starts its values in order, so the best at `epochs` starts first)."""
+
+    epochs: int  # k: the first search's trials stop here
+    keep: tuple[int, int]  # configurations trained to the end, at full size and with --quick
+
+
+@dataclass(frozen=True)
 class Method:
     """One search method: its `search:` and `scheduler:` and how many trials it may start."""
 
@@ -296,6 +308,7 @@ class Method:
     # Trials made only as they can start, so a model-based searcher learns between them; not
     # for HyperBand (its paused trials count against the limit).
     concurrency: int | None = CPUS
+    finalists: Finalists | None = None  # its trials stop early, and the best go on in a grid
 
 
 SPACE = {
@@ -331,15 +344,47 @@ METHODS = (
     Method("bohb", {"type": "bohb"}, HYPERBAND, (6 * BAND, BAND), True),
     Method(RL_ZOO, TPE, MEDIAN, (300, 20)),
     Method("hyperopt-tpe", {"type": "hyperopt"}, "fifo", (300, 20)),
+    # Egele et al. (2023), "Is one epoch all you need for multi-fidelity hyperparameter
+    # optimization?": as many configurations as random search may start, each trained 1 epoch,
+    # then the top 10% to epoch 52, best first; and the same with 2 epochs, LCBench's first
+    # epoch that ranks configurations (see RUNGS).
+    Method("one-epoch", "random", "fifo", (300, 20), finalists=Finalists(1, (30, 4))),
+    Method("two-epoch", "random", "fifo", (300, 20), finalists=Finalists(2, (30, 4))),
 )
 
 
+def finalists(rows: list[dict[str, Any]], epochs: int, keep: int) -> list[dict[str, Any]]:
+    """The searched values of the `keep` trials with the best val_accuracy at epoch `epochs`,
+    best first (a tie goes to the trial that reported first); a trial that never reported that
+    epoch is not among them."""
+    configs: dict[str, dict[str, Any]] = {}
+    scores: dict[str, float] = {}
+    for row in rows:
+        trial_id = str(row.get("trial_id"))
+        if isinstance(row.get("config"), dict):
+            configs.setdefault(trial_id, {k: row["config"][k] for k in SPACE})
+        if row.get("epoch") == epochs and isinstance(row.get(METRIC), int | float):
+            scores.setdefault(trial_id, float(row[METRIC]))
+    ranked = sorted(scores, key=lambda t: -scores[t])  # stable: ties keep arrival order
+    return [configs[t] for t in ranked[:keep]]
+
+
 def spec(
-    method: Method, task: str, seed: int, goal: Goal, folder: Path, quick: bool, data: str | None
+    method: Method,
+    task: str,
+    seed: int,
+    goal: Goal,
+    folder: Path,
+    quick: bool,
+    data: str | None,
+    chosen: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The app's spec of one run of `method` on `task`."""
+    """The app's spec of one run of `method` on `task`; with `chosen`, the spec of its second
+    phase: a grid over those configurations, each trained to the end."""
+    searched: dict[str, Any] = {"finalist": {"grid_search": chosen}} if chosen else SPACE
+    stop = method.finalists.epochs if method.finalists and chosen is None else EPOCHS
     config: dict[str, Any] = {
-        **SPACE,
+        **searched,
         "task": task,
         "checkpoint": method.checkpoint,
         "goal": goal.threshold,
@@ -350,8 +395,8 @@ def spec(
         config["data"] = data
     experiment: dict[str, Any] = {
         "run": "benchmarks.search:trial",
-        "num_samples": method.samples[quick],
-        "stop": {"epoch": EPOCHS},
+        "num_samples": 1 if chosen else method.samples[quick],
+        "stop": {"epoch": stop},
         "config": config,
         "fail_fast": True,
     }
@@ -361,8 +406,8 @@ def spec(
         "metric": METRIC,
         "mode": "max",
         "seed": seed,
-        "search": method.search,
-        "scheduler": method.scheduler,
+        "search": "grid" if chosen else method.search,
+        "scheduler": "fifo" if chosen else method.scheduler,
         "experiments": {EXPERIMENT: experiment},
     }
 
@@ -376,7 +421,9 @@ def trial(config: dict[str, Any]) -> None:
     """The benchmark's trainable: LCBench's, ending the search once the goal was met and the
     budget spent (what a search does after that is not measured). Before each epoch's report,
     the trial adds a byte to `spent` and creates `met` if that epoch meets the goal; once both
-    hold, the next epoch of any trial raises `SearchOver` instead, which ends the run."""
+    hold, the next epoch of any trial raises `SearchOver` instead, which ends the run. A
+    finalist's configuration comes as the value of `finalist`."""
+    config = {**config, **config.get("finalist", {})}
     folder = Path(config["folder"])
     spent, met = folder / "spent", folder / "met"
 
@@ -403,23 +450,33 @@ def _start_ray() -> None:
     start_ray(CPUS)
 
 
-def run_method(
-    method: Method, task: str, seed: int, goal: Goal, tmp: Path, quick: bool, data: str | None
-) -> Run:
-    """One run of `method` on `task` through the app."""
+def _search(experiment: dict[str, Any], folder: Path, runs: Path) -> list[dict[str, Any]]:
+    """One search through the app; its results in arrival order."""
     import tune_app
 
-    folder = tmp / f"{method.name}-{task}-{seed}"
-    folder.mkdir()
-    runs = folder / "runs"
     try:
-        tune_app.run(spec(method, task, seed, goal, folder, quick, data), storage_path=runs)
+        tune_app.run(experiment, storage_path=runs)
     except RuntimeError as err:
         # Ended by `fail_fast` with trials never started, Tune's result grid can fail on them;
         # every result is logged by then. Anything else is the caller's.
         if "trial_fs_path" not in str(err) or not (folder / "met").exists():
             raise
-    rows = read_results(runs / EXPERIMENT)
+    return read_results(runs / EXPERIMENT)
+
+
+def run_method(
+    method: Method, task: str, seed: int, goal: Goal, tmp: Path, quick: bool, data: str | None
+) -> Run:
+    """One run of `method` on `task` through the app: one search, or two with `finalists`
+    (their results one after the other, as the epochs were spent; both count the same budget
+    in `spent`, so the second is ended like any other once the goal is met and it is spent)."""
+    folder = tmp / f"{method.name}-{task}-{seed}"
+    folder.mkdir()
+    rows = _search(spec(method, task, seed, goal, folder, quick, data), folder, folder / "runs")
+    if method.finalists:
+        chosen = finalists(rows, method.finalists.epochs, method.finalists.keep[quick])
+        second = spec(method, task, seed, goal, folder, quick, data, chosen)
+        rows += _search(second, folder, folder / "finalists")
     shutil.rmtree(folder, ignore_errors=True)
     done = judge(rows, goal)
     if method.name in SCHEDULERS:
@@ -461,10 +518,12 @@ def run(
     tasks: tuple[str, ...] = TASKS,
     first_seed: int = 0,
     skip: frozenset[tuple[str, str, int]] = frozenset(),
+    methods: tuple[str, ...] = (),
 ) -> list[Figure]:
-    """Every method on every task over `SEEDS` searcher seeds, seed by seed (so a cut-short run
-    still leaves whole seeds in `records`), but the (task, method, seed) runs in `skip`; the
-    figures of the runs made, or with `skip` of the whole records file."""
+    """Every method (or those named in `methods`) on every task over `SEEDS` searcher seeds,
+    seed by seed (so a cut-short run still leaves whole seeds in `records`), but the (task,
+    method, seed) runs in `skip`; the figures of the runs made, or with `skip` of the whole
+    records file."""
     import ray
 
     data = data or os.environ.get("LCBENCH_DATA") or None
@@ -474,14 +533,15 @@ def run(
             f"  {g.task}: pool {g.size:,}, top 1% from {g.threshold:.2f}, best {g.best:.2f}",
             flush=True,
         )
-    runs: dict[str, dict[str, list[Run]]] = {t: {m.name: [] for m in METHODS} for t in tasks}
+    chosen = [m for m in METHODS if not methods or m.name in methods]
+    runs: dict[str, dict[str, list[Run]]] = {t: {m.name: [] for m in chosen} for t in tasks}
     records = records or Path(tempfile.gettempdir()) / f"lcbench-search-{os.getpid()}.jsonl"
     _start_ray()
     try:
         with tempfile.TemporaryDirectory() as folder:
             for seed in range(first_seed, SEEDS[quick]):
                 for task in tasks:
-                    for method in METHODS:
+                    for method in chosen:
                         if (task, method.name, seed) in skip:
                             continue
                         began = time.monotonic()
@@ -568,6 +628,49 @@ def rung_table(
     return "\n".join(lines)
 
 
+def _kind(name: str) -> tuple[bool, bool]:
+    """Where a figure's row goes in the table: pooled or per task, a regret or a ratio."""
+    return name.startswith("pooled:"), "regret" in name
+
+
+def add_to(path: Path, figures: list[Figure], methods: Iterable[str], source: str) -> str:
+    """Put the figures of `methods` (those with one of them before " / " or " regret") into
+    the results file at `path`, each beside the rows of its kind (a row of the same name is
+    replaced), its other rows, note and sources kept, `source` said for them; the table of the
+    whole file."""
+    data = json.loads(path.read_text())
+    rows: list[dict[str, Any]] = data["figures"]
+    names = tuple(f"{m} /" for m in methods) + tuple(f"{m} regret" for m in methods)
+    for figure in (f for f in figures if any(n in f.name for n in names)):
+        row = {**{k: _finite(v) for k, v in asdict(figure).items()}}
+        row.update(met=figure.met, verdict=figure.verdict)
+        same = [i for i, r in enumerate(rows) if r["name"] == figure.name]
+        kind = [
+            i
+            for i, r in enumerate(rows)
+            if r["benchmark"] == figure.benchmark and _kind(r["name"]) == _kind(figure.name)
+        ]
+        if same:
+            rows[same[0]] = row
+        else:
+            rows.insert(kind[-1] + 1 if kind else len(rows), row)
+    data.setdefault("sources", {})[f"search ({', '.join(methods)})"] = source
+    path.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
+    return table([_figure(r) for r in rows])
+
+
+def _figure(row: dict[str, Any]) -> Figure:
+    """A row of a results file as the `Figure` it was written from (null: infinite)."""
+
+    def number(v: Any) -> float:
+        return math.inf if v is None else float(v)
+
+    kept = {k: v for k, v in row.items() if k not in ("met", "verdict")}
+    spread = kept.get("spread")
+    kept["spread"] = tuple(number(v) for v in spread) if spread else None
+    return Figure(**{**kept, "value": number(kept["value"])})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes")
@@ -575,6 +678,13 @@ def main() -> None:
     parser.add_argument("--records", type=Path, help="append each run here (JSON lines)")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     parser.add_argument("--first-seed", type=int, default=0, help="go on from this seed")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=[],
+        choices=[m.name for m in METHODS],
+        help="run only these methods (default: all)",
+    )
     parser.add_argument(
         "--fill",
         action="store_true",
@@ -587,6 +697,12 @@ def main() -> None:
         help="only work the figures out from records files (their common seeds)",
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--add-to",
+        type=Path,
+        help="put the figures of --methods (but random) into this results file "
+        "(benchmarks/results.json), beside its rows, and print its whole table",
+    )
     parser.add_argument(
         "--rungs",
         action="store_true",
@@ -614,9 +730,19 @@ def main() -> None:
                 parser.error("--fill needs --records FILE, an existing records file")
             skip = frozenset(recorded(args.records))
         tasks = tuple(args.tasks)
-        figures = run(args.quick, args.records, args.data, tasks, args.first_seed, skip)
+        figures = run(
+            args.quick, args.records, args.data, tasks, args.first_seed, skip, tuple(args.methods)
+        )
     if args.json:
         write_json(args.json, figures, args.quick)
+    if args.add_to:
+        added = [m for m in args.methods if m != "random"]
+        if not added:
+            parser.error("--add-to needs --methods naming the methods whose figures it adds")
+        when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        source = f"{when} (python -m benchmarks.search {' '.join(sys.argv[1:])})"
+        print(add_to(args.add_to, figures, added, source))
+        return
     print(table(figures))
 
 

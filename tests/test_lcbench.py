@@ -290,3 +290,124 @@ def test_the_trainable_runs_through_the_app_and_reports_the_readme_values(ray_se
     assert epochs[1]["val_accuracy"] == pytest.approx(EXAMPLE[1], abs=0.05)
     assert epochs[2]["val_accuracy"] == pytest.approx(EXAMPLE[2], abs=0.05)
     assert 0 < epochs[1]["time"] < epochs[2]["time"] < epochs[3]["time"]
+
+
+# ---- the one-epoch baseline (Egele et al.): short trials, then the best to the end ------------
+
+
+def _config(n: int) -> dict:
+    return {key: float(n) for key in search.SPACE}
+
+
+def _trial_rows(trial: str, config: dict, values: list[float]) -> list[dict]:
+    """A trial's results as results.jsonl holds them: the config on its first row only."""
+    rows = [{"trial_id": trial, "epoch": e, "val_accuracy": v} for e, v in enumerate(values, 1)]
+    rows[0]["config"] = {**config, "task": "t", "folder": "/f"}
+    return rows
+
+
+def test_finalists_are_the_best_at_k_epochs_best_first():
+    rows = []
+    for n, first_two in enumerate([(10, 40), (90, 20), (30, 60), (50, 60), (99,)]):
+        rows += _trial_rows(f"t{n}", _config(n), list(first_two))
+    # At epoch 2: t2 and t3 tie at 60 (t2 reported first), then t0; t4 never reached epoch 2.
+    assert search.finalists(rows, 2, 3) == [_config(2), _config(3), _config(0)]
+    assert search.finalists(rows, 1, 2) == [_config(4), _config(1)]
+    assert search.finalists(rows, 2, 10) == [_config(2), _config(3), _config(0), _config(1)]
+
+
+def test_the_one_epoch_baseline_runs_two_searches_and_counts_every_epoch(tmp_path, monkeypatch):
+    """The first search's trials stop at k epochs; the second is a grid over the top `keep`
+    in rank order, to epoch 52; the cost counts the first search's epochs and the finalists'."""
+    from tune_app import api
+
+    method = next(m for m in search.METHODS if m.name == "one-epoch")
+    k, keep, trials = method.finalists.epochs, method.finalists.keep[1], method.samples[1]
+    goal = Goal("t", threshold=80.0, best=90.0, typical=40.0, size=1000)
+    early = {n: float(n) for n in range(trials)}  # the epoch-1 value of configuration n
+    final = {trials - 1: 70.0, trials - 2: 85.0}  # the 2nd best at epoch 1 meets the goal
+    seen = []
+
+    def search_(experiment, folder, runs):
+        seen.append(experiment)
+        api.validate(experiment)  # each phase is a spec the app accepts
+        exp = experiment["experiments"][search.EXPERIMENT]
+        if "finalist" not in exp["config"]:
+            assert exp["stop"] == {"epoch": k} and exp["num_samples"] == trials
+            return [r for n in early for r in _trial_rows(f"a{n}", _config(n), [early[n]] * k)]
+        assert experiment["search"] == "grid" and exp["stop"] == {"epoch": search.EPOCHS}
+        rows = []
+        for i, config in enumerate(exp["config"]["finalist"]["grid_search"]):
+            n = int(config["batch_size"])
+            curve = [50.0] * (search.EPOCHS - 1) + [final.get(n, 60.0)]
+            rows += _trial_rows(f"b{i}", config, curve)
+        return rows
+
+    monkeypatch.setattr(search, "_search", search_)
+    done = search.run_method(method, "t", 0, goal, tmp_path, True, None)
+    chosen = seen[1]["experiments"][search.EXPERIMENT]["config"]["finalist"]["grid_search"]
+    assert chosen == [_config(trials - 1 - i) for i in range(keep)]
+    assert done.cost == trials * k + 2 * search.EPOCHS  # the second finalist's epoch 52
+    assert done.spent == trials * k + keep * search.EPOCHS
+    assert done.regret == pytest.approx(5.0)  # 90 - 85, within the budget
+
+
+def test_the_figure_reads_every_ratio_against_random_and_draws_a_never(tmp_path):
+    from benchmarks import search_plot
+    from benchmarks.common import Figure, _finite
+
+    rows = [
+        Figure("search", "167168: one-epoch / random, epochs to the top 1%", math.inf, "", "a", "b",
+               spread=(0.2, math.inf), repeats=5),
+        Figure("search", "pooled: asha / random, epochs to the top 1% (geometric mean over tasks)",
+               0.2, "<= 0.4", "a", "b", spread=(0.1, 0.3), repeats=60),
+        Figure("search", "pooled: asha / optuna-tpe-median, epochs to the top 1% (geometric mean "
+               "over tasks)", 0.9, "< 1", "a", "b", repeats=60),
+        Figure("search_rl", "asha / random: trial-iterations to within 2% of the best", 0.3, "",
+               "a", "b"),
+    ]  # fmt: skip
+    written = [{k: _finite(v) for k, v in vars(f).items()} for f in rows]  # as results.json
+    found = search_plot.ratios(written)
+    assert found == [
+        search_plot.Ratio("167168", "one-epoch", None, 0.2, None, 5),
+        search_plot.Ratio(search_plot.POOLED, "asha", 0.2, 0.1, 0.3, 60),
+    ]
+    search_plot.draw(found, tmp_path / "f.png")
+    assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_new_methods_figures_go_beside_their_kind_in_a_results_file(tmp_path):
+    import json
+
+    from benchmarks.common import Figure
+
+    def fig(name, value=1.0):
+        return Figure("search", name, value, "", "a", "b", spread=(0.5, math.inf), repeats=3)
+
+    old = [
+        fig("t: asha / random, epochs to the top 1%"),
+        fig("pooled: asha / random, epochs to the top 1% (geometric mean over tasks)"),
+        fig("pooled: asha regret after 1,040 epochs (val_accuracy points)"),
+        Figure("scale", "trials per second", 0.8, "", "a", "b"),
+    ]
+    path = tmp_path / "results.json"
+    rows = [{**{k: v for k, v in vars(f).items()}, "spread": f.spread and [0.5, None]} for f in old]
+    path.write_text(json.dumps({"figures": rows, "note": "kept", "sources": {"scale": "then"}}))
+    new = [
+        fig("t: one-epoch / random, epochs to the top 1%", math.inf),
+        fig("pooled: one-epoch regret after 1,040 epochs (val_accuracy points)"),
+        fig("pooled: random regret after 1,040 epochs (val_accuracy points)", 9.0),  # not added
+        fig("t: asha / random, epochs to the top 1%", 2.0),  # not one of the methods
+    ]
+    text = search.add_to(path, new, ["one-epoch"], "today")
+    data = json.loads(path.read_text())
+    assert [r["name"].split(" /")[0].split(" regret")[0] for r in data["figures"]] == [
+        "t: asha", "t: one-epoch", "pooled: asha", "pooled: asha", "pooled: one-epoch",
+        "trials per second",
+    ]  # fmt: skip
+    assert data["figures"][0]["value"] == 1.0 and data["figures"][1]["value"] is None
+    assert data["note"] == "kept" and data["sources"] == {
+        "scale": "then",
+        "search (one-epoch)": "today",
+    }
+    assert "| t: one-epoch / random, epochs to the top 1% | inf (0.5-inf) |" in text

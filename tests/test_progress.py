@@ -219,3 +219,76 @@ def test_a_log_that_is_no_terminal_gets_where_things_stand_at_least_every_30_s(c
         "[ppo] 1/6 done, 2 running, 3 pending, 0 errored; best m = 1.5 (lr=0.1); 40s elapsed; "
         "9m20s of the 10m00s budget left"
     )
+
+
+def test_with_several_objectives_the_line_shows_the_front_as_the_summary_does():
+    from tune_app import front
+    from tune_app.objectives import Limit, Objective
+    from tune_app.rundir.records import RunSummary, TrialOutcome
+
+    several = (Objective("acc", "max"), Objective("mem", "min"))
+    limits = (Limit("mem", max=100.0),)
+    callback = progress.ProgressCallback(
+        "e", None, None, ("lr",), several=several, constraints=limits
+    )
+    values = {  # trial -> status, acc, mem
+        "a": ("TERMINATED", 0.9, 80.0),  # on the front, best on acc
+        "b": ("RUNNING", 0.7, 20.0),  # on the front
+        "c": ("TERMINATED", 0.6, 50.0),  # dominated by b
+        "d": ("TERMINATED", 0.99, 150.0),  # breaks mem <= 100: never on the front
+        "e": ("ERROR", 0.95, 10.0),  # failed: never on the front
+    }
+    trials = []
+    for i, (name, (status, acc, mem)) in enumerate(values.items()):
+        trial = _trial(status, {"lr": i / 10}, name, acc=acc, mem=mem)
+        trials.append(trial)
+        callback.on_trial_result(0, trials, trial, trial.last_result)
+    snap = callback.snapshot(trials)
+    assert snap.front == 2 and snap.point == (("acc", 0.9), ("mem", 80.0))
+    assert snap.best is None and snap.best_params == "lr=0"
+    line = progress.describe(snap)
+    assert "front of 2, best on acc: acc = 0.9, mem = 80 (lr=0)" in line
+    # The summary's front of the same trials: the same size, led by the same trial.
+    summary = RunSummary(
+        "e", None, None, 1.0, objectives=list(several), constraints=list(limits),
+        trials=[
+            TrialOutcome(
+                name, "ERROR" if status == "ERROR" else "TERMINATED", {}, None, 1,
+                objectives={"acc": acc, "mem": mem}, broken=["mem > max"] if mem > 100 else [],
+            )
+            for name, (status, acc, mem) in values.items()
+        ],
+    )  # fmt: skip
+    assert len(summary.pareto()) == snap.front
+    assert front.on_front(summary)[0].trial_id == "a"
+    assert front.best_cell(summary) == f"front of {snap.front}"
+
+
+def test_a_trial_that_breaks_a_constraint_is_never_the_best_so_far():
+    from tune_app.objectives import Limit
+
+    callback = progress.ProgressCallback(
+        "e", "acc", "max", ("lr",), constraints=(Limit("mem", max=100.0),)
+    )
+    heavy = _trial("RUNNING", {"lr": 1}, "heavy", acc=0.99, mem=500.0)
+    light = _trial("RUNNING", {"lr": 2}, "light", acc=0.5, mem=10.0)
+    for trial in (heavy, light):
+        callback.on_trial_result(0, [heavy, light], trial, trial.last_result)
+    snap = callback.snapshot([heavy, light])
+    assert (snap.best, snap.best_params, snap.front) == (0.5, "lr=2", None)
+
+
+def test_a_finished_trial_line_names_each_objective():
+    from tune_app.objectives import Objective
+
+    lines = []
+    progress.attach("e", SimpleNamespace(line=lines.append, snapshot=lambda snap: None))
+    try:
+        callback = progress.ProgressCallback(
+            "e", None, None, (), several=(Objective("acc", "max"), Objective("mem", "min"))
+        )
+        trial = _trial("TERMINATED", {}, "t1", acc=0.5, mem=3.0, training_iteration=4)
+        callback.on_trial_complete(0, [trial], trial)
+    finally:
+        progress.attach("e", None)
+    assert lines == ["[e] trial t1 done after 4 iterations, acc = 0.5, mem = 3"]

@@ -336,6 +336,81 @@ def test_a_run_whose_rungs_did_not_predict_says_so_at_its_end(ray_session, cli, 
     assert "note: early stopping: early results did not predict late ones" in result.out
 
 
+# x=1 runs its 30 iterations; x=2 (the best at every rung, so ASHA never stops it) reports 9
+# and then waits, saying so in a file; x=3 starts once x=1 is done, waits for that file and
+# raises, so `fail_fast` stops x=2 at iteration 9: the run's end, not a rung.
+CUT_BY_FAIL_FAST = """
+import time
+from pathlib import Path
+
+from ray import tune
+
+
+def train(config):
+    x, said = config["x"], Path(config["folder"]) / "x2_at_9"
+    if x == 3:
+        while not said.exists():
+            time.sleep(0.05)
+        raise ValueError("stop the run")
+    for i in range(1, 31 if x == 1 else 10):
+        tune.report({"score": float(x * i)})
+    if x == 2:
+        said.touch()
+        time.sleep(600)
+"""
+
+FAIL_FAST_SPEC = """
+metric: score
+mode: max
+scheduler: {type: asha, grace_period: 5, reduction_factor: 3, max_t: 30}
+max_concurrent_trials: 2
+experiments:
+  e:
+    run: cut:train
+    fail_fast: true
+    config: {x: {grid_search: [1, 2, 3]}, folder: FOLDER}
+"""
+
+
+def test_a_trial_the_run_end_stopped_is_no_rung(ray_session, cli, tmp_path):
+    """Tune stops every live trial when `fail_fast` (or `time_budget_s`) ends the run, with no
+    callback: such a trial is not a scheduler's stop, and its iteration is no rung."""
+    import json
+
+    from tune_app.rundir.layout import journaled_ends
+
+    (tmp_path / "cut.py").write_text(CUT_BY_FAIL_FAST)
+    (tmp_path / "spec.yaml").write_text(FAIL_FAST_SPEC.replace("FOLDER", str(tmp_path)))
+    cli("run", tmp_path / "spec.yaml", "--storage-path", tmp_path / "o")
+    summary = json.loads((tmp_path / "o" / "e" / "summary.json").read_text())
+    by_x = {t["params"]["x"]: t for t in summary["trials"]}
+    assert (by_x[2]["status"], by_x[2]["iterations"]) == ("TERMINATED", 9)  # cut mid-run
+    assert by_x[3]["status"] == "ERROR" and by_x[1]["iterations"] == 30
+    assert not any(t["stopped_early"] for t in summary["trials"])
+    assert summary["early_stopping"] == []  # iteration 9 is no rung
+    ended = journaled_ends(tmp_path / "o" / "e")
+    assert ended == {by_x[1]["trial_id"], by_x[3]["trial_id"]}
+
+
+@pytest.mark.parametrize(
+    "stopped_by_tune, status, iterations, last, expected",
+    [
+        pytest.param(True, "TERMINATED", 2, {}, True, id="the-scheduler-stopped-it"),
+        pytest.param(False, "TERMINATED", 2, {}, False, id="the-run-end-stopped-it"),
+        pytest.param(True, "ERROR", 2, {}, False, id="it-failed"),
+        pytest.param(True, "TERMINATED", 2, {"epoch": 2}, False, id="its-stop-criteria"),
+        pytest.param(True, "TERMINATED", 10, {}, False, id="it-ran-to-the-end"),
+    ],
+)
+def test_only_the_schedulers_stops_are_early_stops(
+    stopped_by_tune, status, iterations, last, expected
+):
+    from tune_app.rundir.records import stopped_early
+
+    found = stopped_early("asha", status, iterations, 10, last, {"epoch": 2}, stopped_by_tune)
+    assert found is expected
+
+
 def test_a_curve_of_many_trials_is_computed_at_log_spaced_n():
     scores = list(np.random.default_rng(1).normal(size=5000))
     found = budget.BudgetCurve("trials", budget.expected_best(scores, "max"))

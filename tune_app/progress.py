@@ -2,7 +2,9 @@
 finished trial elsewhere (CI logs).
 
 A Tune callback in each experiment's loop takes snapshots (trials done, running, pending,
-errored; the best metric so far and its parameters; elapsed and remaining time) and hands them
+errored; the best metric so far and its parameters, or with several objectives the Pareto
+front's size and its best point on the first objective, as the summary's foot names it; elapsed
+and remaining time) and hands them
 to the view of the driver: directly when the experiment runs in the driver, through a small Ray
 actor when experiments run side by side in their own tasks. The callback finds its view by
 experiment name at run time, so a callback that Tune restores on resume finds the new one.
@@ -18,8 +20,10 @@ from typing import Any, Protocol
 
 from ray import tune
 
-from tune_app import failures, scoring
+from tune_app import failures, objectives, scoring
 from tune_app.divergence import diverged
+from tune_app.objectives import Limit, Objective
+from tune_app.rundir import pareto
 from tune_app.rundir.layout import flatten
 from tune_app.rundir.location import RunLocation
 from tune_app.scoring import finite
@@ -47,6 +51,10 @@ class Snapshot:
     elapsed_s: float = 0.0
     remaining_s: float | None = None
     budget_s: float | None = None  # the search's time budget (time_budget_s), when it has one
+    # Several objectives: the front's size so far (None with one metric), and its point best on
+    # the first objective, each objective's value by name (its parameters in `best_params`).
+    front: int | None = None
+    point: tuple[tuple[str, float], ...] = ()
 
 
 class Sink(Protocol):
@@ -80,8 +88,13 @@ class ProgressCallback(tune.Callback):
         folder: RunLocation | None = None,
         output: bool | str | tuple[str, str] = False,
         budget_s: float | None = None,
+        several: tuple[Objective, ...] = (),
+        constraints: tuple[Limit, ...] = (),
     ) -> None:
         self.experiment, self.metric, self.mode = experiment, metric, mode
+        self.objectives, self.constraints = several, constraints
+        # trial id -> its last value of each key the objectives and constraints read
+        self._lasts: dict[str, dict[str, float | None]] = {}
         self.folder = folder  # the run folder, to name a failed trial's files
         self.output = output  # the experiment's log_to_file: where trials keep their output
         self.budget_s = budget_s  # the search's time budget, when it has one
@@ -103,10 +116,15 @@ class ProgressCallback(tune.Callback):
     def on_trial_result(
         self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
     ) -> None:
+        flat = flatten(result, "/")
         if self.metric:
-            value = finite(flatten(result, "/").get(self.metric))
+            value = finite(flat.get(self.metric))
             if value is not None:
                 self._values.setdefault(trial.trial_id, []).append(value)
+        lasts = self._lasts.setdefault(trial.trial_id, {})
+        for key in objectives.limited_keys(self.objectives, self.constraints):
+            if key in flat:
+                lasts[key] = finite(flat[key])
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         now = time.monotonic()
@@ -123,6 +141,11 @@ class ProgressCallback(tune.Callback):
         else:
             value = last.get(self.metric) if self.metric else None
             shown = f", {self.metric} = {value:.6g}" if finite(value) is not None else ""
+            shown += "".join(
+                f", {o.name} = {v:.6g}"
+                for o in self.objectives
+                if (v := finite(last.get(o.name))) is not None
+            )
             iterations = last.get("training_iteration", 0)
             self._line(f"trial {trial.trial_id} done after {iterations} iterations{shown}{params}")
         self._send(trials)
@@ -161,33 +184,25 @@ class ProgressCallback(tune.Callback):
     def snapshot(self, trials: list) -> Snapshot:
         """Counts, the best so far and the time left, estimated from finished work."""
         counts = {"TERMINATED": 0, "RUNNING": 0, "ERROR": 0}
-        best, best_trial = None, None
-        failed_best, failed_trial = None, None  # failed trials rank after the others (records)
         progress = 0.0
         for trial in trials:
             last = flatten(trial.last_result or {}, "/")
-            status = trial.status
-            if status == "TERMINATED" and diverged(last, self.metric):
-                status = "ERROR"  # stopped for a NaN metric: failed, as the summary counts it
-            counts[status] = counts.get(status, 0) + 1
-            value = scoring.score(self._values.get(trial.trial_id, []), self.scope, self.mode)
-            if value is not None and status == "ERROR":
-                if scoring.better(value, failed_best, self.mode):
-                    failed_best, failed_trial = value, trial
-            elif value is not None and scoring.better(value, best, self.mode):
-                best, best_trial = value, trial
+            counts[self._status(trial)] = counts.get(self._status(trial), 0) + 1
             if trial.status in ("TERMINATED", "ERROR"):
                 progress += 1.0
             elif self.iterations:
                 progress += min(1.0, last.get("training_iteration", 0) / self.iterations)
-        if best_trial is None:
-            best, best_trial = failed_best, failed_trial
+        best, best_trial = self._best(trials)
         total = max(self._total or 0, len(trials)) or None
         elapsed = time.monotonic() - self._start
         remaining = None
         if total and progress > 0:
             remaining = elapsed * (total - progress) / progress
         done, errored = counts["TERMINATED"], counts["ERROR"]
+        front: int | None = None
+        point: tuple[tuple[str, float], ...] = ()
+        if self.objectives:  # no one best: the front so far, and its point best on the first
+            front, point, best_trial = self._front(trials)
         return Snapshot(
             experiment=self.experiment,
             done=done,
@@ -203,7 +218,61 @@ class ProgressCallback(tune.Callback):
             elapsed_s=elapsed,
             remaining_s=remaining,
             budget_s=self.budget_s,
+            front=front,
+            point=point,
         )
+
+    def _status(self, trial: Any) -> str:
+        """Tune's status, but ERROR for a trial stopped for a NaN metric, as the summary counts
+        it."""
+        last = flatten(trial.last_result or {}, "/")
+        if trial.status == "TERMINATED" and diverged(last, self.metric):
+            return "ERROR"
+        return str(trial.status)
+
+    def _best(self, trials: list) -> tuple[float | None, Any]:
+        """The best score so far and its trial: failed trials rank after the others, and one
+        that breaks a constraint is never best (as `records` ranks them)."""
+        best, best_trial = None, None
+        failed_best, failed_trial = None, None
+        for trial in trials:
+            value = scoring.score(self._values.get(trial.trial_id, []), self.scope, self.mode)
+            if value is None or self._judged(trial.trial_id).get("broken"):
+                continue
+            if self._status(trial) == "ERROR":
+                if scoring.better(value, failed_best, self.mode):
+                    failed_best, failed_trial = value, trial
+            elif scoring.better(value, best, self.mode):
+                best, best_trial = value, trial
+        return (best, best_trial) if best_trial is not None else (failed_best, failed_trial)
+
+    def _judged(self, trial_id: str) -> dict[str, Any]:
+        """A trial's objective values and broken constraints so far (`objectives.judged`)."""
+        if not self.objectives and not self.constraints:
+            return {}
+        return objectives.judged(self.objectives, self.constraints, self._lasts.get(trial_id, {}))
+
+    def _front(self, trials: list) -> tuple[int, tuple[tuple[str, float], ...], Any]:
+        """The Pareto front of the trials so far (as `RunSummary.points` admits them: a value
+        of every objective, not failed, every constraint kept): its size, its point best on the
+        first objective (the one `best --pick FIRST` exports), and that trial."""
+        points: dict[str, tuple[float, ...]] = {}
+        by_id = {}
+        for trial in trials:
+            last = flatten(trial.last_result or {}, "/")
+            judged = self._judged(trial.trial_id)
+            values = [judged["objectives"].get(o.name) for o in self.objectives]
+            failed = trial.status == "ERROR" or any(diverged(last, o.name) for o in self.objectives)
+            if failed or judged["broken"] or any(v is None for v in values):
+                continue
+            points[trial.trial_id] = tuple(float(v) for v in values if v is not None)
+            by_id[trial.trial_id] = trial
+        if not points:
+            return 0, (), None
+        first = self.objectives[0].name
+        chosen = pareto.pick(points, self.objectives, first, "progress")
+        named = tuple((o.name, v) for o, v in zip(self.objectives, points[chosen], strict=True))
+        return len(pareto.front(points, [o.mode for o in self.objectives])), named, by_id[chosen]
 
 
 def _cause(trial: Any) -> str:
@@ -237,6 +306,10 @@ def describe(snap: Snapshot) -> str:
     ]
     if snap.best is not None:
         parts.append(f"best {snap.metric} = {snap.best:.6g} ({snap.best_params})")
+    if snap.front:
+        first = snap.point[0][0]
+        values = ", ".join(f"{name} = {value:.6g}" for name, value in snap.point)
+        parts.append(f"front of {snap.front}, best on {first}: {values} ({snap.best_params})")
     parts.append(f"{_clock(snap.elapsed_s)} elapsed")
     if snap.remaining_s is not None and snap.done + snap.errored < (snap.total or 0):
         parts.append(f"~{_clock(snap.remaining_s)} left")

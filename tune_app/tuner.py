@@ -164,6 +164,8 @@ def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
             folder=ep.folder,
             output=ep.experiment.log_to_file,
             budget_s=ep.experiment.time_budget_s,
+            several=ep.experiment.objectives,
+            constraints=ep.experiment.constraints,
         )
     )
     return callbacks

@@ -222,6 +222,19 @@ def saved_trials(folder: Path) -> dict[str, tuple[str, int]]:
     }
 
 
+def journaled_ends(folder: Path) -> set[str]:
+    """The trials whose end the journal saw: those Tune itself stopped (a scheduler's stop,
+    their stop criteria or their natural end all pass through its `stop_trial`, which calls the
+    callbacks) or that failed. A trial that the run's own end stopped (`fail_fast` after
+    another trial's error, `time_budget_s` running out) is marked terminated with no callback,
+    so it is not here."""
+    try:
+        rows = read_rows((Path(folder) / FINISHED_FILE).read_bytes())
+    except OSError:
+        return set()
+    return {str(r["trial_id"]) for r in rows if "trial_id" in r}
+
+
 def _journaled_failures(journal: Path) -> dict[str, int]:
     """Trial id -> the failures Tune had counted when the journal saw the trial end."""
     try:

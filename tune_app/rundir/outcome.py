@@ -16,6 +16,7 @@ from tune_app.errors import SpecError, clip, did_you_mean
 from tune_app.rundir import rungs
 from tune_app.rundir.layout import (
     flatten,
+    journaled_ends,
     latest_results,
     read_rows,
     saved_trials,
@@ -120,6 +121,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
             )
         )
     most = max((t.iterations for t in trials), default=0)
+    ended = journaled_ends(ep.folder.local)
     for t in trials:
         t.stopped_early = stopped_early(
             ep.experiment.scheduler.type,
@@ -128,6 +130,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
             most,
             lasts[t.trial_id],
             dict(ep.experiment.stop),
+            t.trial_id in ended,
         )
     checks = rungs.checks(trials, curves, ep.experiment.scheduler.type)
     # A trial that crashed before its first result is reported as a failure, not as keys missing.

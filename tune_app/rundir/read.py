@@ -262,7 +262,13 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
                 last=last_value(values),
                 best=best_value(values, mode),
                 stopped_early=stopped_early(
-                    scheduler, status, iterations, most, steps[-1] if steps else {}, stop
+                    scheduler,
+                    status,
+                    iterations,
+                    most,
+                    steps[-1] if steps else {},
+                    stop,
+                    trial_id in journal,
                 ),
                 **objectives.judged(several, limits, _lasts(steps, several, limits)),
             )

@@ -343,10 +343,19 @@ def stopped_early(
     most: int,
     last_row: dict[str, Any],
     stop: dict[str, Any],
+    stopped_by_tune: bool = True,
 ) -> bool:
     """Ended by the scheduler: finished with fewer iterations than its longest peer, its stop
-    criteria unmet. FIFO never stops a trial early."""
+    criteria unmet, and stopped by Tune's own trial stop (`stopped_by_tune`: its end is in the
+    journal, `layout.journaled_ends`), not by the run's end (`fail_fast`, `time_budget_s`),
+    which stops every live trial wherever it is. FIFO never stops a trial early."""
     reached = any(
         isinstance(last_row.get(k), int | float) and last_row[k] >= v for k, v in stop.items()
     )
-    return scheduler != "fifo" and status == FINISHED and iterations < most and not reached
+    return (
+        scheduler != "fifo"
+        and status == FINISHED
+        and stopped_by_tune
+        and iterations < most
+        and not reached
+    )

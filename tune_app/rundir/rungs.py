@@ -3,9 +3,11 @@
 that reached the end.
 
 A rung is an iteration at which the scheduler stopped trials (what the run's trials show, so a
-run read back without its spec gives the same rungs). Only trials that reached the end have a
-final score, and the scheduler promoted them, so the correlation is over survivors: it judges
-whether the rung ordered the trials it kept as they ended. Below `BOUND` the rung's cuts were
+run read back without its spec gives the same rungs); a trial that the run's end stopped
+(`fail_fast`, `time_budget_s`) or that failed is no scheduler's stop (`records.stopped_early`).
+Only trials that reached the end have a final score, and the scheduler promoted them, so the
+correlation is over survivors: it judges whether the rung ordered the trials it kept as they
+ended. Below `BOUND` the rung's cuts were
 close to chance: with a reduction factor of 3, a rung keeping the top 9 of 27 trials keeps the
 one that would have ended best about 3 times in 4 at a Spearman of 0.5 (and 1 in 3 at 0, 24 in
 25 at 0.8; Gaussian ranks, simulated), and a run loses it at every such rung in turn. Pure
