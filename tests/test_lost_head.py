@@ -29,7 +29,7 @@ experiments:
     config:
       x: {grid_search: [1, 2, 3]}
       steps: 5
-      sleep: 1.0
+      sleep: 0.5
 """
 
 
@@ -199,7 +199,7 @@ def test_tunes_own_loop_raising_ends_the_run_with_the_resume_command(tmp_path):
     user_module("trial_resources.py", tmp_path)  # one result per trial
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(
-        SPEC.replace("nodes:train", "trial_resources:train").replace("sleep: 1.0", "sleep: 0")
+        SPEC.replace("nodes:train", "trial_resources:train").replace("sleep: 0.5", "sleep: 0")
     )
     folder = tmp_path / "out" / "e"
     run = [sys.executable, "-c", LOOP_RAISES, "run", "spec.yaml", "--storage-path", "out", "-q"]

@@ -36,7 +36,7 @@ experiments:
     config:
       x: {grid_search: [1, 2, 3]}
       steps: 5
-      sleep: 1.0
+      sleep: 0.5
 """
 
 
