@@ -25,7 +25,7 @@ from tune_app.errors import TuneFailure
 @pytest.mark.e2e
 @pytest.mark.ray
 def test_a_killed_gcs_ends_the_run_with_the_resume_command_and_resume_finishes(tmp_path):
-    with_nodes(tmp_path, grid_spec())
+    with_nodes(tmp_path, grid_spec(sleep=0.5))
     # Ray's own window before its processes give up on a lost GCS: 60 s, shortened here (the
     # watch acts at half of it).
     env = {**os.environ, head.RECONNECT_ENV: "10"}

@@ -8,8 +8,6 @@ import math
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 
@@ -55,7 +53,7 @@ def steps_spec(tmp_path):
 
 
 @pytest.mark.e2e
-def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, tmp_path):
+def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, tmp_path, cli):
     spec_file = steps_spec(steps="{grid_search: [3, 14]}", sleep=0.4)
     results = tmp_path / "out" / "e" / "results.jsonl"
     # Finished is what the journal says: a trial's last row comes a round trip before Tune
@@ -87,14 +85,12 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
     finished = {t: rows for t, rows in before.items() if t in ended()}
     assert all(r[-1]["training_iteration"] == r[0]["config"]["steps"] for r in finished.values())
 
-    # Read back while interrupted, from the files alone: finished and unfinished trials.
-    analyzed = subprocess.run(
-        [sys.executable, "-m", "tune_app", "analyze", tmp_path / "out", "--format", "json"],
-        capture_output=True,
-        text=True,
-    )
-    assert analyzed.returncode == 0, analyzed.stderr
-    (read,) = json.loads(analyzed.stdout)
+    # Read back while interrupted, from the files alone: finished and unfinished trials. The
+    # commands that read and check (no Ray, nothing run) in this process: only the run and its
+    # resume are about a process of their own.
+    analyzed = cli("analyze", tmp_path / "out", "--format", "json")
+    assert analyzed.code == 0, analyzed.err
+    (read,) = json.loads(analyzed.out)
     assert not read["finished"] and read["searched"] == ["x", "steps"]
     statuses = {t["trial_id"]: t["status"] for t in read["trials"]}
     assert {statuses[t] for t in finished} == {"TERMINATED"}
@@ -104,12 +100,8 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
         assert trial["iterations"] == (rows[-1]["training_iteration"] if rows else 0)
     # The HTML report says so, and lists the unfinished trials.
     page = tmp_path / "interrupted.html"
-    reported = subprocess.run(
-        [sys.executable, "-m", "tune_app", "report", tmp_path / "out", "--out", page],
-        capture_output=True,
-        text=True,
-    )
-    assert reported.returncode == 0, reported.stderr
+    reported = cli("report", tmp_path / "out", "--out", page)
+    assert reported.code == 0, reported.err
     html = page.read_text()
     assert "This run did not finish" in html
     unfinished = [t["trial_id"] for t in read["trials"] if t["status"] == "UNFINISHED"]
@@ -136,20 +128,16 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
         assert metadata.SESSION_END_INFO_TAG not in tags
 
     # A new run would write beside it (test_reruns); validate says so, and how to continue it.
-    validate = [sys.executable, "-m", "tune_app", "validate", spec_file]
-    again = subprocess.run(
-        [*validate, "--storage-path", tmp_path / "out"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    err = again.stderr
-    assert again.returncode == 0 and f"`run` writes {tmp_path / 'out' / 'e_2'}" in err, err
+    again = cli("validate", spec_file, "--storage-path", tmp_path / "out")
+    err = again.err
+    assert again.code == 0 and f"`run` writes {tmp_path / 'out' / 'e_2'}" in err, err
     assert f"python -m tune_app resume {tmp_path / 'out' / 'e'}" in err
 
     original = spec_file.read_text()
     spec_file.write_text(original.replace("sleep: 0.4", "sleep: 0.5"))
-    changed = started("resume", tmp_path / "out" / "e", cwd=tmp_path)
-    _, err = changed.communicate(timeout=60)
-    assert changed.returncode == 2 and "changed since the run" in err
+    changed = cli("resume", tmp_path / "out" / "e", "-q")
+    err = changed.err
+    assert changed.code == 2 and "changed since the run" in err
     assert "-      sleep: 0.4\n+      sleep: 0.5" in err
     spec_file.write_text(original)
 

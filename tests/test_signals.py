@@ -30,7 +30,7 @@ ray_e2e = [pytest.mark.e2e, pytest.mark.ray]
 
 
 def _start(tmp_path: Path, *args: str, sigint_ignored: bool = False) -> subprocess.Popen:
-    with_nodes(tmp_path, grid_spec())
+    with_nodes(tmp_path, grid_spec(sleep=0.5))
     # As a shell starts `cmd &` without job control: SIGINT ignored, which exec keeps.
     preexec_fn = _ignore_sigint if sigint_ignored else None
     return started(*args, cwd=tmp_path, quiet=False, preexec_fn=preexec_fn)
@@ -184,7 +184,7 @@ LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F", "0000000000000000000
 @pytest.mark.e2e
 @pytest.mark.ray
 def test_the_local_ray_listens_on_loopback_only(tmp_path):
-    with_nodes(tmp_path, grid_spec())
+    with_nodes(tmp_path, grid_spec(sleep=0.5))
     out = subprocess.run(
         [sys.executable, "-c", LISTENING, str(tmp_path / "spec.yaml")],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
