@@ -69,7 +69,7 @@ def test_load_gives_the_trials_as_analyze_ranks_them(finished, cli):
 
 
 def test_a_dict_spec_resumes_without_a_spec_file(finished):
-    from tune_app.resume import resume_plan
+    from tune_app.resuming import resume_plan
 
     _, out = finished
     (ep,) = resume_plan(out / "e").experiments  # no "spec file changed" refusal
@@ -202,3 +202,17 @@ def test_best_keeps_a_seed_searched_as_a_plain_config_key(tmp_path, cli):
     evaluated = json.loads(cli("best", folder, "--format", "json", "--seeds", "2").out)
     exp = evaluated["e-best"]
     assert exp["config"] == {"lr": 0.1} and exp["seeds"] == [10000, 10001]
+
+
+def test_no_submodule_is_named_as_an_api_function():
+    # The package's names come from `api` on first use (its `__getattr__`); a submodule of the
+    # same name, once imported, is bound on the package and shadows the function: after one
+    # `tune_app.resume(...)` imported `tune_app.resume`, the next call raised "'module' object
+    # is not callable".
+    import importlib.util
+
+    import tune_app
+
+    for name in tune_app.__all__:
+        assert importlib.util.find_spec(f"tune_app.{name}") is None, name
+        assert callable(getattr(tune_app, name)) or isinstance(getattr(tune_app, name), type)

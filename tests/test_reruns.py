@@ -115,7 +115,7 @@ def test_newest_of_each_keeps_families_apart():
 
 
 def test_resume_continues_a_numbered_run_as_its_experiment(tmp_path, write_spec):
-    from tune_app.resume import resume_plan
+    from tune_app.resuming import resume_plan
 
     spec_file = write_spec(GOOD)
     _run(tmp_path / "out" / "e")

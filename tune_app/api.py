@@ -220,7 +220,7 @@ def resume(
     `on_plan` sees, say so, and what each scheduler does differently on a resume.
     """
     from tune_app.methods import scheduler_of
-    from tune_app.resume import resume_plan
+    from tune_app.resuming import resume_plan
 
     machine = None
     cluster = _cluster(address)
