@@ -180,18 +180,10 @@ def test_tunes_own_loop_raising_ends_the_run_with_the_resume_command(tmp_path):
     assert len(rows(folder)) == len(set(rows(folder))) == 3
 
 
-def test_a_run_after_a_failed_and_resumed_one_in_the_same_process_writes_its_own_results(
-    ray_session, tmp_path, monkeypatch
-):
-    # The Python API in one process: Tune's loop raises, the run is resumed, then another run
-    # of an experiment of the same name. Its rows went to the resumed run's folder (where the
-    # resume had said experiment 'e' was, for the rest of the process) and it had none.
+def _loop_raises_once_a_trial_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tune's loop (in this process) raises, as a bug of Tune's would, once a trial ended."""
     from ray.tune.execution.tune_controller import TuneController
 
-    user_module("trial_resources.py", tmp_path)  # one result per trial
-    monkeypatch.syspath_prepend(str(tmp_path))
-    spec = grid_spec("trial_resources:train", sleep=0)
-    (tmp_path / "spec.yaml").write_text(spec)
     step = TuneController.step
 
     def failing(self):
@@ -200,6 +192,19 @@ def test_a_run_after_a_failed_and_resumed_one_in_the_same_process_writes_its_own
             raise RuntimeError("dictionary changed size during iteration")
 
     monkeypatch.setattr(TuneController, "step", failing)
+
+
+def test_a_run_after_a_failed_and_resumed_one_in_the_same_process_writes_its_own_results(
+    ray_session, tmp_path, monkeypatch
+):
+    # The Python API in one process: Tune's loop raises, the run is resumed, then another run
+    # of an experiment of the same name. Its rows went to the resumed run's folder (where the
+    # resume had said experiment 'e' was, for the rest of the process) and it had none.
+    user_module("trial_resources.py", tmp_path)  # one result per trial
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = grid_spec("trial_resources:train", sleep=0)
+    (tmp_path / "spec.yaml").write_text(spec)
+    _loop_raises_once_a_trial_ends(monkeypatch)
     with pytest.raises(TuneFailure):
         tune_app.run(tmp_path / "spec.yaml", storage_path=tmp_path / "failed")
     monkeypatch.undo()
@@ -220,7 +225,6 @@ def test_a_run_whose_loop_raised_ends_its_trackers_with_the_saved_summary(
     # Its MLflow runs stayed RUNNING and its tracker's thread lived on for the rest of the
     # process: only a run that reached its end finished its trackers.
     import mlflow
-    from ray.tune.execution.tune_controller import TuneController
 
     user_module("trial_resources.py", tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -228,14 +232,7 @@ def test_a_run_whose_loop_raised_ends_its_trackers_with_the_saved_summary(
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     spec = grid_spec("trial_resources:train", sleep=0)
     (tmp_path / "spec.yaml").write_text(f'{spec}trackers:\n  mlflow: {{tracking_uri: "{uri}"}}\n')
-    step = TuneController.step
-
-    def failing(self):
-        step(self)
-        if any(t.status == "TERMINATED" for t in self.get_trials()):
-            raise RuntimeError("dictionary changed size during iteration")
-
-    monkeypatch.setattr(TuneController, "step", failing)
+    _loop_raises_once_a_trial_ends(monkeypatch)
     with pytest.raises(TuneFailure):
         tune_app.run(tmp_path / "spec.yaml", storage_path=tmp_path / "o")
     assert not [t.name for t in threading.enumerate() if t.name.endswith(" tracker")]
