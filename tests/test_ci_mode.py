@@ -8,7 +8,7 @@ import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
 from tune_app import spec
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 
 from .conftest import SEARCH_SPACES, user_module
 

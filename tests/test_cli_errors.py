@@ -442,7 +442,7 @@ def test_validate_says_where_run_writes_when_the_results_folder_holds_a_run(
 def test_the_summary_table_fits_80_columns_without_cutting_trial_ids(write_spec, capsys):
     from tune_app import spec
     from tune_app.console import print_summaries
-    from tune_app.plan import make_plan
+    from tune_app.plan.make import make_plan
     from tune_app.rundir.records import RunSummary, TrialOutcome
 
     plan = make_plan(spec.load(write_spec(GOOD)), cpus=2)
@@ -478,7 +478,7 @@ def test_a_relative_storage_path_is_shown_resolved(cli, write_spec, tmp_path, mo
 def test_the_summary_of_a_search_of_nothing_names_what_ran_not_its_whole_config(write_spec, capsys):
     from tune_app import spec
     from tune_app.console import print_summaries
-    from tune_app.plan import make_plan
+    from tune_app.plan.make import make_plan
     from tune_app.rundir.records import RunSummary, TrialOutcome
 
     plan = make_plan(spec.load(write_spec(GOOD)), cpus=2)

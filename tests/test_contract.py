@@ -10,7 +10,7 @@ import yaml
 
 from tune_app import spec
 from tune_app.contract import AUTO_METRICS
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 from tune_app.registry import registered
 from tune_app.runner import RunOptions, run
 

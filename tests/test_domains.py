@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tune_app import methods, spec
 from tune_app.errors import SpecError
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 from tune_app.space import KINDS, RULES, Domain, parse_space
 
 from .conftest import user_module

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tune_app.errors import SpecError, SpecErrors
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 from tune_app.spec import loads
 
 from .conftest import SEARCH_SPACES

@@ -11,7 +11,7 @@ import pytest
 
 from tune_app import spec
 from tune_app.errors import SpecError
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 
 from .conftest import BOHB_RANGES, user_module
 

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from tune_app import spec
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 from tune_app.resources import Machine, gpu_sharing, misfit, trials_at_once
 
 from .conftest import free_port

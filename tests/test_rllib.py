@@ -9,7 +9,7 @@ import pytest
 
 from tune_app import rllib, spec
 from tune_app.errors import SpecError
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 from tune_app.space import Domain
 
 from .conftest import user_module

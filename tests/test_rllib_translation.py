@@ -12,7 +12,7 @@ import pytest
 
 from tune_app import rllib, spec
 from tune_app.errors import SpecError, SpecErrors
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 from tune_app.rllib.handlers import HANDLERS
 
 from .conftest import ROOT

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tune_app import spec
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 from tune_app.tuner import REPORT_GRACE, _scheduler
 
 from .conftest import user_module

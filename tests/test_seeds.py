@@ -13,7 +13,7 @@ import yaml
 
 from tune_app import seeds, spec
 from tune_app.errors import SpecError
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 
 from .conftest import user_module
 

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import user_module
 from tune_app import spec
 from tune_app.errors import SpecError
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 from tune_app.resuming import _code_changes
 from tune_app.rundir.write import read_run_record, write_run_files
 

@@ -224,7 +224,7 @@ def test_tunes_searchers_learn_a_trials_latest_number(name):
 
 def test_model_based_searchers_are_wrapped_and_variant_generators_not(tmp_path):
     from tune_app import spec
-    from tune_app.plan import make_plan
+    from tune_app.plan.make import make_plan
     from tune_app.tuner import _searcher
 
     user_module("sparse_metrics.py", tmp_path)

@@ -271,7 +271,7 @@ def test_resources_take_tunes_spellings_and_memory_and_refuse_ray_1_extra_bundle
         "    resources_per_trial: {CPU: 2, GPU: 0, memory: 1e9}}"
     ).experiments
     assert (e.resources.cpu, e.resources.gpu, e.resources.memory) == (2, 0, 1e9)
-    from tune_app.plan import make_plan
+    from tune_app.plan.make import make_plan
 
     (ep,) = make_plan(spec.Spec(Path("s.yaml"), "", "classic", (e,)), cpus=2).experiments
     assert ep.bundles == ({"CPU": 2.0, "memory": 1e9},)
@@ -348,7 +348,7 @@ def test_a_mapping_as_a_key_is_a_spec_error_not_a_crash(tmp_path):
 def test_every_example_spec_validates_and_plans(path):
     import jsonschema
 
-    from tune_app.plan import make_plan
+    from tune_app.plan.make import make_plan
 
     jsonschema.validate(yaml.safe_load(path.read_text()), spec.json_schema())
     plan = make_plan(spec.load(path), cpus=2)

@@ -28,7 +28,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.plugins.hparams import api_pb2, metadata
 
 from tune_app import spec
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 from tune_app.space import Domain
 from tune_app.tensorboard import (
     BOOKKEEPING,
@@ -384,7 +384,7 @@ def test_tunes_own_tensorboard_logger_is_not_added() -> None:
             else:
                 patch.setenv(AUTO_LOGGERS_ENV, auto)
             with given_loggers_only():  # as the runner fits a Tuner
-                callbacks = _create_default_callbacks(_callbacks(ep, None))
+                callbacks = _create_default_callbacks(_callbacks(ep))
             assert os.environ.get(AUTO_LOGGERS_ENV) == auto  # the user's setting is back
         kinds = [
             type(c)

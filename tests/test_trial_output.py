@@ -124,7 +124,7 @@ def test_analyze_never_cuts_a_trial_id(cli, tmp_path):
 
 
 def test_a_key_never_reported_is_offered_metrics_not_tunes_bookkeeping():
-    from tune_app.plan import make_plan
+    from tune_app.plan.make import make_plan
     from tune_app.rundir.outcome import missing_keys_error
     from tune_app.rundir.records import RunSummary
     from tune_app.spec.resolve import loads

@@ -14,7 +14,7 @@ import pytest
 
 from tune_app import spec
 from tune_app.callbacks import JsonlResults
-from tune_app.plan import make_plan
+from tune_app.plan.make import make_plan
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_experiment

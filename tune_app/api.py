@@ -22,19 +22,19 @@ from typing import TYPE_CHECKING, Any
 
 from tune_app.command import resume_command
 from tune_app.errors import RunStopped, SpecError
+from tune_app.spec.loading import DICT_SPEC
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from tune_app.expect import Outcome
-    from tune_app.plan import Plan
+    from tune_app.plan.types import Plan
     from tune_app.rundir.read import ExperimentResults
     from tune_app.rundir.records import RunSummary, TrialOutcome
     from tune_app.runner import RunOptions
     from tune_app.spec import Spec
 
 SpecSource = str | os.PathLike[str] | Mapping[str, Any]
-DICT_SPEC = "<dict>"  # the file name a spec given as a mapping goes by (run.json, messages)
 PYTHON_API = ("<python api>",)  # the command run.json keeps for a run started from Python
 
 
@@ -139,7 +139,7 @@ def validate(
     have); or, with `address`, for the running cluster there, whose nodes are read by joining
     it for a moment (no trial is started). Ray-free unless `address` is given; the spec is
     checked before the cluster is joined."""
-    from tune_app.plan import make_plan
+    from tune_app.plan.make import make_plan
     from tune_app.resources import Machine
 
     loaded = _load(spec)

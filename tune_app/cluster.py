@@ -20,7 +20,7 @@ import trainables
 import tune_app
 from tune_app.errors import SpecError
 from tune_app.interrupts import reclaim
-from tune_app.plan import Plan
+from tune_app.plan.types import Plan
 from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
     daemons_in_own_session,

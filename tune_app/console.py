@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from tune_app import front, objectives, scoring
 from tune_app.command import APP
-from tune_app.plan import Plan, describe_scheduler, describe_search
+from tune_app.plan.describe import describe_scheduler, describe_search
+from tune_app.plan.types import Plan
 from tune_app.resources import gpu_sharing
 from tune_app.rundir import noise, rungs
 from tune_app.space import value_at
@@ -111,9 +112,9 @@ def plan_text(plan: Plan) -> str:
                 "metric",
                 f"{ep.metric} ({ep.mode}; a trial ranks by its "
                 f"{scoring.describe(ep.experiment.scope)}, scope {ep.experiment.scope})"
-                + objectives.kept(exp)
+                + objectives.kept(exp.constraints)
                 if ep.metric
-                else objectives.shown(exp),
+                else objectives.shown(exp.objectives, exp.constraints),
             ),
             ("stop", stop),
             ("time", _time_limits(exp)),

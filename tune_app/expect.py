@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from tune_app.plan import ExperimentPlan, Plan
+from tune_app.plan.types import ExperimentPlan, Plan
 from tune_app.rundir.layout import write_text
 from tune_app.rundir.records import RunSummary
 from tune_app.scoring import finite

@@ -28,7 +28,7 @@ from tune_app.errors import TuneFailure
 from tune_app.saved_state import earlier_wall_time, saved_summary
 
 if TYPE_CHECKING:
-    from tune_app.plan import Plan
+    from tune_app.plan.types import Plan
 
 # Ray's own setting (read from the environment by every Ray process as it starts).
 RECONNECT_ENV = "RAY_gcs_rpc_server_reconnect_timeout_s"

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tune_app.errors import Collector, SpecError
-
-if TYPE_CHECKING:
-    from tune_app.spec.models import Experiment
+from tune_app.errors import SpecError
 
 MODES = ("min", "max")
 
@@ -152,81 +149,14 @@ def describe(objectives: Sequence[Objective]) -> str:
     return ", ".join(f"{o.name} ({o.mode})" for o in objectives)
 
 
-def shown(exp: Experiment) -> str:
+def shown(objectives: Sequence[Objective], constraints: Sequence[Limit]) -> str:
     """The plan's line for an experiment without one metric: its objectives and constraints."""
-    if not exp.objectives:
-        return "none" + kept(exp)
-    return f"objectives {describe(exp.objectives)}: the Pareto front is the answer{kept(exp)}"
+    if not objectives:
+        return "none" + kept(constraints)
+    return f"objectives {describe(objectives)}: the Pareto front is the answer{kept(constraints)}"
 
 
-def kept(exp: Experiment) -> str:
+def kept(constraints: Sequence[Limit]) -> str:
     """`; kept: gpu_mem_mb <= 2000`: the plan's words for the constraints, "" without any."""
-    limits = [c.shown() for c in exp.constraints]
+    limits = [c.shown() for c in constraints]
     return f"; kept: {', '.join(limits)}" if limits else ""
-
-
-def unread_constraints(exp: Experiment) -> str | None:
-    """A warning when the search samples without the constraints (they still keep a trial that
-    breaks one off the front and from being best); None when it reads them or there are none."""
-    from tune_app.methods.searchers import OPTUNA_CONSTRAINED, reads_constraints
-
-    if not exp.constraints or reads_constraints(exp.search):
-        return None
-    samplers = " or ".join(OPTUNA_CONSTRAINED)
-    return (
-        f"{exp.key_path}.constraints: search {exp.search.type} samples without them (Optuna's "
-        f"{samplers} sampler reads them); a trial that breaks one is still never best nor on "
-        "the front"
-    )
-
-
-def check(exp: Experiment) -> None:
-    """What a search of several objectives cannot have: a scheduler or searcher that compares
-    trials by one metric, seeds (judged by one aggregate score), expect's bounds on the best
-    trial, and a scope other than the last value (what Optuna is told of each trial)."""
-    from tune_app.methods import SCHEDULERS, SEARCHERS, names_where, scheduler_of, searcher_of
-
-    if not exp.objectives:
-        return
-    errors = Collector()
-    shown = f"metric lists {len(exp.objectives)} objectives ({describe(exp.objectives)})"
-    scheduler = scheduler_of(exp.scheduler)
-    if scheduler.needs_metric:
-        errors.errors.append(
-            SpecError(
-                f"scheduler {scheduler.name} stops or copies trials by one metric, but {shown}",
-                path=f"{exp.key_path}.scheduler",
-                allowed=names_where(SCHEDULERS, lambda e: not e.needs_metric),
-                suggestion="leave scheduler out, or optimise one metric",
-            )
-        )
-    searcher = searcher_of(exp.search)
-    why = (
-        f"search {searcher.name} learns from one metric"
-        if searcher.objectives is None
-        else searcher.objectives(exp.search)
-    )
-    if why is not None:
-        errors.errors.append(
-            SpecError(
-                f"{why}, but {shown}",
-                path=f"{exp.key_path}.search",
-                allowed=names_where(SEARCHERS, lambda e: e.objectives is not None),
-                suggestion="write search: {type: optuna, sampler: nsga2} (or tpe), random or grid",
-            )
-        )
-    refusals = (
-        (bool(exp.seeds), "seeds", "a configuration's seeds are judged by one aggregate score, "
-         "and an aggregate front of several objectives is not there yet",
-         "leave seeds out, or optimise one metric"),
-        (bool(exp.expect.metrics), "expect", "expect's bounds are checked on the best trial, and "
-         "several objectives have a front, not one best", "leave expect's metric bounds out"),
-        (exp.scope != "last", "scope", f"scope {exp.scope}: each trial's objectives are its "
-         "last values (what Optuna is told)", "leave scope out"),
-    )  # fmt: skip
-    for refused, key, reason, fix in refusals:
-        if refused:
-            errors.errors.append(
-                SpecError(f"{reason}; {shown}", path=f"{exp.key_path}.{key}", suggestion=fix)
-            )
-    errors.raise_any()

@@ -14,7 +14,7 @@ from tune_app.ray_internals.versions import UncheckedRayWarning
 
 if TYPE_CHECKING:
     from tune_app.api import RunResult
-    from tune_app.plan import Plan
+    from tune_app.plan.types import Plan
 
 
 def earlier_runs(plan: Plan) -> list[str]:
@@ -95,7 +95,7 @@ def print_plan_start(plan: Plan) -> None:
 
 
 def print_layouts(plan: Plan) -> None:
-    from tune_app.plan import layout_lines
+    from tune_app.plan.describe import layout_lines
 
     for line in layout_lines(plan):
         print(line, flush=True)

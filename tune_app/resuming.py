@@ -11,14 +11,15 @@ import difflib
 from dataclasses import replace
 from pathlib import Path
 
-from tune_app.api import DICT_SPEC
 from tune_app.errors import SpecError
-from tune_app.plan import Plan, make_plan
+from tune_app.plan.make import make_plan
+from tune_app.plan.types import Plan
 from tune_app.resources import Machine
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.records import RunRecord
 from tune_app.rundir.write import read_run_record
 from tune_app.sources import changed_modules
+from tune_app.spec.loading import DICT_SPEC
 from tune_app.spec.resolve import loads
 
 

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
-from tune_app import head, trackers
+from tune_app import head
 from tune_app.cluster import check_cluster, cluster_address, ray_for
 from tune_app.errors import SpecError, StorageError, TuneAppError, TuneFailure
 from tune_app.interrupts import as_interrupts, deferred, forget_write_errors, write_error
-from tune_app.plan import ExperimentPlan, Plan
+from tune_app.plan.types import ExperimentPlan, Plan
 from tune_app.ray_internals.memory import trial_oom_is_actor_death
 from tune_app.ray_internals.startup import (
     trials_on_prestarted_workers,
@@ -44,6 +44,7 @@ from tune_app.rundir.records import RunSummary
 from tune_app.rundir.write import read_run_record, write_run_files
 from tune_app.saved_state import earlier_wall_time, mark_finished, saved_summary
 from tune_app.sources import app_fingerprint
+from tune_app.trackers import run as tracking
 
 if TYPE_CHECKING:
     from tune_app import progress
@@ -306,7 +307,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             with restoring(ep.name, ep.folder):
                 tuner = _restore(ep, trainable, param_space(ep, loaded.env), legacy)
         else:
-            tuner = build_tuner(ep, trainable, loaded.env, opts)
+            tuner = build_tuner(ep, trainable, loaded.env, opts.verbosity)
         with (
             deferred_group_removal(),
             whole_file_uploads(),
@@ -324,10 +325,10 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
                 wall = earlier + time.monotonic() - began
                 summary = saved_summary(ep, wall)
                 if summary is not None:  # the trackers record how far it got, as a run's end
-                    trackers.finish(ep, summary)
+                    tracking.finish(ep, summary)
                 raise TuneFailure.loop_raised(err, [summary] if summary else []) from err
     except BaseException:
-        trackers.stop(ep)  # those `finish` did not end
+        tracking.stop(ep)  # those `finish` did not end
         if not opts.resume and not _started(ep):
             # Tune refused the run before any trial: nothing to resume, and a folder left
             # behind would be taken for an interrupted run by the next `run`.
@@ -428,9 +429,9 @@ def _finish(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
     except OSError as err:
         failed = failed or err
     else:
-        trackers.finish(ep, summary)
+        tracking.finish(ep, summary)
     if failed is not None:
-        trackers.stop(ep)
+        tracking.stop(ep)
         raise StorageError(failed, summaries=[summary])
     return summary
 

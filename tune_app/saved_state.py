@@ -14,7 +14,7 @@ from tune_app.rundir.read import read_summary
 from tune_app.rundir.write import mark_finished_trials
 
 if TYPE_CHECKING:
-    from tune_app.plan import ExperimentPlan
+    from tune_app.plan.types import ExperimentPlan
     from tune_app.rundir.records import RunSummary
 
 

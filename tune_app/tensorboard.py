@@ -38,7 +38,7 @@ from tune_app.space import Domain, iter_domains, value_at
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
 
-    from tune_app.plan import ExperimentPlan
+    from tune_app.plan.types import ExperimentPlan
     from tune_app.rundir.location import RunLocation
 
 # TensorBoard orders groups by name, digits before letters, and opens the first two: the group

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
@@ -17,17 +17,14 @@ from tune_app.callbacks import JsonlResults, TrialLogsFollowResults
 from tune_app.divergence import diverged
 from tune_app.kinds_builtin import saves_checkpoints
 from tune_app.methods import Context, scheduler_of, searcher_of
-from tune_app.plan import ExperimentPlan
+from tune_app.plan.types import ExperimentPlan
 from tune_app.rllib.tables import RESULT_GROUPS
 from tune_app.rundir.outcome import flatten_result
 from tune_app.scoring import number
 from tune_app.space import to_tune
 from tune_app.tensorboard import TrialBoard
 from tune_app.timeouts import ResultTimeout
-from tune_app.trackers import callbacks_for
-
-if TYPE_CHECKING:
-    from tune_app.runner import RunOptions  # runner imports this module
+from tune_app.trackers.run import callbacks_for
 
 # A user's own TUNE_GLOBAL_CHECKPOINT_S wins over the app's choice.
 _USER_STATE_PERIOD = os.environ.get("TUNE_GLOBAL_CHECKPOINT_S")
@@ -45,7 +42,7 @@ def state_period(ep: ExperimentPlan) -> str:
     return f"{max(1.0, min(10.0, ep.trials / 100)):g}"
 
 
-def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) -> tune.Tuner:
+def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, verbosity: int) -> tune.Tuner:
     """A new Tuner for `ep`: `trainable` sized to its bundles, `env` riding in the config."""
     exp, kind = ep.experiment, ep.trainable.kind
     # The scheduler's time_attr too: misspelt, PBT never perturbs and ASHA never stops a trial.
@@ -77,7 +74,7 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
             name=ep.folder.name,  # a re-run's folder is `<name>_<n>`
             storage_path=ep.folder.parent,
             stop=stopper,
-            callbacks=_callbacks(ep, opts),
+            callbacks=_callbacks(ep),
             failure_config=tune.FailureConfig(
                 max_failures=exp.max_failures, fail_fast=exp.fail_fast
             ),
@@ -93,7 +90,7 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, opts: RunOptions) 
                 checkpoint_frequency=exp.checkpoint.checkpoint_frequency,
                 checkpoint_at_end=_checkpoint_at_end(ep, trainable),
             ),
-            verbose=2 if opts.verbosity >= 2 else 0,
+            verbose=2 if verbosity >= 2 else 0,
         ),
     )
 
@@ -138,7 +135,7 @@ def given_loggers_only() -> Iterator[None]:
             os.environ[AUTO_LOGGERS_ENV] = saved
 
 
-def _callbacks(ep: ExperimentPlan, opts: RunOptions) -> list[tune.Callback]:
+def _callbacks(ep: ExperimentPlan) -> list[tune.Callback]:
     # The CSV and JSON loggers are given here, whatever the environment says: Tune's results,
     # and the app, read their files back. Tune adds none while `given_loggers_only` holds.
     callbacks: list[tune.Callback] = []

@@ -15,7 +15,7 @@ from tune_app.rllib.keys import algorithm_keys
 from tune_app.rllib.tables import RESOURCE_KEYS
 from tune_app.scoring import finite
 from tune_app.space import Domain
-from tune_app.spec import Experiment
+from tune_app.spec.models import Experiment
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from tune_app.rllib.tables import (
     SMOOTHED_NOTE,
     STACK_FLAGS,
 )
+from tune_app.rundir.allowed import local_store, store_problem
 from tune_app.space import Domain, whole_number
 
 
@@ -173,10 +174,32 @@ def _translate_key(t: Translation, key: str, value: Any, path: str) -> None:  # 
         )
     elif key == "model_config":
         t.put("model_config", check_model_keys(value, keys, path), path)
+    elif key in WRITTEN_STORES and isinstance(value, str):
+        _check_store(value, path)
+        t.put(key, value, path)
     elif key in keys.defaults or key in EXTRA_KEYS:
         t.put(key, value, path)
     else:
         raise no_key(t, key, path)
+
+
+# Keys naming where RLlib writes (its recorded episodes), checked as every store a spec names.
+WRITTEN_STORES = ("output",)
+
+
+def _check_store(value: str, path: str) -> None:
+    """A local folder RLlib writes must be absolute (a relative one lands in each env runner's
+    working folder, Ray's temporary session folder, and is lost) and writable by the run."""
+    folder = local_store(value)
+    problem = store_problem(value)
+    if folder is not None and problem is None and not folder.expanduser().is_absolute():
+        problem = "a relative folder is each env runner's own, in Ray's temporary session folder"
+    if problem is not None:
+        raise SpecError(
+            f"RLlib cannot write there: {problem}",
+            path=path,
+            suggestion="name an absolute folder of yours, or a cloud URI",
+        )
 
 
 def check_mutated_key(name: str, key: str, path: str) -> None:

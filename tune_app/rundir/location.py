@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tune_app.rundir import layout, storage
+from tune_app.rundir import allowed, layout, storage
 from tune_app.rundir.layout import (
     CLONES_FILE,
     ERROR_FILE,
@@ -51,18 +51,12 @@ class RunLocation:
         return cls(Path(os.path.abspath(root)) / name)  # `..` resolved, as the user reads it
 
     def unwritable(self) -> str | None:
-        """Why this local folder could not be made and written (a file in the way, a read-only
-        folder or filesystem), or None; checked before anything runs."""
+        """Why this local folder could not be made and written (`allowed.folder_problem`: a
+        system folder, a file in the way, a read-only folder), or None; checked before anything
+        runs."""
         if self.uri:
             return None  # the staging folder is the app's own; the bucket answers at run
-        folder = self.local
-        while not folder.exists() and folder != folder.parent:
-            folder = folder.parent
-        if not folder.is_dir():
-            return f"{folder} is a file, not a folder"
-        if not os.access(folder, os.W_OK | os.X_OK):
-            return f"{folder} is not writable (read-only folder or filesystem)"
-        return None
+        return allowed.folder_problem(self.local)
 
     @staticmethod
     def open(
@@ -253,9 +247,12 @@ class RunLocation:
 
     def create(self) -> None:
         """Make the local folder for a new run (a staging folder is emptied first: whatever an
-        older run left there is stale). FileExistsError if a local run folder exists."""
+        older run left there is stale; an empty folder made beforehand is used as it is).
+        FileExistsError if a local run folder exists."""
         if self.uri:
             shutil.rmtree(self.local, ignore_errors=True)
+        if self.local.is_dir() and not self.holds_files():
+            return  # an empty folder (or a symlink to one) made beforehand: `fresh` took it
         self.local.mkdir(parents=True, exist_ok=False)
 
     def remove(self) -> None:

@@ -35,7 +35,7 @@ from tune_app.scoring import finite, number
 from tune_app.space import value_at
 
 if TYPE_CHECKING:
-    from tune_app.plan import ExperimentPlan
+    from tune_app.plan.types import ExperimentPlan
 
 
 def flatten_result(result: dict[str, Any]) -> dict[str, Any]:

@@ -19,12 +19,26 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:  # records holds the checks in RunSummary: a leaf here, no import circle
-    from tune_app.rundir.records import TrialOutcome
+
+class TrialOutcome(Protocol):
+    """What the rung checks read of a trial's outcome (`records.TrialOutcome` has it; records
+    holds the checks in RunSummary, so this module does not import it)."""
+
+    @property
+    def trial_id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def iterations(self) -> int: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def stopped_early(self) -> bool: ...
+
 
 FINISHED = "TERMINATED"  # a trial that ended on its own (tune_app.rundir.records.FINISHED)
 

@@ -29,7 +29,7 @@ from tune_app.sources import app_fingerprint, module_fingerprints
 from tune_app.space import outer_domains
 
 if TYPE_CHECKING:
-    from tune_app.plan import ExperimentPlan, Plan
+    from tune_app.plan.types import ExperimentPlan, Plan
 
 # Samplers that draw uniformly in log space: `report` draws their axes on a log scale.
 LOG_KINDS = ("loguniform", "qloguniform", "lograndint", "qlograndint")

@@ -14,6 +14,8 @@ import yaml
 
 from tune_app.errors import SpecError
 
+DICT_SPEC = "<dict>"  # the file name a spec given as a mapping goes by (run.json, messages)
+
 
 class _Loader(yaml.SafeLoader):
     """PyYAML's safe loader that also refuses duplicate keys (PyYAML keeps the last silently).

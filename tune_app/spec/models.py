@@ -22,9 +22,10 @@ from pydantic import (
 from tune_app.errors import did_you_mean
 from tune_app.methods import SCHEDULERS, SEARCHERS, Options
 from tune_app.objectives import Limit, Objective
+from tune_app.rundir.allowed import file_name_problem
 from tune_app.scoring import DEFAULT_SCOPE, SCOPE_PATTERN
 from tune_app.space import grid_size
-from tune_app.trackers import Chosen, TrackersSpec
+from tune_app.trackers.options import Chosen, TrackersSpec
 
 Mode = Literal["min", "max"]
 
@@ -387,6 +388,18 @@ class ExperimentSpec(Settings):
     simulations: int | None = Field(
         None, ge=0, description="parallel simulations inside each trial (the trainable's)"
     )
+
+    @field_validator("log_to_file", mode="after")
+    @classmethod
+    def _file_names(cls, value: bool | str | tuple[str, str]) -> bool | str | tuple[str, str]:
+        """Names of files in each trial's folder, never paths (`rundir.allowed`)."""
+        names = () if isinstance(value, bool) else (value,) if isinstance(value, str) else value
+        for name in names:
+            problem = file_name_problem(name)
+            if problem is not None:
+                raise ValueError(problem)
+        return value
+
     cpu_per_simulation: float = Field(1, gt=0, description="CPUs of each simulation bundle")
     checkpoint_config: CheckpointSpec = Field(
         default_factory=CheckpointSpec,

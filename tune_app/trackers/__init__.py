@@ -3,8 +3,7 @@
 Each entry holds its options model (what `trackers.<name>` may say), the package it needs and
 the extra that installs it, a check of what it needs besides (W&B's API key), and where its
 `Sink` lives (`mirror`), imported only when a run builds it. `check` runs in the plan, before
-Ray starts; `callbacks_for` in the tuner, `finish` once summary.json is written. Everything here
-but `callbacks_for` is Ray-free.
+Ray starts; what a run does with its trackers is in `tune_app.trackers.run`. Ray-free.
 """
 
 from __future__ import annotations
@@ -13,29 +12,17 @@ import netrc
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 from pydantic import BaseModel
 
 from tune_app.errors import SpecError
 from tune_app.extras import require
-from tune_app.trackers.options import MlflowOptions, TrackersSpec, WandbOptions
-
-if TYPE_CHECKING:
-    from tune_app.plan import ExperimentPlan
-    from tune_app.rundir.records import RunSummary
+from tune_app.rundir.allowed import store_problem
+from tune_app.trackers.options import Chosen, MlflowOptions, TrackersSpec, WandbOptions
 
 __all__ = ["TRACKERS", "Chosen", "MlflowOptions", "TrackersSpec", "WandbOptions", "check"]
-
-
-@dataclass(frozen=True)
-class Chosen:
-    """A tracker an experiment logs to: its name, options, and where the spec set it."""
-
-    name: str
-    options: Any  # the entry's options model
-    key_path: str  # `trackers.mlflow` or `experiments.x.trackers.mlflow`, for messages
 
 
 @dataclass(frozen=True)
@@ -49,6 +36,8 @@ class Tracker:
     sink: str  # "module:Class" of its `mirror.Sink`, built with (options, target)
     # What else it needs that is missing, as (what, how to fix it), or None.
     needs: Callable[[Any], tuple[str, str] | None] = lambda options: None
+    # The stores it writes, as (option, URI or path) pairs, checked by `rundir.allowed`.
+    stores: Callable[[Any], tuple[tuple[str, str], ...]] = lambda options: ()
 
 
 def _wandb_key(options: WandbOptions) -> tuple[str, str] | None:
@@ -78,6 +67,7 @@ TRACKERS: dict[str, Tracker] = {
             "mlflow",
             "mlflow",
             "tune_app.trackers.mlflow_runs:MlflowSink",
+            stores=lambda o: (("tracking_uri", o.tracking_uri),) if o.tracking_uri else (),
         ),
         Tracker(
             "wandb",
@@ -86,6 +76,7 @@ TRACKERS: dict[str, Tracker] = {
             "wandb",
             "tune_app.trackers.wandb_runs:WandbSink",
             needs=_wandb_key,
+            stores=lambda o: (("dir", o.dir),) if o.dir else (),
         ),
     )
 }
@@ -108,46 +99,19 @@ def chosen(own: TrackersSpec | None, top: TrackersSpec | None, path: str) -> tup
 
 
 def check(trackers: tuple[Chosen, ...]) -> None:
-    """Raise SpecError for a tracker whose package is not installed or that cannot run here."""
+    """Raise SpecError for a tracker whose package is not installed, that cannot run here, or
+    whose local store lies where a run may not write (`rundir.allowed`)."""
     for one in trackers:
         entry = TRACKERS[one.name]
         require(f"the {one.name} tracker", (entry.module,), entry.extra, one.key_path)
         missing = entry.needs(one.options)
         if missing is not None:
             raise SpecError(missing[0], path=one.key_path, suggestion=missing[1])
-
-
-def callbacks_for(ep: ExperimentPlan) -> list[Any]:
-    """The Tune callbacks of `ep`'s trackers (each tracker's package imported in its worker)."""
-    from tune_app.trackers.callback import TrackerLog
-
-    return [TrackerLog(TRACKERS[t.name].sink, t.options, ep) for t in ep.experiment.trackers]
-
-
-def finish(ep: ExperimentPlan, summary: RunSummary) -> None:
-    """What the trackers record once summary.json is written (final statuses, the summary),
-    queued behind the trials' results; then each tracker's worker ends, waited for a bounded
-    time (`mirror.DRAIN_S`)."""
-    from tune_app.trackers.mirror import LIVE
-
-    for one in ep.experiment.trackers:
-        sink = TRACKERS[one.name].sink
-        live = LIVE.pop((sink, ep.name), None)
-        if live is None:  # no trial ran in this process: the summary alone
-            from tune_app.trackers.mirror import mirror_for, target_of
-
-            live = mirror_for(sink, one.options, target_of(ep))
-        live.finish(summary)
-        live.stop()
-
-
-def stop(ep: ExperimentPlan) -> None:
-    """End `ep`'s trackers' workers in this process without a summary (a run that raised before
-    it had one), waited for a bounded time as `finish` does: a worker left running kept its
-    thread and its tracker's run open for the rest of the process."""
-    from tune_app.trackers.mirror import LIVE
-
-    for one in ep.experiment.trackers:
-        live = LIVE.pop((TRACKERS[one.name].sink, ep.name), None)
-        if live is not None:
-            live.stop()
+        for option, where in entry.stores(one.options):
+            problem = store_problem(where)
+            if problem is not None:
+                raise SpecError(
+                    f"{one.name} cannot write its store there: {problem}",
+                    path=f"{one.key_path}.{option}",
+                    suggestion="name a folder of yours (or a server's URI)",
+                )

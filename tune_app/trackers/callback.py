@@ -15,7 +15,7 @@ from tune_app.callbacks import located
 from tune_app.trackers.mirror import LIVE, Mirror, Target, mirror_for, target_of
 
 if TYPE_CHECKING:
-    from tune_app.plan import ExperimentPlan
+    from tune_app.plan.types import ExperimentPlan
 
 
 class TrackerLog(LoggerCallback):

@@ -31,7 +31,7 @@ from tune_app.rundir.write import read_run_record
 from tune_app.trackers import naming
 
 if TYPE_CHECKING:
-    from tune_app.plan import ExperimentPlan
+    from tune_app.plan.types import ExperimentPlan
     from tune_app.rundir.location import RunLocation
     from tune_app.rundir.records import RunSummary
 

@@ -16,7 +16,7 @@ from tune_app.rundir.records import ERRORED, TrialOutcome
 from tune_app.seeds import SEED_KEY
 
 if TYPE_CHECKING:
-    from tune_app.plan import ExperimentPlan
+    from tune_app.plan.types import ExperimentPlan
 
 TAG = "tune_app."  # the prefix of the app's own tags
 TRIAL_TAG = TAG + "trial_id"  # how a resumed run finds a trial's tracker run again

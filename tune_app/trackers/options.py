@@ -3,7 +3,8 @@ mapping of trackers. Ray-free and import-free, so `validate` checks them instant
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,3 +59,12 @@ class TrackersSpec(_Options):
 
     mlflow: MlflowOptions | None = Field(None, description="log every trial to MLflow")
     wandb: WandbOptions | None = Field(None, description="log every trial to Weights & Biases")
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A tracker an experiment logs to: its name, options, and where the spec set it."""
+
+    name: str
+    options: Any  # the entry's options model
+    key_path: str  # `trackers.mlflow` or `experiments.x.trackers.mlflow`, for messages

@@ -1,0 +1,165 @@
+"""What a spec may write where (`tune_app.rundir.allowed`): trial output only as file names in
+each trial's folder, results and every tool's local store never in the system's folders. Each
+refusal: exit 2 at validate and at run, one line naming the key, nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tune_app.rundir.allowed import file_name_problem, local_store, system_folder
+
+SPEC = "e:\n  run: my_func\n  stop: {training_iteration: 2}\n  config: {alpha: 0.5, beta: 1}\n"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("/abs/out.log", id="absolute"),
+        pytest.param("../../../../escape.log", id="climbs"),
+        pytest.param("logs/out.log", id="a-subfolder"),
+        pytest.param("..", id="dot-dot"),
+        pytest.param(".", id="dot"),
+        pytest.param("", id="empty"),
+        pytest.param("a\\b", id="backslash"),
+        pytest.param("x" * 256, id="too-long"),
+    ],
+)
+def test_a_trial_output_name_that_is_not_a_file_name_is_refused(name):
+    assert file_name_problem(name) is not None
+
+
+@pytest.mark.parametrize("name", ["out.log", "stdout", ".hidden", "trial output.txt", "日誌"])
+def test_plain_file_names_are_taken(name):
+    assert file_name_problem(name) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        pytest.param('"/TMP/out.log"', "out.log", id="absolute-for-both"),
+        pytest.param('["/TMP/out.log", x]', "out.log", id="absolute-stdout"),
+        pytest.param("[x, /TMP/err.log]", "err.log", id="absolute-stderr"),
+        pytest.param('"../../../../escape.log"', None, id="climbs"),
+    ],
+)
+def test_log_to_file_outside_the_trial_folder_is_refused(cli, write_spec, tmp_path, value, written):
+    """Both were run, exit 0, the trials' output written where the spec said."""
+    spec_file = write_spec(SPEC + f"  log_to_file: {value.replace('/TMP', str(tmp_path))}\n")
+    for command in ("validate", "run"):
+        result = cli(command, spec_file, "--storage-path", tmp_path / "o")
+        lines = result.err.strip().splitlines()
+        assert result.code == 2 and len(lines) == 1, result.err
+        assert "e.log_to_file" in lines[0] and "give a file name" in lines[0], lines[0]
+    assert not (tmp_path / "o").exists()
+    assert written is None or not (tmp_path / written).exists()
+
+
+@pytest.mark.parametrize(
+    "storage",
+    [
+        pytest.param("/sys/x", id="sys"),
+        pytest.param("/proc/self/x", id="proc"),
+        pytest.param("/etc/tune_app_results", id="etc"),
+        pytest.param("LINK/x", id="symlink-to-sys"),
+    ],
+)
+def test_results_in_a_system_folder_are_refused(cli, write_spec, tmp_path, storage):
+    """`--storage-path /sys/x` passed validate, then run failed with a raw PermissionError."""
+    (tmp_path / "link").symlink_to("/sys")
+    storage = storage.replace("LINK", str(tmp_path / "link"))
+    spec_file = write_spec(SPEC)
+    for command in ("validate", "run"):
+        for args in (("--storage-path", storage), ()):
+            if not args:  # the same folder, as the spec's own storage_path
+                spec_file = write_spec(f"storage_path: {storage}\nexperiments:\n" + _indent(SPEC))
+            result = cli(command, spec_file, *args)
+            lines = result.err.strip().splitlines()
+            assert result.code == 2 and len(lines) == 1, result.err
+            assert "a folder of the system" in lines[0], lines[0]
+            assert ("--storage-path" if args else "storage_path") in lines[0], lines[0]
+    assert not Path("/etc/tune_app_results").exists()
+
+
+@pytest.mark.parametrize(
+    ("tracker", "key", "store"),
+    [
+        pytest.param("mlflow", "tracking_uri", "file:///proc/mlruns", id="mlflow-file-uri"),
+        pytest.param("mlflow", "tracking_uri", "sqlite:////sys/m.db", id="mlflow-sqlite"),
+        pytest.param("mlflow", "tracking_uri", "/dev/mlruns", id="mlflow-path"),
+        pytest.param("wandb", "dir", "/etc/wandb_runs", id="wandb-dir"),
+    ],
+)
+def test_a_tracker_store_in_a_system_folder_is_refused(
+    cli, write_spec, tmp_path, tracker, key, store
+):
+    options = f"{{{key}: '{store}'" + (", mode: offline}" if tracker == "wandb" else "}")
+    spec_file = write_spec(f"trackers:\n  {tracker}: {options}\nexperiments:\n" + _indent(SPEC))
+    result = cli("validate", spec_file, "--storage-path", tmp_path / "o")
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert f"trackers.{tracker}.{key}" in lines[0] and "a folder of the system" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("uri", "folder"),
+    [
+        ("./mlruns", "mlruns"),
+        ("file:///tmp/mlruns", "/tmp/mlruns"),
+        ("sqlite:///mlflow.db", "."),
+        ("sqlite:////var/data/mlflow.db", "/var/data"),
+        ("http://127.0.0.1:5000", None),
+        ("s3://bucket/runs", None),
+        ("postgresql://u@h/db", None),
+    ],
+)
+def test_the_local_folder_of_a_store(uri, folder):
+    assert local_store(uri) == (None if folder is None else Path(folder))
+
+
+def test_a_symlink_resolves_before_the_system_folders_are_asked(tmp_path):
+    (tmp_path / "to-proc").symlink_to("/proc")
+    assert system_folder(tmp_path / "to-proc" / "x") == Path("/proc")
+    assert system_folder(tmp_path / "x") is None
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        pytest.param("episodes", "a relative folder", id="relative"),
+        pytest.param("/sys/episodes", "a folder of the system", id="system"),
+    ],
+)
+def test_rllib_output_outside_a_folder_of_the_users_is_refused(
+    cli, write_spec, tmp_path, output, expected
+):
+    spec_file = write_spec(
+        f"ppo:\n  run: PPO\n  env: CartPole-v1\n  stop: {{training_iteration: 1}}\n"
+        f"  config: {{output: '{output}'}}\n"
+    )
+    result = cli("validate", spec_file, "--storage-path", tmp_path / "o")
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert "ppo.config.output" in lines[0] and expected in lines[0], lines[0]
+
+
+def _indent(text: str) -> str:
+    return "".join(f"  {line}\n" for line in text.splitlines())
+
+
+def test_an_experiment_folder_made_beforehand_as_a_symlink_is_taken(tmp_path):
+    """A pre-made symlink to an empty folder: raw FileExistsError, exit 1."""
+    from tune_app.rundir.location import RunLocation
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "e").symlink_to(tmp_path / "elsewhere")
+    folder = RunLocation.for_experiment(str(tmp_path / "results"), "e").fresh()
+    assert folder.local == tmp_path / "results" / "e"
+    folder.create()
+    folder.record.write_text("{}")
+    assert (tmp_path / "elsewhere" / "run.json").exists()
+    (tmp_path / "elsewhere" / "results.jsonl").write_text("{}\n")
+    again = RunLocation.for_experiment(str(tmp_path / "results"), "e").fresh()
+    assert again.local == tmp_path / "results" / "e_2"  # no longer empty: a run's folder

@@ -1,0 +1,219 @@
+"""The plan: a validated spec joined with its trainables, sized and checked, before Ray starts.
+
+Everything `validate` prints and everything the runner needs to build Tuners, computed without
+importing Ray, so a spec that cannot run fails here with nothing written. The checks it runs on
+each experiment are in `tune_app.plan.checks`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tune_app.envs import EnvRef
+from tune_app.errors import Collector, SpecError
+from tune_app.extras import check_methods
+from tune_app.kinds import TrainableKind
+from tune_app.methods import mutated_paths, scheduler_of, searcher_of
+from tune_app.plan import checks
+from tune_app.plan.types import ExperimentPlan, Plan
+from tune_app.registry import resolve
+from tune_app.resources import Machine
+from tune_app.rundir.location import RunLocation
+from tune_app.seeds import SEED_KEY
+from tune_app.smoke import shrink
+from tune_app.space import searched_paths
+from tune_app.spec.models import Experiment, Mode, Spec
+from tune_app.trackers import check as check_trackers
+
+
+def make_plan(
+    spec: Spec,
+    *,
+    cpus: float | None = None,
+    gpus: float | None = None,
+    machine: Machine | None = None,
+    storage_path: str | None = None,
+    smoke: bool = False,
+    rllib_checks: bool = False,
+) -> Plan:
+    """Check and size every experiment of `spec` against `machine`, by default this one (or
+    one of `cpus` CPUs and `gpus` GPUs; infinite `cpus`: a cluster known only once joined).
+
+    With `smoke`, every experiment is shrunk to a tiny run (see `tune_app.smoke`) whose results
+    go to a `smoke/` folder under the storage path. With `rllib_checks`, RLlib itself (imported
+    for it) also validates each RLlib experiment's config, as `run` does. Every problem of every
+    experiment is reported at once.
+    """
+    if machine is None:
+        known = cpus is None or math.isfinite(cpus)
+        machine = Machine.local(cpus, gpus) if known else Machine.unknown()
+    warnings: list[str] = list(spec.warnings)
+    errors = Collector()
+    plans = []
+    for exp, share in zip(spec.experiments, _shares(spec.experiments), strict=True):
+        with errors.check():
+            plans.append(
+                _plan_experiment(
+                    exp,
+                    spec,
+                    machine,
+                    machine.share(share),
+                    storage_path,
+                    warnings,
+                    smoke,
+                    rllib_checks,
+                )
+            )
+    try:
+        errors.raise_any()
+    except SpecError as err:
+        raise err.with_file(str(spec.file)) from None
+    return Plan(
+        spec=spec,
+        experiments=tuple(plans),
+        machine=machine,
+        warnings=tuple(warnings),
+        smoke=smoke,
+    )
+
+
+def _shares(experiments: tuple[Experiment, ...]) -> list[float]:
+    """The part of the machine each experiment's layout plans for: a spec's experiments run at
+    once on one machine, so each gets a part in proportion to the trials it can run at once
+    (its trials as written, an env grid included, under its max_concurrent_trials)."""
+    claims = [min(e.trials(), e.max_concurrent_trials or math.inf) for e in experiments]
+    total = sum(claims)
+    return [c / total for c in claims]
+
+
+def _plan_experiment(
+    exp: Experiment,
+    spec: Spec,
+    machine: Machine,
+    share: Machine,
+    storage: str | None,
+    warnings: list[str],
+    smoke: bool,
+    rllib_checks: bool,
+) -> ExperimentPlan:
+    try:
+        ref = resolve(exp.run, spec.file.parent)
+    except SpecError as err:
+        raise err.under(exp.key_path) from None
+    kind = ref.kind
+    errors = Collector()
+    env = None
+    with errors.check():
+        env = kind.env(exp, spec.file.parent, warnings)
+    written = exp
+    exp, failed = kind.translate(exp, warnings, env)
+    envs = len(env.grid) if env is not None and env.grid else 1
+    trials = exp.trials(envs)
+    layout = None
+    if failed is not None:
+        errors.errors.append(failed)
+    else:  # chosen for the search as written: --smoke then shrinks it like any config
+        exp, layout = kind.layout(exp, trials, share)
+    if smoke and failed is None:
+        exp = shrink(exp, ref)
+    metric, mode = None, None
+    with errors.check():
+        metric, mode = _metric_and_mode(exp, kind)
+    for check in (
+        lambda: checks.check_reported(exp, kind, metric),
+        lambda: kind.check_config(exp),
+        lambda: checks.check_search(exp, metric),
+        lambda: kind.check_checkpoint_keys(exp),
+        lambda: checks.check_population(exp, kind, warnings),
+        lambda: checks.check_seeds(exp, kind),
+        lambda: checks.check_dotted_keys(exp),
+        lambda: check_trackers(exp.trackers),
+        lambda: check_methods(exp.search, exp.scheduler, exp.key_path),
+        lambda: checks.check_objectives(exp),
+    ):
+        with errors.check():
+            check()
+    bundles: tuple[dict[str, float], ...] = ()
+    with errors.check():
+        if failed is None:  # an untranslated config cannot be sized
+            bundles = kind.bundles(exp, written, env, machine, rllib_checks)
+    errors.raise_any()
+    checks.warn_unwatched_time(exp, warnings)
+    warnings += [w for w in (checks.warn_unread_constraints(exp),) if w is not None]
+    trials = exp.trials(envs)
+    checks.check_concurrency(exp, trials)
+    folder = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
+    unwritable = folder.unwritable()
+    if unwritable:
+        raise SpecError(
+            f"results cannot be written there: {unwritable}",
+            path="--storage-path" if storage else f"{exp.key_path}.storage_path",
+            suggestion="choose another storage_path (or --storage-path)",
+        )
+    return ExperimentPlan(
+        experiment=exp,
+        trainable=ref,
+        env=env,
+        metric=metric,
+        mode=mode,
+        trials=trials,
+        trials_exact=searcher_of(exp.search).exact_trials,
+        bundles=bundles,
+        iterations=_iteration_bound(exp, trials),
+        folder=folder,
+        searched=_searched(exp, env),
+        layout=layout,
+    )
+
+
+def _searched(exp: Experiment, env: EnvRef | None) -> tuple[str, ...]:
+    """The config paths trials differ in: sampled and grid values, the env grid, the seed, and
+    the keys PBT or PB2 mutate (a trial ends with its own values of those)."""
+    found = list(searched_paths(exp.config))
+    found += ["env"] if env is not None and env.grid else []
+    found += [SEED_KEY] if exp.seeds else []
+    found += [p for p in mutated_paths(exp.scheduler) if p not in found]
+    return tuple(found)
+
+
+def _metric_and_mode(exp: Experiment, kind: TrainableKind) -> tuple[str | None, Mode | None]:
+    if exp.objectives:  # several: Tune names no metric, the searcher holds them
+        return None, None
+    default_metric, default_mode = kind.default_metric
+    metric = exp.metric or default_metric
+    mode: Mode | None = exp.mode
+    if mode is None and default_metric is not None and metric == default_metric:
+        mode = default_mode
+    if metric is not None and mode is None:
+        raise SpecError(
+            f"'mode' is needed with metric '{metric}'",
+            path=f"{exp.key_path}.mode",
+            allowed=("min", "max"),
+        )
+    needs = []
+    if exp.expect.metrics:
+        needs.append("expect's metric bounds (checked on the best trial)")
+    if scheduler_of(exp.scheduler).needs_metric:
+        needs.append(f"the {exp.scheduler.type} scheduler")
+    if searcher_of(exp.search).needs_metric:
+        needs.append(f"the {exp.search.type} search")
+    if metric is None and needs:
+        raise SpecError(
+            f"{' and '.join(needs)} need a metric to optimise",
+            path=f"{exp.key_path}.metric",
+            suggestion="add metric: and mode:",
+        )
+    return metric, mode
+
+
+def _iteration_bound(exp: Experiment, trials: int) -> int | None:
+    caps = []
+    if "training_iteration" in exp.stop:
+        caps.append(int(exp.stop["training_iteration"]))
+    sched = exp.scheduler
+    if (
+        scheduler_of(sched).bounds_time
+        and getattr(sched, "time_attr", None) == "training_iteration"
+    ):
+        caps.append(int(sched.model_dump()["max_t"]))
+    return trials * min(caps) if caps else None

@@ -1,0 +1,71 @@
+"""The plan's types: a spec joined with its trainables, sized and checked (`tune_app.plan.make`
+makes them). A leaf of types, so the modules that run or record a plan need not import the
+planner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tune_app.envs import EnvRef
+from tune_app.kinds import Layout
+from tune_app.registry import TrainableRef
+from tune_app.resources import Machine, trials_at_once
+from tune_app.rundir.location import RunLocation
+from tune_app.spec.models import Experiment, Mode, Spec
+
+
+@dataclass(frozen=True)
+class ExperimentPlan:
+    """One experiment ready to run: its trainable, metric, size and resource bundles.
+
+    `experiment` is the spec's, with legacy RLlib keys and metric names already translated.
+    """
+
+    experiment: Experiment
+    trainable: TrainableRef
+    env: EnvRef | None  # checked for registered trainables and RLlib; user functions get the text
+    metric: str | None
+    mode: Mode | None
+    trials: int
+    trials_exact: bool  # False for model-based searchers, which may stop early
+    bundles: tuple[dict[str, float], ...]  # the trial's placement group, head bundle first
+    iterations: int | None  # bound on the iterations of all trials, when `stop` gives one
+    folder: RunLocation  # where its run folder is, local or on cloud storage
+    searched: tuple[str, ...]  # config paths of the searched parameters
+    layout: Layout | None = None  # the sampling layout the kind chose for the search, if any
+
+    @property
+    def location(self) -> str:
+        """Where the results are, as a user names it (a folder or a URI)."""
+        return self.folder.where
+
+    @property
+    def name(self) -> str:
+        return self.experiment.name
+
+    @property
+    def trial_cpus(self) -> float:
+        return sum(b.get("CPU", 0.0) for b in self.bundles)
+
+    def at_once(self, machine: Machine) -> int:
+        """Trials that run at the same time on `machine`: every resource of the bundles
+        counted (`resources.trials_at_once`), at most the trials and max_concurrent_trials."""
+        limit = min(self.trials, self.experiment.max_concurrent_trials or self.trials)
+        return trials_at_once(self.bundles, machine, limit)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A whole spec file, ready to run; `machine` is what the trial sizes were checked against
+    (this machine, the one `--cpus`/`--gpus` name, or a cluster's nodes)."""
+
+    spec: Spec
+    experiments: tuple[ExperimentPlan, ...]
+    machine: Machine
+    warnings: tuple[str, ...] = ()  # the spec's legacy-key warnings, then the plan's
+    smoke: bool = False  # shrunk by --smoke: metric expectations are not checked
+
+    @property
+    def cpus(self) -> float:
+        """The machine's CPUs; infinite for a cluster not yet joined."""
+        return self.machine.cpus

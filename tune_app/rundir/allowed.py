@@ -1,0 +1,107 @@
+"""What a spec may write where: the one place that decides it.
+
+A spec names three kinds of place a run writes:
+- files in a trial's folder (`log_to_file`): plain file names, never a path, so a trial's output
+  stays in its folder (Tune joins the name to the trial's folder; an absolute name or `..` would
+  leave it);
+- the run folder's parent (`storage_path`, `--storage-path`);
+- the local stores of the tools a run feeds (a tracker's folder, RLlib's recorded episodes),
+  which live outside the run folder by design (one MLflow store serves many runs) and are named
+  by the user.
+A folder of the last two kinds is resolved (symlinks followed) and refused when it lies in the
+system's own folders or cannot be written. `validate` asks this module, and `run` and `resume`
+ask it again through the same plan before anything is written. Ray-free and spec-free.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+# Folders of the system, never a place for results: the kernel's (/proc, /sys, /dev), the
+# system's configuration and programs. Refused by their resolved path, so a symlink to one is too.
+SYSTEM_FOLDERS = tuple(
+    Path(p)
+    for p in (
+        "/proc",
+        "/sys",
+        "/dev",
+        "/boot",
+        "/etc",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/usr",
+        "/run",
+        "/var/run",
+        "/var/lib",
+    )
+)
+
+# The characters no file name a spec gives may hold: a separator would make a path of it.
+_SEPARATORS = ("/", "\\")
+
+
+def file_name_problem(name: str) -> str | None:
+    """Why `name` is not a plain file name for a trial's folder, or None."""
+    if not name or not name.strip():
+        return "is empty: give a file name"
+    if "\0" in name:
+        return "holds a NUL character"
+    if any(s in name for s in _SEPARATORS) or os.path.isabs(name):
+        return f"{name!r} is a path: give a file name, kept in each trial's folder"
+    if name in (".", ".."):
+        return f"{name!r} names a folder, not a file"
+    if len(name.encode()) > 255:
+        return f"is {len(name.encode())} bytes long, over the 255 a file name may have"
+    return None
+
+
+def system_folder(path: Path) -> Path | None:
+    """The system folder `path` lies in (as written, or once its symlinks are resolved)."""
+    for candidate in (Path(os.path.abspath(path)), path.resolve()):
+        for system in SYSTEM_FOLDERS:
+            if candidate == system or system in candidate.parents:
+                return system
+    return None
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why a run could not make and write local `folder` (a system folder, a file in the way,
+    a read-only folder or filesystem), or None. Checked before anything runs."""
+    folder = folder.expanduser()
+    system = system_folder(folder)
+    if system is not None:
+        return f"{os.path.abspath(folder)} lies in {system}, a folder of the system"
+    existing = Path(os.path.abspath(folder))
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable (read-only folder or filesystem)"
+    return None
+
+
+def local_store(uri: str) -> Path | None:
+    """The local folder a store's URI or path writes (a plain path, `file:`, SQLite's database
+    file's folder), or None for a server or a cloud bucket."""
+    parsed = urlparse(uri)
+    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
+        return Path(uri)
+    if parsed.scheme == "file":
+        return Path(parsed.path or ".")
+    if parsed.scheme == "sqlite":  # sqlite:///relative.db, sqlite:////absolute.db
+        database = uri.split(":///", 1)[1] if ":///" in uri else ""
+        return Path(database).parent if database else None
+    return None
+
+
+def store_problem(uri: str) -> str | None:
+    """Why a tool's local store named by `uri` cannot be written, or None (also for a server)."""
+    folder = local_store(uri)
+    return None if folder is None else folder_problem(folder)
