@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tune_app import plots, report
+from tune_app.plots import parallel
 from tune_app.rundir import read as results
 from tune_app.rundir.write import log_scaled
 from tune_app.space import parse_space
@@ -296,7 +297,7 @@ def test_a_parameter_searched_on_a_log_scale_gets_a_log_axis(tmp_path, logs, x_s
     x_label = "x (log)" if x_scale == "log" else "x"
     assert scales == {"act": "linear", "lr (log)": "log", x_label: x_scale}  # no seed
 
-    axes = {a.name: a for a in plots.parallel_axes(exp, exp.ranked())}
+    axes = {a.name: a for a in parallel.parallel_axes(exp, exp.ranked())}
     assert list(axes) == ["act", "lr", "x", "score\n(last value)"]  # no seed
     assert (axes["lr"].scale, axes["x"].scale, axes["act"].scale) == ("log", x_scale, "category")
     # lr runs 1e-5 .. 1e-1 in even log steps, best (highest lr) first: even heights from the top
@@ -352,7 +353,7 @@ def test_rllib_learning_curves_run_over_env_steps(tmp_path, x_key, expected, lab
 
 def test_parallel_coordinates_need_two_parameters_besides_the_seed(tmp_path):
     two = results.read_experiment(write_search(tmp_path / "two", lr_search(6), log_scaled=["lr"]))
-    fig = plots.parallel_coordinates(two, plots.trial_colors(two))
+    fig = parallel.parallel_coordinates(two, plots.trial_colors(two))
     assert fig is not None
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert ticks == ["act", "lr\n(log)", "x", "score\n(last value)"]
@@ -361,7 +362,7 @@ def test_parallel_coordinates_need_two_parameters_besides_the_seed(tmp_path):
 
     trials = [({"lr": config["lr"], "seed": config["seed"]}, s) for config, s in lr_search(6)]
     one = results.read_experiment(write_search(tmp_path / "one", trials))
-    assert plots.parallel_coordinates(one, plots.trial_colors(one)) is None
+    assert parallel.parallel_coordinates(one, plots.trial_colors(one)) is None
 
 
 def test_the_page_says_which_parameters_matter(cli, tmp_path):

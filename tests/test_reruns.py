@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tune_app.rundir.layout import find_runs, newest_of_each, run_number
+from tune_app.rundir.finding import find_runs, newest_of_each, run_number
 from tune_app.rundir.location import RunLocation
 
 GOOD = "e:\n  run: my_func\n  stop: {training_iteration: 2}\n  config: {alpha: 0.5, beta: 1}\n"

@@ -100,6 +100,7 @@ def _legend_best(fig) -> list[str]:
 def _same_best_everywhere(trials: list[TrialOutcome], expected: str) -> None:
     """The report's banner names `expected`, as the best trial, and so does every figure."""
     from tune_app import plots
+    from tune_app.plots import parallel
 
     for t in trials:  # a second parameter, for the parallel coordinates
         t.params["y"] = t.params["x"] * 10
@@ -112,7 +113,7 @@ def _same_best_everywhere(trials: list[TrialOutcome], expected: str) -> None:
     banner = report._best(exp)
     assert banner is not None and banner.trial_id == expected, banner
     colors = plots.trial_colors(exp)
-    for figure in (plots.learning_curves(exp, colors), plots.parallel_coordinates(exp, colors)):
+    for figure in (plots.learning_curves(exp, colors), parallel.parallel_coordinates(exp, colors)):
         assert _legend_best(figure) == [expected]
 
 

@@ -32,16 +32,15 @@ from tune_app.plan.make import make_plan
 from tune_app.space import Domain
 from tune_app.tensorboard import (
     BOOKKEEPING,
-    DEFAULT_PORT,
     SPEC_GROUP,
     TagLayout,
     TrialBoard,
     hparam_info,
     hparam_value,
     metric_keys,
-    pick_port,
     searched_values,
 )
+from tune_app.tensorboard.server import DEFAULT_PORT, pick_port
 
 from .conftest import ROOT, SEARCH_SPACES, user_module
 

@@ -202,7 +202,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_tensorboard(args: argparse.Namespace) -> int:
-    from tune_app.tensorboard import serve
+    from tune_app.tensorboard.server import serve
 
     serve(Path(args.dir), host=args.host, port=args.port)  # until Ctrl-C
     return EXIT_OK

@@ -1,7 +1,7 @@
 """Names of Tune's function API that Ray 2 removed, found in a trainable's source before Ray
 starts: the trial would fail on its first use with only an AttributeError.
 
-Every generation of reporting still works (`tune_app.kinds_builtin` adapts them); what Ray 2
+Every generation of reporting still works (`tune_app.kinds.builtin` adapts them); what Ray 2
 took away with no adapter possible is the session API around it: the checkpoint context
 manager and the trial-info functions. Each entry says what replaces it.
 """

@@ -17,10 +17,12 @@ from typing import Any
 
 import jinja2
 
-from tune_app import front_plot, importance, plots, scoring
+from tune_app import importance, plots, scoring
 from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
 from tune_app.analyze import clone_lines, configuration_cells, rung_checks
 from tune_app.command import APP
+from tune_app.plots import front as front_plot
+from tune_app.plots import parallel as plots_parallel
 from tune_app.rundir import budget, noise, rungs
 from tune_app.rundir.location import name_of
 from tune_app.rundir.read import ExperimentResults
@@ -208,7 +210,7 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
             "Parallel coordinates: each scored trial is one line through its parameters' values "
             "to its score, the best on top; dashed: failed; (log): a log axis (a log-scale "
             "sampler, or values spaced evenly in log).",
-            plots.parallel_coordinates(exp, colors),
+            plots_parallel.parallel_coordinates(exp, colors),
         ),
         "expected-best": (_budget_caption(exp), plots.expected_best(exp)),
     }

@@ -15,7 +15,7 @@ from ray.tune.search import Searcher
 from tune_app import progress
 from tune_app.callbacks import JsonlResults, TrialLogsFollowResults
 from tune_app.divergence import diverged
-from tune_app.kinds_builtin import saves_checkpoints
+from tune_app.kinds.builtin import saves_checkpoints
 from tune_app.methods import Context, scheduler_of, searcher_of
 from tune_app.plan.types import ExperimentPlan
 from tune_app.rllib.tables import RESULT_GROUPS

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tune_app.rundir import allowed, layout, storage
+from tune_app.rundir import allowed, finding, storage
 from tune_app.rundir.layout import (
     CLONES_FILE,
     ERROR_FILE,
@@ -62,7 +62,7 @@ class RunLocation:
     def open(
         where: str | Path, *, every: bool = False, resuming: bool = False
     ) -> list[RunLocation]:
-        """The runs `where` names (`layout.find_runs`): a run's folder, its experiment's newest
+        """The runs `where` names (`finding.find_runs`): a run's folder, its experiment's newest
         run (the newest unfinished one when `resuming`); a run's run.json, that run; a folder of
         experiments, the newest run of each (every run with `every`). A path or a URI; cloud
         runs pulled into a copy to read (never their staging folders: those are the writer's,
@@ -74,8 +74,8 @@ class RunLocation:
             found = [RunLocation(storage.pull(u, storage.reading_dir(u)), u) for u in uris]
             _say_passed_over(found, others)
             return found
-        paths, passed = layout.find_runs(
-            Path(where), every=every, prefer=layout.unfinished if resuming else None
+        paths, passed = finding.find_runs(
+            Path(where), every=every, prefer=finding.unfinished if resuming else None
         )
         found = [RunLocation(p) for p in paths]
         _say_passed_over(found, [str(p) for p in passed])

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tune_app.errors import SpecError
+from tune_app.rundir.finding import newest_of_each, run_number
 from tune_app.rundir.layout import (
     CLONES_FILE,
     FINISHED_FILE,
@@ -30,8 +31,6 @@ from tune_app.rundir.layout import (
     RUN_FILE,
     SPEC_FILE,
     SUMMARY_FILE,
-    newest_of_each,
-    run_number,
 )
 
 APP_FILES = (RUN_FILE, SPEC_FILE, RESULTS_FILE, FINISHED_FILE, SUMMARY_FILE, CLONES_FILE)
@@ -84,7 +83,7 @@ def has_file(uri: str, name: str) -> bool:
 def find_runs(
     uri: str, *, every: bool = False, prefer: Callable[[str], bool] | None = None
 ) -> tuple[list[str], list[str]]:
-    """The runs `uri` names and the other runs of their experiments, as `layout.find_runs`
+    """The runs `uri` names and the other runs of their experiments, as `finding.find_runs`
     tells them apart: a run's folder names its experiment's newest run, a run's run.json that
     run, a folder holding experiments the newest run of each."""
     import pyarrow.fs

@@ -3,7 +3,7 @@
 A registered trainable, a user's function or `tune.Trainable` class, and an RLlib algorithm
 answer the same questions differently; the plan, the runner and the results' readers ask the
 trainable's kind and never test which kind it is. The implementations are
-`tune_app.kinds_builtin` (registered, function) and `tune_app.rllib.kind` (RLlib).
+`tune_app.kinds.builtin` (registered, function) and `tune_app.rllib.kind` (RLlib).
 
 A leaf module: it imports nothing of the app at run time (the types it names, for the checker
 only).

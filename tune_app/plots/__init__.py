@@ -2,7 +2,8 @@
 gives their bytes.
 
 Learning curves, the best metric so far against wall time, each searched parameter against the
-trials' scores, and the parameters in parallel coordinates. Colours follow the trials' rank, so
+trials' scores, and the expected best of n trials; the parameters in parallel coordinates are in
+`plots.parallel`, the Pareto front of several objectives in `plots.front`. Colours follow the trials' rank, so
 every figure and the HTML table agree; beyond MAX_LEGEND_TRIALS trials only the best
 HIGHLIGHTED have a colour, the rest are faint grey. A parameter searched on a log scale gets a
 log axis.
@@ -14,7 +15,6 @@ import io
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from matplotlib import colormaps
@@ -95,7 +95,7 @@ def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | 
     metric = exp.metric
     if metric is None:
         return None
-    fig, ax = _figure(4.2)
+    fig, ax = new_figure(4.2)
     ranked = exp.ranked()
     winner = exp.best_trial  # the report's banner's: with seeds, the best configuration's
     shown = {t.trial_id for t in highlighted(exp)}
@@ -119,7 +119,7 @@ def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | 
             ls="--" if t.failure else "-",
             marker="o" if bold and len(xs) <= 30 else None,
             ms=3,
-            label=_legend_label(t, best) if bold else None,
+            label=legend_label(t, best) if bold else None,
             zorder=3 if best else 2 if bold else 1,
         )
         last = next(((x, y) for x, y in reversed(points) if not math.isnan(y)), None)
@@ -139,7 +139,7 @@ def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | 
     handles = ax.get_legend_handles_labels()[0][::-1]  # best first
     if faint:
         handles.append(
-            Line2D([], [], color=FAINT_COLOR, lw=0.8, label=f"{faint} other trial{_s(faint)}")
+            Line2D([], [], color=FAINT_COLOR, lw=0.8, label=f"{faint} other trial{plural_s(faint)}")
         )
     handles += _marker_proxies(ranked)
     if handles:
@@ -183,7 +183,7 @@ def best_over_time(exp: ExperimentResults) -> Figure | None:
             if top is not None:
                 break
         best.append(top if top is not None else y)
-    fig, ax = _figure(3.4)
+    fig, ax = new_figure(3.4)
     ax.scatter(xs, ys, s=10, color="#b0b7c3", label="each result", zorder=2)
     label = f"best score so far ({scoring.describe(exp.scope)})"
     ax.step(xs, best, where="post", color="#1565c0", lw=2.2, label=label, zorder=3)
@@ -222,10 +222,10 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> Figure |
         values = [t.params.get(key) for t in trials]
         scale = param_scale(exp, key, values)
         if scale == CATEGORY:
-            labels = [_category(v) for v in values]
-            categories = _ordered(dict(zip(labels, values, strict=True)))
+            labels = [category(v) for v in values]
+            categories = ordered(dict(zip(labels, values, strict=True)))
             xs = [float(categories.index(label)) for label in labels]
-            ax.set_xticks(range(len(categories)), [_short(c) for c in categories])
+            ax.set_xticks(range(len(categories)), [short(c) for c in categories])
             ax.tick_params(axis="x", labelrotation=30 if len(categories) > 3 else 0)
             ax.set_xlim(-0.5, len(categories) - 0.5)
         else:
@@ -252,91 +252,6 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> Figure |
     return fig
 
 
-@dataclass(frozen=True)
-class Axis:
-    """One vertical axis of the parallel coordinates: its name and scale, each trial's height
-    on it (0 at the bottom, 1 at the top) and its ticks as (height, label)."""
-
-    name: str
-    scale: str
-    heights: list[float]
-    ticks: list[tuple[float, str]]
-
-
-def parallel_axes(exp: ExperimentResults, trials: Sequence[TrialOutcome]) -> list[Axis]:
-    """The parallel coordinates' axes for `trials`: each searched parameter but the seed (on its
-    `param_scale`), then the score."""
-    axes = []
-    for key in exp.searched:
-        if key != SEED_KEY:
-            values = [t.params.get(key) for t in trials]
-            axes.append(_axis(key, values, param_scale(exp, key, values)))
-    scores = [t.score for t in trials]
-    axes.append(_axis(f"{exp.metric}\n({scoring.describe(exp.scope)})", scores, LINEAR))
-    return axes
-
-
-def parallel_coordinates(exp: ExperimentResults, colors: dict[str, str]) -> Figure | None:
-    """Every scored trial as one line through its searched parameters' values to its score, on
-    one vertical axis each; the highlighted trials drawn over the others. None with fewer than
-    two parameters (the scatter shows one) or two scored trials."""
-    trials = [t for t in exp.ranked() if t.score is not None]
-    if exp.metric is None or len(trials) < 2:
-        return None
-    axes = parallel_axes(exp, trials)
-    if len(axes) < 3:
-        return None
-    shown = {t.trial_id for t in highlighted(exp)}
-    winner = exp.best_trial  # the report's banner's: with seeds, the best configuration's
-    fig, ax = _figure(4.0)
-    positions = range(len(axes))
-    for i, t in reversed(list(enumerate(trials))):  # the best drawn last, on top
-        bold = t.trial_id in shown
-        best = t is winner
-        ax.plot(
-            positions,
-            [a.heights[i] for a in axes],
-            color=colors[t.trial_id],
-            lw=2.4 if best else 1.5 if bold else 0.9,
-            alpha=1.0 if bold else 0.5,
-            ls="--" if t.failure else "-",
-            marker="o" if bold else None,
-            ms=3,
-            label=_legend_label(t, best) if bold else None,
-            zorder=3 if bold else 2,
-        )
-    for x, a in zip(positions, axes, strict=True):
-        ax.axvline(x, color="#52606d", lw=1.0, zorder=1)
-        for height, label in a.ticks:
-            ax.text(
-                x + 0.03,
-                height,
-                label,
-                fontsize=7,
-                va="center",
-                color="#3e4c59",
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 0.5},
-                zorder=5,
-            )
-    ax.grid(False)
-    ax.set_ylim(-0.06, 1.06)
-    ax.set_xlim(-0.1, len(axes) - 1 + 0.45)
-    ax.set_yticks([])
-    ax.set_xticks(list(positions), [_axis_label(a) for a in axes])
-    ax.tick_params(axis="x", length=0, labelsize=8)
-    for side in ("left", "bottom"):
-        ax.spines[side].set_visible(False)
-    handles = ax.get_legend_handles_labels()[0][::-1]  # best first
-    faint = len(trials) - len(handles)
-    if faint:
-        handles.append(
-            Line2D([], [], color=FAINT_COLOR, lw=0.9, label=f"{faint} other trial{_s(faint)}")
-        )
-    if handles:
-        fig.legend(handles=handles, loc="outside right upper", fontsize=8)
-    return fig
-
-
 def png(fig: Figure) -> bytes:
     """The figure as PNG bytes."""
     buffer = io.BytesIO()
@@ -344,69 +259,21 @@ def png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _axis(name: str, values: Sequence[Any], scale: str) -> Axis:
-    """An axis through `values` on `scale`, spanning their range."""
-    if scale == CATEGORY:
-        labels = [_category(v) for v in values]
-        categories = _ordered(dict(zip(labels, values, strict=True)))
-        step = 1 / (len(categories) - 1) if len(categories) > 1 else 0.0
-        place = {c: (i * step if step else 0.5) for i, c in enumerate(categories)}
-        ticks = [(place[c], _short(c)) for c in categories]
-        return Axis(name, scale, [place[label] for label in labels], ticks)
-    xs = [float(v) for v in values]
-    to = math.log10 if scale == LOG else float
-    lo, hi = min(xs), max(xs)
-    if hi == lo:
-        return Axis(name, scale, [0.5] * len(xs), [(0.5, _number(lo))])
-
-    def height(x: float) -> float:
-        return (to(x) - to(lo)) / (to(hi) - to(lo))
-
-    return Axis(
-        name, scale, [height(x) for x in xs], [(height(v), _number(v)) for v in _ticks(xs, scale)]
-    )
-
-
-def _ticks(xs: list[float], scale: str) -> list[float]:
-    """A few round values within the range of `xs`: decades (or 1, 2, 5 times them, when fewer
-    than three decades fit) on a log scale; integers when every value is one."""
-    lo, hi = min(xs), max(xs)
-    if scale == LOG:
-        candidates = LogLocator(10).tick_values(lo, hi)
-        if sum(lo <= v <= hi for v in candidates) < 3:
-            candidates = LogLocator(10, subs=(1.0, 2.0, 5.0)).tick_values(lo, hi)
-    else:
-        integer = all(x.is_integer() for x in xs)
-        candidates = MaxNLocator(5, integer=integer).tick_values(lo, hi)
-    slack = 1e-9 * (hi - lo)  # a tick at the end of the range, rounded just outside it
-    return [float(v) for v in candidates if lo - slack <= v <= hi + slack]
-
-
 def _log_ticks(ax: Any, xs: list[float]) -> None:
     """A log x axis labelled at a few values that do not overlap: each value of a parameter that
     took few (a choice or a grid: 16, 32, 64), else `_ticks`' round values; no minor labels
     (matplotlib's 2x10^1, 3x10^1, ... overlap within a decade)."""
     distinct = sorted(set(xs))
-    ticks = distinct if len(distinct) <= MAX_VALUE_TICKS else _ticks(xs, LOG)
-    ax.set_xticks(ticks, [_number(v) for v in ticks])
+    ticks = distinct if len(distinct) <= MAX_VALUE_TICKS else ticks_of(xs, LOG)
+    ax.set_xticks(ticks, [number_text(v) for v in ticks])
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def _axis_label(axis: Axis) -> str:
-    """An axis's name under it: a long one broken after each `/`, every line cut to fit."""
-    first, *rest = axis.name.splitlines()
-    parts = first.split("/") if len(first) > 24 else [first]
-    lines = [part + "/" for part in parts[:-1]] + [parts[-1], *rest]
-    if axis.scale == LOG:
-        lines.append("(log)")
-    return "\n".join(_short(line, 24) for line in lines)
-
-
-def _number(value: float) -> str:
+def number_text(value: float) -> str:
     return f"{value:.3g}"
 
 
-def _s(count: int) -> str:
+def plural_s(count: int) -> str:
     return "" if count == 1 else "s"
 
 
@@ -420,7 +287,7 @@ def _series(steps: Iterable[dict[str, float]], x_key: str, y_key: str) -> list[t
     ]
 
 
-def _legend_label(t: TrialOutcome, best: bool) -> str:
+def legend_label(t: TrialOutcome, best: bool) -> str:
     notes = {
         "best": best,
         "failed": t.failure is not None,
@@ -444,7 +311,7 @@ def _marker_proxies(trials: list[TrialOutcome]) -> list[Line2D]:
     return proxies
 
 
-def _figure(height_in: float) -> tuple[Figure, Any]:
+def new_figure(height_in: float) -> tuple[Figure, Any]:
     fig = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained")
     ax = fig.subplots()
     _style(ax)
@@ -459,11 +326,11 @@ def _style(ax: Any) -> None:
     ax.tick_params(labelsize=8)
 
 
-def _category(value: Any) -> str:
+def category(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
-def _ordered(by_label: dict[str, Any]) -> list[str]:
+def ordered(by_label: dict[str, Any]) -> list[str]:
     """Category labels in their values' order where values compare ([8] before [16]), else by
     label."""
     try:
@@ -472,7 +339,7 @@ def _ordered(by_label: dict[str, Any]) -> list[str]:
         return sorted(by_label)
 
 
-def _short(text: str, limit: int = 18) -> str:
+def short(text: str, limit: int = 18) -> str:
     return _tex_safe(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
@@ -490,7 +357,7 @@ def expected_best(exp: ExperimentResults) -> Figure | None:
         return None
     ns = [p.n for p in found.points]
     means = [p.mean for p in found.points]
-    fig, ax = _figure(3.4)
+    fig, ax = new_figure(3.4)
     # No search of n trials does better than the run's best: the band stops there.
     best = means[-1]
     low = [p.mean - p.sd for p in found.points]
@@ -526,3 +393,18 @@ def expected_best(exp: ExperimentResults) -> Figure | None:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(loc="best", fontsize=8)
     return fig
+
+
+def ticks_of(xs: list[float], scale: str) -> list[float]:
+    """A few round values within the range of `xs`: decades (or 1, 2, 5 times them, when fewer
+    than three decades fit) on a log scale; integers when every value is one."""
+    lo, hi = min(xs), max(xs)
+    if scale == LOG:
+        candidates = LogLocator(10).tick_values(lo, hi)
+        if sum(lo <= v <= hi for v in candidates) < 3:
+            candidates = LogLocator(10, subs=(1.0, 2.0, 5.0)).tick_values(lo, hi)
+    else:
+        integer = all(x.is_integer() for x in xs)
+        candidates = MaxNLocator(5, integer=integer).tick_values(lo, hi)
+    slack = 1e-9 * (hi - lo)  # a tick at the end of the range, rounded just outside it
+    return [float(v) for v in candidates if lo - slack <= v <= hi + slack]

@@ -1,0 +1,83 @@
+"""The TensorBoard server of `python -m tune_app tensorboard`: TensorBoard's own program on a
+run's folder, on 127.0.0.1 and port 6006 or a free one it names, stopped by SIGTERM."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tune_app.errors import SpecError
+from tune_app.rundir.finding import find_runs
+
+DEFAULT_PORT = 6006  # TensorBoard's own: a bookmark or a forwarded port keeps working
+
+
+def pick_port(host: str, port: int | None, default: int = DEFAULT_PORT) -> tuple[int, str | None]:
+    """The port to serve on, and a note when it is not the one expected: `port` as asked (0: a
+    free one; SpecError when it cannot be bound), else `default`, or a free one when `default`
+    is taken (another TensorBoard serving), said in the note."""
+    if port is not None:
+        _check_address(host, port)
+        return port, None
+    try:
+        _check_address(host, default)
+    except SpecError:
+        note = f"port {default} is in use (another TensorBoard?); serving on a free port instead"
+        return 0, note + " (--port N picks one)"
+    return default, None
+
+
+def serve(folder: Path, host: str = "127.0.0.1", port: int | None = None) -> None:
+    """Serve TensorBoard on a run's folder (or a storage folder of runs) until interrupted (Ctrl-C,
+    or SIGTERM and SIGHUP, which the command line turns into Ctrl-C): on `port`, else on
+    DEFAULT_PORT, or a free port when that is taken."""
+    runs, _ = find_runs(folder, every=True)  # a storage folder: every run, side by side
+    port, moved = pick_port(host, port)
+    if moved:
+        print(f"note: {moved}", file=sys.stderr)
+    from tensorboard import program
+
+    made: list[Any] = []
+
+    def make_server(app: Any, flags: Any) -> Any:
+        made.append(program.WerkzeugServer(app, flags))
+        return made[-1]
+
+    board = program.TensorBoard(server_class=make_server)
+    board.configure(logdir=str(folder.expanduser()), host=host, port=port)
+    try:
+        url = board.launch()  # serves on a daemon thread
+    except program.TensorBoardServerException as err:
+        raise SpecError(f"cannot serve on {host}:{port}: {err.msg}") from None
+    if len(runs) > 1:
+        print(
+            f"note: {len(runs)} experiments; TensorBoard's HParams tab takes its columns from one "
+            "of them (give an experiment folder to compare its trials)",
+            file=sys.stderr,
+        )
+    print(f"TensorBoard on {folder} at {url} (Ctrl-C to stop)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    finally:
+        made[0].shutdown()
+        made[0].server_close()
+
+
+def _check_address(host: str, port: int) -> None:
+    """SpecError unless `host:port` can be bound; werkzeug would print the reason and exit 1."""
+    if not 0 <= port <= 65535:
+        raise SpecError(f"--port must be 0 to 65535, but got {port}", suggestion="0: a free one")
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug binds
+            probe.bind(address)
+    except OSError as err:
+        raise SpecError(
+            f"cannot serve on {host}:{port}: {err.strerror or err}",
+            suggestion="use --host 127.0.0.1 (this machine only) and --port 0 (a free one)",
+        ) from None
