@@ -405,3 +405,44 @@ def test_a_log_axis_of_a_choice_is_labelled_at_its_values_without_overlap(tmp_pa
     assert [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()] == []
     captions = [f.caption for f in report._figures(exp)]
     assert not any("searched on a log scale" in c for c in captions), captions
+
+
+@pytest.mark.parametrize("fails", ["figure", "page"])
+def test_a_report_that_cannot_be_written_exits_74_and_leaves_the_earlier_page(
+    cli, tmp_path, monkeypatch, fails
+):
+    """A full disk exited 1 with a raw OSError and left an empty `report_files/` folder: the
+    page was written in place."""
+    import errno
+
+    exp = _experiment(tmp_path, "e")
+    assert cli("report", exp).code == 0
+    before = {p.relative_to(exp): p.read_bytes() for p in exp.rglob("report*") if p.is_file()}
+    before |= {p.relative_to(exp): p.read_bytes() for p in (exp / "report_files").iterdir()}
+    assert (exp / "report_files").is_dir() and len(before) > 1
+    real = Path.write_bytes if fails == "figure" else Path.write_text
+
+    def full(self, *args, **kwargs):
+        if fails == "page" and not self.name.endswith(".html.tmp"):
+            return real(self, *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_bytes" if fails == "figure" else "write_text", full)
+    result = cli("report", exp)
+    monkeypatch.undo()
+    lines = result.err.strip().splitlines()
+    assert result.code == 74 and len(lines) == 1, result.err
+    assert "No space left on device (errno 28)" in lines[0] and "free space" in lines[0]
+    after = {p.relative_to(exp): p.read_bytes() for p in exp.rglob("report*") if p.is_file()}
+    after |= {p.relative_to(exp): p.read_bytes() for p in (exp / "report_files").iterdir()}
+    assert after == before  # the earlier page and its figures, whole
+    assert not [p for p in exp.iterdir() if p.name.startswith(".report")]  # no temporary left
+
+
+def test_a_new_report_replaces_its_figures_whole(cli, tmp_path):
+    exp = _experiment(tmp_path, "e")
+    stale = exp / "report_files" / "stale.png"
+    stale.parent.mkdir()
+    stale.write_bytes(b"old")
+    assert cli("report", exp).code == 0
+    assert not stale.exists() and any((exp / "report_files").iterdir())

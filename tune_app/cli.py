@@ -171,13 +171,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from tune_app import best
     from tune_app.api import run
     from tune_app.console import evaluation_text, print_outcomes
+    from tune_app.rundir.layout import for_the_user, write_text
 
     if args.top < 1 or args.seeds < 1:
         raise TuneAppError(f"--top and --seeds must be at least 1, got {args.top}, {args.seeds}")
     data, found = best.best_spec(args.dir, seeds=args.seeds, top=args.top)
     spec_file, root = best.evaluation_home(args.dir)
     text = best.render(data, found, "yaml", source=str(args.dir))
-    spec_file.write_text(text + "\n", encoding="utf-8")
+    with for_the_user():
+        write_text(spec_file, text + "\n")
     print(f"tune_app: the top {args.top} configurations on {args.seeds} fresh seeds: {spec_file}")
     verbosity = 0 if args.quiet else 1
     result = run(spec_file, storage_path=args.storage_path or root, verbosity=verbosity)

@@ -165,6 +165,25 @@ class StorageError(RunStopped):
         return f"the run stopped with its state saved: {fix}, then {self.resume}"
 
 
+class WriteError(TuneAppError):
+    """A file the app writes for the user (a report and its figures, an exported spec, a JUnit
+    file) could not be written: a full disk, a read-only folder. Nothing half-written is left
+    (each is written under a temporary name and renamed). Exit 74, as a run's StorageError."""
+
+    exit_code = 74
+
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+        err = error
+        where = f"{os.fsdecode(err.filename)}: " if err.filename is not None else ""
+        number = f" (errno {err.errno})" if err.errno is not None else ""
+        fix = _STORAGE_FIXES.get(err.errno or 0, "fix the storage")
+        super().__init__(
+            f"{where}{err.strerror or str(err)}{number}; nothing was written: {fix} (or write "
+            "elsewhere), then run the command again"
+        )
+
+
 class TuneFailure(RunStopped):
     """The run stopped for a cause that is neither a trial's (a trial's error fails that trial
     alone) nor the input's: the Ray head (its GCS) was lost, or Tune's own loop raised. The state

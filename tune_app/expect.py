@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tune_app.plan.types import ExperimentPlan, Plan
-from tune_app.rundir.layout import write_text
+from tune_app.rundir.layout import for_the_user, write_text
 from tune_app.rundir.records import RunSummary
 from tune_app.scoring import finite
 from tune_app.seeds import aggregate
@@ -131,5 +131,7 @@ def junit_xml(plan: Plan, summaries: list[RunSummary], outcomes: list[Outcome]) 
 def write_junit(
     path: Path, plan: Plan, summaries: list[RunSummary], outcomes: list[Outcome]
 ) -> None:
-    """Write the JUnit report atomically (a CI job never reads half a file)."""
-    write_text(path, junit_xml(plan, summaries, outcomes))
+    """Write the JUnit report atomically (a CI job never reads half a file); a write that fails
+    raises WriteError (exit 74)."""
+    with for_the_user():
+        write_text(path, junit_xml(plan, summaries, outcomes))

@@ -9,7 +9,9 @@ external script, font or server, so the page opens offline from disk.
 from __future__ import annotations
 
 import base64
+import os
 import re
+import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +26,7 @@ from tune_app.command import APP
 from tune_app.plots import front as front_plot
 from tune_app.plots import parallel as plots_parallel
 from tune_app.rundir import budget, noise, rungs
+from tune_app.rundir.layout import for_the_user, replace_folder
 from tune_app.rundir.location import name_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome
@@ -150,24 +153,38 @@ class Page:
 
 
 def write(experiments: list[ExperimentResults], out: Path, source: str) -> Path:
-    """Write the page for `experiments` (read from `source`) to `out`, its PNGs beside it."""
-    out.parent.mkdir(parents=True, exist_ok=True)
+    """Write the page for `experiments` (read from `source`) to `out`, its PNGs beside it. The
+    figures are written into a folder of their own and the page to a temporary file, each then
+    renamed into place; a write that fails (a full disk, a read-only folder) leaves the earlier
+    page as it was and nothing half-written, and raises WriteError (exit 74)."""
     images = out.with_name(f"{out.stem}_files")
-    sections = []
-    for exp in experiments:
-        figures = _figures(exp)
-        if figures:
-            images.mkdir(exist_ok=True)
-        for figure in figures:
-            (images / figure.file).write_bytes(figure.png)
-        sections.append(_section(exp, figures, images.name))
-    page = Page(
-        title=name_of(source),
-        source=source,
-        generated=datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        sections=tuple(sections),
-    )
-    out.write_text(render(page), encoding="utf-8")
+    staged = out.with_name(f".{images.name}.tmp")
+    page_tmp = out.with_name(f".{out.name}.tmp")
+    try:
+        with for_the_user():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(staged, ignore_errors=True)
+            sections = []
+            for exp in experiments:
+                figures = _figures(exp)
+                if figures:
+                    staged.mkdir(exist_ok=True)
+                for figure in figures:
+                    (staged / figure.file).write_bytes(figure.png)
+                sections.append(_section(exp, figures, images.name))
+            page = Page(
+                title=name_of(source),
+                source=source,
+                generated=datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+                sections=tuple(sections),
+            )
+            page_tmp.write_text(render(page), encoding="utf-8")
+            if staged.exists():  # the figures first: the page names them
+                replace_folder(staged, images)
+            os.replace(page_tmp, out)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+        page_tmp.unlink(missing_ok=True)
     return out
 
 

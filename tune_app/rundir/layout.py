@@ -12,9 +12,13 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tune_app.errors import WriteError
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -91,6 +95,28 @@ def write_text(path: Path, text: str) -> None:
         if isinstance(err, OSError) and err.filename in (None, str(tmp)):
             err.filename, err.filename2 = str(path), None  # the file meant, not the temporary
         raise
+
+
+def replace_folder(staged: Path, path: Path) -> None:
+    """Put the folder `staged` (written whole beside `path`) in the place of `path`, renamed: a
+    reader sees the old folder or the new one, never half of either."""
+    old = path.with_name(f".{path.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if path.exists():
+        os.replace(path, old)
+    os.replace(staged, path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def for_the_user() -> Iterator[None]:
+    """Writing a file for the user (a report, an exported spec, a JUnit file): an OSError
+    becomes WriteError, one line and exit 74. The writes inside are atomic (`write_text`,
+    `replace_folder`), so a failure leaves nothing half-written."""
+    try:
+        yield
+    except OSError as err:
+        raise WriteError(err) from None
 
 
 def append_line(path: Path, row: dict[str, Any]) -> None:
