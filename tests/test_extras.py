@@ -49,6 +49,14 @@ MISSING = [
         id="bohb-configspace",
     ),
     pytest.param(
+        "{type: optuna, sampler: cmaes}",
+        "fifo",
+        "cmaes",
+        "experiments.exp.search",
+        ["search: optuna (sampler cmaes) needs the cmaes package", 'pip install -e ".[optuna]"'],
+        id="optuna-cmaes",
+    ),
+    pytest.param(
         "random",
         "{type: pb2, hyperparam_bounds: {lr: [0.01, 1.0]}}",
         "sklearn",
@@ -85,22 +93,70 @@ def test_the_same_spec_validates_with_the_package_installed(
     assert result.code == 0, result.err
 
 
-def test_every_extra_a_table_names_is_declared_in_pyproject_and_in_test():
+def _named_packages() -> dict[str, set[str]]:
+    """Every optional package the tables name (methods, their variants, trackers, trainables),
+    with who names it."""
+    from tune_app.methods.searchers import OptunaOptions
+    from tune_app.registry import registered
+    from tune_app.trackers import TRACKERS
+
+    named: dict[str, set[str]] = {}
+    for entry in [*SEARCHERS.values(), *SCHEDULERS.values()]:
+        packages = entry.packages
+        if callable(packages):  # each variant of its options
+            variants = [
+                OptunaOptions(sampler=s) for s in ("tpe", "nsga2", "cmaes", "random", "qmc")
+            ]
+            packages = tuple({p for v in variants for p in entry.packages(v)})
+        for p in packages:
+            named.setdefault(p, set()).add(entry.name)
+    for tracker in TRACKERS.values():
+        named.setdefault(tracker.module, set()).add(tracker.name)
+    for info in registered().values():
+        for p in info.packages:
+            named.setdefault(p, set()).add(info.name)
+    return named
+
+
+def test_every_optional_package_a_table_names_has_its_extra_in_the_one_table():
+    """`run: lcbench` without onnxruntime and `sampler: cmaes` without cmaes passed validate,
+    then failed in the trials: no table said they needed them."""
+    from tune_app.extras import EXTRAS
+
+    named = _named_packages()
+    assert {"onnxruntime", "cmaes", "optuna", "mlflow", "wandb"} <= set(named)
+    assert set(named) <= set(EXTRAS), set(named) - set(EXTRAS)
+
+
+def test_every_extra_the_table_names_is_declared_in_pyproject_and_in_test():
     import tomllib
     from pathlib import Path
+
+    from tune_app.extras import EXTRAS
 
     project = tomllib.loads(Path("pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     default = " ".join(project["dependencies"])
-    for entry in [*SEARCHERS.values(), *SCHEDULERS.values()]:
-        if entry.extra is None:
-            assert not entry.packages, entry.name
-            continue
-        assert entry.extra in extras, entry.name
+    for package, extra in EXTRAS.items():
+        assert extra in extras, package
         # the test extra installs everything the suite runs
-        assert set(extras[entry.extra]) <= set(extras["test"]), entry.extra
-    for moved in ("optuna", "hpbandster", "ConfigSpace", "scikit-learn"):
+        assert set(extras[extra]) <= set(extras["test"]), extra
+    for moved in ("optuna", "hpbandster", "ConfigSpace", "scikit-learn", "cmaes", "onnxruntime"):
         assert moved not in default  # the default install leaves them out
+
+
+def test_a_trainable_whose_package_is_missing_is_refused_with_its_extra(
+    cli, write_spec, tmp_path, monkeypatch
+):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    spec_file = write_spec("e:\n  run: lcbench\n  stop: {training_iteration: 2}\n")
+    for command in ("validate", "run"):
+        result = cli(command, spec_file, "--storage-path", tmp_path / "o")
+        lines = result.err.strip().splitlines()
+        assert result.code == 2 and len(lines) == 1, result.err
+        assert "e.run: trainable 'lcbench' needs the onnxruntime package" in lines[0]
+        assert 'pip install -e ".[bench]"' in lines[0]
+    assert not (tmp_path / "o").exists()
 
 
 def test_the_report_without_scikit_learn_says_how_to_get_parameter_importance(monkeypatch):

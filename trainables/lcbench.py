@@ -217,4 +217,5 @@ INFO = TrainableInfo(
     ),
     smoke={},
     checkpoints=True,
+    packages=("onnxruntime",),
 )

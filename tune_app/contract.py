@@ -47,6 +47,7 @@ class TrainableInfo:
     head_cpu: float = 1.0  # CPUs of the trial's own process (its head bundle)
     smoke: dict[str, Any] = field(default_factory=dict)  # config overrides for --smoke
     checkpoints: bool = False  # it reports checkpoints and resumes from them (PBT, resume)
+    packages: tuple[str, ...] = ()  # optional packages it imports (`extras.EXTRAS` has each)
 
     @property
     def reported(self) -> tuple[str, ...]:

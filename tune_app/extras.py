@@ -11,12 +11,27 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tune_app.errors import SpecError
 
 if TYPE_CHECKING:
     from tune_app.methods import Options
+
+
+# Every optional package a spec can need (its import name) -> the tune_app extra that installs it
+# (pyproject.toml's `[project.optional-dependencies]`). The method, tracker and trainable tables
+# name the packages each entry imports; this one table says how to get each.
+EXTRAS: dict[str, str] = {
+    "optuna": "optuna",
+    "cmaes": "optuna",  # Optuna's CMA-ES sampler
+    "hpbandster": "bohb",
+    "ConfigSpace": "bohb",
+    "sklearn": "pb2",
+    "onnxruntime": "bench",  # the lcbench trainable
+    "mlflow": "mlflow",
+    "wandb": "wandb",
+}
 
 
 def installed(module: str) -> bool:
@@ -32,10 +47,12 @@ def install_line(extra: str) -> str:
     return f'pip install -e ".[{extra}]"'
 
 
-def require(what: str, packages: Sequence[str], extra: str | None, path: str) -> None:
-    """Raise SpecError at `path` naming the first of `packages` (import names) not installed."""
+def require(what: str, packages: Sequence[str], path: str) -> None:
+    """Raise SpecError at `path` naming the first of `packages` (import names) not installed,
+    with the line that installs its extra (`EXTRAS`)."""
     for package in packages:
         if not installed(package):
+            extra = EXTRAS.get(package)
             raise SpecError(
                 f"{what} needs the {package} package, which is not installed",
                 path=path,
@@ -47,5 +64,21 @@ def check_methods(search: Options, scheduler: Options, key_path: str) -> None:
     """Refuse an experiment at `key_path` whose searcher or scheduler needs a missing package."""
     from tune_app.methods import scheduler_of, searcher_of
 
-    for entry, key in ((searcher_of(search), "search"), (scheduler_of(scheduler), "scheduler")):
-        require(f"{key}: {entry.name}", entry.packages, entry.extra, f"{key_path}.{key}")
+    pairs: tuple[tuple[Any, Options, str], ...] = (
+        (searcher_of(search), search, "search"),
+        (scheduler_of(scheduler), scheduler, "scheduler"),
+    )
+    for entry, options, key in pairs:
+        what, named = f"{key}: {entry.name}", entry.packages
+        packages: tuple[str, ...] = named(options) if callable(named) else named
+        if callable(named):  # a variant of its options may need more than its defaults
+            defaults = type(options)(type=options.type)
+            if set(packages) != set(named(defaults)):
+                what += f" ({_variant(options, defaults)})"
+        require(what, packages, f"{key_path}.{key}")
+
+
+def _variant(options: Options, defaults: Options) -> str:
+    """`sampler cmaes`: the options set apart from their defaults."""
+    given, usual = options.model_dump(), defaults.model_dump()
+    return ", ".join(f"{k} {v}" for k, v in given.items() if usual.get(k) != v and k != "type")

@@ -16,6 +16,7 @@ from tune_app.command import APP
 from tune_app.contract import Knob, TrainableInfo
 from tune_app.envs import EnvRef, resolve_env
 from tune_app.errors import Collector, SpecError, did_you_mean
+from tune_app.extras import require
 from tune_app.kinds import Layout
 from tune_app.kinds.functions import as_tune_function, with_keyword_reports
 from tune_app.methods import scheduler_of
@@ -167,9 +168,12 @@ class RegisteredKind(KindDefaults):
 
     def check_config(self, exp: Experiment) -> None:
         """Its config keys: an unknown key would be silently ignored, a value of the wrong type
-        or a missing required knob would fail every trial."""
+        or a missing required knob would fail every trial; and the optional packages it
+        imports, which would fail every trial missing."""
         knobs = {k.name: k for k in self.info.knobs}
         errors = Collector()
+        with errors.check():
+            require(f"trainable '{exp.run}'", self.info.packages, f"{exp.key_path}.run")
         config = exp.config if isinstance(exp.config, dict) else {}
         for key, value in config.items():
             with errors.check():

@@ -229,7 +229,6 @@ class Scheduler:
     # Constructor options taken from the experiment, not the spec's options.
     context_options: Callable[[Context], dict[str, Any]] | None = None
     packages: tuple[str, ...] = ()  # what it imports beyond the default install (import names)
-    extra: str | None = None  # the tune_app extra that installs them
 
     @property
     def takes_seeds(self) -> bool:
@@ -303,7 +302,6 @@ SCHEDULERS: dict[str, Scheduler] = {
             population=True,
             context_options=_clones_logged,
             packages=("sklearn",),  # Tune's PB2 fits scikit-learn's Gaussian process
-            extra="pb2",
         ),
     )
 }

@@ -226,8 +226,9 @@ class Searcher:
     # exploits and explores may replace (a model-based searcher's would be lost on it).
     generates_variants: bool = False
     refuses: Callable[[Any], tuple[str, str] | None] | None = None  # a Domain it cannot sample
-    packages: tuple[str, ...] = ()  # what it imports beyond the default install (import names)
-    extra: str | None = None  # the tune_app extra that installs them
+    # What it imports beyond the default install (import names; `extras.EXTRAS` says how to get
+    # each), or a function of its options giving them (a variant that needs more).
+    packages: tuple[str, ...] | Callable[[Any], tuple[str, ...]] = ()
     # Several objectives (`metric: [a, b]`): None, it needs one metric; else why these options
     # cannot search several (None: they can).
     objectives: Callable[[Options], str | None] | None = None
@@ -261,8 +262,7 @@ SEARCHERS: dict[str, Searcher] = {
             needs_sampled=True,
             limits_concurrency=True,
             refuses=_optuna_refuses,
-            packages=("optuna",),
-            extra="optuna",
+            packages=lambda o: ("optuna", "cmaes") if o.sampler == "cmaes" else ("optuna",),
             objectives=_optuna_objectives,
         ),
         Searcher(
@@ -275,7 +275,6 @@ SEARCHERS: dict[str, Searcher] = {
             pairs_with="hyperband",
             refuses=_bohb_refuses,
             packages=("hpbandster", "ConfigSpace"),
-            extra="bohb",
         ),
     )
 }

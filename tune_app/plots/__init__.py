@@ -3,10 +3,10 @@ gives their bytes.
 
 Learning curves, the best metric so far against wall time, each searched parameter against the
 trials' scores, and the expected best of n trials; the parameters in parallel coordinates are in
-`plots.parallel`, the Pareto front of several objectives in `plots.front`. Colours follow the trials' rank, so
-every figure and the HTML table agree; beyond MAX_LEGEND_TRIALS trials only the best
-HIGHLIGHTED have a colour, the rest are faint grey. A parameter searched on a log scale gets a
-log axis.
+`plots.parallel`, the Pareto front of several objectives in `plots.front`. Colours follow the
+trials' rank, so every figure and the HTML table agree; beyond MAX_LEGEND_TRIALS trials only the
+best HIGHLIGHTED have a colour, the rest are faint grey. A parameter searched on a log scale gets
+a log axis.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Experiment trackers (MLflow, Weights & Biases): one table entry per tracker.
 
-Each entry holds its options model (what `trackers.<name>` may say), the package it needs and
-the extra that installs it, a check of what it needs besides (W&B's API key), and where its
-`Sink` lives (`mirror`), imported only when a run builds it. `check` runs in the plan, before
-Ray starts; what a run does with its trackers is in `tune_app.trackers.run`. Ray-free.
+Each entry holds its options model (what `trackers.<name>` may say), the package it needs
+(`extras.EXTRAS` says how to install it), a check of what it needs besides (W&B's API key),
+and where its `Sink` lives (`mirror`), imported only when a run builds it. `check` runs in the
+plan, before Ray starts; what a run does with its trackers is in `tune_app.trackers.run`.
+Ray-free.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ class Tracker:
     name: str
     options: type[BaseModel]
     module: str  # the package imported for it (checked installed before Ray starts)
-    extra: str  # the tune_app extra that installs it
     sink: str  # "module:Class" of its `mirror.Sink`, built with (options, target)
     # What else it needs that is missing, as (what, how to fix it), or None.
     needs: Callable[[Any], tuple[str, str] | None] = lambda options: None
@@ -65,14 +65,12 @@ TRACKERS: dict[str, Tracker] = {
             "mlflow",
             MlflowOptions,
             "mlflow",
-            "mlflow",
             "tune_app.trackers.mlflow_runs:MlflowSink",
             stores=lambda o: (("tracking_uri", o.tracking_uri),) if o.tracking_uri else (),
         ),
         Tracker(
             "wandb",
             WandbOptions,
-            "wandb",
             "wandb",
             "tune_app.trackers.wandb_runs:WandbSink",
             needs=_wandb_key,
@@ -103,7 +101,7 @@ def check(trackers: tuple[Chosen, ...]) -> None:
     whose local store lies where a run may not write (`rundir.allowed`)."""
     for one in trackers:
         entry = TRACKERS[one.name]
-        require(f"the {one.name} tracker", (entry.module,), entry.extra, one.key_path)
+        require(f"the {one.name} tracker", (entry.module,), one.key_path)
         missing = entry.needs(one.options)
         if missing is not None:
             raise SpecError(missing[0], path=one.key_path, suggestion=missing[1])
