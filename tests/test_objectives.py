@@ -332,6 +332,37 @@ def test_a_grid_of_several_objectives_leaves_the_broken_trial_off_the_front(fron
     assert set(summary["pareto"]) == front
 
 
+DIVERGING = """\
+diverging:
+  run: two_objectives:train
+  metric: [accuracy, mem_mb]
+  mode: [max, min]
+  config: {width: 0.05, steps: 3, broken: {grid_search: [none, mem_mb, accuracy]}}
+"""
+
+
+def test_a_non_finite_value_of_any_objective_fails_the_trial_off_the_front(
+    ray_session, cli, tmp_path
+):
+    """With `metric: [a, b]`, b turning -inf at the last step ended TERMINATED, on the front,
+    and `best` exported its value of two steps earlier; NaN alike, in either position."""
+    user_module("two_objectives.py", tmp_path)
+    (tmp_path / "spec.yaml").write_text(DIVERGING)
+    run = cli("run", tmp_path / "spec.yaml", "--storage-path", tmp_path / "o", "-q")
+    assert run.code == 1, run.err  # failed trials
+    folder = tmp_path / "o" / "diverging"
+    summary = json.loads((folder / "summary.json").read_text())
+    by_broken = {t["params"]["broken"]: t for t in summary["trials"]}
+    for key, value in (("mem_mb", "-inf"), ("accuracy", "nan")):
+        trial = by_broken[key]
+        assert trial["status"] == "ERROR", trial
+        assert trial["error"] == f"{key} = {value} at iteration 3", trial
+    assert by_broken["none"]["status"] == "TERMINATED"
+    assert summary["pareto"] == [by_broken["none"]["trial_id"]]
+    exported = yaml.safe_load(cli("best", folder).out)  # the classic form, as the spec was
+    assert [e["config"]["broken"] for e in exported.values()] == ["none"]
+
+
 def test_a_searcher_of_several_objectives_is_told_each_ones_latest_number(ray_session):
     from ray.tune.search import Searcher
 

@@ -484,3 +484,16 @@ def test_a_cloud_run_is_read_from_a_copy_of_the_process_never_its_staging_folder
     copy = storage.reading_dir(uri)
     assert copy == storage.reading_dir(uri) != storage.reading_dir("s3://bucket/other/e")
     assert tmp_path not in copy.parents and copy.name == storage.staging_dir(uri).name
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("broken", ["a", "b"])
+def test_a_stopper_of_several_objectives_stops_a_trial_when_any_is_not_finite(broken, value):
+    from tune_app.divergence import diverged
+    from tune_app.tuner import SpecStopper
+
+    stop = SpecStopper({}, metric=("a", "b"))
+    assert not stop("t", {"a": 1.0, "b": 2.0})
+    assert stop("t", {"a": 1.0, "b": 2.0, broken: value})
+    found = diverged({"a": 1.0, "b": 2.0, broken: value}, ("a", "b"))
+    assert found is not None and found[0] == broken

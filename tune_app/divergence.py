@@ -5,17 +5,18 @@ the stopper, the live view, TensorBoard and the run's summary, for every kind of
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tune_app.scoring import finite
 
 
-def diverged(flat: Mapping[str, Any], metric: str | None) -> tuple[str, Any] | None:
-    """The first key of a flattened result showing divergence: the metric, or an RLlib loss
-    (`learners/.../*loss`), NaN or infinite. Call it on results whose no-data NaNs were dropped
-    (`rllib.metrics.drop_no_data`, which RLlib trials do as they report)."""
-    keys = [metric] if metric else []
+def diverged(flat: Mapping[str, Any], metric: str | Sequence[str] | None) -> tuple[str, Any] | None:
+    """The first key of a flattened result showing divergence: the metric (each objective, for a
+    search of several), or an RLlib loss (`learners/.../*loss`), NaN or infinite. Call it on
+    results whose no-data NaNs were dropped (`rllib.metrics.drop_no_data`, which RLlib trials do
+    as they report)."""
+    keys = [metric] if isinstance(metric, str) else list(metric or ())
     keys += [k for k in flat if k.startswith("learners/") and k.endswith("loss")]
     for key in keys:
         value = flat.get(key)

@@ -135,7 +135,7 @@ class ProgressCallback(tune.Callback):
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         last = flatten(trial.last_result or {}, "/")
         params = _params(trial.config, self.searched)
-        bad = diverged(last, self.metric)
+        bad = diverged(last, self.metric or [o.name for o in self.objectives])
         if bad is not None:  # stopped for a NaN metric: failed, as the summary counts it
             self._line(f"trial {trial.trial_id} failed: {bad[0]} = {bad[1]}{params}")
         else:
@@ -226,7 +226,9 @@ class ProgressCallback(tune.Callback):
         """Tune's status, but ERROR for a trial stopped for a NaN metric, as the summary counts
         it."""
         last = flatten(trial.last_result or {}, "/")
-        if trial.status == "TERMINATED" and diverged(last, self.metric):
+        if trial.status == "TERMINATED" and diverged(
+            last, self.metric or [o.name for o in self.objectives]
+        ):
             return "ERROR"
         return str(trial.status)
 

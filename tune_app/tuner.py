@@ -48,7 +48,7 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, verbosity: int) ->
     # The scheduler's time_attr too: misspelt, PBT never perturbs and ASHA never stops a trial.
     clock = getattr(exp.scheduler, "time_attr", None)
     stopper = SpecStopper(
-        exp.stop, ep.metric, late=kind.reports_late, also=(clock,) if clock else ()
+        exp.stop, ep.ranked_by, late=kind.reports_late, also=(clock,) if clock else ()
     )
     return tune.Tuner(
         trainable,
@@ -198,21 +198,23 @@ class SpecStopper(tune.Stopper):
     says which key, and whether it was never reported or never a number. With `late`, keys in
     RLlib's result groups are exempt: episode returns appear only once an episode has ended,
     evaluation results every `evaluation_interval` iterations. A trial whose metric (or an RLlib
-    loss) turns NaN or infinite is stopped: it has diverged, and the summary counts it as failed.
+    loss, or any objective of a search of several: `metric` is then their names) turns NaN or
+    infinite is stopped: it has diverged, and the summary counts it as failed.
     RLlib's "no episode finished yet" NaNs never get here (`rllib.metrics`).
     """
 
     def __init__(
         self,
         criteria: dict[str, float],
-        metric: str | None = None,
+        metric: str | tuple[str, ...] | None = None,
         late: bool = False,
         also: tuple[str, ...] = (),
         grace: int = REPORT_GRACE,
     ) -> None:
         self.criteria = dict(criteria)
         self.metric = metric
-        wanted = dict.fromkeys([*criteria, *([metric] if metric else []), *also])
+        ranked = (metric,) if isinstance(metric, str) else tuple(metric or ())
+        wanted = dict.fromkeys([*criteria, *ranked, *also])
         self.required = [k for k in wanted if not (late and k.startswith(RESULT_GROUPS))]
         self.grace = grace
         self.held: set[str] = set()  # required keys that some result held a number in

@@ -44,6 +44,14 @@ class ExperimentPlan:
         return self.experiment.name
 
     @property
+    def ranked_by(self) -> tuple[str, ...]:
+        """The keys that rank its trials: the metric, or each objective of a search of several
+        (a trial whose value of any of them turns NaN or infinite has diverged)."""
+        if self.metric:
+            return (self.metric,)
+        return tuple(o.name for o in self.experiment.objectives)
+
+    @property
     def trial_cpus(self) -> float:
         return sum(b.get("CPU", 0.0) for b in self.bundles)
 

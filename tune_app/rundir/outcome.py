@@ -78,7 +78,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         iterations = max(int(flat.get("training_iteration", 0) or 0), own_iterations)
         status, retried = saved.get(trial_id, (FINISHED, 0))
         failure = None
-        bad = diverged(flat, ep.metric)
+        bad = diverged(flat, ep.ranked_by)
         if result.error is not None:
             failure = failures.from_exception(result.error)
         elif bad is not None:

@@ -143,6 +143,10 @@ class TrialBoard(LoggerCallback):
     not to: `tuner.given_loggers_only` holds while a Tuner fits.
     """
 
+    # The keys that rank its trials (the metric, or each objective): a class default, so a
+    # board saved in an older run's state reads as ranking by its metric alone.
+    ranked: tuple[str, ...] = ()
+
     def __init__(
         self,
         hparams: dict[str, Domain],
@@ -187,6 +191,7 @@ class TrialBoard(LoggerCallback):
             layout=TagLayout.for_experiment(ep),
         )
         board.results, board.experiment, board.folder = ep.folder.results, ep.name, ep.folder
+        board.ranked = ep.ranked_by
         return board
 
     @property
@@ -249,7 +254,9 @@ class TrialBoard(LoggerCallback):
         if trial not in self.writers:  # ended before it started (its actor failed)
             self.log_trial_start(trial)
         last = flatten(trial.last_result or {}, "/")
-        self._write(trial, session_end(failed or diverged(last, self.metric) is not None))
+        self._write(
+            trial, session_end(failed or diverged(last, self.ranked or self.metric) is not None)
+        )
         self.writers.pop(trial).close()
         self.last_step.pop(trial, None)
 
