@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +20,59 @@ USER_MODULES = ROOT / "tests" / "user_modules"  # trainables and envs a user wou
 
 
 def pytest_collection_modifyitems(items):
-    """A test using the session's Ray instance is marked `ray`, so `pytest -m "not ray"` runs
-    the pure suite alone."""
+    """The tiers, marked from what each test does. A test using the session's Ray instance is
+    marked `ray`. A test marked `e2e` runs the CLI end to end (in a process and a Ray of its own,
+    or over every example, published RLlib file or tutorial): it is marked `ray` too (it starts
+    Ray) and `slow`, the second tier, which README's `pytest` leaves out (pyproject's addopts)
+    and `.ci/run` runs after it. `pytest -m "not ray"` runs the pure suite alone and starts no
+    Ray: `own_runs_are_marked` fails a test that starts a run of its own unmarked."""
     for item in items:
         if "ray_session" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.ray)
+        if item.get_closest_marker("e2e") is not None:
+            item.add_marker(pytest.mark.ray)
+            item.add_marker(pytest.mark.slow)
+
+
+# What starts a run, and so a Ray, of its own: `python -m tune_app run|resume|evaluate`, a Python
+# program that calls tune_app's run, `ray start`.
+_OWN_RUNS = ("run", "resume", "evaluate")
+
+
+def starts_own_run(argv: list[str]) -> bool:
+    """Whether a process of `argv` starts a tune_app run or a Ray of its own."""
+    if "-m" in argv and argv[argv.index("-m") + 1 :][:1] == ["tune_app"]:
+        rest = argv[argv.index("-m") + 2 :]
+        return bool(rest) and rest[0] in _OWN_RUNS
+    if "-c" in argv:
+        code = " ".join(argv[argv.index("-c") + 1 :])
+        return "tune_app.run(" in code or "ray.init(" in code
+    return len(argv) > 1 and Path(argv[0]).name == "ray" and argv[1] == "start"
+
+
+@pytest.fixture(autouse=True)
+def own_runs_are_marked(request):
+    """A test that starts a run or a Ray in a process of its own must be marked `e2e`, so the
+    tiers stay honest: the first tier starts no Ray but the session's."""
+    if request.node.get_closest_marker("e2e") is not None:
+        yield
+        return
+    started: list[str] = []
+    real = subprocess.Popen.__init__
+
+    def watched(self, args, *rest, **kwargs):
+        argv = [os.fsdecode(a) for a in args] if isinstance(args, list | tuple) else [str(args)]
+        if starts_own_run(argv):
+            started.append(" ".join(argv[:8]))
+        real(self, args, *rest, **kwargs)
+
+    subprocess.Popen.__init__ = watched
+    try:
+        yield
+    finally:
+        subprocess.Popen.__init__ = real
+    if started:
+        pytest.fail(f"starts a run of its own ({started[0]}): mark it @pytest.mark.e2e")
 
 
 @pytest.fixture(scope="session")

@@ -98,3 +98,47 @@ def test_the_circle_finder_finds_a_circle(tmp_path):
 def test_no_module_over_500_lines(path):
     """A module that outgrows 500 lines has taken a second job: split it along its jobs."""
     assert len(path.read_text().splitlines()) <= 500
+
+
+@pytest.mark.parametrize(
+    ("argv", "own"),
+    [
+        (["python", "-m", "tune_app", "run", "s.yaml"], True),
+        (["/x/python", "-u", "-X", "importtime", "-m", "tune_app", "resume", "out/e"], True),
+        (["python", "-m", "tune_app", "evaluate", "out/e"], True),
+        (["python", "-c", "import tune_app; tune_app.run(spec)"], True),
+        (["/venv/bin/ray", "start", "--head"], True),
+        (["python", "-m", "tune_app", "analyze", "out/e"], False),
+        (["python", "-m", "tune_app", "tensorboard", "out"], False),
+        (["python", "-m", "pip", "install", "ray"], False),
+        (["/venv/lib/ray/core/src/ray/raylet/raylet", "--node_ip_address=127.0.0.1"], False),
+    ],
+)
+def test_the_tier_guard_knows_a_process_that_starts_a_run_of_its_own(argv, own):
+    """The first tier starts no Ray but the session's: a test that starts one unmarked fails
+    (tests/conftest.py's `own_runs_are_marked`), so `pytest -m "not ray"` never starts Ray."""
+    from tests.conftest import starts_own_run
+
+    assert starts_own_run(argv) is own
+
+
+def test_an_e2e_test_is_in_the_second_tier_and_needs_ray(pytestconfig):
+    """Collection marks them from `e2e`: README's `pytest` (addopts `-m "not slow"`) leaves out
+    what starts processes and Ray of its own."""
+    from tests.conftest import pytest_collection_modifyitems
+
+    class Item:
+        def __init__(self, *marks: str, fixturenames: tuple[str, ...] = ()) -> None:
+            self.marks, self.fixturenames = set(marks), fixturenames
+
+        def get_closest_marker(self, name: str) -> object | None:
+            return name if name in self.marks else None
+
+        def add_marker(self, mark: pytest.MarkDecorator) -> None:
+            self.marks.add(mark.name)
+
+    e2e, session, pure = Item("e2e"), Item(fixturenames=("ray_session",)), Item()
+    pytest_collection_modifyitems([e2e, session, pure])
+    assert e2e.marks == {"e2e", "ray", "slow"}
+    assert session.marks == {"ray"} and pure.marks == set()
+    assert " ".join(pytestconfig.getini("addopts")) == "-m not slow"

@@ -53,6 +53,7 @@ def test_smoke_keeps_searched_keys_the_trainable_would_override(write_spec):
     assert ep.experiment.config["population"].kind == "choice"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("path", sorted(SEARCH_SPACES.glob("*.yaml")), ids=lambda p: p.name)
 def test_every_example_runs_under_smoke(path, ray_session, cli, tmp_path):
     result = cli("run", path, "--smoke", "-q", "--storage-path", tmp_path)

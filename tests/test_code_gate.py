@@ -188,6 +188,7 @@ def test_rllib_code_is_loaded_as_objects_for_the_trial(tmp_path):
     assert "callbacks" not in stripped and "policy_mapping_fn" not in stripped["evaluation_config"]
 
 
+@pytest.mark.e2e  # RLlib trains end to end; the first tier keeps test_ppo_runs_through_the_cli
 def test_rllib_calls_the_callbacks_class_a_spec_names(ray_session, cli, write_spec, tmp_path):
     import json
 

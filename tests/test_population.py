@@ -101,6 +101,7 @@ def test_pbt_mutations_reach_the_trainable_and_clones_are_recorded(
     assert html.count("copied") == len(clones)
 
 
+@pytest.mark.e2e  # RLlib trains end to end; the first tier keeps test_ppo_runs_through_the_cli
 def test_pbt_mutates_an_rllib_learners_learning_rate(ray_session, cli, write_spec, tmp_path):
     spec_file = write_spec("""
 seed: 1

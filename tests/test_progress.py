@@ -129,6 +129,7 @@ def test_a_failing_trial_prints_one_line_and_no_traceback_when_piped(tmp_path):
     assert (Path(files.group(1)) / "stdout").exists()  # kept by default
 
 
+@pytest.mark.e2e
 def test_run_says_where_results_go_before_ray_is_even_imported(tmp_path):
     """The start line comes first: nothing printed for the seconds Ray takes to import and start
     was the complaint. `-X importtime` logs each import as it happens, in the same stream."""
@@ -162,6 +163,7 @@ def test_run_says_where_results_go_before_ray_is_even_imported(tmp_path):
     )
 
 
+@pytest.mark.e2e
 def test_the_start_line_comes_before_a_user_module_is_imported(tmp_path, write_spec):
     """A user's trainable module may import Ray itself (seconds): the line comes first."""
     import subprocess

@@ -476,6 +476,7 @@ def test_the_default_observation_connectors_work_per_agent_on_a_multi_agent_env(
     assert not single._multi_agent
 
 
+@pytest.mark.e2e  # RLlib trains end to end; the first tier keeps test_ppo_runs_through_the_cli
 def test_a_multi_agent_env_trains_with_policies_and_a_mapping_function(
     ray_session, cli, write_spec, tmp_path
 ):

@@ -119,6 +119,7 @@ old_style:
     assert summary["best"]["params"]["x"] == 2 and summary["best"]["metric"] == 6
 
 
+@pytest.mark.e2e
 def test_a_trainable_on_ray_train_s_functions_as_ray_2_7_to_2_40_documented_runs(
     user_spec, tmp_path
 ):
@@ -291,6 +292,7 @@ print(json.dumps({"torch": "torch" in sys.modules, "tensorboardX": "tensorboardX
 """
 
 
+@pytest.mark.e2e
 def test_a_local_run_starts_trials_in_ray_s_own_workers_and_never_imports_torch(tmp_path):
     """Its own process, as a user's: the app starts the local Ray. Tune would give each trial
     actor a runtime env (so a fresh worker process each); here the actors have none, and the
