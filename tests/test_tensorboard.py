@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -73,6 +74,10 @@ class FakeTrial:
 
     def init_local_path(self) -> None:
         Path(self.local_path).mkdir(parents=True, exist_ok=True)
+
+    @property
+    def path(self) -> str:  # a local run: the trial's folder in it
+        return self.local_path
 
 
 def _board(folder: Path) -> TrialBoard:
@@ -828,13 +833,14 @@ def test_ctrl_c_stops_it_with_exit_130_and_no_traceback(served: Served) -> None:
 @pytest.mark.parametrize(
     ("where", "args", "words"),
     [
-        pytest.param("missing", (), "does not exist", id="missing"),
-        pytest.param("empty", (), "holds no tune_app run", id="not a run"),
+        pytest.param("missing/deeper", (), "does not exist", id="missing"),
+        pytest.param("other", (), "holds no tune_app run", id="not a run"),
         pytest.param("run", ("--port", "70000"), "--port must be 0 to 65535", id="bad port"),
     ],
 )
 def test_a_folder_that_is_no_run_is_refused_in_one_line(cli, tmp_path, where, args, words) -> None:
-    (tmp_path / "empty").mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("not a run")
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "run.json").write_text("{}")
     before = sorted(tmp_path.rglob("*"))
@@ -892,3 +898,77 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
     except OSError:
         return "gone"
+
+
+# ---- a live run: TensorBoard started before it follows it -----------------------------------
+
+
+def _served_steps(served: Served, tag: str) -> dict[str, int]:
+    """Trial folder name -> the last step TensorBoard serves of `tag`, for each trial it has
+    loaded."""
+    steps = {}
+    for run, tags in served.scalar_tags().items():
+        if tag in tags:
+            query = urllib.parse.urlencode({"run": run, "tag": tag})
+            points = served.get(f"data/plugin/scalars/scalars?{query}")
+            if points:
+                steps[Path(run).name] = max(step for _, step, _ in points)
+    return steps
+
+
+@pytest.mark.e2e
+def test_a_server_started_before_a_run_follows_it_to_the_end(tmp_path: Path) -> None:
+    """`tensorboard` on a folder no run has written yet, then a search: each trial's results are
+    served within 30 s of being logged while the run lives, and its last step once it ends, its
+    HParams row with them. (Tune's copies of its staging folder replace a file whole, and a
+    server that had the old file open served it frozen.)"""
+    from .runs import grid_spec, started
+
+    user_module("checkpointed_steps.py", tmp_path, "steps.py")
+    (tmp_path / "spec.yaml").write_text(grid_spec("steps:train", (1, 2, 3), steps=10, sleep=1.0))
+    out = tmp_path / "out"
+    results = out / "e" / "results.jsonl"
+    tag = f"{SPEC_GROUP}/score"
+    lags: dict[tuple[str, int], float] = {}  # (trial, step) -> seconds from logged to served
+    live_steps: set[int] = set()  # steps served while the run lived, short of the last
+    with _serve(out, tmp_path / "stderr.txt", lambda served: True) as served:
+        assert "no run in" in served.stderr.read_text()
+        proc = started("run", tmp_path / "spec.yaml", "--storage-path", out, cwd=tmp_path)
+        try:
+            logged: dict[tuple[str, int], float] = {}
+            while proc.poll() is None or len(lags) < len(logged):
+                now = time.time()
+                if results.exists():
+                    for line in results.read_text().splitlines():
+                        row = json.loads(line)
+                        key = (row["trial_id"], row["training_iteration"])
+                        logged.setdefault(key, row["logged_at"])
+                shown = {  # trial id -> its last step served
+                    trial: step
+                    for folder, step in _served_steps(served, tag).items()
+                    for trial, _ in logged
+                    if f"_{trial}_" in folder
+                }
+                for (trial, step), at in logged.items():
+                    if (trial, step) not in lags and shown.get(trial, 0) >= step:
+                        lags[(trial, step)] = now - at
+                if proc.poll() is None:
+                    live_steps.update(s for s in shown.values() if s < 10)
+                late = [k for k, at in logged.items() if k not in lags and now - at > 30]
+                assert not late, f"not served 30 s after being logged: {late}"
+                time.sleep(0.5)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            _, err = proc.communicate()
+        assert proc.returncode == 0, err
+        assert len({t for t, _ in lags}) == 3 and max(s for _, s in lags) == 10
+        assert live_steps, "nothing was served while the run lived"
+        deadline = time.monotonic() + 30
+        while True:
+            groups = served.session_groups()
+            ended = [g for g in groups if g["sessions"][0]["status"] == "STATUS_SUCCESS"]
+            if len(ended) == 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert len(ended) == 3, groups

@@ -212,8 +212,7 @@ class TrialBoard(LoggerCallback):
         if trial in self.writers:
             self.writers[trial].close()
         self.last_step.pop(trial, None)
-        trial.init_local_path()
-        self.writers[trial] = EventWriter(trial.local_path or ".", flush_secs=FLUSH_S)
+        self.writers[trial] = EventWriter(self.trial_folder(trial), flush_secs=FLUSH_S)
         # Also on a restart (resume, retry, unpause); TensorBoard keeps the first of each tag.
         self._write(trial, experiment_summary(self.hparams, self.shown_metrics, self.created))
         values = searched_values(trial.config, self.hparams)
@@ -285,14 +284,27 @@ class TrialBoard(LoggerCallback):
                 rows.setdefault(str(row.get("trial_id")), []).append(row)
         for trial in trials:
             kept = rows.get(trial.trial_id)
-            if trial.trial_id in self.written or not kept or not trial.local_path:
+            if trial.trial_id in self.written or not kept:
                 continue
-            if _ended_in_events(Path(trial.local_path)):
+            if _ended_in_events(Path(self.trial_folder(trial))):
                 continue
             self.log_trial_start(trial)
             for row in kept:
                 self.log_trial_result(0, trial, row)
             self.log_trial_end(trial, failed=trial.status == "ERROR")
+
+    def trial_folder(self, trial: Trial) -> str:
+        """Where a trial's events are written: its folder in the run folder, appended in place,
+        so a TensorBoard reading the run sees each event once it is flushed (FLUSH_S). Not Tune's
+        staging folder (`trial.local_path`, under Ray's session): that reaches the run folder
+        only when Tune copies it, as often as it saves its state (10 s or more for RLlib), and
+        each copy replaces a file whole (`ray_internals.uploads`), so a TensorBoard that had
+        the file open kept reading the old one and froze. On cloud storage the staging folder,
+        which Tune copies up."""
+        trial.init_local_path()
+        if self.folder is not None and self.folder.uri is None and trial.path:
+            return trial.path
+        return trial.local_path or "."
 
     def _write(self, trial: Trial, summary: Any) -> None:
         self.writers[trial].add_summary(summary)  # on disk within FLUSH_S

@@ -33,8 +33,14 @@ def pick_port(host: str, port: int | None, default: int = DEFAULT_PORT) -> tuple
 def serve(folder: Path, host: str = "127.0.0.1", port: int | None = None) -> None:
     """Serve TensorBoard on a run's folder (or a storage folder of runs) until interrupted (Ctrl-C,
     or SIGTERM and SIGHUP, which the command line turns into Ctrl-C): on `port`, else on
-    DEFAULT_PORT, or a free port when that is taken."""
-    runs, _ = find_runs(folder, every=True)  # a storage folder: every run, side by side
+    DEFAULT_PORT, or a free port when that is taken. A folder no run has written yet is served as
+    well: TensorBoard finds each trial's folder as it starts."""
+    folder = folder.expanduser()
+    if _not_written_yet(folder):  # served before the run: its trials show as they start
+        runs: list[Path] = []
+        print(f"note: no run in {folder} yet; its trials show here as they start", file=sys.stderr)
+    else:
+        runs, _ = find_runs(folder, every=True)  # a storage folder: every run, side by side
     port, moved = pick_port(host, port)
     if moved:
         print(f"note: {moved}", file=sys.stderr)
@@ -47,7 +53,7 @@ def serve(folder: Path, host: str = "127.0.0.1", port: int | None = None) -> Non
         return made[-1]
 
     board = program.TensorBoard(server_class=make_server)
-    board.configure(logdir=str(folder.expanduser()), host=host, port=port)
+    board.configure(logdir=str(folder), host=host, port=port)
     try:
         url = board.launch()  # serves on a daemon thread
     except program.TensorBoardServerException as err:
@@ -65,6 +71,13 @@ def serve(folder: Path, host: str = "127.0.0.1", port: int | None = None) -> Non
     finally:
         made[0].shutdown()
         made[0].server_close()
+
+
+def _not_written_yet(folder: Path) -> bool:
+    """A folder no run has written to yet: missing (its parent there) or empty."""
+    if folder.is_dir():
+        return not any(folder.iterdir())
+    return not folder.exists() and folder.parent.is_dir()
 
 
 def _check_address(host: str, port: int) -> None:
