@@ -13,10 +13,7 @@ number, with its searched parameters, its status and its last metric values.
 from __future__ import annotations
 
 import fnmatch
-import itertools
 import json
-import os
-import socket
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -33,6 +30,7 @@ from tune_app.interrupts import stops_on_write_error
 from tune_app.rundir.layout import flatten, jsonable, latest_results, read_rows
 from tune_app.seeds import SEED_KEY
 from tune_app.space import Domain, iter_domains, value_at
+from tune_app.tensorboard.events import FLUSH_S, EventWriter, ended_in_events
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -77,7 +75,6 @@ _INTERVALS = (
     "lograndint",
     "qlograndint",
 )
-FLUSH_S = 1.0  # how late an event may reach the disk (Tune's writers take 30 s)
 
 
 def matches(key: str, patterns: Iterable[str]) -> bool:
@@ -286,7 +283,7 @@ class TrialBoard(LoggerCallback):
             kept = rows.get(trial.trial_id)
             if trial.trial_id in self.written or not kept:
                 continue
-            if _ended_in_events(Path(self.trial_folder(trial))):
+            if ended_in_events(Path(self.trial_folder(trial))):
                 continue
             self.log_trial_start(trial)
             for row in kept:
@@ -331,91 +328,6 @@ class TrialBoard(LoggerCallback):
         state.pop("values", None)
         state.setdefault("scored", {})
         self.__dict__.update(state)
-
-
-def _ended_in_events(folder: Path) -> bool:
-    """Whether the trial's newest events file records its end (HParams' session end)."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
-    from tensorboard.plugins.hparams import metadata
-
-    files = sorted(folder.glob("events.out.tfevents.*"), key=lambda f: f.stat().st_mtime_ns)
-    if not files:
-        return False
-    for event in EventFileLoader(str(files[-1])).Load():
-        if any(v.tag == metadata.SESSION_END_INFO_TAG for v in event.summary.value):
-            return True
-    return False
-
-
-class EventWriter:
-    """A trial's events file in TensorBoard's format (its RecordWriter): scalars as
-    `simple_value`s, as TensorBoard and tensorboardX write them. Written in the driver's own
-    thread, with no writer thread per trial (a search of many short trials starts a writer per
-    trial); `TrialBoard.on_step_end` flushes what is older than `flush_secs`."""
-
-    _made = itertools.count()
-
-    def __init__(self, logdir: str, flush_secs: float = FLUSH_S) -> None:
-        from tensorboard.compat.proto.event_pb2 import Event
-        from tensorboard.summary.writer.record_writer import RecordWriter
-
-        Path(logdir).mkdir(parents=True, exist_ok=True)
-        # TensorBoard's own naming: time, host, process, a number unique in the process.
-        name = (
-            f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
-            f"{os.getpid()}.{next(self._made)}"
-        )
-        self._file = open(Path(logdir) / name, "wb")  # noqa: SIM115 - closed by close()
-        self._records = RecordWriter(self._file)
-        self.flush_secs = min(flush_secs, FLUSH_S)
-        self._unflushed_since: float | None = None
-        self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
-
-    def add_scalar(self, tag: str, value: float, global_step: int | None = None) -> None:
-        from tensorboard.compat.proto.summary_pb2 import Summary
-
-        self.add_summary(Summary(value=[Summary.Value(tag=tag, simple_value=value)]), global_step)
-
-    def add_summary(self, summary: Any, global_step: int | None = None) -> None:
-        from tensorboard.compat.proto.event_pb2 import Event
-
-        event = Event(wall_time=time.time(), summary=summary)
-        if global_step is not None:
-            event.step = int(global_step)
-        self._write(event)
-
-    def restart(self, step: int) -> None:
-        """A session (re)start at `step`: TensorBoard drops the run's events at `step` and after
-        that it read before this one (SessionLog.START, its restart rule)."""
-        from tensorboard.compat.proto.event_pb2 import Event, SessionLog
-
-        self._write(
-            Event(
-                wall_time=time.time(),
-                step=int(step),
-                session_log=SessionLog(status=SessionLog.START),
-            )
-        )
-
-    def _write(self, event: Any) -> None:
-        self._records.write(event.SerializeToString())
-        if self._unflushed_since is None:
-            self._unflushed_since = time.monotonic()
-
-    def flush_if_due(self) -> None:
-        since = self._unflushed_since
-        if since is not None and time.monotonic() - since >= self.flush_secs:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self._file.closed:
-            self._file.flush()
-        self._unflushed_since = None
-
-    def close(self) -> None:
-        if not self._file.closed:
-            self._file.close()
-        self._unflushed_since = None
 
 
 def metric_keys(ep: ExperimentPlan) -> tuple[str, ...]:
