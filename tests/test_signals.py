@@ -136,6 +136,28 @@ def test_a_signal_before_the_trials_is_an_interruption(tmp_path, sig, code, mome
         assert _last_line(err).endswith("nothing was written"), err
 
 
+@pytest.mark.e2e
+@pytest.mark.ray
+def test_sigterm_at_any_moment_of_the_start_up_is_an_interruption(tmp_path):
+    """SIGTERM at moments spread over the start-up (imports, the plan, Ray's forks of its
+    daemons and workers, the first trials): 143 and one line every time, never a run that went
+    on to its end (a KeyboardInterrupt raised in an at-fork hook was dropped)."""
+    with_nodes(tmp_path, grid_spec(sleep=0.5))
+    ended = []
+    for delay in [0.3 * n for n in range(14)]:  # 0 to 3.9 s after the first line
+        proc = started(
+            "run", "spec.yaml", "--storage-path", f"out{delay:.1f}", cwd=tmp_path, quiet=False
+        )
+        assert proc.stdout is not None
+        proc.stdout.readline()  # "tune_app: starting": printed before Ray starts
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        ended.append((delay, proc.returncode, _last_line(err)))
+    wrong = [e for e in ended if e[1] != 143 or not e[2].startswith("interrupted (SIGTERM)")]
+    assert not wrong, wrong
+
+
 LISTENING = """
 import os, sys
 import ray
@@ -254,3 +276,52 @@ def test_a_signal_is_handed_to_the_handler_of_ctrl_c_in_place():
             signal.signal(signal.SIGINT, saved)
     assert seen == [signal.SIGINT]
     assert interrupts.exit_code() == 143 and interrupts.received() == "SIGTERM"
+
+
+DROPPED = """
+import gc, os, signal, sys, time, weakref
+from tune_app import interrupts
+
+def signalled():  # the signal arrives while Python runs code it cannot raise out of
+    os.kill(os.getpid(), signal.SIG{name})
+    time.sleep(0.2)
+
+class Held:
+    def __del__(self):
+        signalled()
+
+def in_a_finalizer():
+    Held()
+
+def in_a_weakref_callback():
+    held = Held.__new__(Held)
+    Held.__del__ = lambda self: None
+    ref = weakref.ref(held, lambda r: signalled())
+    del held
+
+def in_an_at_fork_hook():  # as logging's own hook, in the parent after each of Ray's forks
+    os.register_at_fork(after_in_parent=signalled)
+    if os.fork() == 0:
+        os._exit(0)
+    os.wait()
+
+try:
+    with interrupts.as_interrupts():
+        {where}()
+        for _ in range(100):  # the run going on
+            time.sleep(0.02)
+        print("ran on")
+except KeyboardInterrupt:
+    print("stopped", interrupts.exit_code())
+"""
+
+
+@pytest.mark.parametrize(("sig", "code"), CODES)
+@pytest.mark.parametrize("where", ["in_a_finalizer", "in_a_weakref_callback", "in_an_at_fork_hook"])
+def test_a_signal_python_drops_is_delivered_again(sig, code, where):
+    """Python prints and drops an exception raised in a finalizer, a weakref callback or an
+    at-fork hook ("Exception ignored in ..."): the interrupt a signal raised there is delivered
+    again, and the run stops."""
+    out = _child(DROPPED.format(name=sig.name[3:], where=where))
+    assert out.stdout.split() == ["stopped", str(code)], out
+    assert "Exception ignored" not in out.stderr, out.stderr

@@ -14,6 +14,12 @@ Ray installs SIGTERM handlers of its own while the driver starts or joins it (on
 silently, one prints a C++ stack dump); `ray_internals.startup.signals_left_to_the_driver`
 keeps them out, and `reclaim` puts ours back should one get through. A signal while the summary
 is written waits for it (`deferred`): the folder is whole, then the run ends as interrupted.
+
+A KeyboardInterrupt raised where Python cannot raise it (in a finalizer, a weakref callback, or
+an at-fork hook such as logging's, which runs in the parent after each fork of Ray's start-up)
+is printed as "Exception ignored in ..." and dropped, and the run went on to its end. While
+`as_interrupts` holds, `sys.unraisablehook` knows the handlers' own KeyboardInterrupt and
+delivers its signal again: the run acts on it at the next point where it can.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 CTRL_C_EXIT = 130
@@ -32,6 +39,8 @@ _received: list[int] = []
 _active: list[bool] = []  # as_interrupts holds
 _write_errors: list[OSError] = []  # writes of the app's files that failed in this run
 _deferred: list[list[int]] = []  # signals held while `deferred` holds
+_raised: list[tuple[BaseException, int]] = []  # the last KeyboardInterrupt raised, its signal
+_hooks: list[Any] = []  # sys.unraisablehook before as_interrupts
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -50,7 +59,7 @@ def _ctrl_c(signum: int, frame: Any) -> None:
     if _deferred:
         _deferred[-1].append(signum)
         return
-    raise KeyboardInterrupt
+    _interrupt(signum)
 
 
 def _as_ctrl_c(frame: Any) -> None:
@@ -59,7 +68,29 @@ def _as_ctrl_c(frame: Any) -> None:
     if callable(handler) and handler is not _ctrl_c:
         handler(signal.SIGINT, frame)
     else:
-        raise KeyboardInterrupt
+        _interrupt(_received[-1] if _received else signal.SIGINT)
+
+
+def _interrupt(signum: int) -> NoReturn:
+    error = KeyboardInterrupt()
+    _raised[:] = [(error, signum)]
+    raise error
+
+
+def _unraisable(info: Any) -> None:
+    """`sys.unraisablehook` while `as_interrupts` holds: the handlers' KeyboardInterrupt,
+    dropped where Python could not raise it, has its signal sent again to the main thread a
+    moment later, from a thread of its own (raised here, in the hook, it would be dropped
+    again), so that it lands in the code that comes next; anything else is printed as before."""
+    if _raised and info.exc_value is _raised[-1][0]:
+        _, signum = _raised.pop()
+        main = threading.main_thread().ident
+        assert main is not None
+        again = threading.Timer(0.001, signal.pthread_kill, (main, signum))
+        again.daemon = True
+        again.start()
+        return
+    _hooks[-1](info)
 
 
 @contextlib.contextmanager
@@ -68,9 +99,12 @@ def as_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only; its caller installed the handlers
         return
-    if not _active:  # the outermost: a new run
+    outermost = not _active
+    if outermost:  # a new run
         _received.clear()
         _write_errors.clear()
+        _hooks.append(sys.unraisablehook)
+        sys.unraisablehook = _unraisable
     saved = {s: signal.signal(s, _forward) for s in SIGNALS}
     # Python's Ctrl-C handler even where the process began with SIGINT ignored (or another
     # handler the caller set, which comes back at the end).
@@ -82,6 +116,9 @@ def as_interrupts() -> Iterator[None]:
         _active.pop()
         for s, handler in saved.items():
             signal.signal(s, handler)
+        if outermost:
+            sys.unraisablehook = _hooks.pop()
+            _raised.clear()
 
 
 @contextlib.contextmanager
