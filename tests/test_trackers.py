@@ -444,7 +444,9 @@ def test_mlflow_after_a_resume_under_a_path_with_a_quote(
 ):
     """Runs found again by hex tags only: a quote in the results path is just a path."""
     pytest.importorskip("mlflow")
-    monkeypatch.chdir(tmp_path)  # a SQLite store keeps artifacts in ./mlruns
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # MLflow's default artifact root is ./mlruns: not written
     from tune_app.trackers.mlflow_runs import MlflowSink
 
     folder = tmp_path / 'it\'s "here"'
@@ -480,6 +482,9 @@ def test_mlflow_after_a_resume_under_a_path_with_a_quote(
         assert run.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
         assert run.data.tags[naming.STATUS_TAG] == "terminated"
         assert run.info.status == "FINISHED"  # b's too, written here for a killed run's trial
+    # The artifacts (spec, summary) beside the database, where `validate` checked it may write.
+    assert experiment.artifact_location == (tmp_path / "mlruns").as_uri()
+    assert list((tmp_path / "mlruns").rglob("spec.yaml")) and not list(elsewhere.iterdir())
     assert parents[0].info.status == "FINISHED"
 
 

@@ -14,6 +14,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from tune_app.rundir import allowed
 from tune_app.rundir.records import ERRORED, FINISHED
 from tune_app.trackers import naming
 from tune_app.trackers.mirror import Row, Target
@@ -66,7 +67,11 @@ class MlflowSink:
         name = self.options.experiment_name or self.target.experiment
         found = found or self.client.get_experiment_by_name(name)
         self.experiment_id = (
-            found.experiment_id if found is not None else self.client.create_experiment(name)
+            found.experiment_id
+            if found is not None
+            else self.client.create_experiment(
+                name, artifact_location=artifact_location(self.options.tracking_uri)
+            )
         )
         key = parent_key(self.target.key)
         parents = self._search(f"tags.`{naming.PARENT_TAG}` = '{key}'")
@@ -168,3 +173,14 @@ class MlflowSink:
 
     def shutdown(self) -> None:
         pass
+
+
+def artifact_location(tracking_uri: str | None) -> str | None:
+    """Where a new experiment of a SQLite store keeps its artifacts: `mlruns` beside the
+    database, in the folder `allowed` checked (MLflow's default is `./mlruns` in the working
+    folder of whichever process makes the experiment: the tracker's worker, under Ray's); None
+    where the store decides (a file store, a server)."""
+    if not tracking_uri or not tracking_uri.startswith("sqlite:"):
+        return None
+    folder = allowed.local_store(tracking_uri)
+    return None if folder is None else (folder.absolute() / "mlruns").as_uri()
