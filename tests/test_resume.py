@@ -259,7 +259,7 @@ scheduler: {scheduler}
 experiments:
   e:
     run: steps:train
-    num_samples: 9
+    num_samples: {samples}{seeds}
     stop: {{training_iteration: 9}}
     config:
       x: {{uniform: [0, 1]}}
@@ -276,19 +276,26 @@ experiments:
         "{type: asha, max_t: 9, grace_period: 1, reduction_factor: 3}",
         "{type: median, time_attr: training_iteration, grace_period: 2, min_samples_required: 2}",
         "{type: hyperband, max_t: 9, reduction_factor: 3}",
+        "{type: asha, max_t: 9, grace_period: 2, reduction_factor: 2} seeds",
     ],
-    ids=["fifo", "asha", "median", "hyperband"],
+    ids=["fifo", "asha", "median", "hyperband", "asha-seeds"],
 )
 def test_a_search_killed_mid_way_resumes_to_the_end_under_every_scheduler(tmp_path, scheduler):
     user_module("checkpointed_steps.py", tmp_path, "steps.py")
     spec_file = tmp_path / "spec.yaml"
-    spec_file.write_text(SCHEDULED.format(scheduler=scheduler))
+    scheduler, seeds = scheduler.removesuffix(" seeds"), scheduler.endswith(" seeds")
+    spec_file.write_text(  # with seeds: 4 configurations x 2 seeds (in turn), 8 trials
+        SCHEDULED.format(
+            scheduler=scheduler, samples=4 if seeds else 9, seeds="\n    seeds: 2" if seeds else ""
+        )
+    )
+    trials = 9 - seeds  # 9, or 8
     folder = tmp_path / "out" / "e"
     journal = folder / "finished.jsonl"
 
     def some_ended_some_not():
         ended = len(_rows(journal)) if journal.exists() else 0
-        return 2 <= ended < 9
+        return 2 <= ended < trials
 
     proc = started("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
     _wait_for(some_ended_some_not, proc)
@@ -303,14 +310,19 @@ def test_a_search_killed_mid_way_resumes_to_the_end_under_every_scheduler(tmp_pa
     if "hyperband" in scheduler:
         assert "Tune does not save HyperBand's brackets" in err
     summary = json.loads((folder / "summary.json").read_text())
-    assert summary["counts"] == {"TERMINATED": 9} and not summary["interrupted"]
+    assert summary["counts"] == {"TERMINATED": trials} and not summary["interrupted"]
     after = _by_trial(_rows(folder / "results.jsonl"))
-    assert len(after) == 9  # every trial accounted for
+    assert len(after) == trials  # every trial accounted for
     for trial_id in ended:
         assert after[trial_id] == before[trial_id]  # finished trials were not run again
     for rows in after.values():  # no iteration twice, none skipped
         steps = [r["training_iteration"] for r in rows]
         assert steps == list(range(1, len(steps) + 1))
+    if seeds:  # a configuration's seeds ended at one budget, before the kill and after it
+        budgets = defaultdict(set)
+        for rows in after.values():
+            budgets[rows[0]["config"]["x"]].add(rows[-1]["training_iteration"])
+        assert len(budgets) == 4 and all(len(b) == 1 for b in budgets.values()), budgets
 
 
 TWO = """

@@ -130,6 +130,7 @@ experiments:
         ("{run: es_cartpole, seeds: three}", "seeds is a count"),
         ("{run: es_cartpole, seeds: [-1, 2]}", "seeds are 0 or more"),
         ("{run: es_cartpole, select: lcb}", "experiment 'e' has no seeds"),
+        ("{run: es_cartpole, seeds: 1, select: lcb}", "a bound over one seed is no bound"),
         (
             "{run: es_cartpole, seeds: 2, num_samples: 2, config: {lr: {grid_search: [1, 2]}}}",
             "repeats every grid configuration on the same seeds",
@@ -145,15 +146,36 @@ def test_bad_seeds_are_refused(tmp_path, experiment, message):
         plan_of(tmp_path, f"experiments:\n  e: {experiment}\n")
 
 
-def test_select_lcb_without_seeds_is_refused_at_validate_in_one_line(tmp_path, cli):
+@pytest.mark.parametrize(
+    ("settings", "experiment", "path", "has"),
+    [
+        pytest.param("select: lcb\n", "", "select", "has no seeds", id="no-seeds"),
+        # A bound over one seed is that seed's score: the reported run ranked by "its lcb -".
+        pytest.param("select: lcb\n", "seeds: 1, ", "select", "has one seed (0)", id="seeds-1"),
+        pytest.param(
+            "seeds: [7]\n", "select: lcb, ", "experiments.e.select", "has one seed (7)", id="list"
+        ),
+    ],
+)
+def test_select_lcb_over_fewer_than_two_seeds_is_refused_at_validate_in_one_line(
+    tmp_path, cli, settings, experiment, path, has
+):
     (tmp_path / "spec.yaml").write_text(
-        "select: lcb\nexperiments:\n  e: {run: es_cartpole, config: {lr: 0.1}}\n"
+        f"{settings}experiments:\n  e: {{run: es_cartpole, {experiment}config: {{lr: 0.1}}}}\n"
     )
     result = cli("validate", tmp_path / "spec.yaml")
-    assert result.code == 2 and len(result.err.strip().splitlines()) == 1
-    assert f"{tmp_path / 'spec.yaml'}: select: lcb ranks configurations" in result.err
-    assert "allowed: aggregate, lcb (with seeds)" in result.err and "add seeds: 5" in result.err
+    assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
+    assert f"{tmp_path / 'spec.yaml'}: {path}: lcb ranks configurations" in result.err
+    assert f"experiment 'e' {has}" in result.err
+    assert "allowed: aggregate, lcb (with 2 or more seeds)" in result.err
+    assert "write seeds: 5" in result.err and "or select: aggregate" in result.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.yaml"]  # nothing written
+
+
+def test_select_lcb_over_two_seeds_is_a_bound(tmp_path):
+    text = "select: lcb\nexperiments:\n  e: {run: es_cartpole, seeds: [3, 4]}\n"
+    (ep,) = plan_of(tmp_path, text).experiments
+    assert ep.experiment.select == "lcb" and ep.experiment.seeds == (3, 4)
 
 
 GRID = """
@@ -559,3 +581,69 @@ def test_asha_puts_a_seed_made_after_its_siblings_ended_in_their_bracket():
         asha.on_trial_complete(None, first, {"training_iteration": 2, "score": 1.0})
         asha.on_trial_add(None, last)
         assert asha.bracket_of(last) is home
+
+
+def test_a_cut_configurations_seeds_run_to_its_rung_and_stop_there():
+    """Seeds of one configuration end at one budget: a seed behind the one cut at a rung runs
+    on to that rung (not stopped at its next result, below it), and a seed arriving at a rung
+    its configuration passed is recorded there but not cut, for the seed ahead goes on."""
+    from tune_app.ray_internals.seeded import SeededASHA
+
+    asha = SeededASHA(time_attr="training_iteration", max_t=8, grace_period=2, reduction_factor=2)
+    asha.set_search_properties("score", "max")
+    a0, a1, b0, b1 = (
+        seed_trial(*t) for t in [("a0", 1, 0), ("a1", 1, 1), ("b0", 2, 0), ("b1", 2, 1)]
+    )
+    for t in (b0, b1, a0, a1):
+        asha.on_trial_add(None, t)
+
+    def step(trial, iteration, score):
+        return asha.on_trial_result(None, trial, {"training_iteration": iteration, "score": score})
+
+    assert step(b0, 2, 5.0) == "CONTINUE"  # the first at rung 2
+    assert step(a1, 1, 0.0) == "CONTINUE"  # below the rung
+    assert step(a0, 2, 0.0) == "STOP"  # x=1 (mean 0) cut at rung 2 against x=2's 5
+    assert step(a1, 1, 0.0) == "CONTINUE"  # behind: on to the rung its sibling was cut at
+    assert step(a1, 2, 9.0) == "STOP"  # there, whatever its own value
+    # b1 at rung 2 would be cut by its own mean (5 and -100) against x=1's 0; x=2 passed the
+    # rung with b0, which has gone on: b1 goes on too.
+    assert step(b1, 2, -100.0) == "CONTINUE"
+    assert step(b0, 3, 5.0) == step(b1, 3, 5.0) == "CONTINUE"
+
+
+def test_a_resumed_asha_run_stops_a_cut_configurations_seeds_at_its_rung():
+    """Tune gives a resumed run a new scheduler and adds every trial to it, the ended ones too:
+    a seed that ended at a rung short of max_t was cut there, and its siblings still running
+    stop there; a seed that ended elsewhere (its trainable ended) stops none."""
+    from ray.tune.experiment import Trial
+
+    from tune_app.ray_internals.seeded import SeededASHA
+
+    asha = SeededASHA(time_attr="training_iteration", max_t=8, grace_period=2, reduction_factor=2)
+    asha.set_search_properties("score", "max")
+    a0, a1, c0, c1 = (
+        seed_trial(*t) for t in [("a0", 1, 0), ("a1", 1, 1), ("c0", 3, 0), ("c1", 3, 1)]
+    )
+    a0.status, a0.last_result = Trial.TERMINATED, {"training_iteration": 2, "score": 0.0}
+    c0.status, c0.last_result = Trial.TERMINATED, {"training_iteration": 3, "score": 1.0}
+    for t in (a0, a1, c0, c1):
+        asha.on_trial_add(None, t)
+    assert asha.on_trial_result(None, a1, {"training_iteration": 1, "score": 50.0}) == "CONTINUE"
+    assert asha.on_trial_result(None, a1, {"training_iteration": 2, "score": 50.0}) == "STOP"
+    assert asha.on_trial_result(None, c1, {"training_iteration": 3, "score": 1.0}) == "CONTINUE"
+
+
+def test_a_run_begun_before_budgets_were_kept_resumes():
+    """A seeded scheduler pickled when `stopped` was a set of configurations."""
+    import pickle
+
+    from tune_app.ray_internals.seeded import SeededASHA
+
+    asha = SeededASHA(time_attr="training_iteration", max_t=8, grace_period=2, reduction_factor=2)
+    state = asha.__dict__.copy()
+    state["stopped"] = {'{"x": 1}'}
+    del state["passed"], state["cut_at"]
+    old = SeededASHA.__new__(SeededASHA)
+    old.__setstate__(state)
+    restored = pickle.loads(pickle.dumps(old))
+    assert restored.stopped == {'{"x": 1}': None} and restored.passed == {}

@@ -152,10 +152,11 @@ class JudgesBySeeds(Wraps):
     """Around a scheduler: each result's metric is replaced by the aggregate of every seed of the
     same configuration at that time (each seed's latest value up to the result's `time_attr`; a
     seed that is behind counts with its latest), and once one seed of a configuration is
-    stopped before the scheduler's max_t, the others stop at their next result. So a
-    configuration's seeds are kept or cut together, by the aggregate of the seeds that have got
-    that far, not by one seed's luck. Seeds run as cores allow, so a configuration may be judged
-    before all its seeds have started: waiting for them would stop no trial early.
+    stopped before the scheduler's max_t, the others run to the same budget (its `time_attr`
+    then, or the rung it was cut at) and stop there. So a configuration's seeds are kept or cut
+    together, by the aggregate of the seeds that have got that far, not by one seed's luck, and
+    they end at one budget. Seeds run as cores allow, so a configuration may be judged before
+    all its seeds have started: waiting for them would stop no trial early.
 
     `time_attr` and `max_t` are the wrapped scheduler's options (max_t None: no bound)."""
 
@@ -170,7 +171,18 @@ class JudgesBySeeds(Wraps):
         self.time_attr, self.max_t, self.how = time_attr, max_t, how
         # configuration -> trial id -> [(time, value)]: each seed's numbers so far
         self.histories: dict[str, dict[str, list[tuple[float, float]]]] = {}
-        self.stopped: set[str] = set()  # configurations stopped early
+        # Configurations stopped early -> the budget (time_attr) their seeds stop at; None: at
+        # once. A set before the budget was kept: a run begun then resumes with its seeds
+        # stopped at once (`__setstate__`).
+        self.stopped: dict[str, float | None] = {}
+        self.cut_at: float | None = None  # where `_decide` cut the configuration, if not now
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if isinstance(state.get("stopped"), set):
+            state["stopped"] = dict.fromkeys(state["stopped"])
+        state.setdefault("cut_at", None)
+        state.setdefault("passed", {})
+        self.__dict__.update(state)
 
     @staticmethod
     def _group(trial: Trial) -> str:
@@ -208,13 +220,17 @@ class JudgesBySeeds(Wraps):
         return {**result, metric: told} if told is not None else result
 
     def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
-        group = self._group(trial)
+        group, time = self._group(trial), self._time_of(result)
         if group in self.stopped:
-            return TrialScheduler.STOP  # a sibling seed was stopped early: the whole configuration
-        time = self._time_of(result)
+            # A sibling seed was stopped early: this one runs to the same budget, then stops.
+            budget = self.stopped[group]
+            if budget is None or time is None or time >= budget:
+                return TrialScheduler.STOP
+            return TrialScheduler.CONTINUE
+        self.cut_at = None
         decision = self._decide(tune_controller, trial, self._judged(trial, result))
         if decision == TrialScheduler.STOP and self._ends_early(time):
-            self.stopped.add(group)
+            self.stopped[group] = self.cut_at if self.cut_at is not None else time
         return decision
 
     def _decide(self, tune_controller: Any, trial: Trial, judged: dict) -> str:
@@ -256,6 +272,7 @@ class SeededASHA(JudgesBySeeds):
         )
         self.seeds_live: dict[str, set[str]] = {}  # configuration -> its seeds' trial ids
         self.judged_at: dict[str, set[float]] = {}  # trial id -> rungs it was judged at
+        self.passed: dict[str, set[float]] = {}  # configuration -> the rungs it passed
         self.homes: dict[str, Any] = {}  # configuration -> its bracket, for all its seeds
 
     def _stand_in(self, trial: Trial) -> Any:
@@ -273,22 +290,52 @@ class SeededASHA(JudgesBySeeds):
             self.inner.on_trial_add(tune_controller, self._stand_in(trial))
             self.homes[group] = self.bracket_of(trial)
         self.seeds_live.setdefault(group, set()).add(trial.trial_id)
+        if trial.status == Trial.TERMINATED:
+            self._cut_before(group, trial)
+
+    def _cut_before(self, group: str, trial: Trial) -> None:
+        """A resumed run: Tune adds its trials to a new scheduler, the ended ones too. A seed
+        that ended at one of its bracket's rungs, short of max_t, was cut there (its trainable
+        ending by itself exactly at a rung aside): its configuration's other seeds stop there
+        too, as they would have in the interrupted run."""
+        time = self._time_of(trial.last_result or {})
+        bracket = self.bracket_of(trial)
+        if time is None or bracket is None or not self._ends_early(time):
+            return
+        if time in {milestone for milestone, _ in bracket._rungs}:
+            budget = self.stopped.get(group)
+            self.stopped[group] = time if budget is None else min(budget, time)
 
     def _decide(self, tune_controller: Any, trial: Trial, judged: dict) -> str:
+        """The first seed of a configuration at a rung decides for all its seeds: kept, they go
+        on; cut, those behind run to the rung and stop there (`cut_at`). A later seed at the
+        rung is judged again, against the other configurations only, to record the
+        configuration's new aggregate there (the bar for the others); its verdict does not undo
+        the first, for a seed ahead cannot be taken back to the rung."""
         bracket, time = self.bracket_of(trial), self._time_of(judged)
         if bracket is None:
             return TrialScheduler.CONTINUE
+        stand_in = self._stand_in(trial)
         if time is None or self.metric not in judged or not self._ends_early(time):
-            return self.inner.on_trial_result(tune_controller, self._stand_in(trial), judged)
+            return self.inner.on_trial_result(tune_controller, stand_in, judged)
+        group = self._group(trial)
         reached = [(m, recorded) for m, recorded in bracket._rungs if time >= m][:1]
         judged_here = self.judged_at.setdefault(trial.trial_id, set())
         for milestone, recorded in reached:  # the highest rung this seed has reached
-            if milestone not in judged_here:
-                # First at this rung for this seed: Tune's bracket judges the configuration
-                # afresh, against the others only, and records its new aggregate.
-                judged_here.add(milestone)
-                recorded.pop(self._group(trial), None)
-        return self.inner.on_trial_result(tune_controller, self._stand_in(trial), judged)
+            if milestone in judged_here:
+                break  # judged here already: Tune's bracket continues it
+            judged_here.add(milestone)
+            recorded.pop(group, None)  # judged afresh, and its new aggregate recorded
+            decision = self.inner.on_trial_result(tune_controller, stand_in, judged)
+            passed = self.passed.setdefault(group, set())
+            if milestone in passed:
+                return TrialScheduler.CONTINUE  # decided by its first seed here
+            if decision == TrialScheduler.CONTINUE:
+                passed.add(milestone)
+            else:
+                self.cut_at = milestone
+            return decision
+        return self.inner.on_trial_result(tune_controller, stand_in, judged)
 
     def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict) -> None:
         bracket, live = self.bracket_of(trial), self.seeds_live.get(self._group(trial), set())
@@ -411,8 +458,9 @@ class SeededHyperBand(JudgesBySeeds):
         after = bracket._live_trials if bracket is not None else {}
         for gone, result in before.items():  # `trial` itself ends by its own hook (or is judged)
             left = gone is not trial and gone not in after
-            if left and self._ends_early(self._time_of(result or {})):
-                self.stopped.add(self._group(gone))
+            time = self._time_of(result or {})
+            if left and self._ends_early(time):
+                self.stopped.setdefault(self._group(gone), time)
         return outcome
 
     def _decide(self, tune_controller: Any, trial: Trial, judged: dict) -> str:
