@@ -151,9 +151,9 @@ def test_results_log_writes_non_finite_numbers_as_valid_json(tmp_path):
 # ---- read_experiment ----------------------------------------------------------------------------
 
 
-def write_run(folder: Path, rows, scope="last", journal=()):
+def write_run(folder: Path, rows, scope="last", journal=(), mode="max"):
     folder.mkdir(parents=True)
-    run = {"experiment": "e", "metric": "score", "mode": "max", "scope": scope, "searched": ["x"]}
+    run = {"experiment": "e", "metric": "score", "mode": mode, "scope": scope, "searched": ["x"]}
     (folder / "run.json").write_text(json.dumps(run))
     (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (folder / "finished.jsonl").write_text("".join(json.dumps(j) + "\n" for j in journal))
@@ -452,24 +452,30 @@ def test_the_summary_is_read_back_as_the_same_trial_outcomes(tmp_path):
     assert read.finished and read.counts == {"TERMINATED": 2, "ERROR": 1}
 
 
-def test_best_so_far_follows_the_runs_scope_and_leaves_failed_trials_behind(tmp_path):
-    """The report's 'best so far' took the best raw value ever seen: 9 here, where the
-    header's best (scope last) is 5; and a failed trial's values counted like any other."""
+@pytest.mark.parametrize("mode", ["max", "min"])
+def test_best_so_far_is_a_staircase_that_ends_at_the_summarys_best(tmp_path, mode):
+    """The report's 'best so far' took the best raw value ever seen (9 here, where the header's
+    best, scope last, is 5), then each trial's score so far, which rose and fell; and a failed
+    trial's values counted like any other. A trial counts from its last result, with its
+    score: never worse, and ending at the summary's best."""
     from tune_app import plots
 
     def row(trial, it, score, at, x=None):
         found = {"trial_id": trial, "training_iteration": it, "score": score, "logged_at": at}
         return {**found, "config": {"x": x}} if x is not None else found
 
+    sign = 1.0 if mode == "max" else -1.0
     rows = [row("a", 1, 9.0, 1.0, 1), row("b", 1, 4.0, 2.0, 2), row("a", 2, 1.0, 3.0)]
-    rows += [row("c", 1, 50.0, 3.5, 3), row("b", 2, 5.0, 4.0)]
+    rows += [row("c", 1, 50.0, 3.5, 3), row("b", 2, 5.0, 4.0), row("d", 1, 3.0, 5.0, 4)]
+    rows = [{**r, "score": sign * r["score"]} for r in rows]
     journal = [{"trial_id": "c", "status": "ERROR"}]
-    write_run(tmp_path / "e", rows, journal=journal)
+    write_run(tmp_path / "e", rows, journal=journal, mode=mode)
     exp = read_experiment(tmp_path / "e")
     figure = plots.best_over_time(exp)
     (line,) = [ln for ln in figure.axes[0].lines if "best score so far" in ln.get_label()]
-    assert list(line.get_ydata()) == [9.0, 9.0, 4.0, 4.0, 5.0]
-    assert exp.best_trial.trial_id == "b" and exp.best_trial.score == 5.0
+    # a ends at 1, c fails (50, left behind), b ends at 5, d at 3 (not better)
+    assert list(line.get_ydata()) == [sign * v for v in (1.0, 1.0, 5.0, 5.0)]
+    assert exp.best_trial.trial_id == "b" and exp.best_trial.score == sign * 5.0
 
 
 def test_a_cloud_run_is_read_from_a_copy_of_the_process_never_its_staging_folder(

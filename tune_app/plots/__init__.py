@@ -148,10 +148,11 @@ def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | 
 
 
 def best_over_time(exp: ExperimentResults) -> Figure | None:
-    """The best score so far against wall time since the run's first result (from logged_at):
-    at each result, the best of the trials' scores under the run's scope on what they had
-    reported by then, failed trials counted only while no other has a score, as the summary
-    ranks them; the dots are the raw results."""
+    """The best score so far against wall time since the run's first result (from logged_at), as
+    a staircase that never gets worse: a trial counts from its last result, with its score under
+    the run's scope (a trial still running, with its score so far), so the staircase ends at the
+    best the summary names; failed trials counted only while no other has a score, as the
+    summary ranks them. The dots are the raw results."""
     metric = exp.metric
     if metric is None:
         return None
@@ -169,27 +170,35 @@ def best_over_time(exp: ExperimentResults) -> Figure | None:
     xs = [(x - start) / scale for x, _, _ in points]
     ys = [y for _, _, y in points]
     failed = {t.trial_id for t in exp.trials if t.failure is not None}
-    so_far: dict[str, list[float]] = {}
-    scores: dict[str, float | None] = {}
-    best: list[float] = []
+    values: dict[str, list[float]] = {}
     for _, trial_id, y in points:
-        so_far.setdefault(trial_id, []).append(y)
-        scores[trial_id] = scoring.score(so_far[trial_id], exp.scope, exp.mode)
-        top: float | None = None
-        for ok in (True, False):  # the others first; failed trials only if none has a score
-            for t, v in scores.items():
-                if v is not None and (t not in failed) is ok and scoring.better(v, top, exp.mode):
-                    top = v
-            if top is not None:
-                break
-        best.append(top if top is not None else y)
+        values.setdefault(trial_id, []).append(y)
+    seen: dict[str, int] = {}
+    steps_x: list[float] = []
+    best: list[float] = []
+    reached: dict[bool, float | None] = {True: None, False: None}  # the best yet, of each kind
+    for x, (_, trial_id, _) in zip(xs, points, strict=True):
+        seen[trial_id] = seen.get(trial_id, 0) + 1
+        if seen[trial_id] < len(values[trial_id]):
+            continue  # not the trial's last result
+        score = scoring.score(values[trial_id], exp.scope, exp.mode)
+        ok = trial_id not in failed
+        if score is not None and scoring.better(score, reached[ok], exp.mode):
+            reached[ok] = score
+        # The others first; failed trials only while none has a score.
+        top = reached[True] if reached[True] is not None else reached[False]
+        if top is not None:
+            steps_x.append(x)
+            best.append(top)
+    if not best:
+        return None
     fig, ax = new_figure(3.4)
     ax.scatter(xs, ys, s=10, color="#b0b7c3", label="each result", zorder=2)
     label = f"best score so far ({scoring.describe(exp.scope)})"
-    ax.step(xs, best, where="post", color="#1565c0", lw=2.2, label=label, zorder=3)
+    ax.step(steps_x, best, where="post", color="#1565c0", lw=2.2, label=label, zorder=3)
     ax.annotate(
         f"{best[-1]:.4g}",
-        (xs[-1], best[-1]),
+        (steps_x[-1], best[-1]),
         xytext=(4, 4),
         textcoords="offset points",
         fontsize=9,
