@@ -145,6 +145,12 @@ def test_an_env_of_an_installed_package_must_be_an_env_class(installed):
             "did you mean 'on_episode_end'",
             id="misspelt-event-function",
         ),
+        pytest.param(
+            "{env_to_module_connector: '__main__:flatten'}",
+            "e.config.env_to_module_connector",
+            "write env_to_module_connector: flatten:flatten",
+            id="main-module",
+        ),
     ],
 )
 def test_rllib_code_keys_take_only_module_name_through_the_gate(
@@ -186,6 +192,114 @@ def test_rllib_code_is_loaded_as_objects_for_the_trial(tmp_path):
     assert config["callbacks"] == "rllib_code:MarkResults"  # the spec's config is not changed
     stripped = without_code(config)
     assert "callbacks" not in stripped and "policy_mapping_fn" not in stripped["evaluation_config"]
+
+
+@pytest.mark.parametrize(
+    ("key", "ref", "cls"),
+    [
+        # RLlib spells FlattenObservations as a functools.partial of the common class: the
+        # reported case named it 'functools.FlattenObservations'.
+        pytest.param(
+            "env_to_module_connector",
+            "ray.rllib.connectors.env_to_module:FlattenObservations",
+            "ray.rllib.connectors.common.flatten_observations:FlattenObservations",
+            id="rllib-partial",
+        ),
+        pytest.param(
+            "env_to_module_connector",
+            "ray.rllib.connectors.env_to_module:MeanStdFilter",
+            "ray.rllib.connectors.env_to_module.mean_std_filter:MeanStdFilter",
+            id="rllib-class",
+        ),
+        pytest.param(
+            "env_to_module_connector",
+            "ray.rllib.connectors.env_to_module.prev_actions_prev_rewards:PrevActionsPrevRewards",
+            "ray.rllib.connectors.env_to_module.prev_actions_prev_rewards:PrevActionsPrevRewards",
+            id="rllib-submodule",
+        ),
+        pytest.param(
+            "env_to_module_connector",
+            "rllib_code:PassObservations",
+            "rllib_code:PassObservations",
+            id="own-class",
+        ),
+    ],
+)
+def test_a_connector_class_at_an_env_runners_key_is_made_on_each_env_runner(
+    cli, write_spec, tmp_path, key, ref, cls
+):
+    """RLlib calls these keys' value with (env, spaces, device): a class is made per env runner
+    with no arguments, as RLlib's examples' `lambda env, spaces, device: FlattenObservations()`;
+    on a multi-agent env, per agent where the class takes `multi_agent`."""
+    import importlib
+    import inspect
+
+    import gymnasium as gym
+
+    from tune_app.envs import resolve_env
+    from tune_app.rllib.code import load_code
+
+    user_module("rllib_code.py", tmp_path)
+    spec = write_spec(f"e:\n  run: PPO\n  env: CartPole-v1\n  config: {{{key}: '{ref}'}}\n")
+    assert cli("validate", spec).code == 0
+    builder = load_code({key: ref}, user_path(tmp_path))[key]
+    module, _, name = cls.partition(":")
+    expected = getattr(importlib.import_module(module), name)
+    piece = builder(gym.make_vec("CartPole-v1", num_envs=2), None, None)
+    assert type(piece) is expected
+    if "multi_agent" in inspect.signature(expected).parameters:
+        user_module("two_cartpoles.py", tmp_path)
+        env = resolve_env("two_cartpoles:TwoCartPoles", tmp_path).load()()
+        assert builder(env)._multi_agent and not piece._multi_agent
+
+
+def test_rllib_builds_its_pipeline_with_the_connector_class_a_spec_names(tmp_path):
+    """The reported case end to end in RLlib's own builder: FrozenLake's Discrete observations
+    reach the module flattened (one-hot), as FlattenObservations does."""
+    import gymnasium as gym
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from tune_app.rllib.code import load_code
+    from tune_app.rllib.config import to_rllib
+
+    ref = {"env_to_module_connector": "ray.rllib.connectors.env_to_module:FlattenObservations"}
+    config = to_rllib(load_code(ref, user_path(tmp_path)))
+    algorithm = PPOConfig().environment("FrozenLake-v1").update_from_dict(config)
+    pipeline = algorithm.build_env_to_module_connector(env=gym.make_vec("FrozenLake-v1", 2))
+    assert pipeline.observation_space.shape == (16,)
+
+
+@pytest.mark.parametrize(
+    ("key", "ref", "needed"),
+    [
+        pytest.param(
+            "env_to_module_connector",
+            "ray.rllib.connectors.env_to_module:AgentToModuleMapping",
+            "rl_module_specs, agent_to_module_mapping_fn",
+            id="rllib-class",
+        ),
+        pytest.param(
+            "module_to_env_connector",
+            "ray.rllib.connectors.module_to_env:NormalizeAndClipActions",
+            "normalize_actions, clip_actions",
+            id="rllib-module-to-env",
+        ),
+        pytest.param(
+            "env_to_module_connector", "rllib_code:ScaledObservations", "scale", id="own-class"
+        ),
+    ],
+)
+def test_a_connector_class_that_needs_arguments_is_refused_with_the_function_to_write(
+    tmp_path, key, ref, needed
+):
+    from tune_app.rllib.code import load_code
+
+    user_module("rllib_code.py", tmp_path)
+    with pytest.raises(SpecError) as err:
+        load_code({key: ref}, user_path(tmp_path))
+    message = str(err.value)
+    assert message.startswith(f"config.{key}: connector class") and f"needs {needed}" in message
+    assert "def make(env, spaces, device)" in message
 
 
 @pytest.mark.e2e  # RLlib trains end to end; the first tier keeps test_ppo_runs_through_the_cli

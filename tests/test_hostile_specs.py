@@ -35,6 +35,16 @@ def _bomb(levels: int = 9, width: int = 9) -> str:
         pytest.param("reexports:needs_three", NOT_TRAINABLE, id="wrong-signature"),
         pytest.param("reexports:no_args", NOT_TRAINABLE, id="takes-no-config"),
         pytest.param("reexports:coro", NOT_TRAINABLE, id="async-function"),
+        # The running script: what to do, not "defines no 'train'" (its __main__ is tune_app's).
+        pytest.param(
+            "__main__:train",
+            "'__main__:train' names __main__, the script Python started, which Tune's workers "
+            "cannot import; allowed: module:name naming a module file (beside the spec, in the "
+            "working directory, or installed); move train into a module file, e.g. train.py "
+            "beside the spec, and write run: train:train",
+            id="main-module",
+        ),
+        pytest.param("__main__:Trainer", "write run: trainer:Trainer", id="main-module-class"),
     ],
 )
 def test_run_must_name_a_trainable_of_user_code(cli, write_spec, tmp_path, run, expected):
@@ -56,6 +66,15 @@ def test_run_must_name_a_trainable_of_user_code(cli, write_spec, tmp_path, run, 
         pytest.param("reexports:aliased", NOT_USER_CODE, id="assigned-from-stdlib"),
         pytest.param("reexports:NotTrainable", "not a tune.Trainable", id="plain-class"),
         pytest.param("reexports:instance", NOT_TRAINABLE, id="an-object"),
+        # What the spec wrote is named, not where the object's type lives ('functools.partial').
+        pytest.param(
+            "reexports:aliased", "'reexports:aliased' (subprocess.call)", id="names-the-reference"
+        ),
+        pytest.param(
+            "reexports:preset",
+            "'preset' is a functools.partial of train, not a trainable",
+            id="partial-of-a-function",
+        ),
     ],
 )
 def test_run_checks_the_imported_object_before_anything_is_written(
@@ -74,6 +93,7 @@ def test_run_checks_the_imported_object_before_anything_is_written(
     [
         pytest.param("subprocess:Popen", NOT_USER_CODE, id="stdlib-class"),
         pytest.param("reexports:no_args", "is a function, not an environment", id="a-function"),
+        pytest.param("__main__:GridEnv", "write env: gridenv:GridEnv", id="main-module"),
     ],
 )
 def test_env_must_name_an_env_class_of_user_code(cli, write_spec, tmp_path, env, expected):
@@ -172,6 +192,7 @@ def test_no_message_prints_more_than_a_few_hundred_characters_of_a_value(cli, wr
 
 def _reexports(folder) -> None:
     (folder / "reexports.py").write_text(
+        "import functools\n"
         "import subprocess\n"
         "from subprocess import call\n"
         "from pathlib import Path\n"
@@ -179,6 +200,7 @@ def _reexports(folder) -> None:
         "aliased = subprocess.call\n"
         "instance = object()\n"
         "def train(config):\n    return None\n"
+        "preset = functools.partial(train)\n"
         "def needs_three(a, b, c):\n    return None\n"
         "def no_args():\n    return None\n"
         "async def coro(config):\n    return None\n"

@@ -11,6 +11,7 @@ import yaml
 from tune_app import methods, spec
 from tune_app.errors import SpecError
 from tune_app.space import Domain
+from tune_app.spec.models import ExperimentSpec
 
 from .conftest import SEARCH_SPACES, user_module
 
@@ -56,7 +57,8 @@ experiments:
 
 
 def load_text(text: str) -> spec.Spec:
-    return spec.parse(yaml.safe_load(text), Path("spec.yaml"), text)
+    """The spec as the app reads it (YAML 1.2 numbers: `1e9` is a float, not text)."""
+    return spec.parse(spec.read_yaml_text(text, Path("spec.yaml")), Path("spec.yaml"), text)
 
 
 def test_classic_form_reads_every_experiment_key():
@@ -493,3 +495,146 @@ def test_the_reserved_experiment_name_is_the_smoke_folder():
     from tune_app.spec.resolve import RESERVED_NAME
 
     assert RESERVED_NAME == SMOKE_FOLDER
+
+
+def _number_keys(model: type, path: tuple[str, ...] = ()) -> dict[str, type]:
+    """Every key of the spec's own models (an experiment, and the file-level settings it may
+    override) that takes a number, as a YAML key path -> int or float: found from the models,
+    so a number key added later is covered too."""
+    import types
+    import typing
+
+    from tune_app.spec.models import ExpectSpec, _Strict
+
+    def leaves(t: object, where: tuple[str, ...]) -> dict[str, type]:
+        while typing.get_origin(t) is typing.Annotated:
+            t = typing.get_args(t)[0]
+        if typing.get_origin(t) in (typing.Union, types.UnionType):
+            return {k: v for m in typing.get_args(t) for k, v in leaves(m, where).items()}
+        if t in (int, float):
+            return {".".join(where): t}  # type: ignore[dict-item]
+        if typing.get_origin(t) is dict:
+            return leaves(typing.get_args(t)[1], (*where, "k"))
+        if isinstance(t, type) and issubclass(t, _Strict):
+            return _number_keys(t, where)
+        return {}
+
+    found: dict[str, type] = {}
+    for name, field in model.model_fields.items():  # type: ignore[attr-defined]
+        # `expect`'s metrics are written beside max_errored_trials, not under `metrics`.
+        where = path if model is ExpectSpec and name == "metrics" else (*path, name)
+        if not field.exclude:
+            found.update(leaves(field.annotation, where))
+    return found
+
+
+def _nested(path: str, value: object) -> dict[str, object]:
+    *parents, key = path.split(".")
+    out: dict[str, object] = {key: value}
+    for parent in reversed(parents):
+        out = {parent: out}
+    return out
+
+
+NUMBER_KEYS = _number_keys(ExperimentSpec)
+NOT_NUMBERS = [
+    pytest.param(True, "true", id="true"),
+    pytest.param(False, "false", id="false"),
+    pytest.param("4", "'4'", id="text"),
+    pytest.param("1e-3", "'1e-3'", id="text-float"),
+]
+
+
+def test_the_number_keys_are_found_from_the_models():
+    """The walk below reaches the nested models, the mappings of numbers and both kinds."""
+    for key, kind in [
+        ("num_samples", int),
+        ("resources_per_trial.cpu", float),
+        ("checkpoint_config.num_to_keep", int),
+        ("stop.k", float),
+        ("expect.max_errored_trials", int),
+        ("expect.k.min", float),
+        ("expect.smoke.k.max", float),
+        ("constraints.k.max", float),
+        ("seeds", int),
+        ("time_budget_s", float),
+    ]:
+        assert NUMBER_KEYS.get(key) is kind, key
+
+
+@pytest.mark.parametrize("key", list(NUMBER_KEYS))
+@pytest.mark.parametrize(("value", "shown"), NOT_NUMBERS)
+def test_a_number_key_refuses_booleans_and_text(key, value, shown):
+    """pydantic's lax mode read `num_samples: true` as 1 and `"4"` as 4 without a word: every
+    number key of the spec takes only a number, named with its key path and the value."""
+    data = {"e": {"run": "my_func", **_nested(key, value)}}
+    with pytest.raises(SpecError) as err:
+        spec.parse(data, Path("spec.yaml"))
+    message = str(err.value)
+    assert len(message.splitlines()) == 1 and err.value.path == f"e.{key}", message
+    assert shown in message.lower(), message
+
+
+@pytest.mark.parametrize("key", [k for k, kind in NUMBER_KEYS.items() if kind is int])
+def test_a_whole_number_key_refuses_a_fraction(key):
+    data = {"e": {"run": "my_func", **_nested(key, 2.5)}}
+    with pytest.raises(SpecError) as err:
+        spec.parse(data, Path("spec.yaml"))
+    assert err.value.path == f"e.{key}" and "2.5" in str(err.value)
+
+
+@pytest.mark.parametrize("key", list(NUMBER_KEYS))
+def test_a_number_key_takes_a_yaml_number(key, tmp_path):
+    """Legitimate values keep working: a YAML int, for an int key and a float key alike."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({"e": {"run": "my_func", **_nested(key, 2)}}))
+    written = spec.read_yaml(path)[1]
+    read = spec.parse(written, path).experiments[0]  # the whole spec resolves
+    assert read.name == "e"
+    value = _validated(written)["e"].model_dump()
+    for part in key.split("."):
+        value = value[part] if part in value else value["metrics"][part]
+    assert value == 2 and type(value) is NUMBER_KEYS[key]
+
+
+def _validated(data: object) -> dict[str, ExperimentSpec]:
+    from tune_app.spec.messages import validate
+
+    found: dict[str, ExperimentSpec] = validate(dict[str, ExperimentSpec], data)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        pytest.param(
+            "num_samples: true", "e.num_samples: must be a whole number, but got true", id="true"
+        ),
+        pytest.param(
+            'num_samples: "4"',
+            "e.num_samples: must be a whole number, but got the text '4'; write num_samples: 4, "
+            "without quotes",
+            id="text",
+        ),
+        pytest.param(
+            "num_samples: 2.0",
+            "must be a whole number, but got 2.0; write num_samples: 2",
+            id="2.0",
+        ),
+        pytest.param(
+            "resources_per_trial: {cpu: '0.5'}",
+            "e.resources_per_trial.cpu: must be a number, but got the text '0.5'; write cpu: 0.5",
+            id="float-text",
+        ),
+        pytest.param(
+            "fail_fast: 'true'",
+            "e.fail_fast: must be true or false, but got the text 'true'; write fail_fast: true",
+            id="boolean-text",
+        ),
+    ],
+)
+def test_a_value_of_the_wrong_kind_says_what_to_write(cli, write_spec, tmp_path, line, expected):
+    result = cli("validate", write_spec(f"e:\n  run: my_func\n  {line}\n"))
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1 and expected in lines[0], result.err
+    assert "Traceback" not in result.err

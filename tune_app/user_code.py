@@ -20,6 +20,7 @@ object again on the driver, before anything is written.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -132,13 +133,18 @@ class CodeRef:
 
     def _check_object(self, obj: Any) -> None:
         role, name, where = self.role, self.name, self.where
-        _check_defined_in_user_code(obj, name, where)
+        # A class with preset arguments is that class: RLlib spells some of its own so
+        # (env_to_module:FlattenObservations). Any other partial is no function or class.
+        if isinstance(obj, functools.partial):
+            if not inspect.isclass(obj.func):
+                raise not_role(name, f"a functools.partial of {_named(obj.func)}", role, where)
+            obj = obj.func
+        _check_defined_in_user_code(obj, self.text, where)
         if inspect.isclass(obj):
             base = role.base_class()
             if base is None or not issubclass(obj, base):
                 shown = f" (not a {role.base_name})" if base and role.functions else ""
-                why = f"class {obj.__name__}{shown}"
-                raise not_role(name, why, role, where)
+                raise not_role(name, f"class {obj.__name__}{shown}", role, where)
             return
         if not (role.functions and inspect.isfunction(obj)):
             what = "a function" if inspect.isfunction(obj) else f"a {type(obj).__name__}"
@@ -159,17 +165,12 @@ def check(text: str, role: Role, search_path: tuple[str, ...], where: str) -> Co
             allowed=f"module:name naming {role.noun} ({role.allowed})",
             suggestion=_dotted_hint(text),
         )
-    module_name, _, name = text.partition(":")
+    if (module_name := text.partition(":")[0]) == "__main__":
+        raise _main_module(text, where)
     found = find_module(module_name, search_path, where)
     local = is_local_origin(found.origin, search_path)
-    ref = CodeRef(
-        text=text,
-        role=role,
-        search_path=search_path,
-        where=where,
-        local=local,
-        declared=not local and text in declared_refs(role.group),
-    )
+    declared = not local and text in declared_refs(role.group)
+    ref = CodeRef(text, role, search_path, where, local=local, declared=declared)
     _check_source(found, ref)
     return ref
 
@@ -240,9 +241,24 @@ def is_local_origin(origin: str | None, folders: tuple[str, ...]) -> bool:
     )
 
 
-def _not_user_code(module_name: str, where: str) -> SpecError:
+def _main_module(text: str, where: str) -> SpecError:
+    """`__main__:train`: the script Python started (under `python -m tune_app`, the app's)."""
+    name, key = text.partition(":")[2], where.rpartition(".")[2].partition("[")[0]
     return SpecError(
-        f"'{module_name}' is part of Python or of tune_app, not a module of trainables or envs",
+        f"'{text}' names __main__, the script Python started, which Tune's workers cannot import",
+        path=where,
+        allowed="module:name naming a module file (beside the spec, in the working directory, "
+        "or installed)",
+        suggestion=f"move {name} into a module file, e.g. {name.lower()}.py beside the spec, and "
+        f"write {key}: {name.lower()}:{name}",
+    )
+
+
+def _not_user_code(module_name: str, where: str, written: str | None = None) -> SpecError:
+    """`module_name` is Python's or the app's; `written`: the spec's reference to it, if other."""
+    shown = f"'{written}' ({module_name})" if written else f"'{module_name}'"
+    return SpecError(
+        f"{shown} is part of Python or of tune_app, not a module of trainables or envs",
         path=where,
         suggestion="a spec names its own code: write package.module:function for a module in "
         "the spec's folder, the working directory or an installed package",
@@ -302,7 +318,7 @@ def _check_source(module: ModuleSpec, ref: CodeRef) -> None:
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             for alias in node.names:
                 if (alias.asname or alias.name) == ref.name and _is_stdlib_name(node.module):
-                    raise _not_user_code(f"{node.module}.{alias.name}", ref.where)
+                    raise _not_user_code(f"{node.module}.{alias.name}", ref.where, ref.text)
     bound = _bound_names(tree)
     if bound is not None and ref.name not in bound:
         defined = sorted(n for n in bound if not n.startswith("_"))
@@ -415,14 +431,17 @@ def import_user_module(module_name: str, search_path: tuple[str, ...], where: st
     return module
 
 
-def _check_defined_in_user_code(obj: Any, name: str, where: str) -> None:
+def _check_defined_in_user_code(obj: Any, written: str, where: str) -> None:
     defined_in = getattr(obj, "__module__", None) or ""
-    top = defined_in.split(".")[0]
-    if top in sys.builtin_module_names or top in APP_PACKAGES:
-        raise _not_user_code(f"{defined_in}.{name}", where)
-    module = sys.modules.get(defined_in)
-    if module is not None and not is_user_origin(getattr(module, "__file__", None)):
-        raise _not_user_code(f"{defined_in}.{name}", where)
+    top, module = defined_in.split(".")[0], sys.modules.get(defined_in)
+    if (top in sys.builtin_module_names or top in APP_PACKAGES) or (
+        module is not None and not is_user_origin(getattr(module, "__file__", None))
+    ):
+        raise _not_user_code(f"{defined_in}.{_named(obj)}", where, written)
+
+
+def _named(obj: Any) -> str:
+    return str(getattr(obj, "__qualname__", type(obj).__name__))
 
 
 def not_role(name: str, what: str, role: Role, where: str) -> SpecError:

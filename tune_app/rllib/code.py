@@ -5,15 +5,19 @@ RLlib imports any dotted path at some keys (`callbacks`, a replay buffer's or an
 mapping, `callbacks_on_*`). A spec names code there only as `module:name`, checked for its role
 before Ray starts (`check_code`) and imported on the driver (`load_code`), so RLlib is handed
 the object, never a path to import: `callbacks: os.abort` is refused, not called in the trial.
-Sub-configs (`evaluation_config`, per-module overrides) are walked the same way.
+Sub-configs (`evaluation_config`, per-module overrides) are walked the same way. A connector
+class at an env runner's key is handed over as the builder RLlib calls there (`ConnectorClass`).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 from tune_app.errors import Collector, SpecError
+from tune_app.rllib.handlers import ConnectorClass, required_arguments
 from tune_app.space import Domain
 from tune_app.user_code import Role, check
 
@@ -36,13 +40,29 @@ _FUNCTION = Role(
     keywords=True,
 )
 _CALLBACKS = _classes("an RLlib callbacks class", "ray.rllib.callbacks.callbacks:RLlibCallback")
-_CONNECTOR = Role(
+_CONNECTOR_BASE = "ray.rllib.connectors.connector_v2:ConnectorV2"
+# At the env runners' keys RLlib calls the value with (env, spaces[, device]): a class named
+# there is made per env runner by `ConnectorClass`, as a function of RLlib's examples does.
+_ENV_CONNECTOR = Role(
     noun="a connector builder",
-    allowed="a function making connectors from (env, spaces, device), or a ConnectorV2 subclass",
-    base="ray.rllib.connectors.connector_v2:ConnectorV2",
+    allowed="a function making connectors from (env, spaces, device), or a ConnectorV2 class "
+    "(RLlib's own, such as ray.rllib.connectors.env_to_module:FlattenObservations, or yours), "
+    "made on each env runner",
+    base=_CONNECTOR_BASE,
     functions=True,
     group=_GROUP,
     max_required=3,
+)
+# RLlib calls a learner connector's value with (input_observation_space, input_action_space):
+# a ConnectorV2 class is such a callable as it is.
+_LEARNER_CONNECTOR = Role(
+    noun="a connector builder",
+    allowed="a function making connectors from (observation space, action space), or a "
+    "ConnectorV2 class",
+    base=_CONNECTOR_BASE,
+    functions=True,
+    group=_GROUP,
+    max_required=2,
 )
 _REPLAY_BUFFER = _classes(
     "a replay buffer", "ray.rllib.utils.replay_buffers.base:ReplayBufferInterface"
@@ -71,9 +91,9 @@ CODE_KEYS: dict[str, Role] = {
             "train_result",
         )
     },
-    "env_to_module_connector": _CONNECTOR,
-    "module_to_env_connector": _CONNECTOR,
-    "learner_connector": _CONNECTOR,
+    "env_to_module_connector": _ENV_CONNECTOR,
+    "module_to_env_connector": _ENV_CONNECTOR,
+    "learner_connector": _LEARNER_CONNECTOR,
     "policy_mapping_fn": _FUNCTION,
     "offline_loss_for_module_fn": _FUNCTION,
     "env_runner_cls": _classes("an env runner class", "ray.rllib.env.env_runner:EnvRunner"),
@@ -144,12 +164,31 @@ def load_code(config: dict[str, Any], search_path: tuple[str, ...]) -> dict[str,
 
     def visit(value: Any, role: Role, path: str) -> Any:
         loaded = [
-            check(item, role, search_path, where).load() for item, where in _each(value, path)
+            _as_rllib_takes(check(item, role, search_path, where).load(), role, where)
+            for item, where in _each(value, path)
         ]
         return loaded if isinstance(value, list) else loaded[0]
 
     out: dict[str, Any] = _walk(config, "config", visit)
     return out
+
+
+def _as_rllib_takes(obj: Any, role: Role, where: str) -> Any:
+    """The loaded object as RLlib takes it at its key: a connector class at an env runner's key
+    as the builder RLlib calls (`ConnectorClass`), made with no arguments."""
+    cls = obj.func if isinstance(obj, functools.partial) else obj
+    if role is not _ENV_CONNECTOR or not inspect.isclass(cls):
+        return obj
+    needed = required_arguments(obj)
+    if needed:
+        raise SpecError(
+            f"connector class {cls.__name__} needs {', '.join(needed)}, and a spec names it "
+            "without arguments",
+            path=where,
+            suggestion=f"write a function def make(env, spaces, device): return "
+            f"{cls.__name__}(...) in a module beside the spec, and name it module:make",
+        )
+    return ConnectorClass(obj)
 
 
 def code_modules(config: dict[str, Any]) -> tuple[str, ...]:

@@ -4,6 +4,7 @@ translation they write to (`Translation.put`: one warning per change, a clash na
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,6 +173,45 @@ class ObservationConnectors:
 
     def __repr__(self) -> str:
         return "MeanStdFilter" if self.mean_std_clip is not None else "FlattenObservations"
+
+
+@dataclass(frozen=True)
+class ConnectorClass:
+    """A ConnectorV2 class named at `env_to_module_connector` or `module_to_env_connector`, as
+    the builder RLlib calls there: a new piece on each env runner. RLlib calls the key's value
+    with (env, spaces[, device]); the class itself, called so, would take the env for its
+    observation space. The pipeline sets the piece's input spaces; on a multi-agent env a piece
+    that takes `multi_agent` works per agent, as ObservationConnectors' do."""
+
+    cls: Any  # a ConnectorV2 subclass, or RLlib's functools.partial of one
+
+    def __call__(self, env: Any = None, spaces: Any = None, device: Any = None) -> Any:
+        if _agent_observation_spaces(env) is not None and "multi_agent" in _parameters(self.cls):
+            return self.cls(multi_agent=True)
+        return self.cls()
+
+    def __repr__(self) -> str:
+        return str(getattr(getattr(self.cls, "func", self.cls), "__name__", self.cls))
+
+
+def _parameters(cls: Any) -> dict[str, inspect.Parameter]:
+    try:
+        return dict(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return {}
+
+
+def required_arguments(cls: Any) -> list[str]:
+    """The arguments a connector class needs beyond its input spaces (which the pipeline sets):
+    `ConnectorClass` makes it with none."""
+    spaces = ("input_observation_space", "input_action_space")
+    return [
+        name
+        for name, p in _parameters(cls).items()
+        if p.default is p.empty
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        and name not in spaces
+    ]
 
 
 def _flattens(space: Any) -> bool:

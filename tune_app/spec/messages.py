@@ -103,10 +103,47 @@ def _to_spec_error(target: Any, err: Any) -> SpecError:  # noqa: C901
             suggestion="write a registered name (python -m tune_app list), an RLlib "
             "algorithm such as PPO, or package.module:function",
         )
+    if kind in _SCALARS:
+        return _scalar_error(kind, value, path, loc[-1])
     msg = err["msg"][0].lower() + err["msg"][1:]
     if kind == "value_error":  # the app's own validators: their message says it all
         return SpecError(msg.removeprefix("value error, "), path=path)
     return SpecError(f"{msg}, but got {value!r}", path=path)
+
+
+# Strict mode's errors for a number or a boolean written as something else: what the key takes.
+_SCALARS = {"int_type": "a whole number", "float_type": "a number", "bool_type": "true or false"}
+
+
+def _scalar_error(kind: str, value: Any, path: str, key: str) -> SpecError:
+    """`num_samples: true`, `num_samples: "4"`, `num_samples: 2.5`: the value as written, what
+    the key takes, and the spelling that does it where one is plain."""
+    wanted = _SCALARS[kind]
+    fix = None
+    if isinstance(value, bool):
+        shown = f"{str(value).lower()} (a boolean)"
+    elif isinstance(value, str):
+        shown = f"the text {value!r}"
+        fix = _unquoted(value, kind)
+        fix = f"write {key}: {fix}, without quotes" if fix is not None else None
+    else:
+        shown = repr(value)
+        if isinstance(value, float) and value.is_integer() and kind == "int_type":
+            fix = f"write {key}: {int(value)}"
+    return SpecError(f"must be {wanted}, but got {shown}", path=path, suggestion=fix)
+
+
+def _unquoted(text: str, kind: str) -> str | None:
+    """`text` as the YAML scalar the key takes, where it reads as one ("4" -> 4)."""
+    if kind == "bool_type":
+        return text.lower() if text.lower() in ("true", "false") else None
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    if kind == "int_type" and not number.is_integer():
+        return None
+    return str(int(number)) if kind == "int_type" else text.strip()
 
 
 def _expected(ctx: dict[str, Any]) -> list[str]:

@@ -41,7 +41,17 @@ NAME_MAX_BYTES = 200
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    """A spec model: unknown keys are errors, and values are taken as written. Strict: a number
+    is a YAML number, never `true` (pydantic's lax mode reads it as 1) or text ("4" read as 4),
+    and a whole number has no fraction; a float key takes an int. YAML gives sequences as lists,
+    so a tuple-typed key turns them into tuples first (`_as_tuple`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+
+
+def _as_tuple(value: Any) -> Any:
+    """A YAML sequence (a list) for a tuple-typed key, which strict mode takes only as a tuple."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 # ---- searchers and schedulers: their options models come from the tables in `methods` ------
@@ -115,8 +125,8 @@ class CheckpointSpec(_Strict):
 class Bound(_Strict):
     """An expected range of a metric: `min`, `max` or both, inclusive."""
 
-    min: Annotated[float, Field(strict=False)] | None = Field(None, description="lowest allowed")
-    max: Annotated[float, Field(strict=False)] | None = Field(None, description="highest allowed")
+    min: float | None = Field(None, description="lowest allowed")
+    max: float | None = Field(None, description="highest allowed")
 
     @model_validator(mode="after")
     def _one_bound(self) -> Bound:
@@ -180,7 +190,7 @@ ExpectInput = Annotated[
 
 def _one_pattern(value: Any) -> Any:
     """`include: timers` is short for `include: [timers]`."""
-    return (value,) if isinstance(value, str) else value
+    return (value,) if isinstance(value, str) else _as_tuple(value)
 
 
 KEY_PATTERN = r"^\S+$"  # a result key, a group prefix or a glob: no spaces, as in Tune's keys
@@ -367,7 +377,7 @@ class ExperimentSpec(Settings):
             return value
         raise ValueError("should be an env name or {grid_search: [name, ...]}")
 
-    stop: dict[str, Annotated[float, Field(strict=False)]] = Field(
+    stop: dict[str, float] = Field(
         default_factory=dict,
         description="stop a trial when any result key reaches (>=) its value; checked only "
         "when a result arrives, so a hung trial needs result_timeout_s",
@@ -380,7 +390,10 @@ class ExperimentSpec(Settings):
     fail_fast: bool = Field(
         False, description="end the whole run at its first failed trial (Tune's fail_fast)"
     )
-    log_to_file: bool | str | tuple[str, str] = Field(
+    log_to_file: Annotated[
+        bool | str | tuple[str, str],
+        BeforeValidator(_as_tuple, json_schema_input_type=bool | str | tuple[str, str]),
+    ] = Field(
         True,
         description="each trial's stdout and stderr to files in its folder (Tune's log_to_file): "
         "true (`stdout`, `stderr`), a file name for both, [stdout file, stderr file], or false",

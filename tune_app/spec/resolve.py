@@ -11,7 +11,7 @@ from typing import Any, Literal
 from tune_app.errors import Collector, SpecError
 from tune_app.methods import SCHEDULERS, SEARCHERS, FifoOptions, GridOptions
 from tune_app.objectives import Limit, objectives_of
-from tune_app.rundir.noise import DEFAULT_SELECT
+from tune_app.rundir.noise import DEFAULT_SELECT, MIN_SEEDS
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE, seed_values
 from tune_app.space import code_warnings, parse_space
@@ -62,18 +62,22 @@ def _seeds(seeds: int | list[int] | None, path: str) -> tuple[int, ...]:
     return tuple(values)
 
 
-def _select(select: str, seeded: bool, exp: ExperimentSpec, path: str, exp_name: str) -> str:
-    """`select: lcb` ranks a configuration by a bound over its seeds: without seeds there is
-    none."""
-    if select == "lcb" and not seeded:
-        raise SpecError(
-            f"lcb ranks configurations by a bound over their seeds' scores, but experiment "
-            f"'{exp_name}' has no seeds",
-            path=f"{path}.select" if exp.select is not None else "select",
-            allowed=["aggregate", "lcb (with seeds)"],
-            suggestion="add seeds: 5, or leave select out",
-        )
-    return select
+def _select(
+    select: str, seeds: tuple[int, ...], exp: ExperimentSpec, path: str, exp_name: str
+) -> str:
+    """`select: lcb` ranks a configuration by a bound over its seeds' scores: without seeds
+    there is none, and over one seed it is that seed's score (`noise.MIN_SEEDS`)."""
+    if select != "lcb" or len(seeds) >= MIN_SEEDS:
+        return select
+    had = f"one seed ({seeds[0]}), and a bound over one seed is no bound" if seeds else "no seeds"
+    raise SpecError(
+        f"lcb ranks configurations by a bound over their seeds' scores, but experiment "
+        f"'{exp_name}' has {had}",
+        path=f"{path}.select" if exp.select is not None else "select",
+        allowed=["aggregate", f"lcb (with {MIN_SEEDS} or more seeds)"],
+        suggestion="write seeds: 5 (or a list of 2 or more seeds), or select: aggregate, or "
+        "leave select out",
+    )
 
 
 def parse(data: Any, file: Path, text: str = "") -> Spec:
@@ -207,6 +211,7 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         )
     own = exp.metric is not None or exp.mode is not None
     objectives = objectives_of(pick("metric"), pick("mode"), path if own else "")
+    seeds = _seeds(pick("seeds"), path)
     config = dict(exp.config)
     if isinstance(exp.env, EnvGridSpec):  # a grid is a config axis, where RLlib's examples put it
         if "env" in config:
@@ -235,9 +240,9 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         scheduler=scheduler or FifoOptions(),
         max_concurrent_trials=pick("max_concurrent_trials"),
         seed=pick("seed"),
-        seeds=_seeds(pick("seeds"), path),
+        seeds=seeds,
         aggregate=pick("aggregate", DEFAULT_AGGREGATE),
-        select=_select(pick("select", DEFAULT_SELECT), bool(pick("seeds")), exp, path, name),
+        select=_select(pick("select", DEFAULT_SELECT), seeds, exp, path, name),
         storage_path=pick("storage_path", "results"),
         simulations=exp.simulations,
         cpu_per_simulation=exp.cpu_per_simulation,
