@@ -1,8 +1,9 @@
 """Finding runs to resume, and the plan that continues them, from the files a run left.
 
-A run folder holds `run.json` (which spec file, smoke or not), `spec.yaml` (the spec as run) and
-Tune's saved state. A spec file changed since the run is refused with a diff unless forced; the
-search then continues as it was run, since Tune's saved state fixes it.
+A run folder holds `run.json` (which spec file, smoke or not, which release), `spec.yaml` (the
+spec as run) and Tune's saved state. A spec file changed since the run is refused with a diff
+unless forced; the search then continues as it was run, since Tune's saved state fixes it. A
+saved state this release cannot read is refused in one line naming the release that wrote it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tune_app.resources import Machine
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.records import RunRecord
 from tune_app.rundir.write import read_run_record
+from tune_app.saved_state import check_readable
 from tune_app.sources import changed_modules
 from tune_app.spec.loading import DICT_SPEC
 from tune_app.spec.resolve import loads
@@ -107,4 +109,6 @@ def _resumable_record(folder: RunLocation) -> RunRecord:
         raise SpecError(
             f"{folder.local} has no saved Tune state (tuner.pkl): the run ended before Tune started"
         )
+    # Before Ray starts: a state naming what this release lacks fails in Tune with a traceback.
+    check_readable(folder, record)
     return record

@@ -1,21 +1,92 @@
 """What Tune saved of a run, read back outside Tune's loop: the journal of ended trials folded
-into Tune's saved state, the wall time a resumed run already spent, and the summary of a run
-that stopped without Tune's loop ending (its loop raised, its Ray head was lost)."""
+into Tune's saved state, the wall time a resumed run already spent, the summary of a run that
+stopped without Tune's loop ending (its loop raised, its Ray head was lost), and whether this
+release can read that state at all.
+
+Tune pickles the objects the app hands it (callbacks, stopper, searcher, scheduler, config
+values) and `resume` unpickles them: a saved state names the app's classes and functions by
+module and name, and a run resumes under a later release only while each name still imports.
+`PICKLED_NAMES` is the list of those names, none private; tests/test_saved_state.py runs each
+kind of search and holds what Tune pickled to it.
+"""
 
 from __future__ import annotations
 
+import importlib
+import pickletools
+from collections.abc import Iterator
 from dataclasses import replace
+from functools import cache
+from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import tune_app
+from tune_app.errors import SpecError
 from tune_app.interrupts import deferred
 from tune_app.rundir.layout import write_json
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
+from tune_app.rundir.saved import tune_pickles
 from tune_app.rundir.write import mark_finished_trials
+from tune_app.sources import app_fingerprint
 
 if TYPE_CHECKING:
     from tune_app.plan.types import ExperimentPlan
-    from tune_app.rundir.records import RunSummary
+    from tune_app.rundir.location import RunLocation
+    from tune_app.rundir.records import RunRecord, RunSummary
+
+# The app's names that Tune's saved state may hold, as `module:qualname`. A run saved by one
+# release resumes under a later one only while each still imports there: a class or function
+# renamed or moved keeps its old name here as an alias, and leaves this list only with a
+# release that says it no longer resumes runs saved before. None is private (`_`), so no
+# refactoring of private code can break a resume.
+PICKLED_NAMES = frozenset(
+    {
+        # Callbacks and stopper (the run config)
+        "tune_app.callbacks:JsonlResults",
+        "tune_app.callbacks:TrialLogsFollowResults",
+        "tune_app.progress:ProgressCallback",
+        "tune_app.tensorboard:TrialBoard",
+        "tune_app.tensorboard:TagLayout",
+        "tune_app.timeouts:ResultTimeout",
+        "tune_app.ray_internals.actors:kill_trial_actor",  # ResultTimeout's `kill`
+        "tune_app.trackers.callback:TrackerLog",
+        "tune_app.trackers.mirror:Target",
+        "tune_app.trackers.naming:Naming",
+        "tune_app.trackers.options:MlflowOptions",
+        "tune_app.trackers.options:WandbOptions",
+        "tune_app.tuner:SpecStopper",
+        # What those hold
+        "tune_app.rundir.location:RunLocation",
+        "tune_app.space:Domain",
+        "tune_app.objectives:Objective",
+        "tune_app.objectives:Limit",
+        # Searchers
+        "tune_app.methods.by_index:SearchesByIndex",
+        "tune_app.ray_internals.sparse:LatestMetric",
+        "tune_app.ray_internals.seeded:SeedRepeater",
+        "tune_app.ray_internals.seeded:SeededVariants",
+        "tune_app.ray_internals.constraints:ToldConstraints",
+        # Schedulers
+        "tune_app.ray_internals.sparse:SparseASHA",
+        "tune_app.ray_internals.sparse:SparseMedian",
+        "tune_app.ray_internals.seeded:SeededASHA",
+        "tune_app.ray_internals.seeded:SeededMedian",
+        "tune_app.ray_internals.seeded:SeededHyperBand",
+        "tune_app.ray_internals.hyperband:ResumableHyperBand",
+        "tune_app.ray_internals.hyperband:ResumableHyperBandForBOHB",
+        "tune_app.ray_internals.population:AppPBT",
+        "tune_app.ray_internals.population:AppPB2",
+        # A trial's storage keeps the last copy command Tune's syncer ran (experiment state).
+        "tune_app.ray_internals.uploads:upload",
+        # An RLlib trial's config (experiment state, params.pkl, its checkpoints).
+        "tune_app.rllib.handlers:ObservationConnectors",
+    }
+)
+# The packages whose names `resume` checks before handing the state to Tune: the app's and
+# Ray's, whose versions run.json records. A user's module imports only on the run's own path.
+_CHECKED = ("tune_app", "ray")
 
 
 def saved_summary(ep: ExperimentPlan, wall_time_s: float) -> RunSummary | None:
@@ -51,3 +122,120 @@ def mark_finished(ep: ExperimentPlan) -> None:
     ep.folder.pull_state()
     if mark_finished_trials(ep.folder.local):
         ep.folder.push_state()
+
+
+def pickled_globals(data: bytes) -> Iterator[str]:
+    """`module:qualname` of each global a pickle names (what unpickling it imports), in order;
+    nothing more once the pickle turns out torn. A function or class that cloudpickle wrote by
+    value (its code, not its name) shows as the reconstructor it calls
+    (`ray.cloudpickle.cloudpickle:_make_function`); `by_value` names its module."""
+    return (value for kind, value in _walk(data) if kind == "global")
+
+
+def by_value(data: bytes) -> list[str]:
+    """The `__module__` of each function or class a pickle holds by value (cloudpickle's way
+    with a lambda, a function's local, a class made at run time): code frozen into the state."""
+    found, key = [], None
+    for kind, value in _walk(data):
+        if kind == "string" and key == "__module__" and value not in found:
+            found.append(value)
+        key = value if kind == "string" else None
+    return found
+
+
+def _walk(data: bytes) -> Iterator[tuple[str, str]]:
+    """("global", "module:qualname") for each global a pickle names and ("string", text) for
+    each string it pushes (also one fetched again from the memo), in order; nothing more once
+    the pickle turns out torn."""
+    memo: dict[int, str | None] = {}
+    pushed: list[str | None] = []  # the last two values pushed: a string, or None for another
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            if op.name in ("GLOBAL", "INST"):  # protocols 0-3: "module name" in the opcode
+                yield "global", str(arg).replace(" ", ":", 1)
+            elif op.name == "STACK_GLOBAL" and len(pushed) == 2 and None not in pushed:
+                yield "global", f"{pushed[0]}:{pushed[1]}"
+            if op.name == "MEMOIZE":
+                memo[len(memo)] = pushed[-1] if pushed else None
+            elif op.name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo[int(str(arg))] = pushed[-1] if pushed else None
+            elif op.name not in ("PROTO", "FRAME"):
+                got = op.name in ("GET", "BINGET", "LONG_BINGET")
+                value = memo.get(int(str(arg))) if got else arg
+                text = value if isinstance(value, str) and (got or "UNICODE" in op.name) else None
+                pushed.append(text)
+                if text is not None:
+                    yield "string", text
+            del pushed[:-2]
+    except (ValueError, EOFError, KeyError):  # torn, or not a pickle: Tune's error says so
+        return
+
+
+def is_private(name: str) -> bool:
+    """Whether `module:qualname` names something private: a part of either starting with `_`,
+    or a function's local (`<locals>`), which pickles only by value."""
+    module, _, qualname = name.partition(":")
+    return any(part.startswith(("_", "<")) for part in (*module.split("."), *qualname.split(".")))
+
+
+@cache
+def resolves(name: str) -> bool:
+    """Whether `module:qualname` imports in this process, as unpickling would import it."""
+    module, _, qualname = name.partition(":")
+    try:
+        found: object = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except Exception:  # noqa: BLE001 - any failure to import is a name this release lacks
+        return False
+    return True
+
+
+def missing_name(folder: Path) -> str | None:
+    """The first name of the app or of Ray in the state Tune saved in `folder` that does not
+    import here (`module:qualname`), or None: a state this release cannot unpickle."""
+    for _, data in tune_pickles(folder):
+        for name in pickled_globals(data):
+            if name.split(".", 1)[0].split(":", 1)[0] in _CHECKED and not resolves(name):
+                return name
+    return None
+
+
+def check_readable(folder: RunLocation, record: RunRecord) -> None:
+    """Refuse, in one line, to resume a run whose saved state names a class or function of the
+    app or of Ray that this release does not have, naming the release that saved it: Tune would
+    fail unpickling it with a traceback ("Can't get attribute ...")."""
+    name = missing_name(folder.local)
+    if name is not None:
+        raise unreadable(folder, record, name)
+
+
+def unreadable(folder: RunLocation, record: RunRecord, cause: str) -> SpecError:
+    """The one-line refusal to resume the run in `folder`, whose saved state this release cannot
+    read because of `cause` (the name it lacks, or the unpickling error), naming the release
+    that saved it from its run.json."""
+    wrote = _release(record.versions.get("tune_app"), record.app_code)
+    if cause.startswith("ray"):  # Ray was upgraded under the run
+        then = record.versions.get("ray")
+        saved_by = f"{wrote} with ray {then or '(version not recorded)'}"
+        reader = f"ray {metadata.version('ray')}"
+        install = f"ray {then}" if then else "the Ray release that ran it"
+    else:
+        saved_by = wrote
+        reader = _release(tune_app.__version__, app_fingerprint())
+        install = wrote if record.versions.get("tune_app") else "the release that ran it"
+    return SpecError(
+        f"{folder.where} was saved by {saved_by}; this {reader} cannot read its saved search "
+        f"state, which names {cause}",
+        suggestion=f"its results read as they are (analyze, report, best); to continue the "
+        f"search, resume it with {install} installed, or start a new run",
+    )
+
+
+def _release(version: str | None, code: str) -> str:
+    """A release of the app as run.json names it: its version, and the digest of its code (every
+    commit of a version shares the version); an earlier release's run.json may lack either."""
+    digest = f" (code {code})" if code else ""
+    if not version or version == "not installed":
+        return f"a tune_app release its run.json does not name{digest}"
+    return f"tune_app {version}{digest}"

@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import tune_app
 from tune_app.errors import SpecError
 from tune_app.rundir.layout import (
     FINISHED_FILE,
@@ -72,6 +73,8 @@ def package_versions() -> dict[str, str]:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             found[name] = "not installed"
+    # The app's own: the code running, also from a source checkout that was never installed.
+    found["tune_app"] = tune_app.__version__
     return found
 
 
