@@ -54,6 +54,23 @@ def _tune_experiments_below(folder: Path) -> None:
     _tune_experiment(folder / "exp_a")
 
 
+def _record_lost(folder: Path) -> None:
+    # A tune_app run (Tune's state and the app's files) whose run.json was deleted.
+    _tune_experiment(folder)
+    (folder / "spec.yaml").write_text("e: {run: fns:train}\n")
+    (folder / "results.jsonl").write_text('{"trial_id": "a", "training_iteration": 1}\n')
+    (folder / "summary.json").write_text(json.dumps({"experiment": "f", "metric": "score"}))
+
+
+def _record_garbled(folder: Path) -> None:
+    _record_lost(folder)
+    (folder / "run.json").write_text('{"experiment": "f",\n "metric": \n')
+
+
+def _records_lost_below(folder: Path) -> None:
+    _record_lost(folder / "exp_a")
+
+
 CASES = [
     pytest.param(_empty, "holds no tune_app run (no run.json", id="empty"),
     pytest.param(_random_files, "holds no tune_app run (no run.json", id="random-files"),
@@ -66,6 +83,20 @@ CASES = [
     pytest.param(_stopped_before_it_began, "its run was stopped before it began", id="stopped"),
     pytest.param(_tune_experiment, "is a Ray Tune experiment folder", id="ray-tune"),
     pytest.param(_tune_experiments_below, "holds Ray Tune experiment folders (exp_a)", id="tunes"),
+    pytest.param(
+        _record_lost,
+        "is a tune_app run whose record is lost or damaged: run.json is missing; results.jsonl, "
+        "summary.json, spec.yaml are there",
+        id="run.json-deleted",
+    ),
+    pytest.param(
+        _record_garbled, "run.json is not JSON at line 3, column 1 (Expecting value)", id="garbled"
+    ),
+    pytest.param(
+        _records_lost_below,
+        "holds tune_app runs whose run.json is lost or damaged (exp_a: run.json is missing)",
+        id="run.json-deleted-below",
+    ),
 ]
 
 
@@ -117,3 +148,20 @@ def test_a_run_with_a_torn_file_loads_with_a_warning_naming_it(tmp_path):
     with pytest.warns(PartlyRead, match="summary.json"):
         frame = tune_app.load(folder)
     assert sorted(frame["trial_id"]) == ["t1", "t2"]
+
+
+@pytest.mark.parametrize("make", [_record_lost, _record_garbled])
+def test_a_run_whose_record_is_lost_says_what_still_reads_it(tmp_path, make):
+    folder = tmp_path / "f"
+    make(folder)
+    with pytest.raises(SpecError) as caught:
+        tune_app.load(folder)
+    said = str(caught.value)
+    assert "Ray Tune wrote it" not in said
+    record = f"write {folder / 'run.json'} back as "
+    assert f"its results are still in {folder / 'results.jsonl'}" in said
+    assert "pandas.read_json(" in said  # (a long quoted path is shortened in the message)
+    assert record in said
+    (folder / "run.json").write_text(said.split(record)[1].split(" (")[0])  # as it says
+    frame = tune_app.load(folder)
+    assert list(frame["trial_id"]) == ["a"]

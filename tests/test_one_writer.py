@@ -138,3 +138,23 @@ def test_two_runs_of_one_spec_never_merge_and_a_live_run_is_not_resumed(tmp_path
         seen = [(r["trial_id"], r["training_iteration"]) for r in rows]
         assert len(seen) == len(set(seen)) == 8  # 2 trials x 4 steps, written once
         assert json.loads((each / "summary.json").read_text())["counts"] == {"TERMINATED": 2}
+
+
+def test_best_of_a_run_still_going_says_so_in_one_line(tmp_path, cli):
+    from tests.test_reruns import _scored
+    from tune_app.rundir.lock import Owner, writer_of
+
+    run = RunLocation(_scored(tmp_path / "net"))
+    assert writer_of(run) is None
+    quiet = cli("best", run.local)
+    assert quiet.code == 0 and quiet.err == ""
+    with hold([run]):  # the lock of a live run: this process
+        assert writer_of(run) == Owner.parse(run.lock_file.read_text())
+        going = cli("best", run.local)
+    assert going.code == 0 and going.out == quiet.out
+    assert going.err.count("\n") == 1
+    assert f"tune_app: {run.local} is still being run (host " in going.err
+    assert f"pid {os.getpid()}" in going.err and "best so far and may change" in going.err
+    run.lock_file.write_text(json.dumps({"host": os.uname().nodename, "pid": 2**22 + 1,
+                                         "started": "x"}))  # fmt: skip
+    assert writer_of(run) is None  # left by a run killed with -9: its process is gone

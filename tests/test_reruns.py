@@ -140,3 +140,135 @@ def test_run_and_validate_say_where_a_rerun_writes(cli, write_spec, tmp_path):
         result.err
     )
     assert f"python -m tune_app resume {earlier}" in result.err
+
+
+def _scored(folder: Path) -> Path:
+    """A finished run of `net` (es_cartpole over lr) as a run leaves it: its records, the
+    results, a summary ranking its two trials (`b` best) and `b`'s checkpoint."""
+    from tune_app.rundir.records import FINISHED, RunRecord, RunSummary, TrialOutcome
+
+    folder.mkdir()
+    trials = []
+    for i, lr in enumerate([0.01, 0.1]):
+        trial_folder = f"es_bbbbb_0000{i}_{i}_lr={lr}"
+        (folder / trial_folder / "checkpoint_000001").mkdir(parents=True)
+        trials.append(
+            TrialOutcome(
+                f"bbbbb_0000{i}",
+                FINISHED,
+                {"lr": lr},
+                10.0 * (i + 1),
+                2,
+                trial_folder,
+                params={"lr": lr},
+            )  # fmt: skip
+        )
+    record = RunRecord(experiment="net", metric="acc", mode="max", searched=("lr",))
+    (folder / "run.json").write_text(json.dumps(record.to_json()))
+    summary = RunSummary("net", "acc", "max", 1.0, trials=trials)
+    (folder / "summary.json").write_text(json.dumps(summary.to_json()))
+    (folder / "results.jsonl").write_text('{"trial_id": "bbbbb_00000", "training_iteration": 1}\n')
+    spec = "metric: acc\nmode: max\nexperiments:\n  net:\n    run: es_cartpole\n"
+    (folder / "spec.yaml").write_text(spec + "    config: {lr: {grid_search: [0.01, 0.1]}}\n")
+    return folder
+
+
+def _refused_before_any_trial(folder: Path) -> None:
+    """A later run refused before any trial reported, as an older version left it: its records
+    and Tune's state of pending trials, no result."""
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"experiment": "net", "metric": "acc"}))
+    (folder / "spec.yaml").write_text((folder.parent / "net" / "spec.yaml").read_text())
+    (folder / "experiment_state-2026-01-02_00-00-00.json").write_text('{"trial_data": []}')
+
+
+def _ended_by_a_metric_never_reported(folder: Path) -> None:
+    """A later run whose metric was misspelt: its trials reported, then the search was ended
+    (exit 2): results there, nothing ranked."""
+    _refused_before_any_trial(folder)
+    (folder / "results.jsonl").write_text('{"trial_id": "z", "training_iteration": 1}\n')
+    summary = {"experiment": "net", "metric": "acx", "mode": "max", "wall_time_s": 1.0}
+    summary |= {"trials": [{"trial_id": "z", "status": "TERMINATED"}], "missing": {"metric": "acx"}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+
+
+@pytest.mark.parametrize(
+    ("make", "why", "state"),
+    [
+        pytest.param(_refused_before_any_trial, "no trial reported", "no trials", id="refused"),
+        pytest.param(
+            _ended_by_a_metric_never_reported,
+            "ended early: 'acx' was never reported",
+            "ended early: 'acx' was never reported",
+            id="metric-typo",
+        ),
+    ],
+)
+def test_every_reader_reads_the_run_that_ran_trials_and_names_the_later_one(
+    cli, capsys, tmp_path, monkeypatch, make, why, state
+):
+    import importlib
+
+    import tune_app
+    from tune_app import api
+
+    finished = _scored(tmp_path / "net")
+    later = tmp_path / "net_2"
+    make(later)
+    line = (
+        f"tune_app: reading {finished}, the newest run that ran trials; also there: {later} "
+        f"({why}) (give a run's run.json, e.g. {later}/run.json, to read exactly that run)\n"
+    )
+
+    # Given either folder of the experiment, each reader reads the finished run and says so.
+    analyzed = cli("analyze", later)
+    assert analyzed.code == 0 and analyzed.err == line
+    assert "net: acc (max, ranked by last value); 2 terminated; finished" in analyzed.out
+    exactly = cli("analyze", later / "run.json")  # the later run itself, said as what it is
+    title = " ".join(exactly.out.split())  # the table's title folds at the terminal's width
+    assert exactly.err == "" and state in title and "; finished" not in title
+    best = cli("best", finished)
+    assert best.code == 0 and best.err == line
+    assert best.out.startswith(f"# The best configurations of {finished}, as found by")
+    page = tmp_path / "page.html"
+    reported = cli("report", later, "--out", page)
+    assert reported.code == 0 and reported.err == line
+    assert "<title>tune_app report: net</title>" in page.read_text()
+    assert f"<code>{finished}</code>" in page.read_text() and str(later) not in page.read_text()
+
+    asked = {}
+
+    def run(spec_file, *, storage_path, verbosity):  # evaluate's run, stopped before Ray
+        asked.update(spec=Path(spec_file).read_text(), storage=storage_path)
+        raise tune_app.SpecError("stopped here")
+
+    monkeypatch.setattr(api, "run", run)
+    monkeypatch.chdir(tmp_path)  # run.json names no spec file: evaluate's spec goes to ./
+    evaluated = cli("evaluate", later)
+    assert evaluated.err.startswith(line) and evaluated.err.count("tune_app: reading") == 1
+    assert f"# The best configurations of {finished}, as found by" in asked["spec"]
+    assert asked["storage"] == str(tmp_path)
+
+    served = {}
+
+    class Board:  # TensorBoard's program, stopped at launch
+        def __init__(self, **_):
+            pass
+
+        def configure(self, logdir, **_):
+            served["logdir"] = logdir
+
+        def launch(self):
+            raise program.TensorBoardServerException("stopped here")  # before serving
+
+    program = importlib.import_module("tensorboard.program")  # not the package's lazy proxy
+    monkeypatch.setattr(program, "TensorBoard", Board)
+    boarded = cli("tensorboard", later, "--port", "0")
+    assert boarded.err.startswith(line) and served["logdir"] == str(finished)
+
+    assert tune_app.best_checkpoint(later).path.parent.parent == finished
+    assert capsys.readouterr().err == line
+    (read,) = tune_app.read(later)
+    assert read.folder == finished and capsys.readouterr().err == line
+    assert sorted(tune_app.load(later)["trial_id"]) == ["bbbbb_00000", "bbbbb_00001"]
+    assert capsys.readouterr().err == line

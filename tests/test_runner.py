@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tune_app import spec
+from tune_app.errors import SpecError
 from tune_app.plan.make import make_plan
 from tune_app.tuner import REPORT_GRACE, _scheduler
 
@@ -589,3 +590,32 @@ def test_a_trainable_is_named_per_experiment_for_tunes_registry(trainable):
         assert not hasattr(given, "_resources")
     else:
         assert issubclass(one, Train)
+
+
+@pytest.mark.parametrize(
+    ("files", "error", "removed"),
+    [
+        pytest.param({}, KeyboardInterrupt(), True, id="before-tune-saved-anything"),
+        pytest.param({"experiment_state-x.json": "{}"}, KeyboardInterrupt(), False, id="ctrl-c"),
+        pytest.param(
+            {"experiment_state-x.json": "{}"}, SpecError("bad"), True, id="refused-no-result"
+        ),
+        pytest.param(
+            {"experiment_state-x.json": "{}", "results.jsonl": '{"trial_id": "a"}\n'},
+            SpecError("bad"),
+            False,
+            id="refused-with-results",
+        ),
+    ],
+)
+def test_a_run_refused_before_any_trial_reported_leaves_no_folder(tmp_path, files, error, removed):
+    from types import SimpleNamespace
+
+    from tune_app.rundir.location import RunLocation
+    from tune_app.runner import _nothing_ran
+
+    folder = RunLocation(tmp_path / "e")
+    folder.create()
+    for name, text in {"run.json": "{}", "spec.yaml": "e: {}\n", **files}.items():
+        (folder.local / name).write_text(text)
+    assert _nothing_ran(SimpleNamespace(folder=folder), error) is removed

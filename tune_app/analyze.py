@@ -185,7 +185,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    state = "finished" if exp.finished else "not finished (interrupted or still running)"
+    state = exp.state
     metric = (
         f"{exp.metric} ({exp.mode}, ranked by {scoring.describe(exp.scope)})"
         if exp.metric

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +25,7 @@ from tune_app.command import APP
 from tune_app.errors import SpecError
 from tune_app.rundir import noise
 from tune_app.rundir.location import RunLocation
+from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.rundir.records import TrialOutcome
 from tune_app.seeds import SEED_KEY
@@ -58,6 +60,7 @@ class Best:
     score: float  # the trial's score, or with seeds the configuration's aggregate
     judged: str  # how the score was taken, in words
     metric: str
+    run: RunLocation  # the run folder it was read from
     checkpoint: Path | None = None  # its trial's newest checkpoint folder, if it kept one
 
 
@@ -69,6 +72,15 @@ def best_spec(
     or the point of it `pick` names (`tune_app.front.chosen`). Raises SpecError when a run has
     no scored trial."""
     runs = RunLocation.open(folder)
+    for run in runs:
+        owner = writer_of(run)
+        if owner is not None:
+            print(
+                f"tune_app: {run.where} is still being run ({owner.describe()}): these are the "
+                "best so far and may change; run `best` again once it has ended",
+                file=sys.stderr,
+                flush=True,
+            )
     texts = {r.spec.read_text(encoding="utf-8") for r in runs}
     if len(texts) != 1:
         raise SpecError(
@@ -97,9 +109,10 @@ def best_spec(
     return out, found
 
 
-def render(data: dict[str, Any], found: list[Best], fmt: Format, source: str) -> str:
+def render(data: dict[str, Any], found: list[Best], fmt: Format) -> str:
     """The spec as YAML or JSON, the chosen values as `experiment.config.path=value` lines, or
-    the chosen trials' checkpoint folders, one a line."""
+    the chosen trials' checkpoint folders, one a line; the header and errors name the runs read."""
+    source = read_from(found)
     if fmt == "checkpoint":
         missing = [b.trial.trial_id for b in found if b.checkpoint is None]
         if missing:
@@ -124,6 +137,11 @@ def render(data: dict[str, Any], found: list[Best], fmt: Format, source: str) ->
         for b in found
     ]
     return "\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=False).rstrip("\n")
+
+
+def read_from(found: list[Best]) -> str:
+    """The run folders the chosen configurations were read from, as a user names them."""
+    return ", ".join(dict.fromkeys(b.run.where for b in found))
 
 
 def _chosen(exp: ExperimentResults, top: int, pick: str | None) -> list[Best]:
@@ -180,7 +198,9 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
             )
         name = f"{exp.name}-best" if top == 1 else f"{exp.name}-top{rank}"
         checkpoint = exp.checkpoint(trial)
-        out.append(Best(exp.name, name, rank, trial, params, score, how, exp.metric, checkpoint))
+        out.append(
+            Best(exp.name, name, rank, trial, params, score, how, exp.metric, exp.run, checkpoint)
+        )
     return out
 
 
@@ -201,9 +221,8 @@ def _front(exp: ExperimentResults, pick: str | None) -> list[Best]:
         params = {k: t.params.get(k) for k in exp.searched}
         value = t.objectives.get(first)
         score = float(value) if value is not None else float("nan")
-        out.append(
-            Best(exp.name, name, rank, t, params, score, front.judged(t, exp.summary), first)
-        )
+        judged = front.judged(t, exp.summary)
+        out.append(Best(exp.name, name, rank, t, params, score, judged, first, exp.run))
     return out
 
 
@@ -261,12 +280,12 @@ def _check_takes_seed(name: str, run: Any) -> None:
         info.refuse_missing_knob(SEED_KEY, why)
 
 
-def evaluation_home(folder: str | Path) -> tuple[Path, str]:
-    """Where `evaluate` writes its spec (beside the spec file of the run, so its trainable
-    modules resolve as they did) and the storage folder its results go to (the run's)."""
+def evaluation_home(run: RunLocation) -> tuple[Path, str]:
+    """Where `evaluate` writes its spec (beside the spec file of `run`, the run read, so its
+    trainable modules resolve as they did) and the storage folder its results go to (the
+    run's)."""
     from tune_app.rundir.write import read_run_record
 
-    run = RunLocation.open(folder)[0]
     spec_file = Path(read_run_record(run).spec_file or "spec")  # an older run.json: ./spec
     stem = spec_file.stem if spec_file.name != "<dict>" else "spec"
     home = spec_file.parent if spec_file.parent.is_dir() else Path.cwd()

@@ -149,11 +149,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from tune_app.rundir.storage import is_uri
 
     experiments = results.load(args.dir)
+    # Named by the run read, which a folder of several runs chose (`RunLocation.open`).
+    source = experiments[0].where if len(experiments) == 1 else str(args.dir)
     # Beside the results, or here when they are on cloud storage.
-    out = Path(args.out or ("." if is_uri(args.dir) else args.dir))
+    out = Path(args.out or ("." if is_uri(source) else source))
     if out.is_dir():
         out /= "report.html"
-    print(report.write(experiments, out, source=str(args.dir)))
+    print(report.write(experiments, out, source=source))
     return EXIT_OK
 
 
@@ -163,7 +165,7 @@ def cmd_best(args: argparse.Namespace) -> int:
     if args.seeds is not None and args.seeds < 1:
         raise TuneAppError(f"--seeds must be at least 1, got {args.seeds}")
     data, found = best.best_spec(args.dir, seeds=args.seeds, pick=args.pick)
-    print(best.render(data, found, args.format, source=str(args.dir)))
+    print(best.render(data, found, args.format))
     return EXIT_OK
 
 
@@ -176,8 +178,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.top < 1 or args.seeds < 1:
         raise TuneAppError(f"--top and --seeds must be at least 1, got {args.top}, {args.seeds}")
     data, found = best.best_spec(args.dir, seeds=args.seeds, top=args.top)
-    spec_file, root = best.evaluation_home(args.dir)
-    text = best.render(data, found, "yaml", source=str(args.dir))
+    spec_file, root = best.evaluation_home(found[0].run)
+    text = best.render(data, found, "yaml")
     with for_the_user():
         write_text(spec_file, text + "\n")
     print(f"tune_app: the top {args.top} configurations on {args.seeds} fresh seeds: {spec_file}")

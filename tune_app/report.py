@@ -308,7 +308,7 @@ def _meta(exp: ExperimentResults) -> str:
     metric = f"{exp.metric} ({exp.mode})" if exp.metric else "no metric"
     stop = ", ".join(f"{k} ≥ {_shown(v)}" for k, v in exp.stop.items()) or "none"
     counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts.items()))
-    state = "finished" if exp.finished else "not finished"
+    state = exp.state if exp.finished else "not finished"  # a refused run says it ended early
     items = [
         f"metric {metric}",
         f"scheduler {exp.scheduler}",

@@ -327,11 +327,11 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
                 if summary is not None:  # the trackers record how far it got, as a run's end
                     tracking.finish(ep, summary)
                 raise TuneFailure.loop_raised(err, [summary] if summary else []) from err
-    except BaseException:
+    except BaseException as err:
         tracking.stop(ep)  # those `finish` did not end
-        if not opts.resume and not _started(ep):
-            # Tune refused the run before any trial: nothing to resume, and a folder left
-            # behind would be taken for an interrupted run by the next `run`.
+        if not opts.resume and _nothing_ran(ep, err):
+            # Refused before any trial reported: nothing to resume or read, and a folder left
+            # behind would be taken for a run by the readers and by the next `run`.
             ep.folder.remove()
         raise
     # A finished run resumed runs nothing: its wall time stays what it was.
@@ -461,6 +461,16 @@ def _library_warnings(verbosity: int) -> Iterator[None]:
 def _started(ep: ExperimentPlan) -> bool:
     """Whether Tune got as far as saving its state or a trial reported."""
     return ep.folder.tune_started()
+
+
+def _nothing_ran(ep: ExperimentPlan, err: BaseException) -> bool:
+    """Whether this new run's folder (made here, its lock held) holds nothing to keep: Tune
+    stopped before saving its state or any trial reported, or a spec error refused the run
+    before any trial reported (Tune may have saved its state of pending trials: a resume
+    would meet the same error)."""
+    if not _started(ep):
+        return True
+    return isinstance(err, SpecError) and not ep.folder.holds_results()
 
 
 def _refuse_existing(plan: Plan) -> None:

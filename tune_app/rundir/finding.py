@@ -1,6 +1,7 @@
-"""Finding the runs a folder holds: a run's folder, its experiment's newest run, every run of a
-folder of experiments, and one clear refusal for a folder that holds none (a plain Ray Tune
-experiment, a folder where nothing ran). Ray-free."""
+"""Finding the runs a folder holds: a run's folder, its experiment's newest run that ran trials,
+every run of a folder of experiments, and one clear refusal for a folder that holds none (a plain
+Ray Tune experiment, a folder where nothing ran, a run whose run.json is lost or damaged).
+Ray-free."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from pathlib import Path
 
 from tune_app.errors import SpecError
 from tune_app.rundir.layout import (
+    CLONES_FILE,
+    FINISHED_FILE,
+    RESULTS_FILE,
     RUN_FILE,
     SPEC_FILE,
     SUMMARY_FILE,
@@ -78,6 +82,48 @@ def unfinished(folder: Path) -> bool:
     return not isinstance(data, dict) or bool(data.get("interrupted", True))
 
 
+def not_run_why(summary: str | None, reported: bool) -> str | None:
+    """Why a run ran no trials to read, in a few words, or None when it ran some: from its
+    summary.json's text (None: no summary, the run was killed or is still going) and whether a
+    trial reported or ended (results.jsonl or the journal holds a line). A run refused once its
+    trials had reported (a stop or metric key never reported, or never as a number) counts as
+    one that ran none: it was ended before it could rank any."""
+    try:
+        data = json.loads(summary) if summary is not None else None
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        missing, unusable = data.get("missing"), data.get("unusable")
+        if isinstance(missing, dict) and missing:
+            return f"ended early: '{next(iter(missing.values()))}' was never reported"
+        if isinstance(unusable, dict) and unusable:
+            return f"ended early: {next(iter(unusable))} was never a number"
+        if data.get("trials"):
+            return None
+    return None if reported else "no trial reported"
+
+
+def not_run(folder: Path) -> str | None:
+    """`not_run_why` of a local run folder."""
+    try:
+        summary: str | None = (folder / SUMMARY_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        summary = None
+    return not_run_why(summary, any(_has_lines(folder / n) for n in (RESULTS_FILE, FINISHED_FILE)))
+
+
+def ran_trials(folder: Path) -> bool:
+    """Whether a local run folder's run ran trials to read (`not_run_why`)."""
+    return not_run(folder) is None
+
+
+def _has_lines(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
 def find_runs(
     folder: Path, *, every: bool = False, prefer: Callable[[Path], bool] | None = None
 ) -> tuple[list[Path], list[Path]]:
@@ -86,7 +132,9 @@ def find_runs(
     A run's folder names the newest run of its experiment (itself, or a later `<name>_<n>`
     beside it: a re-run writes there); a run's run.json names exactly that run; a folder
     holding experiments names the newest run of each (every run with `every`). With `prefer`,
-    the newest run that it prefers, where one does (`resume`: the newest unfinished run).
+    the newest run that it prefers, where one does (the readers: the newest that ran trials,
+    `ran_trials`; `resume`: the newest unfinished run). `RunLocation.open` is the one caller
+    that readers go through: it says in one line which run it read and names the others.
     """
     folder = folder.expanduser()
     if folder.name == RUN_FILE and folder.is_file():
@@ -142,6 +190,18 @@ RECORD_FIELDS = frozenset(f.name for f in fields(RunRecord))
 def _no_run(folder: Path) -> SpecError:
     """The error for a folder that holds no tune_app run, saying what it holds instead."""
     where = folder.resolve()
+    lost = record_problem(folder)
+    if lost is not None:
+        return _lost_record(folder, lost)
+    below = [(c, p) for c in sorted(_subfolders(folder)) if (p := record_problem(c)) is not None]
+    if below:
+        named = "; ".join(f"{c.name}: {p}" for c, p in below[:3]) + (
+            "; ..." if len(below) > 3 else ""
+        )
+        return SpecError(
+            f"{folder} holds tune_app runs whose {RUN_FILE} is lost or damaged ({named})",
+            suggestion=_what_still_works(below[0][0]),
+        )
     tune_runs = sorted(
         p for p in [folder, *(c for c in _subfolders(folder))] if _is_tune_experiment(p)
     )
@@ -183,6 +243,68 @@ def _no_run(folder: Path) -> SpecError:
     return SpecError(
         f"{folder} holds no tune_app run (no {RUN_FILE} in it or its subfolders)",
         suggestion="give an experiment folder, e.g. results/<experiment>",
+    )
+
+
+# Files only the app writes in a run folder (spec.yaml alone is a run stopped before it began).
+_APP_FILES = (RESULTS_FILE, SUMMARY_FILE, FINISHED_FILE, CLONES_FILE)
+
+
+def record_problem(folder: Path) -> str | None:
+    """What is wrong with the run.json of a folder the app ran in (its results, summary or
+    journal are there, or its spec copy beside Tune's state), in words: missing, not JSON at
+    line N, not an object, none of the app's fields; None where run.json reads as a run, or the
+    folder holds none of the app's files (another tool's, or nothing ran)."""
+    app_files = [n for n in _APP_FILES if (folder / n).is_file()]
+    if not app_files and not ((folder / SPEC_FILE).is_file() and _is_tune_experiment(folder)):
+        return None
+    record = folder / RUN_FILE
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"{RUN_FILE} is missing"
+    except UnicodeDecodeError:
+        return f"{RUN_FILE} is not text (not UTF-8)"
+    except json.JSONDecodeError as err:
+        return f"{RUN_FILE} is not JSON at line {err.lineno}, column {err.colno} ({err.msg})"
+    except OSError as err:
+        return f"{RUN_FILE} cannot be read ({err.strerror or err})"
+    if not isinstance(data, dict):
+        return f"{RUN_FILE} is not a JSON object (a JSON {type(data).__name__})"
+    if data and RECORD_FIELDS.isdisjoint(data):
+        return (
+            f"{RUN_FILE} is not a tune_app run record (a JSON object naming none of its fields: "
+            "experiment, metric, mode, ...)"
+        )
+    return None
+
+
+def _lost_record(folder: Path, problem: str) -> SpecError:
+    present = [n for n in (*_APP_FILES, SPEC_FILE) if (folder / n).is_file()]
+    return SpecError(
+        f"{folder} is a tune_app run whose record is lost or damaged: {problem}; "
+        f"{', '.join(present)} {'is' if len(present) == 1 else 'are'} there",
+        suggestion=_what_still_works(folder),
+    )
+
+
+def _what_still_works(folder: Path) -> str:
+    """What can still be done with a run whose run.json is lost or damaged."""
+    results = folder / RESULTS_FILE
+    ranked = (folder / SUMMARY_FILE).is_file()
+    record = json.dumps(
+        {"experiment": folder.name}
+        if ranked
+        else {"experiment": folder.name, "metric": "<metric>", "mode": "<max|min>"}
+    )
+    read = (
+        f"its results are still in {results}, a JSON object a line "
+        f"(pandas.read_json('{results}', lines=True)); "
+        if _has_lines(results)
+        else ""
+    )
+    return f"{read}to read it with tune_app, write {folder / RUN_FILE} back as {record}" + (
+        " (the rest is read from summary.json)" if ranked else ""
     )
 
 

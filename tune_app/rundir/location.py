@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,23 +63,29 @@ class RunLocation:
     def open(
         where: str | Path, *, every: bool = False, resuming: bool = False
     ) -> list[RunLocation]:
-        """The runs `where` names (`finding.find_runs`): a run's folder, its experiment's newest
-        run (the newest unfinished one when `resuming`); a run's run.json, that run; a folder of
-        experiments, the newest run of each (every run with `every`). A path or a URI; cloud
-        runs pulled into a copy to read (never their staging folders: those are the writer's,
-        see `pull`). Runs passed over are named in one line on stderr."""
+        """The runs `where` names (`finding.find_runs`), the one way every reader (analyze,
+        report, best, evaluate, tensorboard, the Python API) and `resume` find them: a run's
+        folder, its experiment's newest run that ran trials (the newest unfinished one when
+        `resuming`); a run's run.json, exactly that run; a folder of experiments, the newest run
+        of each (every run with `every`). A path or a URI; cloud runs pulled into a copy to read
+        (never their staging folders: those are the writer's, see `pull`). Where a name stood
+        for several runs, one line on stderr says which was read and names the others."""
         if is_uri(where):
             uris, others = storage.find_runs(
-                str(where), every=every, prefer=storage.unfinished if resuming else None
+                str(where),
+                every=every,
+                prefer=storage.unfinished if resuming else storage.ran_trials,
             )
             found = [RunLocation(storage.pull(u, storage.reading_dir(u)), u) for u in uris]
-            _say_passed_over(found, others)
+            _say_passed_over(found, others, storage.not_run, resuming)
             return found
         paths, passed = finding.find_runs(
-            Path(where), every=every, prefer=finding.unfinished if resuming else None
+            Path(where),
+            every=every,
+            prefer=finding.unfinished if resuming else finding.ran_trials,
         )
         found = [RunLocation(p) for p in paths]
-        _say_passed_over(found, [str(p) for p in passed])
+        _say_passed_over(found, [str(p) for p in passed], _not_run_here, resuming)
         return found
 
     def fresh(self) -> RunLocation:
@@ -239,6 +246,12 @@ class RunLocation:
         saved = any(self.local.glob("experiment_state-*.json"))
         return saved or (self.results.exists() and self.results.stat().st_size > 0)
 
+    def holds_results(self) -> bool:
+        """Whether a trial reported or ended here, or the run wrote its summary."""
+        return self.summary.exists() or any(
+            p.exists() and p.stat().st_size > 0 for p in (self.results, self.finished)
+        )
+
     def holds_only_records(self) -> bool:
         """Whether the folder holds nothing but what the app writes before Tune starts."""
         return {p.name for p in self.local.iterdir()} <= {RUN_FILE, SPEC_FILE}
@@ -278,16 +291,29 @@ class RunLocation:
             storage.pull_state(self.uri, self.local)
 
 
-def _say_passed_over(read: list[RunLocation], others: list[str]) -> None:
-    """One line naming the runs not read, and how to read one of them."""
-    if others:
-        print(
-            f"tune_app: reading {', '.join(r.where for r in read)}, the newest run; also there: "
-            f"{', '.join(others)} (give a run's {RUN_FILE}, e.g. {others[-1].rstrip('/')}/"
-            f"{RUN_FILE}, to read exactly that run)",
-            file=sys.stderr,
-            flush=True,
-        )
+def _say_passed_over(
+    read: list[RunLocation], others: list[str], not_run: Callable[[str], str | None], resuming: bool
+) -> None:
+    """One line naming the run read and the runs not read (why, for one that ran no trials),
+    and how to read one of them."""
+    if not others:
+        return
+    why = {o: not_run(o) for o in others} if not resuming else {}
+    kind = "the newest unfinished run" if resuming else "the newest run"
+    if any(why.values()):
+        kind = "the newest run that ran trials"
+    also = ", ".join(o + (f" ({why[o]})" if why.get(o) else "") for o in others)
+    print(
+        f"tune_app: reading {', '.join(r.where for r in read)}, {kind}; also there: {also} "
+        f"(give a run's {RUN_FILE}, e.g. {others[-1].rstrip('/')}/{RUN_FILE}, to read exactly "
+        "that run)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _not_run_here(where: str) -> str | None:
+    return finding.not_run(Path(where))
 
 
 def _canonical(location: RunLocation) -> str:

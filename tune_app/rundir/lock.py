@@ -88,6 +88,26 @@ def hold(folders: list[RunLocation], *, resuming: bool = False) -> Iterator[None
         yield
 
 
+def writer_of(folder: RunLocation) -> Owner | None:
+    """Who is writing `folder` now, for a reader to say so; None when no run holds it. Read from
+    its lock's owner record without taking the lock (a reader holding it even for a moment
+    would turn a run starting then away): a local lock file is there only while held, or left
+    by a run killed with -9, whose process is gone; a lease counts while it is renewed."""
+    if folder.uri:
+        from tune_app.rundir import storage
+
+        text = storage.read_text(folder.parent, folder.lock_name)
+        owner = Owner.parse(text) if text is not None else None
+        fresh = owner is not None and time.time() - owner.heartbeat < LEASE_S
+        return owner if fresh and owner is not None and owner.alive() else None
+    try:
+        text = lock_path(folder).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    owner = Owner.parse(text)
+    return owner if owner is not None and owner.alive() else None
+
+
 def lock_path(folder: RunLocation) -> Path:
     """The local lock file of a folder (`RunLocation.lock_file`: beside its real path)."""
     return folder.lock_file

@@ -102,7 +102,7 @@ class ExperimentResults:
         if not trial.folder:
             return TrialFiles()
         local = self.folder / trial.folder
-        here = RunLocation(self.folder, self.location if is_uri(self.location) else None)
+        here = self.run
 
         def where(name: str) -> str | None:
             # A cloud run's trial folders are not copied to read: its error file is named as
@@ -124,6 +124,21 @@ class ExperimentResults:
             return None
         kept = checkpoints(self.folder / trial.folder)
         return kept[-1] if kept else None
+
+    @property
+    def state(self) -> str:
+        """How the run ended, in words: finished; ended early, refused once its trials showed a
+        stop or metric key never reported (it ranks nothing); or not finished."""
+        if self.summary.missing:
+            return f"ended early: '{next(iter(self.summary.missing.values()))}' was never reported"
+        if self.summary.unusable:
+            return f"ended early: {next(iter(self.summary.unusable))} was never a number"
+        return "finished" if self.finished else "not finished (interrupted or still running)"
+
+    @property
+    def run(self) -> RunLocation:
+        """The run folder this was read from (for a cloud run, its copy read here and its URI)."""
+        return RunLocation(self.folder, self.location if is_uri(self.location) else None)
 
     @property
     def on_cloud(self) -> bool:

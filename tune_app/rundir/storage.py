@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tune_app.errors import SpecError
-from tune_app.rundir.finding import newest_of_each, run_number
+from tune_app.rundir.finding import newest_of_each, not_run_why, run_number
 from tune_app.rundir.layout import (
     CLONES_FILE,
     FINISHED_FILE,
@@ -154,6 +154,22 @@ def unfinished(uri: str) -> bool:
     except ValueError:
         return True
     return not isinstance(data, dict) or bool(data.get("interrupted", True))
+
+
+def not_run(uri: str) -> str | None:
+    """Why the run at `uri` ran no trials to read, or None (`finding.not_run_why`)."""
+    import pyarrow.fs
+
+    fs, path = _fs(uri)
+    reported = any(
+        (info := fs.get_file_info(f"{path}/{name}")).type == pyarrow.fs.FileType.File and info.size
+        for name in (RESULTS_FILE, FINISHED_FILE)
+    )
+    return not_run_why(read_text(uri, SUMMARY_FILE), reported)
+
+
+def ran_trials(uri: str) -> bool:
+    return not_run(uri) is None
 
 
 def read_text(uri: str, name: str) -> str | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tune_app.errors import SpecError
-from tune_app.rundir.finding import find_runs
+from tune_app.rundir.location import RunLocation
 
 DEFAULT_PORT = 6006  # TensorBoard's own: a bookmark or a forwarded port keeps working
 
@@ -37,10 +37,13 @@ def serve(folder: Path, host: str = "127.0.0.1", port: int | None = None) -> Non
     well: TensorBoard finds each trial's folder as it starts."""
     folder = folder.expanduser()
     if _not_written_yet(folder):  # served before the run: its trials show as they start
-        runs: list[Path] = []
+        runs: list[RunLocation] = []
         print(f"note: no run in {folder} yet; its trials show here as they start", file=sys.stderr)
     else:
-        runs, _ = find_runs(folder, every=True)  # a storage folder: every run, side by side
+        # A storage folder: every run, side by side; a run's folder: the run the readers read.
+        runs = RunLocation.open(folder, every=True)
+        if not all(r.local.parent == folder for r in runs):
+            folder = runs[0].local
     port, moved = pick_port(host, port)
     if moved:
         print(f"note: {moved}", file=sys.stderr)
