@@ -53,7 +53,6 @@ def test_a_name_is_private_if_any_part_is(name, private):
 
 # ---- runs of each kind: what Tune pickled ---------------------------------------------------
 
-_OUTSIDE = "its fix is outside this change: rename it public, keeping the old name as an alias"
 KINDS = [
     pytest.param(
         "my_trainables.py",
@@ -109,6 +108,7 @@ experiments:
     config: {x: {uniform: [0, 1]}, steps: 2}
 """,
         id="function-hyperopt-median-seeds-trackers",
+        marks=pytest.mark.slow,  # the first tier runs two kinds; the second, every kind
     ),
     pytest.param(
         "two_objectives.py",
@@ -125,6 +125,7 @@ experiments:
     config: {width: {uniform: [0, 1]}}
 """,
         id="two-objectives-constraints",
+        marks=pytest.mark.slow,  # the first tier runs two kinds; the second, every kind
     ),
     pytest.param(
         "my_trainables.py",
@@ -142,11 +143,7 @@ experiments:
     config: {x: {uniform: [0, 1]}, steps: 2}
 """,
         id="hyperband-seeds",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="SeededHyperBand's bracket_class is tune_app.ray_internals.seeded."
-            f"_SeedsKeptTogether: {_OUTSIDE}",
-        ),
+        marks=pytest.mark.slow,
     ),
     pytest.param(
         "my_trainables.py",
@@ -163,14 +160,7 @@ experiments:
     config: {x: {uniform: [0, 1]}, steps: 2}
 """,
         id="bohb",
-        marks=[
-            BOHB_RANGES,
-            pytest.mark.xfail(
-                strict=True,
-                reason="ResumableHyperBandForBOHB's bracket_class is "
-                f"tune_app.ray_internals.hyperband._FilledOnce: {_OUTSIDE}",
-            ),
-        ],
+        marks=[BOHB_RANGES, pytest.mark.slow],
     ),
     pytest.param(
         "pbt_climb.py",
@@ -187,11 +177,7 @@ experiments:
     config: {lr: {uniform: [0.1, 1]}}
 """,
         id="pbt",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="AppPBT's recorder is tune_app.ray_internals.population._RecordsClones "
-            f"(PB2's _RecordsClonesPB2): {_OUTSIDE}",
-        ),
+        marks=pytest.mark.slow,
     ),
     pytest.param(
         None,

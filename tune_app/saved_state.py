@@ -78,6 +78,10 @@ PICKLED_NAMES = frozenset(
         "tune_app.ray_internals.hyperband:ResumableHyperBandForBOHB",
         "tune_app.ray_internals.population:AppPBT",
         "tune_app.ray_internals.population:AppPB2",
+        "tune_app.ray_internals.population:RecordsClones",  # AppPBT's recorder
+        "tune_app.ray_internals.population:RecordsClonesPB2",  # AppPB2's
+        "tune_app.ray_internals.hyperband:FilledOnce",  # the brackets' class
+        "tune_app.ray_internals.seeded:SeedsKeptTogether",
         # A trial's storage keeps the last copy command Tune's syncer ran (experiment state).
         "tune_app.ray_internals.uploads:upload",
         # An RLlib trial's config (experiment state, params.pkl, its checkpoints).

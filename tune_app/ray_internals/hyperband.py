@@ -36,7 +36,7 @@ from tune_app.scoring import number
 
 
 # A subclass: Tune's HyperBand makes its brackets itself (`_create_bracket`), with no hook.
-class _FilledOnce(_Bracket):
+class FilledOnce(_Bracket):
     """A bracket that is full once it was given its trials, ended ones included; a trial without
     a number for the metric at a rung ranks last."""
 
@@ -58,7 +58,7 @@ class ResumableHyperBand(Wraps):
     def __init__(
         self,
         inner: TrialScheduler | None = None,
-        bracket_class: type[_FilledOnce] = _FilledOnce,
+        bracket_class: type[FilledOnce] = FilledOnce,
         **options: Any,
     ) -> None:
         super().__init__(inner if inner is not None else HyperBandScheduler(**options))
@@ -109,3 +109,7 @@ class ResumableHyperBandForBOHB(ResumableHyperBand):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(HyperBandForBOHB(**options))
+
+
+# The names runs saved before these were public pickled (saved_state.PICKLED_NAMES).
+_FilledOnce = FilledOnce

@@ -35,7 +35,7 @@ from tune_app.rundir.location import RunLocation
 
 
 # A subclass: Tune's PBT names an exploit's donor and new config only to `_log_config_on_step`.
-class _RecordsClones(PopulationBasedTraining):
+class RecordsClones(PopulationBasedTraining):
     """Tune's PBT recording each exploit in `<folder>/clones.jsonl`, written at once, as it
     stands in the trials' timelines: one record per `clone_key`, and none that Tune's saved
     state lost (`AppPBT` drops those)."""
@@ -140,7 +140,7 @@ def _leaf(value: Any) -> Any:
     return None
 
 
-class _RecordsClonesPB2(_RecordsClones, PB2):  # the same hook, in Tune's PB2
+class RecordsClonesPB2(RecordsClones, PB2):  # the same hook, in Tune's PB2
     """Tune's PB2, recording clones."""
 
 
@@ -149,14 +149,14 @@ class AppPBT(NumbersOnly):
     number (`sparse`)."""
 
     def __init__(self, folder: RunLocation | None = None, **options: Any) -> None:
-        self.recorder: _RecordsClones = self.recording(**options)
+        self.recorder: RecordsClones = self.recording(**options)
         self.recorder.folder = folder
         self.recorder.mutated = self.mutated(options)
         super().__init__(self.recorder)
 
     @staticmethod
-    def recording(**options: Any) -> _RecordsClones:
-        return _RecordsClones(**options)
+    def recording(**options: Any) -> RecordsClones:
+        return RecordsClones(**options)
 
     @staticmethod
     def mutated(options: dict[str, Any]) -> tuple[str, ...]:
@@ -178,9 +178,14 @@ class AppPB2(AppPBT):
     """Tune's PB2, likewise."""
 
     @staticmethod
-    def recording(**options: Any) -> _RecordsClones:
-        return _RecordsClonesPB2(**options)
+    def recording(**options: Any) -> RecordsClones:
+        return RecordsClonesPB2(**options)
 
     @staticmethod
     def mutated(options: dict[str, Any]) -> tuple[str, ...]:
         return tuple(options.get("hyperparam_bounds") or {})
+
+
+# The names runs saved before these were public pickled (saved_state.PICKLED_NAMES).
+_RecordsClones = RecordsClones
+_RecordsClonesPB2 = RecordsClonesPB2

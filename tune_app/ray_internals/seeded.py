@@ -23,7 +23,7 @@ from ray.tune.schedulers import (
 from ray.tune.search import BasicVariantGenerator
 from ray.tune.search.basic_variant import _TrialIterator
 
-from tune_app.ray_internals.hyperband import ResumableHyperBand, _FilledOnce
+from tune_app.ray_internals.hyperband import FilledOnce, ResumableHyperBand
 from tune_app.ray_internals.sparse import SparseASHA, SparseMedian, numbers_only
 from tune_app.ray_internals.wrapping import Wraps, WrapsSearcher, option
 from tune_app.scoring import number
@@ -374,7 +374,7 @@ def _configuration(trial: Trial) -> str:
     )
 
 
-class _SeedsKeptTogether(_FilledOnce):
+class SeedsKeptTogether(FilledOnce):
     """A bracket of configurations, each with all its seeds: HyperBand's counts (how many a
     bracket takes, how many a rung keeps) are of configurations, a seed joins the bracket its
     configuration is in, and a rung keeps or cuts a configuration's seeds together, by their
@@ -422,10 +422,10 @@ class _SeedsKeptTogether(_FilledOnce):
 
 class SeededHyperBand(JudgesBySeeds):
     """HyperBand judging configurations by their seeds' aggregate, its brackets holding whole
-    configurations (`_SeedsKeptTogether`)."""
+    configurations (`SeedsKeptTogether`)."""
 
     def __init__(self, how: str = "mean", **options: Any) -> None:
-        self.band = ResumableHyperBand(bracket_class=_SeedsKeptTogether, **options)
+        self.band = ResumableHyperBand(bracket_class=SeedsKeptTogether, **options)
         super().__init__(
             self.band,
             time_attr=option(HyperBandScheduler, options, "time_attr"),
@@ -479,3 +479,7 @@ class SeededHyperBand(JudgesBySeeds):
 
     def on_trial_error(self, tune_controller: Any, trial: Trial) -> None:
         self._watched(trial, lambda: self.inner.on_trial_error(tune_controller, trial))
+
+
+# The names runs saved before these were public pickled (saved_state.PICKLED_NAMES).
+_SeedsKeptTogether = SeedsKeptTogether
