@@ -88,6 +88,7 @@ experiments:
     assert overlaps(first, second)
 
 
+@pytest.mark.slow  # the first tier runs two experiments at once in test_runner
 def test_two_experiments_run_at_the_same_time(ray_session, cli, write_spec, tmp_path):
     # One trial at a time per experiment: on 2 CPUs, overlap can only come from the other one.
     spec_file = write_spec("""

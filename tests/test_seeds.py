@@ -234,6 +234,7 @@ def test_best_takes_the_best_configuration_over_seeds(seeded_run, cli):
     assert again["experiments"]["lottery-best"]["seeds"] == [10000, 10001]
 
 
+@pytest.mark.slow  # evaluate end to end; the first tier checks the spec it writes
 def test_evaluate_reruns_the_top_configurations_on_fresh_seeds(seeded_run, cli):
     _, folder = seeded_run
     result = cli("evaluate", folder / "o" / "lottery", "--top", "2", "--seeds", "2", "-q")
