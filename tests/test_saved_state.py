@@ -196,9 +196,10 @@ experiments:
             pytest.mark.e2e,  # RLlib trains end to end
             pytest.mark.xfail(
                 strict=True,
-                reason="RLlib's checkpoints pickle the class trials run by value: "
-                "tune_app.rllib.algorithm.app_algorithm makes it at run time (with its step "
-                "function a local): it wants a module-level class per algorithm",
+                reason="RLlib's checkpoint pickles type(self): in a trial that is the class Ray "
+                "makes of the trial's class for its actor (the same module and name, another "
+                "object), so cloudpickle writes it by value with the app's class under it. "
+                "Tune's own state names the class (tune_app.rllib.algorithm:PPO)",
             ),
         ],
     ),

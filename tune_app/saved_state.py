@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import tune_app
 from tune_app.errors import SpecError
 from tune_app.interrupts import deferred
+from tune_app.rllib.tables import ALGORITHMS
 from tune_app.rundir.layout import write_json
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
@@ -86,6 +87,8 @@ PICKLED_NAMES = frozenset(
         "tune_app.ray_internals.uploads:upload",
         # An RLlib trial's config (experiment state, params.pkl, its checkpoints).
         "tune_app.rllib.handlers:ObservationConnectors",
+        # The class an RLlib trial runs (its checkpoints), by the algorithm's name.
+        *(f"tune_app.rllib.algorithm:{name}" for name in ALGORITHMS),
     }
 )
 # The packages whose names `resume` checks before handing the state to Tune: the app's and

@@ -21,9 +21,17 @@ def algorithm_class(name: str) -> Any:
     return cls
 
 
+_made: dict[str, Any] = {}  # name -> the class app_algorithm made: one per process
+
+
 def app_algorithm(name: str) -> Any:
     """The algorithm as trials run it: RLlib's class whose results have their no-data NaNs
-    dropped and the smoothed episode returns added (see `metrics`)."""
+    dropped and the smoothed episode returns added (see `metrics`). One class per name and
+    process, found as `tune_app.rllib.algorithm.<name>` (`__getattr__`): pickles of it (Tune's
+    saved state, RLlib's checkpoints) name it, where a class made anew each time was pickled
+    with its code, tying a checkpoint to the release that wrote it."""
+    if name in _made:
+        return _made[name]
     base = algorithm_class(name)
 
     def step(self: Any) -> dict[str, Any]:
@@ -36,4 +44,13 @@ def app_algorithm(name: str) -> Any:
 
     # Same name as RLlib's class: Tune names trials and folders after it.
     cls = type(name, (base,), {"step": step, "__module__": __name__, "__qualname__": name})
+    _made[name] = cls
     return cls
+
+
+def __getattr__(name: str) -> Any:
+    """`tune_app.rllib.algorithm.PPO` and the like: the class trials run (`app_algorithm`), as
+    pickle looks it up by its module and name."""
+    if name not in ALGORITHMS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return app_algorithm(name)
