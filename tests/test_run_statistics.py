@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -231,6 +232,12 @@ def test_analyze_and_report_show_the_rungs_check_and_the_expected_best(tmp_path)
     assert rung == {"rung": 2, "trials": 6, "spearman": -1.0, "bound": 0.5, "predicts": False}
     page = report.write([exp], tmp_path / "report.html", "e").read_text()
     assert "Did early stopping judge well?" in page and "grace_period above 2" in page
+    # What a rung at the bound keeps is said for the run's own reduction factor, where run.json
+    # records it, and as an example of 3 where it does not.
+    assert "with a reduction factor of 3, a rung at 0.5 keeps" in page
+    halving = replace(exp, reduction_factor=2.0)
+    page = report.write([halving], tmp_path / "halving.html", "e").read_text()
+    assert "with this run&#39;s reduction factor of 2, a rung at 0.5 keeps the trial" in page
     assert "Enough trials?" in page and (tmp_path / "report_files" / "e-expected-best.png").exists()
     fifo = _results(*_asha_run(predictive=True), scheduler="fifo")
     assert "Spearman" not in analyze.render([fifo], "table")
@@ -427,3 +434,14 @@ def test_a_curve_of_many_trials_is_computed_at_log_spaced_n():
     )
     assert at_two.mean == pytest.approx(pairs)
     assert found.gain() is not None
+
+
+@pytest.mark.parametrize("factor", [2, 3, 4])
+def test_the_chance_a_rung_keeps_the_best_is_what_the_docs_say(factor):
+    """At a Spearman of 0 a rung keeps the best as often as it keeps any trial (its share); with
+    a factor of 3, about 3 times in 4 at 0.5 and 24 in 25 at 0.8 (docs/results.md)."""
+    assert rungs.chance_best_kept(0.0, factor) == pytest.approx((27 // factor) / 27, abs=0.02)
+    assert rungs.chance_best_kept(0.5, factor) > rungs.chance_best_kept(0.0, factor)
+    if factor == 3:
+        assert rungs.chance_best_kept(0.5, 3) == pytest.approx(0.75, abs=0.03)
+        assert rungs.chance_best_kept(0.8, 3) == pytest.approx(0.96, abs=0.02)

@@ -140,6 +140,7 @@ class Section:
     bound: str = ""  # what their lcb is, in words
     rungs: tuple[rungs.RungCheck, ...] = ()  # ASHA's and HyperBand's rungs, checked
     rung_warning: str = ""  # the rungs did not predict the final scores: what to change
+    rung_bound: str = ""  # what a rung at the bound keeps, for the run's reduction factor
 
 
 @dataclass(frozen=True)
@@ -283,6 +284,7 @@ def _section(exp: ExperimentResults, figures: tuple[Figure, ...], files: str) ->
         bound=noise.bound_words(exp.mode),
         rungs=tuple(checks),
         rung_warning=rungs.warning(checks, exp.scheduler) or "",
+        rung_bound=rungs.cut_words(exp.reduction_factor) if checks else "",
         importance=_importance(exp),
         best=_best(exp),
         failures=_failures(exp),

@@ -92,6 +92,7 @@ class ExperimentResults:
     clones: list[CloneEvent] = field(default_factory=list)  # PBT's and PB2's exploits, in order
     # Searched paths searched on a log scale (run.json's `log_scaled`); None: run.json predates it.
     log_scaled: list[str] | None = None
+    reduction_factor: float | None = None  # run.json's (None: not recorded, or no rungs)
 
     @property
     def name(self) -> str:
@@ -314,6 +315,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         folder=folder,
         searched=searched,
         scheduler=scheduler,
+        reduction_factor=info.reduction_factor,
         stop=stop,
         history=history,
         problems=problems,

@@ -45,6 +45,8 @@ class RunRecord:
     searched: tuple[str, ...] = ()
     log_scaled: tuple[str, ...] | None = None
     scheduler: str | None = None
+    # ASHA's and HyperBand's (BOHB's) share kept at each rung is 1 / reduction_factor.
+    reduction_factor: float | None = None
     stop: dict[str, Any] = field(default_factory=dict)
     time_budget_s: float | None = None  # the search's time limit, if any
     result_timeout_s: float | None = None  # a trial silent this long failed, if set

@@ -99,6 +99,7 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         searched=tuple(ep.searched),
         log_scaled=tuple(log_scaled(exp.config)),
         scheduler=exp.scheduler.type,
+        reduction_factor=getattr(exp.scheduler, "reduction_factor", None),
         stop=dict(exp.stop),
         time_budget_s=exp.time_budget_s,
         result_timeout_s=exp.result_timeout_s,
