@@ -160,7 +160,7 @@ def test_a_trainable_whose_package_is_missing_is_refused_with_its_extra(
 
 
 def test_the_report_without_scikit_learn_says_how_to_get_parameter_importance(monkeypatch):
-    from tune_app.importance import MIN_TRIALS, importances
+    from tune_app.readback.importance import MIN_TRIALS, importances
     from tune_app.rundir.records import TrialOutcome
 
     monkeypatch.setitem(sys.modules, "sklearn", None)

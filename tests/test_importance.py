@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from tune_app.importance import MIN_TRIALS, importances
+from tune_app.readback.importance import MIN_TRIALS, importances
 from tune_app.rundir.records import TrialOutcome
 
 

@@ -433,7 +433,7 @@ def test_the_report_draws_the_front_first(front_run, cli):
 
 
 def test_the_front_figure_marks_the_constraint_breaker_and_joins_the_front():
-    from tune_app.plots.front import pareto_front
+    from tune_app.readback.plots.front import pareto_front
     from tune_app.rundir.read import ExperimentResults
 
     summary = RunSummary(

@@ -224,7 +224,7 @@ def test_a_log_that_is_no_terminal_gets_where_things_stand_at_least_every_30_s(c
 
 
 def test_with_several_objectives_the_line_shows_the_front_as_the_summary_does():
-    from tune_app import front
+    from tune_app.readback import front
     from tune_app.objectives import Limit, Objective
     from tune_app.rundir.records import RunSummary, TrialOutcome
 

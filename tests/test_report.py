@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tune_app import plots, report
-from tune_app.plots import parallel
+from tune_app.readback import plots, report
+from tune_app.readback.plots import parallel
 from tune_app.rundir import read as results
 from tune_app.rundir.write import log_scaled
 from tune_app.space import parse_space

@@ -10,10 +10,10 @@ import math
 import pytest
 
 from tune_app import spec
-from tune_app.best import best_spec
 from tune_app.errors import SpecError
 from tune_app.plan.describe import layout_lines
 from tune_app.plan.make import make_plan
+from tune_app.readback.best import best_spec
 from tune_app.rundir.records import RunRecord
 from tune_app.rundir.write import write_run_files
 from tune_app.space import Domain

@@ -218,7 +218,7 @@ def _results(trials, curves, scheduler="asha", **summary):
 def test_analyze_and_report_show_the_rungs_check_and_the_expected_best(tmp_path):
     import json
 
-    from tune_app import analyze, report
+    from tune_app.readback import analyze, report
 
     exp = _results(*_asha_run(predictive=False))
     text = analyze.render([exp], "table")
@@ -246,7 +246,7 @@ def test_analyze_and_report_show_the_rungs_check_and_the_expected_best(tmp_path)
 def test_analyze_and_report_show_each_configurations_chance_and_the_lcb_ranking(tmp_path):
     import json
 
-    from tune_app import analyze, report
+    from tune_app.readback import analyze, report
 
     lucky, steady = [0.1, 0.1, 0.1, 0.1, 3.0], [0.6, 0.62, 0.61, 0.59, 0.6]
     trials = [

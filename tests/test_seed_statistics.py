@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tune_app import analyze, report, seeds
+from tune_app import seeds
+from tune_app.readback import analyze, report
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import FINISHED, RunSummary, TrialOutcome
 
@@ -99,8 +100,8 @@ def _legend_best(fig) -> list[str]:
 
 def _same_best_everywhere(trials: list[TrialOutcome], expected: str) -> None:
     """The report's banner names `expected`, as the best trial, and so does every figure."""
-    from tune_app import plots
-    from tune_app.plots import parallel
+    from tune_app.readback import plots
+    from tune_app.readback.plots import parallel
 
     for t in trials:  # a second parameter, for the parallel coordinates
         t.params["y"] = t.params["x"] * 10

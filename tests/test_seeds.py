@@ -58,7 +58,7 @@ def test_every_reader_names_the_best_configuration_and_ranks_incomplete_ones_aft
     """x=1 scored 10 on its one surviving seed (two failed); x=3's luckiest trial scored 12 but
     its mean is 4; x=2 scored 5 on all three. The best is x=2, in summary.json's `best`, the
     configurations, `analyze`'s best line and `report`'s header alike."""
-    from tune_app import analyze, report
+    from tune_app.readback import analyze, report
     from tune_app.rundir.read import ExperimentResults
     from tune_app.rundir.records import ERRORED, FINISHED, RunSummary, TrialOutcome
 

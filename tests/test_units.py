@@ -458,7 +458,7 @@ def test_best_so_far_is_a_staircase_that_ends_at_the_summarys_best(tmp_path, mod
     best, scope last, is 5), then each trial's score so far, which rose and fell; and a failed
     trial's values counted like any other. A trial counts from its last result, with its
     score: never worse, and ending at the summary's best."""
-    from tune_app import plots
+    from tune_app.readback import plots
 
     def row(trial, it, score, at, x=None):
         found = {"trial_id": trial, "training_iteration": it, "score": score, "logged_at": at}

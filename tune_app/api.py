@@ -297,7 +297,7 @@ def load(*folders: str | os.PathLike[str], top: int | None = None) -> pd.DataFra
     for each file of a run that could not be read in full."""
     import pandas as pd
 
-    from tune_app.analyze import trial_rows
+    from tune_app.readback.analyze import trial_rows
 
     experiments = read(*folders)
     for exp in experiments:

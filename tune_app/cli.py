@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tune_app import interrupts
-from tune_app.analyze import FORMATS
 from tune_app.errors import SpecErrors, TuneAppError
 from tune_app.interrupts import as_interrupts
 from tune_app.printing import (
@@ -34,6 +33,7 @@ from tune_app.printing import (
     print_warnings,
     shown,
 )
+from tune_app.readback.analyze import FORMATS
 
 if TYPE_CHECKING:
     from tune_app.api import RunResult
@@ -134,7 +134,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from tune_app import analyze
+    from tune_app.readback import analyze
     from tune_app.rundir import read as results
 
     if args.top is not None and args.top < 1:
@@ -144,7 +144,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from tune_app import report
+    from tune_app.readback import report
     from tune_app.rundir import read as results
     from tune_app.rundir.storage import is_uri
 
@@ -160,7 +160,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_best(args: argparse.Namespace) -> int:
-    from tune_app import best
+    from tune_app.readback import best
 
     if args.seeds is not None and args.seeds < 1:
         raise TuneAppError(f"--seeds must be at least 1, got {args.seeds}")
@@ -170,9 +170,9 @@ def cmd_best(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from tune_app import best
     from tune_app.api import run
     from tune_app.console import evaluation_text, print_outcomes
+    from tune_app.readback import best
     from tune_app.rundir.layout import for_the_user, write_text
 
     if args.top < 1 or args.seeds < 1:

@@ -6,7 +6,8 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from tune_app import front, objectives, scoring
+from tune_app import objectives, scoring
+from tune_app.readback import front
 from tune_app.command import APP
 from tune_app.plan.describe import describe_scheduler, describe_search
 from tune_app.plan.types import Plan

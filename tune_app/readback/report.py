@@ -19,12 +19,13 @@ from typing import Any
 
 import jinja2
 
-from tune_app import importance, plots, scoring
-from tune_app.analyze import cell as _shown  # the same cells as `analyze` prints
-from tune_app.analyze import clone_lines, configuration_cells, rung_checks
+from tune_app import scoring
 from tune_app.command import APP
-from tune_app.plots import front as front_plot
-from tune_app.plots import parallel as plots_parallel
+from tune_app.readback import importance, plots
+from tune_app.readback.analyze import cell as _shown  # the same cells as `analyze` prints
+from tune_app.readback.analyze import clone_lines, configuration_cells, rung_checks
+from tune_app.readback.plots import front as front_plot
+from tune_app.readback.plots import parallel as plots_parallel
 from tune_app.rundir import budget, noise, rungs
 from tune_app.rundir.layout import for_the_user, replace_folder
 from tune_app.rundir.location import name_of

@@ -20,9 +20,10 @@ from typing import Any, Literal
 
 import yaml
 
-from tune_app import front, scoring
+from tune_app import scoring
 from tune_app.command import APP
 from tune_app.errors import SpecError
+from tune_app.readback import front
 from tune_app.rundir import noise
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import writer_of
@@ -69,8 +70,8 @@ def best_spec(
 ) -> tuple[dict[str, Any], list[Best]]:
     """The spec (as plain data) running the `top` best configurations of every experiment in
     `folder`, and where they came from; for a search of several objectives, its Pareto front,
-    or the point of it `pick` names (`tune_app.front.chosen`). Raises SpecError when a run has
-    no scored trial."""
+    or the point of it `pick` names (`front.chosen`). Raises SpecError when a run has no scored
+    trial."""
     runs = RunLocation.open(folder)
     for run in runs:
         owner = writer_of(run)

@@ -13,7 +13,8 @@ import json
 from dataclasses import asdict
 from typing import Any, Literal
 
-from tune_app import front, scoring
+from tune_app import scoring
+from tune_app.readback import front
 from tune_app.rundir import budget, noise, rungs
 from tune_app.rundir.layout import jsonable
 from tune_app.rundir.read import ExperimentResults

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from tune_app import scoring
-from tune_app.plots import (
+from tune_app.readback.plots import (
     CATEGORY,
     FAINT_COLOR,
     LINEAR,

@@ -1,0 +1,4 @@
+"""Runs read back and shown: `analyze` (tables, JSON, CSV), `best` (the best configurations as a
+spec, and `evaluate`'s), `report` (the HTML page, its figures in `plots`), `front` (several
+objectives' Pareto front), `importance` (which parameters matter). Each reads a run folder through
+`tune_app.rundir` and imports no Ray."""
