@@ -302,6 +302,27 @@ def test_a_connector_class_that_needs_arguments_is_refused_with_the_function_to_
     assert "def make(env, spaces, device)" in message
 
 
+def test_a_connector_refused_as_it_is_loaded_names_the_file_and_experiment(
+    ray_session, cli, write_spec, tmp_path
+):
+    """The config's code is imported as the experiment is loaded: a refusal then is one line
+    with the spec file and the experiment's key path, before anything is written."""
+    spec_file = write_spec(
+        "e:\n  run: PPO\n  env: CartPole-v1\n  stop: {training_iteration: 1}\n  config:\n"
+        "    env_to_module_connector: ray.rllib.connectors.env_to_module:AgentToModuleMapping\n"
+    )
+    out = tmp_path / "o"
+    result = cli("run", spec_file, "--smoke", "--storage-path", out, "-q")
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert lines[0].startswith(
+        f"error: {spec_file}: e.config.env_to_module_connector: connector class "
+        "AgentToModuleMapping needs"
+    ), lines[0]
+    assert "def make(env, spaces, device)" in lines[0] and "Traceback" not in result.err
+    assert not out.exists()
+
+
 @pytest.mark.e2e  # RLlib trains end to end; the first tier keeps test_ppo_runs_through_the_cli
 def test_rllib_calls_the_callbacks_class_a_spec_names(ray_session, cli, write_spec, tmp_path):
     import json

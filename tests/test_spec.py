@@ -12,6 +12,7 @@ from tune_app import methods, spec
 from tune_app.errors import SpecError
 from tune_app.space import Domain
 from tune_app.spec.models import ExperimentSpec
+from tune_app.trackers.options import TrackersSpec
 
 from .conftest import SEARCH_SPACES, user_module
 
@@ -497,33 +498,38 @@ def test_the_reserved_experiment_name_is_the_smoke_folder():
     assert RESERVED_NAME == SMOKE_FOLDER
 
 
-def _number_keys(model: type, path: tuple[str, ...] = ()) -> dict[str, type]:
-    """Every key of the spec's own models (an experiment, and the file-level settings it may
-    override) that takes a number, as a YAML key path -> int or float: found from the models,
-    so a number key added later is covered too."""
+def _number_keys(
+    model: type, path: tuple[str, ...] = (), kinds: tuple[type, ...] = (int, float)
+) -> dict[str, type]:
+    """Every key of the spec's own models (an experiment, the file-level settings it may
+    override, a tracker's or a searcher's or scheduler's options) that takes a number (or one of
+    `kinds`), as a YAML key path -> its type: found from the models, so a key added later is
+    covered too. An experiment's `search:` and `scheduler:` are walked per table entry
+    (`OPTION_KEYS`), as their keys depend on the `type`."""
     import types
     import typing
 
     from tune_app.spec.models import ExpectSpec, _Strict
+    from tune_app.trackers.options import _Options
 
     def leaves(t: object, where: tuple[str, ...]) -> dict[str, type]:
         while typing.get_origin(t) is typing.Annotated:
             t = typing.get_args(t)[0]
         if typing.get_origin(t) in (typing.Union, types.UnionType):
             return {k: v for m in typing.get_args(t) for k, v in leaves(m, where).items()}
-        if t in (int, float):
+        if t in kinds:
             return {".".join(where): t}  # type: ignore[dict-item]
         if typing.get_origin(t) is dict:
             return leaves(typing.get_args(t)[1], (*where, "k"))
-        if isinstance(t, type) and issubclass(t, _Strict):
-            return _number_keys(t, where)
+        if isinstance(t, type) and issubclass(t, _Strict | _Options):
+            return _number_keys(t, where, kinds)
         return {}
 
     found: dict[str, type] = {}
     for name, field in model.model_fields.items():  # type: ignore[attr-defined]
         # `expect`'s metrics are written beside max_errored_trials, not under `metrics`.
         where = path if model is ExpectSpec and name == "metrics" else (*path, name)
-        if not field.exclude:
+        if not field.exclude and name != "type":
             found.update(leaves(field.annotation, where))
     return found
 
@@ -543,6 +549,49 @@ NOT_NUMBERS = [
     pytest.param("4", "'4'", id="text"),
     pytest.param("1e-3", "'1e-3'", id="text-float"),
 ]
+
+
+# The values an entry's options need besides the key under test (what a spec must write).
+_REQUIRED_OPTIONS = {
+    "pbt": {"hyperparam_mutations": {"alpha": [0.2, 0.4]}},
+    "pb2": {"hyperparam_bounds": {"alpha": [0.1, 0.9]}},
+}
+# Every number and boolean key of the options of every searcher and scheduler table entry, and
+# of every tracker: (YAML key path under the experiment, the entry's data without the key, type).
+OPTION_KEYS = [
+    pytest.param(
+        f"{section}.{key}",
+        {"type": name, **_REQUIRED_OPTIONS.get(name, {})},
+        kind,
+        id=f"{section}-{name}-{key}",
+    )
+    for section, table in (("search", methods.SEARCHERS), ("scheduler", methods.SCHEDULERS))
+    for name, entry in table.items()
+    for key, kind in _number_keys(entry.options, kinds=(int, float, bool)).items()
+] + [
+    pytest.param(key, None, kind, id=key)
+    for key, kind in _number_keys(TrackersSpec, ("trackers",), (int, float, bool)).items()
+]
+NOT_BOOLEANS = [
+    pytest.param(1, "got 1", id="one"),
+    pytest.param("true", "'true'", id="text"),
+    pytest.param("yes", "'yes'", id="yes"),
+]
+# Each option key with each value of another kind than its own.
+OPTION_KEYS_AND_WRONG_VALUES = [
+    pytest.param(*key.values, *bad.values, id=f"{key.id}-{bad.id}", marks=(*key.marks, *bad.marks))
+    for key in OPTION_KEYS
+    for bad in (NOT_BOOLEANS if key.values[2] is bool else NOT_NUMBERS)
+]
+
+
+def _with_option(key: str, base: dict[str, object] | None, value: object) -> dict[str, object]:
+    """An experiment whose option `key` (`scheduler.max_t`) is `value`, its entry's `type` and
+    required options beside it."""
+    section, _, rest = key.partition(".")
+    if base is None:  # a tracker's option: no type
+        return {"run": "my_func", **_nested(key, value)}
+    return {"run": "my_func", section: {**base, **_nested(rest, value)}}
 
 
 def test_the_number_keys_are_found_from_the_models():
@@ -573,6 +622,79 @@ def test_a_number_key_refuses_booleans_and_text(key, value, shown):
     message = str(err.value)
     assert len(message.splitlines()) == 1 and err.value.path == f"e.{key}", message
     assert shown in message.lower(), message
+
+
+def test_the_option_keys_are_found_from_the_method_tables_and_trackers():
+    """The walk reaches every table entry's options and the trackers' nested options."""
+    found = {
+        (p.values[0], p.values[1]["type"] if p.values[1] else None): p.values[2]
+        for p in OPTION_KEYS
+    }
+    for key, kind in [
+        (("scheduler.max_t", "asha"), int),
+        (("scheduler.max_t", "hyperband"), int),
+        (("scheduler.reduction_factor", "asha"), float),
+        (("scheduler.stop_last_trials", "asha"), bool),
+        (("scheduler.quantile_fraction", "pb2"), float),
+        (("scheduler.synch", "pbt"), bool),
+        (("search.n_initial_points", "hyperopt"), int),
+        (("search.random_fraction", "bohb"), float),
+        (("trackers.mlflow.save_artifact", None), bool),
+    ]:
+        assert found.get(key) is kind, key
+
+
+@pytest.mark.parametrize(("key", "base", "kind", "value", "shown"), OPTION_KEYS_AND_WRONG_VALUES)
+def test_an_option_key_refuses_a_value_of_another_kind(key, base, kind, value, shown):
+    """Searchers', schedulers' and trackers' options are as strict as the spec's own keys:
+    `scheduler: {type: asha, max_t: true}` is one line naming the key path and the value."""
+    with pytest.raises(SpecError) as err:
+        spec.parse({"e": _with_option(key, base, value)}, Path("spec.yaml"))
+    message = str(err.value)
+    assert len(message.splitlines()) == 1 and err.value.path == f"e.{key}", message
+    wanted = {int: "a whole number", float: "a number", bool: "true or false"}[kind]
+    assert f"must be {wanted}, but got" in message and shown in message.lower(), message
+
+
+@pytest.mark.parametrize(
+    ("key", "base", "kind"), [p for p in OPTION_KEYS if p.values[2] is not bool]
+)
+@pytest.mark.parametrize("number", [0, 1, 2, 3, 100])
+def test_an_option_key_takes_the_yaml_ints_it_took_before(key, base, kind, number):
+    """Legitimate values keep working: a YAML int that pydantic's lax mode took for an option
+    (an int for a float key too) is taken as the same value."""
+    from tune_app.spec.models import ExperimentSpec
+
+    data = _with_option(key, base, number)
+    try:
+        lax = ExperimentSpec.model_validate(data, strict=False)
+    except ValueError:
+        lax = None
+    try:
+        strict = _validated({"e": data})["e"]
+    except SpecError:
+        strict = None
+    assert (lax is None) == (strict is None), (key, number)
+    if strict is not None:
+        value = strict.model_dump()
+        for part in key.split("."):
+            value = value[part]
+        assert value == number and type(value) is kind
+
+
+def test_pbt_factors_and_pb2_bounds_are_taken_as_yaml_lists(tmp_path):
+    """Strict mode takes a tuple-typed key only as a tuple: the YAML list is turned into one."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        "e:\n  run: my_func\n  scheduler: {type: pbt, perturbation_factors: [2, 0.5], "
+        "hyperparam_mutations: {alpha: [0.2, 0.4]}}\n"
+        "f:\n  run: my_func\n  scheduler: {type: pb2, hyperparam_bounds: {alpha: [0, 1]}}\n"
+    )
+    read = _validated(spec.read_yaml(path)[1])
+    pbt = read["e"].scheduler
+    assert pbt.perturbation_factors == (2.0, 0.5)
+    assert pbt.options()["perturbation_factors"] == (2.0, 0.5)
+    assert read["f"].scheduler.hyperparam_bounds == {"alpha": [0.0, 1.0]}
 
 
 @pytest.mark.parametrize("key", [k for k, kind in NUMBER_KEYS.items() if kind is int])
@@ -625,6 +747,17 @@ def _validated(data: object) -> dict[str, ExperimentSpec]:
             "resources_per_trial: {cpu: '0.5'}",
             "e.resources_per_trial.cpu: must be a number, but got the text '0.5'; write cpu: 0.5",
             id="float-text",
+        ),
+        pytest.param(
+            "scheduler: {type: asha, max_t: true}",
+            "e.scheduler.max_t: must be a whole number, but got true (a boolean)",
+            id="option-true",
+        ),
+        pytest.param(
+            "search: {type: hyperopt, gamma: '0.5'}",
+            "e.search.gamma: must be a number, but got the text '0.5'; write gamma: 0.5, "
+            "without quotes",
+            id="option-text",
         ),
         pytest.param(
             "fail_fast: 'true'",

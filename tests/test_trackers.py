@@ -60,6 +60,13 @@ BAD = [
         id="bad-mode",
     ),
     pytest.param(
+        "mlflow: {save_artifact: 'yes'}",
+        {},
+        "trackers.mlflow.save_artifact",
+        ["must be true or false, but got the text 'yes'"],
+        id="option-of-another-kind",
+    ),
+    pytest.param(
         "mlfow: {}",
         {},
         "trackers.mlfow",

@@ -142,19 +142,25 @@ class _Import:
 
 @dataclass(frozen=True)
 class Loaded:
-    """An experiment's trainable (function or Algorithm class) and env value, imported."""
+    """An experiment's trainable (function or Algorithm class), env value and Tune param space
+    (the config's code imported: RLlib's connectors, callbacks), loaded."""
 
     trainable: Any
     env: Any
+    space: dict[str, Any]
 
 
 def _load(ep: ExperimentPlan) -> Loaded:
-    """Import the experiment's trainable and env on the driver, before anything is written."""
+    """Import the experiment's trainable, env and config code on the driver, before anything is
+    written: every error of its code is one line naming the experiment's key path (and, from
+    `_run_held`, the file)."""
+    from tune_app.tuner import param_space
+
     try:
         env = ep.env.load() if ep.env is not None else ep.experiment.env
         trainable = ep.trainable.load()
         ep.trainable.kind.check_loaded(ep.experiment, trainable)
-        return Loaded(trainable=trainable, env=env)
+        return Loaded(trainable=trainable, env=env, space=param_space(ep, env))
     except SpecError as err:
         raise err.under(ep.experiment.key_path) from None
 
@@ -275,7 +281,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
     from tune_app import progress
     from tune_app.callbacks import restoring
     from tune_app.ray_internals.placement import deferred_group_removal
-    from tune_app.tuner import build_tuner, given_loggers_only, param_space, state_period
+    from tune_app.tuner import build_tuner, given_loggers_only, state_period
 
     if opts.board is not None:
         progress.attach(ep.name, progress.Relay(opts.board))
@@ -305,9 +311,9 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             # checkpoint, the searcher's history is restored; callbacks and stopper come back.
             mark_finished(ep)
             with restoring(ep.name, ep.folder):
-                tuner = _restore(ep, trainable, param_space(ep, loaded.env), legacy)
+                tuner = _restore(ep, trainable, loaded.space, legacy)
         else:
-            tuner = build_tuner(ep, trainable, loaded.env, opts.verbosity)
+            tuner = build_tuner(ep, trainable, loaded.space, opts.verbosity)
         with (
             deferred_group_removal(),
             whole_file_uploads(),

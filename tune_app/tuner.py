@@ -42,8 +42,10 @@ def state_period(ep: ExperimentPlan) -> str:
     return f"{max(1.0, min(10.0, ep.trials / 100)):g}"
 
 
-def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, verbosity: int) -> tune.Tuner:
-    """A new Tuner for `ep`: `trainable` sized to its bundles, `env` riding in the config."""
+def build_tuner(
+    ep: ExperimentPlan, trainable: Any, space: dict[str, Any], verbosity: int
+) -> tune.Tuner:
+    """A new Tuner for `ep`: `trainable` sized to its bundles, on `space` (`param_space`)."""
     exp, kind = ep.experiment, ep.trainable.kind
     # The scheduler's time_attr too: misspelt, PBT never perturbs and ASHA never stops a trial.
     clock = getattr(exp.scheduler, "time_attr", None)
@@ -52,7 +54,7 @@ def build_tuner(ep: ExperimentPlan, trainable: Any, env: Any, verbosity: int) ->
     )
     return tune.Tuner(
         trainable,
-        param_space=param_space(ep, env),
+        param_space=space,
         tune_config=tune.TuneConfig(
             metric=ep.metric,
             mode=ep.mode,
@@ -174,7 +176,9 @@ def _iteration_bound(stop: dict[str, float]) -> int | None:
 
 
 def param_space(ep: ExperimentPlan, env: Any) -> dict[str, Any]:
-    """The experiment's config as Tune's param_space; the env rides in it, as in RLlib."""
+    """The experiment's config as Tune's param_space; the env rides in it, as in RLlib. Imports
+    the config's code: the runner calls it as it loads the experiment (`runner._load`), whose
+    SpecErrors are placed under the experiment's key path, before anything is written."""
     space = ep.trainable.kind.tune_space(to_tune(ep.experiment.config))
     if env is not None:
         space.setdefault("env", env)

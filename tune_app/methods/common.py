@@ -15,9 +15,11 @@ if TYPE_CHECKING:
 
 
 class Options(BaseModel):
-    """A searcher's or scheduler's options as written in a spec: unknown keys are errors."""
+    """A searcher's or scheduler's options as written in a spec: unknown keys are errors, and
+    values are taken as written, as in the spec's own models (strict: `max_t: true` or "9" is
+    not a number; a float key takes an int; a tuple-typed key turns a YAML list into a tuple)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
     type: str
 
     def options(self) -> dict[str, Any]:

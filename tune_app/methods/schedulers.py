@@ -103,7 +103,7 @@ class PbtOptions(Options):
                 f"perturbation_factors: write two positive factors [up, down] (a perturbed "
                 f"value is multiplied by one of them), got {value!r}"
             )
-        return value
+        return tuple(value)  # strict: a tuple-typed key takes no list, YAML gives one
 
     def options(self) -> dict[str, Any]:
         from tune_app.space import parse_space, to_tune

@@ -10,7 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Options(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    """A tracker's options: unknown keys are errors, values taken as written (strict, as the
+    spec's own models: `save_artifact: "yes"` is not a boolean)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
 
 class MlflowOptions(_Options):
