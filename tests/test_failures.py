@@ -208,3 +208,127 @@ def test_tune_takes_a_trial_killed_for_memory_as_a_dead_actor_not_its_own_crash(
     assert str(back) == str(killed)
     with pytest.raises(RuntimeError):  # put back as it was
         RayActorManager._actor_task_failed(manager, task, killed)
+
+
+def _failed_trial(tmp_path, trial_id, error):
+    path = tmp_path / f"{trial_id}.txt"
+    path.write_text(f"Failure # 1 (occurred at 2026-11-21_15-14-32)\n{error}\n")
+    return SimpleNamespace(trial_id=trial_id, error_file=str(path))
+
+
+@pytest.mark.parametrize(
+    ("errors", "limit", "ended"),
+    [
+        pytest.param(["KeyError: 'hidden'"] * 3, 3, True, id="three-alike"),
+        pytest.param(["KeyError: 'hidden'"] * 2, 3, False, id="two-of-three"),
+        pytest.param(["KeyError: 'hidden'"] * 3, 4, False, id="expect-allows-more"),
+        pytest.param(
+            (["ValueError: seed 1 in /a/1.npy", "ValueError: seed 22 in /b/c/22.npy"] * 2)[:3],
+            3,
+            True,
+            id="trial-specific-numbers-and-paths",
+        ),
+        pytest.param(
+            ["KeyError: 'hidden'", "KeyError: 'depth'", "KeyError: 'hidden'"], 3, False, id="unlike"
+        ),
+    ],
+)
+def test_trials_failing_alike_before_any_result_end_the_search(tmp_path, errors, limit, ended):
+    from tune_app.callbacks import SameFailures
+
+    guard = SameFailures(limit)
+    guard.setup(total_num_samples=6)
+    trials = [_failed_trial(tmp_path, f"t{i}", e) for i, e in enumerate(errors)]
+    for trial in trials:
+        assert not guard.stop_all()
+        guard.on_trial_error(0, trials, trial)
+    assert guard.stop_all() is ended
+    assert not guard(trials[0].trial_id, {"score": 1})  # ends no trial on its own
+
+
+def test_a_result_first_leaves_the_search_alone_and_a_resumed_guard_watches_anew(tmp_path):
+    from tune_app.callbacks import SameFailures
+
+    guard = SameFailures(2)
+    first, second = (_failed_trial(tmp_path, f"t{i}", "KeyError: 'x'") for i in range(2))
+    guard.on_trial_result(0, [], first, {"score": 1.0})
+    guard.on_trial_error(0, [], first)
+    guard.on_trial_error(0, [], second)
+    assert not guard.stop_all()
+    fresh = SameFailures(2)
+    fresh.on_trial_error(0, [], first)
+    fresh.on_trial_error(0, [], second)
+    assert fresh.stop_all()
+    resumed = pickle.loads(pickle.dumps(fresh))
+    assert (resumed.limit, resumed.ended, resumed.failed) == (2, False, 0)
+    # Fewer trials than the limit: all of them.
+    few = SameFailures(3)
+    few.setup(total_num_samples=1)
+    few.on_trial_error(0, [first], first)
+    assert few.stop_all()
+
+
+def test_a_class_whose_setup_raised_is_named_not_tunes_wrapper():
+    text = (
+        "The actor died because of an error raised in its creation task, "
+        "ray::ResourceTrainable.__init__() (pid=1, ip=127.0.0.1, "
+        "repr=<ray.tune.trainable.util.Missing_5944ae object at 0x7f535a6f2310>)\n"
+        '  File "/home/me/keyfail.py", line 8, in setup\n'
+        "KeyError: 'hidden'"
+    )
+    assert failures.classify(text).message == "KeyError: 'hidden' (in Missing set-up)"
+    found = failures.from_text(f"Failure # 1 (occurred at 2026-11-21_15-14-32)\n{text}\n")
+    assert (found.cause, found.frame) == ("KeyError", "keyfail.py:8")
+    assert found.message == "KeyError: 'hidden' (in Missing set-up)"
+    unnamed = text.replace("repr=<ray.tune.trainable.util.Missing_5944ae object at ", "at <")
+    assert failures.classify(unnamed).message == "KeyError: 'hidden' (in its set-up)"
+
+
+SETUP_KEYERROR = '''"""A class trainable whose set-up reads a config key the spec does not give."""
+
+from ray import tune
+
+
+class Missing(tune.Trainable):
+    def setup(self, config):
+        self.width = config["hidden"]
+
+    def step(self):
+        return {"score": 1.0}
+'''
+
+
+@pytest.mark.parametrize(
+    ("expect", "ran"),
+    [
+        pytest.param("", 3, id="ended-after-three"),
+        pytest.param("    expect: {max_errored_trials: 6}\n", 6, id="expect-allows-all"),
+    ],
+)
+def test_a_search_whose_trials_all_fail_alike_in_set_up_ends_early_with_one_line(
+    ray_session, cli, write_spec, tmp_path, expect, ran
+):
+    (tmp_path / "keyfail.py").write_text(SETUP_KEYERROR)
+    spec_file = write_spec(
+        "metric: score\nmode: max\nexperiments:\n  keys:\n    run: keyfail:Missing\n"
+        f"{expect}    config:\n      lr: {{grid_search: [1, 2, 3, 4, 5, 6]}}\n"
+    )
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o")
+    summary = json.loads((tmp_path / "o" / "keys" / "summary.json").read_text())
+    failed = [t for t in summary["trials"] if t["status"] == "ERROR"]
+    assert len(failed) == ran, result.out
+    assert summary["failed"] == {"KeyError": [t["trial_id"] for t in failed]}
+    assert {t["error"] for t in failed} == {"KeyError: 'hidden' (in Missing set-up)"}
+    trial_lines = [ln for ln in result.out.splitlines() if ln.startswith("[keys] trial ")]
+    assert len(trial_lines) == ran and all(len(ln) <= 200 for ln in trial_lines)
+    assert all("ResourceTrainable" not in ln for ln in trial_lines)
+    ended = [ln for ln in result.err.splitlines() if "failed alike" in ln]
+    if ran == 6:  # allowed: the run passes its expectations, and says nothing more
+        assert (result.code, ended) == (0, []), result.err
+        return
+    assert result.code == 1, result.err
+    (line,) = ended
+    assert line.startswith("error: [keys] 3 trials failed alike before any trial reported")
+    assert "search ended (3 never ran)" in line
+    assert "KeyError: 'hidden' (in Missing set-up) at keyfail.py:8; fix that" in line
+    assert "expect.max_errored_trials" in line and "Traceback" not in result.err

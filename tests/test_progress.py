@@ -4,7 +4,6 @@ Tune's tables only with -v, nothing but the summary with -q."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -120,13 +119,14 @@ def test_a_failing_trial_prints_one_line_and_no_traceback_when_piped(tmp_path):
     assert "Traceback" not in text and "\x1b[" not in text
     failed = [ln for ln in text.splitlines() if ln.startswith("[e] trial ") and "failed" in ln]
     assert len(failed) == 1, text
-    assert "failed: ValueError: boom at x=2 at boom.py:9, x=2; error: " in failed[0]
+    assert "failed: ValueError: boom at x=2 at boom.py:9, x=2; error.txt, stdout in " in failed[0]
     import re
 
-    files = re.search(r"; error: (\S+)/error\.txt, output: (\S+)/stdout$", failed[0])
-    assert files is not None and files.group(1) == files.group(2), failed[0]
-    assert (Path(files.group(1)) / "error.txt").exists()
-    assert (Path(files.group(1)) / "stdout").exists()  # kept by default
+    files = re.search(r"; error\.txt, stdout in (\S+)$", failed[0])
+    assert files is not None, failed[0]
+    assert not files.group(1).startswith("/")  # under the working directory: named from there
+    assert (tmp_path / files.group(1) / "error.txt").exists()
+    assert (tmp_path / files.group(1) / "stdout").exists()  # kept by default
 
 
 @pytest.mark.e2e
@@ -224,8 +224,8 @@ def test_a_log_that_is_no_terminal_gets_where_things_stand_at_least_every_30_s(c
 
 
 def test_with_several_objectives_the_line_shows_the_front_as_the_summary_does():
-    from tune_app.readback import front
     from tune_app.objectives import Limit, Objective
+    from tune_app.readback import front
     from tune_app.rundir.records import RunSummary, TrialOutcome
 
     several = (Objective("acc", "max"), Objective("mem", "min"))
@@ -294,3 +294,16 @@ def test_a_finished_trial_line_names_each_objective():
     finally:
         progress.attach("e", None)
     assert lines == ["[e] trial t1 done after 4 iterations, acc = 0.5, mem = 3"]
+
+
+@pytest.mark.parametrize(("iterations", "said"), [(1, "1 iteration,"), (2, "2 iterations,")])
+def test_a_finished_trial_line_counts_its_iterations_in_words(iterations, said):
+    lines = []
+    progress.attach("e", SimpleNamespace(line=lines.append, snapshot=lambda snap: None))
+    try:
+        callback = progress.ProgressCallback("e", "acc", "max", ())
+        trial = _trial("TERMINATED", {}, "t1", acc=0.5, training_iteration=iterations)
+        callback.on_trial_complete(0, [trial], trial)
+    finally:
+        progress.attach("e", None)
+    assert lines == [f"[e] trial t1 done after {said} acc = 0.5"]

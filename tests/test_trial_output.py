@@ -71,8 +71,69 @@ def test_a_failed_trials_line_names_the_error_the_users_frame_and_its_files(tmp_
     trial_folder = tmp_path / "out" / "e" / "train_abcde_00001_1_x=2"
     assert lines == [
         f"[e] trial abcde_00001 failed: KeyError: 'hidden' at my_train.py:14, x=2; "
-        f"error: {trial_folder}/error.txt, output: {trial_folder}/stdout"
+        f"error.txt, stdout in {trial_folder}"
     ]
+
+
+# What Tune's error.txt holds for a class trainable whose setup raised: the actor is Tune's
+# wrapper (`tune.with_resources`), the user's class (tagged per experiment) is in its repr.
+SETUP_ERROR = (
+    "Failure # 1 (occurred at 2026-11-28_08-35-29)\n"
+    "The actor died because of an error raised in its creation task, "
+    "\x1b[36mray::ResourceTrainable.__init__()\x1b[39m (pid=1604, ip=127.0.0.1, "
+    "actor_id=5ab41b137832cce3b9e4e8b301000000, "
+    "repr=<ray.tune.trainable.util.Missing_5944ae object at 0x7f535a6f2310>)\n"
+    f'  File "{sysconfig.get_paths()["purelib"]}/ray/tune/trainable/trainable.py", line 151, '
+    "in __init__\n"
+    "    self.setup(copy.deepcopy(self.config))\n"
+    '  File "{deep}/keyfail.py", line 8, in setup\n'
+    '    self.width = config["hidden"]\n'
+    "{error}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("error", "params"),
+    [
+        pytest.param("KeyError: 'hidden'", ", lr=2", id="short-error"),
+        pytest.param("KeyError: '" + "h" * 400 + "'", ", lr=2", id="long-error"),
+        pytest.param(
+            "KeyError: 'hidden'",
+            ", " + ", ".join(f"p{i}=0.125" for i in range(30)),
+            id="many-params",
+        ),
+    ],
+)
+def test_a_failed_trials_line_fits_one_line_and_names_the_users_class(tmp_path, error, params):
+    deep = tmp_path / ("very_long_folder_name_" * 6) / "project"
+    error_file = tmp_path / "error.txt"
+    error_file.write_text(SETUP_ERROR.format(deep=deep, error=error))
+    failure = failures.from_text(error_file.read_text())
+    assert failure.frame == "keyfail.py:8"
+    trial_folder = "Missing_5944ae_a3ad0_00001_1_lr=2_2026-11-28_08-35-22"
+    files = progress.TrialFiles(
+        str(deep / "results" / "keys"),
+        trial_folder,
+        (
+            f"{deep}/results/keys/{trial_folder}/error.txt",
+            f"{deep}/results/keys/{trial_folder}/stdout",
+        ),
+    )
+    line = progress.failure_line("[keys] trial a3ad0_00001", failure, params, files)
+    assert len(line) <= progress.MAX_LINE, line
+    assert line.startswith("[keys] trial a3ad0_00001 failed: KeyError: '")
+    assert "Missing set-up" in line or "..." in line  # a long message is what gets cut
+    assert "ResourceTrainable" not in line
+    assert line.count(str(tmp_path)) <= 1  # the folder once, not once per file
+    assert trial_folder in line and " at keyfail.py:8" in line
+    if error == "KeyError: 'hidden'":
+        assert "KeyError: 'hidden' (in Missing set-up) at keyfail.py:8" in line
+
+
+def test_a_trial_folder_under_the_working_directory_is_named_relative_to_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = progress.TrialFiles(f"{tmp_path}/out/e", "t_1", (f"{tmp_path}/out/e/t_1/error.txt",))
+    assert files.text() == "; error.txt in out/e/t_1"
 
 
 def test_analyze_lists_failed_trials_with_their_frame_error_file_and_output(cli, tmp_path):

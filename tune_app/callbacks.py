@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ray.tune import Callback
+from ray.tune import Callback, Stopper
 
+from tune_app import failures
 from tune_app.interrupts import stops_on_write_error
 from tune_app.rundir.layout import (
     append_line,
@@ -28,7 +29,9 @@ from tune_app.rundir.layout import (
 )
 from tune_app.rundir.location import RunLocation
 
-MIRROR_PERIOD_S = 5.0  # how often the app's files are copied to cloud storage during a run
+MIRROR_PERIOD_S = 5.0
+# Trials that fail alike before any trial reports end the search (`SameFailures`).
+SAME_FAILURES = 3  # how often the app's files are copied to cloud storage during a run
 
 # Result keys that repeat on every row without saying anything about the trial's progress.
 _DROPPED = ("config", "hostname", "node_ip", "date", "done", "should_checkpoint")
@@ -256,3 +259,65 @@ class TrialLogsFollowResults(Callback):
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_last": {}}
+
+
+class SameFailures(Callback, Stopper):
+    """Ends a search whose first trials to end all failed alike (`failures.alike`) before any
+    trial reported a result: a mistake in the trainable's set-up (a config key it reads and the
+    spec lacks) that would fail every trial the same way, each after its start-up.
+
+    `limit` trials (or all of them, if the search makes fewer) must fail so: at least
+    SAME_FAILURES, and more than the spec's `expect.max_errored_trials`, so the run could not
+    have passed once they had. A result, a trial that ends well or a failure unlike the first
+    leaves the search alone for good. A callback (to see failures) and the stopper Tune asks
+    whether to end the search: both lists must hold the same object."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.first: failures.Failure | None = None
+        self.failed = 0  # trials failed alike so far
+        self.watching = True  # nothing yet showed a trial can run
+        self.ended = False
+        self._total: int | None = None
+
+    @classmethod
+    def allowing(cls, max_errored_trials: int) -> SameFailures:
+        return cls(max(SAME_FAILURES, max_errored_trials + 1))
+
+    def setup(  # type: ignore[override]  # Tune passes these as keywords
+        self, total_num_samples: int | None = None, **info: Any
+    ) -> None:
+        self._total = total_num_samples
+
+    def on_trial_result(
+        self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
+    ) -> None:
+        self.watching = False
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.watching = False
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        if not self.watching:
+            return
+        failure = failures.of_trial(trial)
+        if failure is None or (
+            self.first is not None and failures.alike(failure) != failures.alike(self.first)
+        ):
+            self.watching = False
+            return
+        self.first = self.first or failure
+        self.failed += 1
+        total = self._total or len(trials)
+        if self.failed >= min(self.limit, total):
+            self.ended = True
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        return False  # ends no single trial
+
+    def stop_all(self) -> bool:
+        return self.ended
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Tune pickles it for resume: a resumed search (its code fixed, maybe) is watched anew.
+        return SameFailures(self.limit).__dict__

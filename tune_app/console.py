@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tune_app import objectives, scoring
-from tune_app.readback import front
 from tune_app.command import APP
+from tune_app.errors import clip
 from tune_app.plan.describe import describe_scheduler, describe_search
 from tune_app.plan.types import Plan
+from tune_app.readback import front
 from tune_app.resources import gpu_sharing
 from tune_app.rundir import noise, rungs
 from tune_app.space import value_at
@@ -265,6 +267,33 @@ def failures_text(trials: list[Any]) -> str:
         ids = ", ".join(f"{t.trial_id} ({t.failures}x)" for t in retried)
         lines.append(f"  recovered after failures: {ids}")
     return "\n".join(lines)
+
+
+def same_failures_line(ep: Any, summary: RunSummary) -> str | None:
+    """The line a run whose trials all failed alike before any reported ends with (a mistake in
+    the trainable's set-up, which `callbacks.SameFailures` ends the search for): the error, where
+    in the user's code, and what to do; None for any other run, or one whose `expect` allows
+    that many errors."""
+    from tune_app.failures import same_before_results
+
+    found = None if summary.interrupted else same_before_results(summary.trials)
+    allowed = ep.experiment.expect.max_errored_trials
+    if found is None or found[1] <= allowed:
+        return None
+    failure, failed = found
+    first = failure.message.splitlines()[0] if failure.message else failure.cause
+    at = f" at {failure.frame}" if failure.frame else ""
+    left = len(summary.trials) - failed
+    ended = f", so the search ended ({left} never ran)" if left else ""
+    error = next((t for t in summary.trials if t.cause and t.folder), None)
+    here = os.getcwd().rstrip(os.sep) + os.sep
+    run = ep.location[len(here) :] if ep.location.startswith(here) else ep.location
+    where = f"{run}/{error.folder}/error.txt" if error else "its error.txt"
+    return (
+        f"[{summary.experiment}] {_count(failed, 'trial')} failed alike before any trial "
+        f"reported{ended}: {clip(first, 120)}{at}; fix that and run again (traceback in "
+        f"{where}; expect.max_errored_trials: {failed} lets more trials fail first)"
+    )
 
 
 def _time_limits(exp: Any) -> str:

@@ -9,8 +9,10 @@ import pickle
 import re
 import sysconfig
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 OUT_OF_MEMORY = "out of memory"
 KILLED = "killed"
@@ -109,7 +111,15 @@ def from_text(text: str) -> Failure:
         after = lines[frames[-1] + 1 :]
         start = next((i for i, line in enumerate(after) if line and not line[0].isspace()), None)
         lines = after[start:] if start is not None else after
-    return _at(classify("\n".join(lines)), user_frame(last))
+    found = classify("\n".join(lines))
+    if _CREATION in last and lines:  # raised in the trainable's constructor: say whose
+        found = Failure(found.cause, _in_setup(found.message, _constructed(last)))
+    return _at(found, user_frame(last))
+
+
+def _in_setup(message: str, trainable: str) -> str:
+    first, *rest = message.splitlines() or [""]
+    return "\n".join([f"{first} (in {trainable} set-up)", *rest])
 
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)', flags=re.M)
@@ -188,11 +198,61 @@ def _creation_error(text: str) -> Failure | None:
     if not raised:
         return None
     name, line = raised[-1]
-    actor = re.search(r"ray::(\w+)\.__init__\(\)", text[at:])
-    where = f" (in {actor.group(1)} set-up)" if actor else ""
-    return Failure(name, f"{line}{where}")
+    return Failure(name, _in_setup(line, _constructed(text[at:])))
+
+
+# Tune's classes around a trainable, named as the actor Ray created: `tune.with_resources` (which
+# the app gives every trial) and a function trainable's. The user's class is in the actor's repr.
+_WRAPPERS = {"ResourceTrainable", "ImplicitFunc", "FunctionTrainable", "Trainable"}
+# The runner names each experiment's trainable `<name>_<6 hex digits>` (`runner._tag`).
+_EXPERIMENT_TAG = re.compile(r"_[0-9a-f]{6}$")
+
+
+def _constructed(text: str) -> str:
+    """The user's trainable whose constructor failed, from Ray's "creation task" text: its class
+    in the actor's repr (`repr=<ray.tune.trainable.util.Missing_5944ae object ...>`), without
+    the app's experiment tag, else the actor's class unless that is one of Tune's wrappers."""
+    shown = re.search(r"repr=<(?:[\w.]+\.)?(\w+) object", text)
+    if shown is not None and shown.group(1) not in _WRAPPERS:
+        return _EXPERIMENT_TAG.sub("", shown.group(1))
+    actor = re.search(r"ray::(\w+)\.__init__\(\)", text)
+    if actor is not None and actor.group(1) not in _WRAPPERS:
+        return actor.group(1)
+    return "its"
 
 
 def non_finite(metric: str, value: object, iteration: int) -> Failure:
     """A trial stopped because its metric became NaN or infinite."""
     return Failure(NON_FINITE, f"{metric} = {value} at iteration {iteration}")
+
+
+def of_trial(trial: Any) -> Failure | None:
+    """A failed trial's failure, from the error file Tune wrote for it (None: none to read)."""
+    try:
+        with open(trial.error_file, encoding="utf-8", errors="replace") as f:
+            return from_text(f.read())
+    except (OSError, TypeError, AttributeError):
+        return None
+
+
+# What differs between trials failing for one reason: numbers (a seed, a config value, a pid),
+# quoted paths and hex ids.
+_TRIAL_SPECIFIC = re.compile(r"0x[0-9a-fA-F]+|(?:[\w.~-]*/)+[\w.-]*|\d+(?:\.\d+)?(?:e-?\d+)?")
+
+
+def alike(failure: Failure) -> tuple[str, str, str | None]:
+    """What makes failures the same: their cause (as the summary groups them), the first line
+    of the error with trial-specific numbers, paths and ids blanked, and the user's frame."""
+    first = failure.message.splitlines()[0] if failure.message else ""
+    return failure.cause, _TRIAL_SPECIFIC.sub("#", first), failure.frame
+
+
+def same_before_results(trials: Sequence[Any]) -> tuple[Failure, int] | None:
+    """The failure every failed trial of a run failed with alike, and how many did, when no
+    trial reported a result (`TrialOutcome`s: a search that could not set a trial up); else None."""
+    if any(t.iterations for t in trials):
+        return None
+    failed = [f for t in trials if (f := t.failure) is not None]
+    if not failed or len({alike(f) for f in failed}) != 1:
+        return None
+    return failed[0], len(failed)

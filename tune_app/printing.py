@@ -59,10 +59,14 @@ def shown(run: Callable[[], RunResult]) -> int:
 
 
 def print_result(result: RunResult) -> None:
-    from tune_app.console import print_outcomes, print_summaries
+    from tune_app.console import print_outcomes, print_summaries, same_failures_line
 
     print_summaries(result.plan, result.summaries)
     print_outcomes(result.outcomes)
+    for ep, summary in zip(result.plan.experiments, result.summaries, strict=True):
+        line = same_failures_line(ep, summary)
+        if line is not None:  # last: the one line a user acts on
+            print(f"error: {line}", file=sys.stderr)
 
 
 def print_resume_hint(folders: list[str]) -> None:

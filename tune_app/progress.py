@@ -12,6 +12,7 @@ experiment name at run time, so a callback that Tune restores on resume finds th
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -147,26 +148,33 @@ class ProgressCallback(tune.Callback):
                 if (v := finite(last.get(o.name))) is not None
             )
             iterations = last.get("training_iteration", 0)
-            self._line(f"trial {trial.trial_id} done after {iterations} iterations{shown}{params}")
+            self._line(
+                f"trial {trial.trial_id} done after {counted(iterations, 'iteration')}"
+                f"{shown}{params}"
+            )
         self._send(trials)
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         # One line per failure: the error, where in the user's code, and the trial's files (the
         # traceback is in its error file, and shown with -v).
         self._line(
-            f"trial {trial.trial_id} failed: {_cause(trial)}"
-            f"{_params(trial.config, self.searched)}{self._files(trial)}"
+            failure_line(
+                f"[{self.experiment}] trial {trial.trial_id}",
+                failures.of_trial(trial),
+                _params(trial.config, self.searched),
+                self._files(trial),
+            )
         )
         self._send(trials)
 
-    def _files(self, trial: Any) -> str:
-        """ "; error: PATH, output: PATH" for a failed trial, as a user names them."""
+    def _files(self, trial: Any) -> TrialFiles | None:
+        """Where a failed trial's error file and output are, as a user names them."""
         name = getattr(getattr(trial, "storage", None), "trial_dir_name", None)
         if self.folder is None or not name:
-            return ""
-        shown = f"; error: {self.folder.trial_error(name)}"
+            return None
+        error = self.folder.trial_error(name)
         output = self.folder.trial_output(name, self.output)
-        return shown + (f", output: {output}" if output else "")
+        return TrialFiles(error.rsplit("/", 2)[0], name, (error, *([output] if output else [])))
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self._send(trials)
@@ -174,7 +182,7 @@ class ProgressCallback(tune.Callback):
     def _line(self, text: str) -> None:
         sink = _SINKS.get(self.experiment)
         if sink is not None:
-            sink.line(f"[{self.experiment}] {text}")
+            sink.line(text if text.startswith("[") else f"[{self.experiment}] {text}")
 
     def _send(self, trials: list) -> None:
         sink = _SINKS.get(self.experiment)
@@ -277,16 +285,63 @@ class ProgressCallback(tune.Callback):
         return len(pareto.front(points, [o.mode for o in self.objectives])), named, by_id[chosen]
 
 
-def _cause(trial: Any) -> str:
-    """The first line of a failed trial's error and the innermost frame of the user's code in
-    it (`KeyError: 'hidden' at my_train.py:14`), from the error file Tune wrote for it."""
-    try:
-        with open(trial.error_file, encoding="utf-8", errors="replace") as f:
-            failure = failures.from_text(f.read())
-    except (OSError, TypeError, AttributeError):
-        return "see its error file"
-    text = failure.message.splitlines()[0] if failure.message else failure.cause
-    return f"{text} at {failure.frame}" if failure.frame else text
+MAX_LINE = 200  # characters of a failed trial's line: one terminal line, not a paragraph
+_MIN_ERROR = 40  # characters of the error kept before the line's other parts are cut
+
+
+@dataclass(frozen=True)
+class TrialFiles:
+    """A failed trial's files: its folder (`parent`/`name`) and the files in it to read."""
+
+    parent: str  # the run folder, as the run's first line named it
+    name: str  # the trial's folder in it
+    paths: tuple[str, ...]  # the error file, then the output, each a path or a URI
+
+    def text(self, whole: bool = True) -> str:
+        """ "; error.txt, stdout in FOLDER": the folder once, relative to the working directory
+        when under it; not `whole`, the trial's folder alone (the run's first line says where
+        the run folder is)."""
+        names = ", ".join(path.rsplit("/", 1)[-1] for path in self.paths)
+        return f"; {names} in {_near(f'{self.parent}/{self.name}') if whole else self.name}"
+
+
+def failure_line(
+    trial: str, failure: failures.Failure | None, params: str, files: TrialFiles | None
+) -> str:
+    """A failed trial's one line, at most MAX_LINE characters: `trial` (`[e] trial abc_00001`),
+    its error (the first line: type and message, which is what gets cut to fit), where in the
+    user's code, its searched values, and its folder with the files to read there."""
+    if failure is None:
+        error, at = "see its error file", ""
+    else:
+        error = failure.message.splitlines()[0] if failure.message else failure.cause
+        at = f" at {failure.frame}" if failure.frame else ""
+    head = f"{trial} failed: "
+    tail = files.text() if files else ""
+    need = min(len(error), _MIN_ERROR)  # the error is cut to this before anything else is
+    room = MAX_LINE - len(head) - len(at) - len(params) - len(tail)
+    if room < need and files is not None:
+        tail = files.text(whole=False)
+        room = MAX_LINE - len(head) - len(at) - len(params) - len(tail)
+    if room < need:
+        params = _clip(params, max(0, len(params) - (need - room)))
+        room = MAX_LINE - len(head) - len(at) - len(params) - len(tail)
+    return _clip(f"{head}{_clip(error, max(room, need))}{at}{params}{tail}", MAX_LINE)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
+
+
+def _near(path: str) -> str:
+    """`path` relative to the working directory when under it (a URI stays whole)."""
+    here = os.getcwd().rstrip(os.sep) + os.sep
+    return path[len(here) :] if path.startswith(here) else path
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 iteration`, `2 iterations`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _params(config: dict[str, Any], searched: tuple[str, ...]) -> str:

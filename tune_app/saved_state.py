@@ -47,6 +47,7 @@ PICKLED_NAMES = frozenset(
         # Callbacks and stopper (the run config)
         "tune_app.callbacks:JsonlResults",
         "tune_app.callbacks:TrialLogsFollowResults",
+        "tune_app.callbacks:SameFailures",
         "tune_app.progress:ProgressCallback",
         "tune_app.tensorboard:TrialBoard",
         "tune_app.tensorboard:TagLayout",

@@ -11,9 +11,10 @@ from typing import Any
 from ray import tune
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from ray.tune.search import Searcher
+from ray.tune.stopper import CombinedStopper
 
 from tune_app import progress
-from tune_app.callbacks import JsonlResults, TrialLogsFollowResults
+from tune_app.callbacks import JsonlResults, SameFailures, TrialLogsFollowResults
 from tune_app.divergence import diverged
 from tune_app.kinds.builtin import saves_checkpoints
 from tune_app.methods import Context, scheduler_of, searcher_of
@@ -52,6 +53,9 @@ def build_tuner(
     stopper = SpecStopper(
         exp.stop, ep.ranked_by, late=kind.reports_late, also=(clock,) if clock else ()
     )
+    # Trials failing alike before any reports end the search: seen as a callback (Tune tells
+    # stoppers of no error), ended as a stopper (only a stopper's stop_all ends a search).
+    guard = SameFailures.allowing(exp.expect.max_errored_trials)
     return tune.Tuner(
         trainable,
         param_space=space,
@@ -75,8 +79,8 @@ def build_tuner(
         run_config=tune.RunConfig(
             name=ep.folder.name,  # a re-run's folder is `<name>_<n>`
             storage_path=ep.folder.parent,
-            stop=stopper,
-            callbacks=_callbacks(ep),
+            stop=CombinedStopper(stopper, guard),
+            callbacks=[*_callbacks(ep), guard],
             failure_config=tune.FailureConfig(
                 max_failures=exp.max_failures, fail_fast=exp.fail_fast
             ),
