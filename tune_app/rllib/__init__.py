@@ -9,6 +9,8 @@ installed RLlib by the tests), so `validate` never imports RLlib; `run` also has
 - `tables`: the legacy layer's data (algorithms, renamed and no-op keys, legacy metric names,
   the default metric, smoke sizes);
 - `keys`: the snapshot of accepted keys, read without RLlib;
+- `value_types`: the kind of value each key takes, as RLlib declares it, and the check of a
+  spec's values (search-space values one by one) against it;
 - `handlers`: the per-key handlers of legacy keys and the translation state they write to;
 - `translation`: a legacy config and metric names carried to the new stack;
 - `algorithm`: RLlib's Algorithm classes, imported lazily, and the subclass trials run;

@@ -21,6 +21,9 @@ class AlgorithmKeys:
     defaults: dict[str, Any]  # every accepted key with its default (JSON; others as repr text)
     ignored: dict[str, str]  # key -> why it is ignored, what to use instead
     model_keys: tuple[str, ...]  # accepted sub-keys of model_config
+    # key -> the kinds of value it takes (`value_types.WORDS`), as RLlib declares them; a key
+    # absent takes anything
+    kinds: dict[str, tuple[str, ...]]
 
 
 @cache
@@ -32,4 +35,5 @@ def algorithm_keys(name: str) -> AlgorithmKeys:
         defaults=data["defaults"],
         ignored=data["ignored"],
         model_keys=tuple(data["model_keys"]),
+        kinds={k: tuple(v) for k, v in data["kinds"].items()},
     )

@@ -12,8 +12,8 @@ from tune_app.errors import SpecError
 from tune_app.resources import Machine, misfit
 from tune_app.rllib.config import check_with_rllib
 from tune_app.rllib.keys import algorithm_keys
-from tune_app.rllib.tables import RESOURCE_KEYS
-from tune_app.scoring import finite
+from tune_app.rllib.tables import RESOURCE_KEYS, SIZING_KEYS
+from tune_app.rllib.value_types import check_size
 from tune_app.space import Domain
 from tune_app.spec.models import Experiment
 
@@ -35,33 +35,6 @@ class Resources:
         return sum(b.get("CPU", 0.0) for b in self.bundles)
 
 
-_COUNTS = (  # keys that count processes: whole numbers
-    "num_env_runners",
-    "num_learners",
-    "evaluation_num_env_runners",
-    "num_aggregator_actors_per_learner",
-)
-
-
-def _check_count(key: str, value: Any, where: str) -> None:
-    """A resource-sizing key holds a number of processes (a whole number) or of CPUs / GPUs
-    (any number, `num_cpus_per_learner` also "auto"), never below 0; null takes RLlib's default."""
-    if value is None or (key == "num_cpus_per_learner" and value == "auto"):
-        return
-    whole = key in _COUNTS
-    number = finite(value)
-    if number is not None and number >= 0 and (not whole or number.is_integer()):
-        return
-    allowed = "a whole number >= 0" if whole else "a number >= 0"
-    if key == "num_cpus_per_learner":
-        allowed += ' or "auto"'
-    raise SpecError(
-        f"'{key}' sizes each trial's resources; got {value!r}",
-        path=f"{where}.{key}",
-        allowed=allowed,
-    )
-
-
 def resources(name: str, config: dict[str, Any]) -> Resources:
     """The trial's bundles from `config` and the algorithm's defaults, as RLlib 2.60's
     `default_resource_request` computes them (tests compare the two), without importing RLlib."""
@@ -79,10 +52,10 @@ def resources(name: str, config: dict[str, Any]) -> Resources:
             f"a mapping of config keys for evaluation, got {evaluation!r}",
             path="config.evaluation_config",
         )
-    for key in (*RESOURCE_KEYS, "num_aggregator_actors_per_learner"):
-        _check_count(key, config.get(key), "config")
+    for key in SIZING_KEYS:
+        check_size(key, config.get(key), f"config.{key}")
     for key in ("num_env_runners", "num_cpus_per_env_runner", "num_gpus_per_env_runner"):
-        _check_count(key, evaluation.get(key), "config.evaluation_config")
+        check_size(key, evaluation.get(key), f"config.evaluation_config.{key}")
 
     def get(key: str) -> Any:
         value = config.get(key, defaults.get(key))

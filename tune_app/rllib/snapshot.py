@@ -23,12 +23,14 @@ from tune_app.rllib.tables import (
     RENAMED,
     STACK_FLAGS,
 )
+from tune_app.rllib.value_types import declared_kinds
 
 
 def live_algorithm_keys(name: str) -> AlgorithmKeys:
     """Read an algorithm's accepted config keys off the installed RLlib's AlgorithmConfig."""
     config_cls = type(algorithm_class(name).get_default_config())
-    defaults = {k: v for k, v in config_cls().to_dict().items() if not k.startswith("_")}
+    config = config_cls()
+    defaults = {k: v for k, v in config.to_dict().items() if not k.startswith("_")}
     defaults["train_batch_size_per_learner"] = None
     defaults["model_config"] = {}
     ignored = {k: "RLlib's new API stack ignores it" for k in _old_stack_keys(config_cls)}
@@ -45,6 +47,7 @@ def live_algorithm_keys(name: str) -> AlgorithmKeys:
         defaults={k: _jsonable(v) for k, v in sorted(defaults.items())},
         ignored=dict(sorted(ignored.items())),
         model_keys=model_keys,
+        kinds=declared_kinds(config_cls, config, sorted(defaults)),
     )
 
 

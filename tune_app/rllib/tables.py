@@ -268,6 +268,8 @@ RESOURCE_KEYS = (
     "num_gpus_per_learner",
     "evaluation_num_env_runners",
 )
+# Keys `resources` checks for kind and range at once: a number of processes or of CPUs / GPUs.
+SIZING_KEYS = (*RESOURCE_KEYS, "num_aggregator_actors_per_learner")
 
 # Each algorithm's sampling family, which `layout.FAMILIES` maps to the layout that pays for it:
 # PPO samples then trains; APPO and IMPALA learn while runners sample; DQN and SAC replay.

@@ -36,6 +36,7 @@ from tune_app.rllib.tables import (
     SMOOTHED_NOTE,
     STACK_FLAGS,
 )
+from tune_app.rllib.value_types import check_value
 from tune_app.rundir.allowed import local_store, store_problem
 from tune_app.space import Domain, whole_number
 
@@ -64,6 +65,11 @@ def translate_config(name: str, config: Any, *, gym_env: bool = True) -> Transla
     for key in ordered:
         with errors.check():
             _translate_key(t, key, config[key], f"config.{key}")
+    # Each value RLlib is given against the kinds it declares, at the key the spec wrote.
+    for target, value in t.out.items():
+        if target in t.sources:
+            with errors.check():
+                check_value(name, t.keys, target, value, t.sources[target])
     errors.raise_any()
     _check_n_step(t)
     _fragments_for_n_step(t)
