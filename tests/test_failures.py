@@ -302,7 +302,12 @@ class Missing(tune.Trainable):
     ("expect", "ran"),
     [
         pytest.param("", 3, id="ended-after-three"),
-        pytest.param("    expect: {max_errored_trials: 6}\n", 6, id="expect-allows-all"),
+        pytest.param(
+            "    expect: {max_errored_trials: 6}\n",
+            6,
+            id="expect-allows-all",
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_a_search_whose_trials_all_fail_alike_in_set_up_ends_early_with_one_line(

@@ -252,6 +252,7 @@ def test_optuna_is_seeded_and_keeps_its_study_beside_the_results(
     assert drawn[0] == drawn[1] and len(set(drawn[0])) == 4  # seeded: the same 4 draws
 
 
+@pytest.mark.slow  # the first tier runs BOHB's searcher and brackets in test_wrapping's units
 @BOHB_RANGES
 def test_bohb_runs_its_brackets(ray_session, cli, write_spec, tmp_path):
     user_module("quadratic.py", tmp_path)

@@ -380,6 +380,7 @@ experiments:
 """
 
 
+@pytest.mark.slow  # three trials in turn, one of 30 iterations; the rules are checked below
 def test_a_trial_the_run_end_stopped_is_no_rung(ray_session, cli, tmp_path):
     """Tune stops every live trial when `fail_fast` (or `time_budget_s`) ends the run, with no
     callback: such a trial is not a scheduler's stop, and its iteration is no rung."""

@@ -114,10 +114,7 @@ def test_a_failed_trials_line_fits_one_line_and_names_the_users_class(tmp_path, 
     files = progress.TrialFiles(
         str(deep / "results" / "keys"),
         trial_folder,
-        (
-            f"{deep}/results/keys/{trial_folder}/error.txt",
-            f"{deep}/results/keys/{trial_folder}/stdout",
-        ),
+        ("error.txt", "stdout"),
     )
     line = progress.failure_line("[keys] trial a3ad0_00001", failure, params, files)
     assert len(line) <= progress.MAX_LINE, line
@@ -132,7 +129,7 @@ def test_a_failed_trials_line_fits_one_line_and_names_the_users_class(tmp_path, 
 
 def test_a_trial_folder_under_the_working_directory_is_named_relative_to_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    files = progress.TrialFiles(f"{tmp_path}/out/e", "t_1", (f"{tmp_path}/out/e/t_1/error.txt",))
+    files = progress.TrialFiles(f"{tmp_path}/out/e", "t_1", ("error.txt",))
     assert files.text() == "; error.txt in out/e/t_1"
 
 

@@ -172,9 +172,8 @@ class ProgressCallback(tune.Callback):
         name = getattr(getattr(trial, "storage", None), "trial_dir_name", None)
         if self.folder is None or not name:
             return None
-        error = self.folder.trial_error(name)
-        output = self.folder.trial_output(name, self.output)
-        return TrialFiles(error.rsplit("/", 2)[0], name, (error, *([output] if output else [])))
+        parent, files = self.folder.failed_trial_files(self.output)
+        return TrialFiles(parent, name, files)
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self._send(trials)
@@ -295,13 +294,13 @@ class TrialFiles:
 
     parent: str  # the run folder, as the run's first line named it
     name: str  # the trial's folder in it
-    paths: tuple[str, ...]  # the error file, then the output, each a path or a URI
+    files: tuple[str, ...]  # the names of the error file, then the output's, in that folder
 
     def text(self, whole: bool = True) -> str:
         """ "; error.txt, stdout in FOLDER": the folder once, relative to the working directory
         when under it; not `whole`, the trial's folder alone (the run's first line says where
         the run folder is)."""
-        names = ", ".join(path.rsplit("/", 1)[-1] for path in self.paths)
+        names = ", ".join(self.files)
         return f"; {names} in {_near(f'{self.parent}/{self.name}') if whole else self.name}"
 
 

@@ -206,16 +206,25 @@ class RunLocation:
     ) -> str | None:
         """Where a trial's stdout is kept under Tune's `log_to_file` (true: `stdout`; one name
         for both; [stdout, stderr]); None when it is not kept."""
+        name = self.output_name(log_to_file)
+        return None if name is None else self.trial_file(trial_folder, name)
+
+    def failed_trial_files(
+        self, log_to_file: bool | str | tuple[str, str]
+    ) -> tuple[str, tuple[str, ...]]:
+        """The run folder as a user names it, and the names of the files a failed trial's folder
+        holds to read: its error file, then its stdout's where kept."""
+        output = self.output_name(log_to_file)
+        return self.where.rstrip("/"), (ERROR_FILE, *([output] if output else []))
+
+    @staticmethod
+    def output_name(log_to_file: bool | str | tuple[str, str]) -> str | None:
+        """The name of the file a trial's stdout is kept in (`trial_output`), or None."""
         if log_to_file is False:
             return None
-        name = (
-            STDOUT_FILE
-            if log_to_file is True
-            else log_to_file
-            if isinstance(log_to_file, str)
-            else log_to_file[0]
-        )
-        return self.trial_file(trial_folder, name)
+        if log_to_file is True:
+            return STDOUT_FILE
+        return log_to_file if isinstance(log_to_file, str) else log_to_file[0]
 
     @property
     def summary_where(self) -> str:
