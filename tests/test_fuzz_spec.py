@@ -93,7 +93,7 @@ def test_any_yaml_document_is_a_spec_or_a_spec_error(document):
     _check(yaml.safe_dump(document, allow_unicode=True))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(specs)
 def test_any_spec_shaped_document_is_a_spec_or_a_spec_error(document):
     _check(yaml.safe_dump(document, allow_unicode=True))

@@ -194,6 +194,7 @@ def _loop_raises_once_a_trial_ends(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(TuneController, "step", failing)
 
 
+@pytest.mark.slow  # three runs in one process, one of them failed and resumed
 def test_a_run_after_a_failed_and_resumed_one_in_the_same_process_writes_its_own_results(
     ray_session, tmp_path, monkeypatch
 ):

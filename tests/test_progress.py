@@ -58,6 +58,7 @@ def test_the_live_view_redraws_one_line_per_experiment():
     assert "trial y failed" in text and "trial x done" not in text
 
 
+@pytest.mark.slow  # the first tier checks the lines as the callback writes them
 def test_run_prints_plain_lines_without_tune_tables_when_not_a_terminal(
     ray_session, cli, write_spec, tmp_path
 ):

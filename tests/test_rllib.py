@@ -415,7 +415,7 @@ cartpole-ppo:
     train_batch_size: 200
     sgd_minibatch_size: 50
     num_sgd_iter: 1
-    lr: {grid_search: [0.001, 0.0001]}
+    lr: 0.001  # one trial: grids reach RLlib's config as any value does (test_rllib_translation)
     model: {fcnet_hiddens: [16]}
 """
 
@@ -430,12 +430,12 @@ def test_ppo_runs_through_the_cli(ray_session, cli, write_spec, tmp_path):
         assert f"cartpole-ppo.{'stop' if 'episode' in old else 'config'}.{old}" in result.err
     folder = tmp_path / "out" / "cartpole-ppo"
     summary = json.loads((folder / "summary.json").read_text())
-    assert summary["counts"] == {"TERMINATED": 2}
+    assert summary["counts"] == {"TERMINATED": 1}
     assert {t["iterations"] for t in summary["trials"]} == {2}
-    assert sorted(t["config"]["lr"] for t in summary["trials"]) == [0.0001, 0.001]
+    assert [t["config"]["lr"] for t in summary["trials"]] == [0.001]
     assert summary["best"]["metric"] > 0
     rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
-    assert len(rows) == 4
+    assert len(rows) == 2
     for row in rows:
         # The translated keys reached RLlib: 200 steps per iteration from one env runner.
         assert row["num_env_steps_sampled_lifetime"] == 200 * row["training_iteration"]

@@ -29,8 +29,9 @@ import functools
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 CTRL_C_EXIT = 130
@@ -41,6 +42,7 @@ _write_errors: list[OSError] = []  # writes of the app's files that failed in th
 _deferred: list[list[int]] = []  # signals held while `deferred` holds
 _raised: list[tuple[BaseException, int]] = []  # the last KeyboardInterrupt raised, its signal
 _hooks: list[Any] = []  # sys.unraisablehook before as_interrupts
+_in_hook: list[bool] = []  # `_unraisable` is running: a signal now would be dropped again
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -71,7 +73,10 @@ def _as_ctrl_c(frame: Any) -> None:
         _interrupt(_received[-1] if _received else signal.SIGINT)
 
 
-def _interrupt(signum: int) -> NoReturn:
+def _interrupt(signum: int) -> None:
+    if _in_hook:  # raised here, in the hook, it would be dropped: sent again once it is left
+        _send_later(signum)
+        return
     error = KeyboardInterrupt()
     _raised[:] = [(error, signum)]
     raise error
@@ -82,15 +87,29 @@ def _unraisable(info: Any) -> None:
     dropped where Python could not raise it, has its signal sent again to the main thread a
     moment later, from a thread of its own (raised here, in the hook, it would be dropped
     again), so that it lands in the code that comes next; anything else is printed as before."""
-    if _raised and info.exc_value is _raised[-1][0]:
-        _, signum = _raised.pop()
-        main = threading.main_thread().ident
-        assert main is not None
-        again = threading.Timer(0.001, signal.pthread_kill, (main, signum))
-        again.daemon = True
-        again.start()
+    if not (_raised and info.exc_value is _raised[-1][0]):
+        _hooks[-1](info)
         return
-    _hooks[-1](info)
+    _, signum = _raised.pop()
+    _in_hook.append(True)
+    try:
+        _send_later(signum)
+    finally:
+        _in_hook.pop()
+
+
+def _send_later(signum: int) -> None:
+    """`signum` to the main thread from a thread of its own, once `_unraisable` has returned."""
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def send() -> None:
+        while _in_hook:
+            time.sleep(0.001)
+        time.sleep(0.005)  # the hook has returned to the code that comes next
+        signal.pthread_kill(main, signum)
+
+    threading.Thread(target=send, name=f"{signal.Signals(signum).name} again", daemon=True).start()
 
 
 @contextlib.contextmanager
