@@ -22,6 +22,7 @@ from tune_app.plan.types import ExperimentPlan
 from tune_app.rllib.tables import RESULT_GROUPS
 from tune_app.rundir.outcome import flatten_result
 from tune_app.scoring import number
+from tune_app.seeds import wrappers as seeded
 from tune_app.space import to_tune
 from tune_app.tensorboard import TrialBoard
 from tune_app.timeouts import ResultTimeout
@@ -270,9 +271,7 @@ def _searcher(ep: ExperimentPlan) -> Any:
     )
     searcher = searcher_of(exp.search).build(exp.search, ctx)
     if _repeats(ep):
-        from tune_app.ray_internals.seeded import SeedRepeater
-
-        searcher = SeedRepeater(searcher, exp.seeds, exp.aggregate)
+        searcher = seeded.repeated(searcher, exp.seeds, exp.aggregate)
     if not isinstance(searcher, Searcher):
         return searcher  # Tune's variant generator: it learns nothing from results
     from tune_app.ray_internals.sparse import LatestMetric
@@ -282,10 +281,10 @@ def _searcher(ep: ExperimentPlan) -> Any:
 
 
 def _repeats(ep: ExperimentPlan) -> int:
-    """Seeds a model-based searcher repeats each configuration on (grid and random searches
-    make each variant once per seed themselves: `SeededVariants`); 0 without seeds."""
+    """Seeds a model-based searcher repeats each configuration on; 0 without seeds, or for a
+    searcher making its variants on every seed itself."""
     exp = ep.experiment
-    return len(exp.seeds) if exp.seeds and not searcher_of(exp.search).takes_grid else 0
+    return seeded.repeats(exp.seeds, makes_variants=searcher_of(exp.search).takes_grid)
 
 
 def _scheduler(ep: ExperimentPlan) -> Any:

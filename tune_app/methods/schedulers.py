@@ -1,5 +1,6 @@
 """The scheduler table: each entry's options (what `scheduler:` may say), its traits, and the
-classes it runs as (plain, seeded, for BOHB), imported only when built."""
+classes it runs as (plain, for BOHB; with seeds, `tune_app.seeds.wrappers` chooses), imported
+only when built."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tune_app.methods.common import Context, Options
 from tune_app.methods.searchers import BRACKET_SEARCHERS
+from tune_app.seeds import wrappers as seeded
 
 
 class FifoOptions(Options):
@@ -192,15 +194,12 @@ class Variants:
     these, so a spec asking for one is refused at validate, naming the entries that have it."""
 
     plain: str
-    seeded: str | None = None  # judges each configuration by its seeds' aggregate
     for_bohb: str | None = None  # the brackets BOHB's searcher fills
 
     def choose(self, ctx: Context) -> str:
-        """The variant for an experiment: BOHB's brackets, seeded, or plain."""
+        """The variant for an experiment without seeds: BOHB's brackets, or plain."""
         if ctx.searcher in BRACKET_SEARCHERS and self.for_bohb:
             return self.for_bohb
-        if ctx.seeds_aggregate and self.seeded:
-            return self.seeded
         return self.plain
 
 
@@ -234,16 +233,16 @@ class Scheduler:
     def takes_seeds(self) -> bool:
         """Whether a configuration's seeds stay one configuration under it: it judges by their
         aggregate, or judges nothing."""
-        return self.variants.seeded is not None or not self.needs_metric
+        return seeded.takes_seeds(self.name, judges=self.needs_metric)
 
     def build(self, options: Options, ctx: Context) -> Any:
-        """The Tune scheduler for an experiment."""
-        cls = _import(self.variants.choose(ctx))
+        """The Tune scheduler for an experiment (with seeds: the seeds package's choice)."""
         extra = self.context_options(ctx) if self.context_options else {}
-        scheduler = cls(**options.options(), **extra)
-        if ctx.seeds_aggregate and self.variants.seeded:
-            scheduler.how = ctx.seeds_aggregate
-        return scheduler
+        kwargs = {**options.options(), **extra}
+        bohb = ctx.searcher in BRACKET_SEARCHERS and self.variants.for_bohb
+        if ctx.seeds_aggregate and not bohb and self.name in seeded.SEEDED_SCHEDULERS:
+            return seeded.seeded_scheduler(self.name, ctx.seeds_aggregate, **kwargs)
+        return _import(self.variants.choose(ctx))(**kwargs)
 
 
 def _clones_logged(ctx: Context) -> dict[str, Any]:
@@ -266,7 +265,6 @@ SCHEDULERS: dict[str, Scheduler] = {
             HyperBandOptions,
             Variants(
                 f"{_INTERNALS}.hyperband:ResumableHyperBand",
-                seeded=f"{_INTERNALS}.seeded:SeededHyperBand",
                 for_bohb=f"{_INTERNALS}.hyperband:ResumableHyperBandForBOHB",
             ),
             bounds_time=True,
@@ -278,15 +276,13 @@ SCHEDULERS: dict[str, Scheduler] = {
         Scheduler(
             "asha",
             AshaOptions,
-            Variants(f"{_INTERNALS}.sparse:SparseASHA", seeded=f"{_INTERNALS}.seeded:SeededASHA"),
+            Variants(f"{_INTERNALS}.sparse:SparseASHA"),
             bounds_time=True,
         ),
         Scheduler(
             "median",
             MedianOptions,
-            Variants(
-                f"{_INTERNALS}.sparse:SparseMedian", seeded=f"{_INTERNALS}.seeded:SeededMedian"
-            ),
+            Variants(f"{_INTERNALS}.sparse:SparseMedian"),
         ),
         Scheduler(
             "pbt",

@@ -69,9 +69,9 @@ def _variants(options: Options, ctx: Context) -> Any:
     # a warning); the variant generator takes the limit itself.
     limit, seed = ctx.max_concurrent_trials or 0, ctx.seed
     if ctx.seeds:  # every variant once per seed, its seeds made one after another
-        from tune_app.ray_internals.seeded import SeededVariants
+        from tune_app.seeds.wrappers import seeded_variants
 
-        return SeededVariants(ctx.seeds, max_concurrent=limit, random_state=seed)
+        return seeded_variants(ctx.seeds, max_concurrent=limit, random_state=seed)
     return BasicVariantGenerator(max_concurrent=limit, random_state=seed)
 
 

@@ -9,10 +9,18 @@ rewritten results and read its tables, never replace its methods.
   bracket's class; each new bracket's class is set to it, its `filled` and
   `successive_halving` overridden), its `_all_trials`, `_n`, `_live_trials`; and
   `HyperBandScheduler._trial_info` (which bracket a trial is in).
-- `seeded`: `ray.tune.search.basic_variant._TrialIterator` (subclassed: its `create_trial` is
-  where a variant becomes a trial) and `BasicVariantGenerator._iterators`, `_total_samples`;
-  ASHA's `_trial_info` and its brackets' `_rungs` (a configuration's record cleared before a
-  seed is judged at a rung); HyperBand's as in `hyperband`.
+- `seeded` (the seeds feature's behaviour; `tune_app.seeds.wrappers` chooses it), one line per
+  reach, each naming the Tune hook that is missing:
+  - `ray.tune.search.basic_variant._TrialIterator`, subclassed, and `BasicVariantGenerator.
+    _iterators`, `_total_samples`: the generator has no hook for a variant becoming trials;
+  - ASHA's `_trial_info` (configuration -> bracket) and its brackets' `_rungs`: ASHA has no
+    public way to judge a group of trials as one, nor to read or clear a rung's record;
+  - HyperBand's as in `hyperband`, with `_Bracket._all_trials`, `_n`, `_live_trials`: a bracket
+    has no hook to count a configuration's seeds as one place in it.
+  Tune's public scheduler methods (`on_trial_add`, `on_trial_result`, `on_trial_complete`,
+  `on_trial_remove`) do the rest: the wrappers call the wrapped scheduler with a stand-in trial
+  per configuration. `tests/test_sparse.py` and `tests/test_seeds.py` drive them on Tune's own
+  classes, and `symbols` checks the signatures, so a Tune release that moves them fails there.
 - `sparse`: no private symbol; what Tune's schedulers and searchers do with a result whose
   metric is missing or not a number (its docstring lists each), which a new release may change.
 - `population`: `PopulationBasedTraining._log_config_on_step` (overridden, in a subclass of PBT

@@ -1,11 +1,12 @@
 """Seeds as an axis: every configuration runs once per seed, and is judged by an aggregate of
 its seeds' scores (mean, interquartile mean or median) with a bootstrap confidence interval.
 
-Grid and random searches make every variant once per seed, in turn (`SeededVariants`, the seed
-in the config key `seed`); a model-based searcher is wrapped in `SeedRepeater`, which asks it
-for a configuration once, runs it on every seed and tells it the aggregate
-(`tune_app.ray_internals.seeded`).
-Ray-free.
+The feature's parts, all in this package:
+- this module: the seed key, the aggregates and their bootstrap intervals (Ray-free);
+- `wrappers`: which seeded variant of a searcher or scheduler an experiment runs, the one
+  place that decides it (the method tables ask it);
+- their behaviour, in `tune_app.ray_internals.seeded` (it reaches Tune's private tables where
+  Tune has no hook; its docstring names each), which `wrappers` alone imports.
 """
 
 from __future__ import annotations
