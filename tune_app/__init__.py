@@ -1,9 +1,9 @@
 """tune_app: hyperparameter searches on Ray Tune and RLlib from one YAML spec file.
 
 `tune_app.run(spec)` runs a spec, `tune_app.resume(folder)` continues an interrupted run,
-`tune_app.load(folder)` reads a run back as a DataFrame (see `tune_app.api`); importing the
-package imports neither Ray nor pandas. A Ray outside the releases the app is checked on gets
-one `UncheckedRayWarning` when a run starts.
+`tune_app.load(folder)` reads a run back as a DataFrame, `tune_app.compare(run, run)` compares
+runs (see `tune_app.api`); importing the package imports neither Ray nor pandas. A Ray outside
+the releases the app is checked on gets one `UncheckedRayWarning` when a run starts.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ __all__ = [
     "RunResult",
     "UncheckedRayWarning",
     "best_checkpoint",
+    "compare",
     "load",
     "read",
     "resume",

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from tune_app.expect import Outcome
     from tune_app.plan.types import Plan
+    from tune_app.readback.comparing import Comparison
     from tune_app.rundir.read import ExperimentResults
     from tune_app.rundir.records import RunSummary, TrialOutcome
     from tune_app.runner import RunOptions
@@ -311,6 +312,24 @@ class PartlyRead(UserWarning):
     cut short): its rows hold what could be read. A folder that holds no tune_app run at all is
     refused (`SpecError`), as `analyze` refuses it and as Ray Tune's `ExperimentAnalysis`
     refuses a folder without its experiment state."""
+
+
+def compare(
+    *runs: str | os.PathLike[str], html: str | os.PathLike[str] | None = None
+) -> Comparison:
+    """Several runs of one metric and mode compared, as `tune_app compare` prints them: each
+    run's best with an interval, its best-so-far staircase against trials, iterations and wall
+    time, and where runs have seeds (or several runs share a spec) the probability that one
+    method beats another (`tune_app.readback.comparing`). Each of `runs` is read as `analyze`
+    reads it (a folder of several runs: its newest that ran trials). With `html`, the page is
+    written there too. Raises `SpecError` for fewer than two runs or runs of different metrics
+    or modes."""
+    from tune_app.readback import compare_page, comparing
+
+    found = comparing.compare([os.fspath(r) for r in runs])
+    if html is not None:
+        found = replace(found, page=str(compare_page.write(found, os.fspath(html))))
+    return found
 
 
 @dataclass(frozen=True)

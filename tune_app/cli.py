@@ -15,12 +15,12 @@ import os
 import sys
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tune_app import interrupts
+from tune_app.cli_table import Argument, Command, arg, parent_parser
 from tune_app.errors import SpecErrors, TuneAppError
 from tune_app.interrupts import as_interrupts
 from tune_app.printing import (
@@ -159,6 +159,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from tune_app import api
+
+    found = api.compare(*args.runs, html=args.html)
+    print(found.json() if args.format == "json" else found.table())
+    if found.page:
+        print(f"tune_app: wrote {found.page}", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_best(args: argparse.Namespace) -> int:
     from tune_app.readback import best
 
@@ -223,30 +233,6 @@ def _versions() -> str:
             return "not installed"
 
     return f"tune_app {of('tune_app')} (Ray {of('ray')})"
-
-
-@dataclass(frozen=True)
-class Argument:
-    """One `add_argument` call: its flags (or positional name) and options."""
-
-    flags: tuple[str, ...]
-    options: dict[str, Any]
-
-
-def arg(*flags: str, **options: Any) -> Argument:
-    return Argument(flags, options)
-
-
-@dataclass(frozen=True)
-class Command:
-    """A subcommand: its handler (which returns the exit code), its help (also its description),
-    the groups of SHARED flags it takes, and its own arguments."""
-
-    name: str
-    handler: Callable[[argparse.Namespace], int]
-    help: str
-    shared: tuple[str, ...] = ()
-    arguments: tuple[Argument, ...] = ()
 
 
 # Flags several commands take, defined once; each group becomes a parent parser. A group of
@@ -388,6 +374,18 @@ COMMANDS: tuple[Command, ...] = (
         (arg("--out", metavar="FILE", help="the page to write (default: DIR/report.html)"),),
     ),
     Command(
+        "compare",
+        cmd_compare,
+        "several runs of one metric side by side: best with intervals, best so far, and the "
+        "probability that one beats another (no Ray)",
+        (),
+        (
+            arg("runs", nargs="+", metavar="RUN", help="run folders (two or more) or URIs"),
+            arg("--html", metavar="FILE", help="also write the comparison as an HTML page"),
+            arg("--format", choices=("table", "json"), default="table", help="default: table"),
+        ),
+    ),
+    Command(
         "tensorboard",
         cmd_tensorboard,
         "serve TensorBoard on a run: scalars and HParams",
@@ -418,15 +416,6 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
-def _parent(arguments: Sequence[Argument]) -> argparse.ArgumentParser:
-    """A parser holding only `arguments` (mutually exclusive if several), for `parents=`."""
-    parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_mutually_exclusive_group() if len(arguments) > 1 else parent
-    for a in arguments:
-        group.add_argument(*a.flags, **a.options)
-    return parent
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tune_app",
@@ -437,8 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=_versions(), help="the app's and Ray's versions"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    debug = _parent([DEBUG])
-    parents = {name: _parent(arguments) for name, arguments in SHARED.items()}
+    debug = parent_parser([DEBUG])
+    parents = {name: parent_parser(arguments) for name, arguments in SHARED.items()}
     for command in COMMANDS:
         p = sub.add_parser(
             command.name,

@@ -1,0 +1,486 @@
+"""`tune_app compare`: several runs of one metric side by side, from their files alone.
+
+For each run: its best score with an interval, and its best-so-far staircase against the trials
+ended, the iterations spent and the wall time. For each pair of methods that have several scores
+(a run with seeds: its best configuration's seed scores; several runs of one spec: each run's
+best), the probability that one beats the other, as rliable (Agarwal et al. 2021, "Deep RL at
+the edge of the statistical precipice") defines it: P(X > Y) = the share of pairs (x, y), one
+score of each, where x beats y (a tie counts half), with a 95% percentile bootstrap interval
+that resamples each method's scores apart (stratified). Seeded, so the figures repeat. Runs of
+different metrics or modes are refused. Pure functions on runs read back; no Ray, no plotting.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+
+from tune_app import scoring
+from tune_app.errors import SpecError
+from tune_app.readback.analyze import cell
+from tune_app.rundir import budget, noise
+from tune_app.rundir.location import RunLocation, name_of, parent_of
+from tune_app.rundir.read import ExperimentResults, read_experiment
+from tune_app.seeds import CONFIDENCE, Configuration
+
+LOGGED_AT = "logged_at"  # unix time the driver logged a result (tune_app.callbacks writes it)
+MIN_SCORES = noise.MIN_SEEDS  # scores a method needs for a probability of improvement
+AXES = ("trials", "iterations", "seconds")  # what a staircase is drawn against
+AXIS_WORDS = {
+    "trials": "trials ended (with seeds: configurations)",
+    "iterations": "iterations spent (every trial's)",
+    "seconds": "wall time since the run's first result (s)",
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One point of a run's best-so-far staircase: the best score once `trials` trials (with
+    seeds: configurations) had ended, `iterations` results were logged and `seconds` had passed
+    since the run's first result (None where the run's rows carry no time)."""
+
+    trials: int
+    iterations: int
+    seconds: float | None
+    best: float
+
+    def at(self, axis: str) -> float | None:
+        value = getattr(self, axis)
+        return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class ComparedRun:
+    """One run as compared: where it was read, its best with an interval, its staircase."""
+
+    label: str  # its short name in tables and legends
+    where: str  # the run read, as a user names it (a folder or a URI)
+    experiment: str
+    scheduler: str
+    trials: int
+    finished: bool
+    best: float | None
+    interval: tuple[float, float] | None
+    interval_words: str  # what the interval is, in words; "" without one
+    unit: str  # what the trials axis counts: trials, or configurations with seeds
+    seed_scores: tuple[float, ...]  # its best configuration's seeds' scores; () without seeds
+    curve: tuple[Step, ...]
+    method: str = ""  # the label of the method it belongs to
+
+    def best_at(self, axis: str, x: float) -> float | None:
+        """The best so far once `x` of `axis` was spent (beyond the run's end, its final best:
+        `ended_by`); None before its first score."""
+        found = None
+        for step in self.curve:
+            at = step.at(axis)
+            if at is not None and at <= x:
+                found = step.best
+        return found
+
+    def ended_by(self, axis: str, x: float) -> bool:
+        """Whether the run had ended before `x` of `axis` was spent."""
+        return bool(self.curve) and x > (self.curve[-1].at(axis) or 0.0) * (1 + 1e-9)
+
+
+@dataclass(frozen=True)
+class Method:
+    """What the probability of improvement judges: one run with seeds, or the runs of one spec
+    and experiment, and the scores that stand for it."""
+
+    label: str
+    runs: tuple[str, ...]  # its runs' labels
+    scores: tuple[float, ...]
+    basis: str  # where its scores come from, in words
+
+
+@dataclass(frozen=True)
+class Improvement:
+    """P(`better` beats `than`): rliable's probability of improvement, with its interval."""
+
+    better: str
+    than: str
+    chance: float
+    interval: tuple[float, float]
+    counts: tuple[int, int]  # the scores each side has
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Several runs of one metric and mode, compared."""
+
+    metric: str
+    mode: str
+    runs: tuple[ComparedRun, ...]
+    methods: tuple[Method, ...]
+    improvements: tuple[Improvement, ...]
+    notes: tuple[str, ...] = field(default=())
+    page: str | None = None  # where its HTML page was written, if it was
+
+    def table(self) -> str:
+        """What `tune_app compare` prints."""
+        return render(self)
+
+    def json(self) -> str:
+        """What `tune_app compare --format json` prints: every field, as JSON."""
+        return json.dumps(asdict(self), indent=2)
+
+
+def compare(wheres: Sequence[str | Path]) -> Comparison:
+    """The runs `wheres` name (each as `RunLocation.open` reads it: a folder of several runs
+    gives its newest that ran trials, and says so), compared. Raises SpecError for fewer than
+    two runs, a run named twice, a run without one metric, and runs of different metrics or
+    modes."""
+    runs: list[RunLocation] = []
+    for where in wheres:
+        for run in RunLocation.open(where):
+            twice = next((r for r in runs if r.same_as(run)), None)
+            if twice is not None:
+                raise SpecError(
+                    f"{run.where} is named twice", suggestion="name each run to compare once"
+                )
+            runs.append(run)
+    if len(runs) < 2:
+        found = ", ".join(r.where for r in runs) or "none"
+        raise SpecError(
+            f"compare needs two runs or more; {' '.join(map(str, wheres))} holds one ({found})",
+            suggestion="name another run folder to compare it with",
+        )
+    exps = [read_experiment(r.local, r.where) for r in runs]
+    metric, mode = _one_objective(exps)
+    labels = _labels([e.where for e in exps])
+    specs = [_spec_text(r) for r in runs]
+    compared = [_run(e, label) for e, label in zip(exps, labels, strict=True)]
+    methods, grouped = _methods(exps, compared, specs)
+    compared = [replace(c, method=grouped[c.label]) for c in compared]
+    judged = [m for m in methods if len(m.scores) >= MIN_SCORES]
+    improvements = tuple(improvement(a, b, mode) for a, b in combinations(judged, 2))
+    return Comparison(
+        metric=metric,
+        mode=mode,
+        runs=tuple(compared),
+        methods=tuple(methods),
+        improvements=improvements,
+        notes=tuple(_notes(exps, labels, methods)),
+    )
+
+
+def _one_objective(exps: list[ExperimentResults]) -> tuple[str, str]:
+    """The metric and mode every run shares; SpecError naming the first run that differs."""
+    for e in exps:
+        if e.summary.objectives:
+            names = ", ".join(o.name for o in e.summary.objectives)
+            raise SpecError(
+                f"{e.where} searched several objectives ({names}); compare judges runs by one "
+                "metric",
+                suggestion="compare runs of one metric; `report` shows a run's Pareto front",
+            )
+        if e.metric is None or e.mode is None:
+            raise SpecError(
+                f"{e.where} has no metric and mode to compare by",
+                suggestion="compare runs whose spec sets metric and mode",
+            )
+    first = exps[0]
+    for e in exps[1:]:
+        if (e.metric, e.mode) != (first.metric, first.mode):
+            raise SpecError(
+                f"cannot compare {first.where} (metric {first.metric}, mode {first.mode}) with "
+                f"{e.where} (metric {e.metric}, mode {e.mode}): their scores mean different "
+                "things",
+                suggestion="compare runs of one metric and mode",
+            )
+    return str(first.metric), str(first.mode)
+
+
+def _labels(wheres: list[str]) -> list[str]:
+    """Each run's short name: its folder's name, with its parent's where two share one."""
+    names = [name_of(w) for w in wheres]
+    longer = [
+        f"{name_of(parent_of(w))}/{n}" if names.count(n) > 1 else n
+        for w, n in zip(wheres, names, strict=True)
+    ]
+    return [n if longer.count(n) == 1 else f"{n}#{i}" for i, n in enumerate(longer, 1)]
+
+
+def _spec_text(run: RunLocation) -> str | None:
+    """The spec as run (what tells runs of one spec), or None where it cannot be read."""
+    try:
+        return run.spec.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _run(exp: ExperimentResults, label: str) -> ComparedRun:
+    configs = exp.summary.configurations()
+    seed_scores: tuple[float, ...] = ()
+    if configs:  # with seeds: the best configuration, by its seeds' aggregate
+        top = configs[0]
+        best, interval = top.score, top.interval
+        words = _seed_words(top, exp.summary.aggregate) if interval else ""
+        seed_scores = tuple(_finite(top.scores))
+    else:
+        trial = exp.best_trial
+        best = trial.score if trial is not None else None
+        scores = _finite([t.score for t in exp.trials if t.failure is None])
+        interval = best_of_interval(scores, exp.mode)
+        words = (
+            f"{CONFIDENCE:.0%} bootstrap of the best of its {len(scores)} scored trials"
+            if interval
+            else ""
+        )
+    return ComparedRun(
+        label=label,
+        where=exp.where,
+        experiment=exp.name,
+        scheduler=exp.scheduler,
+        trials=len(exp.trials),
+        finished=exp.finished,
+        best=best,
+        interval=interval,
+        interval_words=words,
+        unit="configurations" if configs else "trials",
+        seed_scores=seed_scores,
+        curve=staircase(exp, configs),
+    )
+
+
+def _seed_words(top: Configuration, how: str) -> str:
+    if top.interval_is_range:
+        return f"range of its best configuration's {top.scored} seeds"
+    return f"{CONFIDENCE:.0%} bootstrap of the {how} of its best configuration's {top.scored} seeds"
+
+
+def _finite(values: Sequence[float | None]) -> list[float]:
+    return [float(v) for v in values if v is not None and math.isfinite(v)]
+
+
+def best_of_interval(scores: Sequence[float], mode: str | None) -> tuple[float, float] | None:
+    """A 95% percentile bootstrap interval of the best of `scores` (a run's trials drawn again
+    with replacement): how much the run's best owes to which trials it happened to draw. Its
+    top end is the run's best. None under MIN_SCORES scores."""
+    if len(scores) < MIN_SCORES:
+        return None
+    values = np.asarray(scores, dtype=float)
+    rng = np.random.default_rng(noise.SEED)
+    drawn = values[rng.integers(0, values.size, size=(noise.DRAWS, values.size))]
+    bests = drawn.min(axis=1) if mode == "min" else drawn.max(axis=1)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(bests, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def staircase(exp: ExperimentResults, configs: list[Configuration]) -> tuple[Step, ...]:
+    """The best score so far each time a trial (with seeds: a configuration, once its last
+    seed's trial ended) ended: its score counts from its last result, under the run's scope (a
+    trial still running with its score so far), so the staircase ends at the best the summary
+    names; a failed one counts only while none other has a score, as the summary ranks them.
+    Results are taken in the order they were logged."""
+    by_id = {t.trial_id: t for t in exp.trials}
+    unit_of: dict[str, int] = {}  # trial id -> the unit (trial or configuration) it belongs to
+    units: list[tuple[float | None, bool, set[str]]] = []  # score, failed, its trials
+    if configs:
+        for c in configs:
+            units.append((c.score, c.failed > 0, set(c.trial_ids)))
+    else:
+        units = [(t.score, t.failure is not None, {t.trial_id}) for t in exp.trials]
+    for i, (_, _, members) in enumerate(units):
+        unit_of.update(dict.fromkeys(members, i))
+    order = {trial_id: i for i, trial_id in enumerate(sorted(exp.history))}
+    rows = sorted(
+        (
+            step.get(LOGGED_AT) is None,
+            step.get(LOGGED_AT) or 0.0,
+            order[trial_id],
+            i,
+            trial_id,
+        )
+        for trial_id, steps in exp.history.items()
+        if trial_id in by_id
+        for i, step in enumerate(steps)
+    )
+    start = rows[0][1] if rows and not rows[0][0] else None
+    left = {
+        i: {m for m in members if exp.history.get(m)} for i, (_, _, members) in enumerate(units)
+    }
+    reached: dict[bool, float | None] = {True: None, False: None}  # the best yet, of each kind
+    out: list[Step] = []
+    ended = 0
+    for spent, (untimed, logged, _, i, trial_id) in enumerate(rows, 1):
+        if i < len(exp.history[trial_id]) - 1 or trial_id not in unit_of:
+            continue  # not the trial's last result
+        unit = unit_of[trial_id]
+        left[unit].discard(trial_id)
+        if left[unit]:
+            continue  # a configuration waits for its last seed
+        ended += 1
+        score, failed, _ = units[unit]
+        if score is not None and scoring.better(score, reached[not failed], exp.mode):
+            reached[not failed] = score
+        top = reached[True] if reached[True] is not None else reached[False]
+        if top is not None:
+            seconds = None if untimed or start is None else logged - start
+            out.append(Step(ended, spent, seconds, top))
+    return tuple(out)
+
+
+def _methods(
+    exps: list[ExperimentResults], runs: list[ComparedRun], specs: list[str | None]
+) -> tuple[list[Method], dict[str, str]]:
+    """The runs grouped into methods: the runs of one spec text and experiment are one method,
+    judged by each run's best; a lone run by its best configuration's seed scores."""
+    groups: dict[object, list[int]] = {}
+    for i, (exp, spec) in enumerate(zip(exps, specs, strict=True)):
+        key = (spec, exp.name) if spec is not None else ("", exp.where)
+        groups.setdefault(key, []).append(i)
+    methods, grouped = [], {}
+    for members in groups.values():
+        first = runs[members[0]]
+        if len(members) > 1:
+            names = [runs[i].label for i in members]
+            label = " + ".join(names) if len(names) <= 3 else f"{names[0]} + {len(names) - 1} more"
+            scores = tuple(_finite([runs[i].best for i in members]))
+            basis = f"the best of each of its {len(members)} runs"
+        else:
+            label, scores = first.label, first.seed_scores
+            basis = (
+                f"its best configuration's {len(scores)} seeds"
+                if scores
+                else "one run without seeds"
+            )
+        methods.append(Method(label, tuple(runs[i].label for i in members), scores, basis))
+        grouped.update(dict.fromkeys((runs[i].label for i in members), label))
+    return methods, grouped
+
+
+def improvement(a: Method, b: Method, mode: str | None) -> Improvement:
+    """rliable's probability of improvement between two methods, turned so that the one more
+    likely to be better is named first (its chance >= 0.5), with a 95% stratified percentile
+    bootstrap interval."""
+    x, y = np.asarray(a.scores, dtype=float), np.asarray(b.scores, dtype=float)
+    if mode == "min":
+        x, y = -x, -y
+    chance = _chance(x[None, :], y[None, :])[0]
+    rng = np.random.default_rng(noise.SEED)
+    xs = x[rng.integers(0, x.size, size=(noise.DRAWS, x.size))]
+    ys = y[rng.integers(0, y.size, size=(noise.DRAWS, y.size))]
+    draws = _chance(xs, ys)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = (float(v) for v in np.percentile(draws, [tail, 100 - tail]))
+    if chance < 0.5:
+        return Improvement(b.label, a.label, 1 - chance, (1 - high, 1 - low), (y.size, x.size))
+    return Improvement(a.label, b.label, float(chance), (low, high), (x.size, y.size))
+
+
+def _chance(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Per row (a draw): the share of (x, y) pairs where x beats y, a tie counting half."""
+    diff = xs[:, :, None] - ys[:, None, :]
+    return np.asarray(((diff > 0) + 0.5 * (diff == 0)).mean(axis=(1, 2)))
+
+
+def _notes(exps: list[ExperimentResults], labels: list[str], methods: list[Method]) -> list[str]:
+    notes = []
+    scopes = {e.scope for e in exps}
+    if len(scopes) > 1:
+        words = ", ".join(
+            f"{lab}: {scoring.describe(e.scope)}" for lab, e in zip(labels, exps, strict=True)
+        )
+        notes.append(f"the runs score a trial differently ({words})")
+    unfinished = [lab for lab, e in zip(labels, exps, strict=True) if not e.finished]
+    if unfinished:
+        notes.append(f"not finished (interrupted or still running): {', '.join(unfinished)}")
+    alone = [m.label for m in methods if len(m.scores) < MIN_SCORES]
+    if alone:
+        notes.append(
+            f"no probability of improvement for {', '.join(alone)}: each needs {MIN_SCORES} "
+            "scores or more, from seeds (the spec's `seeds`) or from several runs of one spec"
+        )
+    return notes
+
+
+# ---- the printed form --------------------------------------------------------------------
+
+
+def render(c: Comparison) -> str:
+    """The comparison as text: the runs, their staircases at a few points, the probabilities."""
+    out = [f"comparing {len(c.runs)} runs by {c.metric} ({c.mode}):"]
+    head: tuple[str, ...] = ("run", "scheduler", "trials", "best", "interval", "where")
+    rows: list[tuple[str, ...]] = [
+        (
+            r.label,
+            r.scheduler,
+            str(r.trials) + ("" if r.finished else " (unfinished)"),
+            cell(r.best),
+            f"[{cell(r.interval[0])}, {cell(r.interval[1])}] ({r.interval_words})"
+            if r.interval
+            else "-",
+            r.where,
+        )
+        for r in c.runs
+    ]
+    out += _columns(head, rows)
+    for axis in AXES:
+        if any(s.at(axis) is None for r in c.runs for s in r.curve):
+            continue  # a run's rows carry no time
+        out += ["", f"best so far against {AXIS_WORDS[axis]}:"]
+        points = _points(c.runs, axis)
+        head = ("run", *(_x(axis, x) for x in points), "at its end")
+        rows = [
+            (
+                r.label,
+                *(cell(r.best_at(axis, x)) + "*" * r.ended_by(axis, x) for x in points),
+                f"{cell(r.curve[-1].best)} at {_x(axis, r.curve[-1].at(axis) or 0)}"
+                if r.curve
+                else "-",
+            )
+            for r in c.runs
+        ]
+        out += _columns(head, rows)
+        if any(r.ended_by(axis, x) for r in c.runs for x in points):
+            out.append("  *: the run had ended by then; its final best")
+    if c.improvements:
+        out += [
+            "",
+            "probability of improvement, P(X beats Y) over their scores (rliable; "
+            f"{CONFIDENCE:.0%} bootstrap interval):",
+        ]
+        for m in c.methods:
+            if len(m.scores) >= MIN_SCORES:
+                out.append(f"  {m.label}: {m.basis}")
+        for i in c.improvements:
+            low, high = i.interval
+            out.append(
+                f"  P({i.better} beats {i.than}) = {i.chance:.2f} [{low:.2f}, {high:.2f}] "
+                f"({i.counts[0]} vs {i.counts[1]} scores)"
+            )
+    out += [f"note: {n}" for n in c.notes]
+    return "\n".join(out)
+
+
+def _points(runs: Sequence[ComparedRun], axis: str) -> list[float]:
+    """Where the staircases are shown: 1, 2, 5, 10, ... trials up to the most any run ended;
+    1/16, 1/8, ..., all of the most iterations or seconds any run spent (a run that ended
+    before is shown with its final best, marked)."""
+    most = max(((r.curve[-1].at(axis) or 0.0) for r in runs if r.curve), default=0.0)
+    if axis == "trials":
+        return [float(n) for n in budget.COMPACT if n < most] + [most]
+    shares = [most / 2**k for k in (4, 3, 2, 1, 0)]
+    if axis == "iterations":
+        return sorted({float(round(x)) for x in shares if x >= 1})
+    return sorted({x for x in shares if x > 0})
+
+
+def _x(axis: str, x: float) -> str:
+    return f"{x:.3g}s" if axis == "seconds" else str(int(x))
+
+
+def _columns(head: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in (head, *rows)) for i in range(len(head))]
+    return [
+        "  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+        for row in (head, *rows)
+    ]
