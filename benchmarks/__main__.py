@@ -12,7 +12,17 @@ from pathlib import Path
 
 from benchmarks.common import Figure, machine, table, write_json
 
-NAMES = ("overhead", "nested", "search", "search_rl", "throughput", "startup", "scale", "layout")
+NAMES = (
+    "overhead",
+    "nested",
+    "search",
+    "search_rl",
+    "throughput",
+    "startup",
+    "scale",
+    "layout",
+    "big_results",
+)
 
 
 def main() -> int:

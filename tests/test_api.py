@@ -216,3 +216,93 @@ def test_no_submodule_is_named_as_an_api_function():
     for name in tune_app.__all__:
         assert importlib.util.find_spec(f"tune_app.{name}") is None, name
         assert callable(getattr(tune_app, name)) or isinstance(getattr(tune_app, name), type)
+
+
+class _Stop(Exception):
+    """Raised from `on_plan` to end a run after its plan, before Ray starts."""
+
+
+def test_a_second_run_in_another_thread_is_refused_at_once_while_one_goes(tmp_path):
+    """Two `tune_app.run` calls in two threads raced in ray.init (Ray's dashboard traceback,
+    "called ray.init twice"): a process runs one at a time, and the second is told why."""
+    import threading
+
+    from tune_app.api import RunInProgress
+
+    config = {"alpha": 1, "beta": 1}
+    spec = {"e": {"run": "my_func", "stop": {"training_iteration": 1}, "config": config}}
+    refused: list[BaseException] = []
+
+    def second() -> None:
+        for call in (
+            lambda: tune_app.run(spec, storage_path=tmp_path / "b"),
+            lambda: tune_app.resume(tmp_path / "a"),
+        ):
+            try:
+                call()
+            except BaseException as err:
+                refused.append(err)
+
+    def first_plan(plan) -> None:  # the first run holds the process's run: a second comes
+        other = threading.Thread(target=second, name="second")
+        other.start()
+        other.join(timeout=30)
+        raise _Stop
+
+    with pytest.raises(_Stop):
+        tune_app.run(spec, storage_path=tmp_path / "a", on_plan=first_plan)
+    assert [type(e) for e in refused] == [RunInProgress, RunInProgress], refused
+    run_refused, resume_refused = (str(e) for e in refused)
+    assert run_refused.startswith(
+        "cannot start a run of a spec mapping: a run of a spec mapping (thread 'MainThread') "
+        "is still going in this process"
+    ), run_refused
+    assert resume_refused.startswith(f"cannot start the resume of {tmp_path / 'a'}: ")
+    for text in (run_refused, resume_refused):
+        assert "\n" not in text and "in one spec" in text and "a process of its own" in text
+    assert refused[0].exit_code == 2 and not (tmp_path / "b").exists()
+
+    # Released at the end, however the run ended: the next one starts.
+    def stop(plan) -> None:
+        raise _Stop
+
+    with pytest.raises(_Stop):
+        tune_app.run(spec, storage_path=tmp_path / "c", on_plan=stop)
+
+
+TWO_THREADS = """
+import sys, threading
+import tune_app
+
+def go(name):
+    spec = {name: {"run": "my_trainables:train", "metric": "score", "mode": "max",
+                   "config": {"x": 1.0, "steps": 2}}}
+    try:
+        result = tune_app.run(spec, storage_path=sys.argv[1])
+        print(f"{name}: exit {result.exit_code}", flush=True)
+    except tune_app.api.RunInProgress as err:
+        print(f"{name}: refused: {err}", flush=True)
+
+threads = [threading.Thread(target=go, args=(n,), name=n) for n in ("a", "b")]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+@pytest.mark.e2e
+def test_two_runs_in_two_threads_end_one_done_and_one_refused_without_a_traceback(tmp_path):
+    user_module("my_trainables.py", tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", TWO_THREADS, str(tmp_path / "out")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    outcomes = sorted(line for line in proc.stdout.splitlines() if line[:3] in ("a: ", "b: "))
+    assert len(outcomes) == 2, output
+    assert sum(line.endswith(": exit 0") for line in outcomes) == 1, output
+    assert sum(": refused: cannot start " in line for line in outcomes) == 1, output
+    for noise in ("Traceback", "aiohttp_cors", "ray.init twice"):
+        assert noise not in output, output

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -488,3 +489,87 @@ def test_the_summary_of_a_search_of_nothing_names_what_ran_not_its_whole_config(
     print_summaries(plan, [RunSummary("e", "mean_accuracy", "max", 1.0, [best])], width=200)
     out = capsys.readouterr().out
     assert "nothing searched: my_func" in out and "rllib_key_" not in out
+
+
+@pytest.mark.parametrize("scheme", ["ray://", ""], ids=["client", "gcs"])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_an_address_with_nothing_there_fails_fast_in_one_line(
+    cli, write_spec, tmp_path, scheme, command
+):
+    """`--address ray://HOST:PORT` with nothing there took 31 s and printed Ray's raw
+    UserWarning before the app's line: a TCP probe refuses it before ray.init."""
+    from tests.conftest import free_port
+
+    address = f"{scheme}127.0.0.1:{free_port()}"
+    spec_file = write_spec("e:\n  run: es_cartpole\n  stop: {training_iteration: 2}\n")
+    began = time.monotonic()
+    result = cli(command, spec_file, "--address", address, "--storage-path", tmp_path / "out")
+    assert time.monotonic() - began < 10
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert lines[0].startswith(f"error: {spec_file}: --address: cannot join "), lines[0]
+    assert f"at {address}: Connection refused; start it with ray start --head" in lines[0]
+    assert "Warning" not in result.err and not (tmp_path / "out").exists()
+
+
+def test_an_address_that_never_answers_is_given_up_after_the_probe(monkeypatch):
+    import socket
+
+    from tune_app.cluster import PROBE_S, _reachable
+    from tune_app.errors import SpecError
+
+    waited: list[float] = []
+
+    def silent(target, timeout):
+        waited.append(timeout)
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "create_connection", silent)
+    with pytest.raises(SpecError) as err:
+        _reachable("ray://10.0.0.5:10001")
+    assert waited == [PROBE_S] and PROBE_S <= 5
+    assert f"nothing answered on port 10001 within {PROBE_S:g} s" in str(err.value)
+    assert "ray:// on port 10001" in str(err.value)  # where a head serves Ray client
+
+
+def test_list_of_an_algorithm_says_what_each_key_is_for_and_filters_by_a_word(cli):
+    """`list PPO` printed 207 `key = default` lines with no meaning: each key now carries the
+    first sentence RLlib's own docstrings give it, and a WORD keeps the keys it names."""
+    from tune_app import rllib
+
+    for name in rllib.ALGORITHMS:
+        keys = rllib.algorithm_keys(name)
+        assert len(keys.docs) >= 0.8 * len(keys.defaults), name  # the setters' Args: cover most
+        assert set(keys.docs) <= set(keys.defaults), name
+    every = cli("list", "PPO").out
+    assert "  lambda = 1.0: The lambda parameter for General Advantage Estimation (GAE).\n" in every
+    assert "  num_env_runners = " in every and "Number of EnvRunner actors" in every
+    assert "callbacks_on_episode_end = None: " in every  # callbacks(on_episode_end=...)'s Arg
+    total = len(rllib.algorithm_keys("PPO").defaults)
+    lr = cli("list", "PPO", "lr")
+    assert lr.code == 0 and lr.out.startswith(f"PPO: 1 of {total} config keys"), lr.out
+    assert lr.out.splitlines()[1].startswith("  lr = 5e-05: The learning rate")
+    gae = cli("list", "PPO", "gae").out.splitlines()  # in a name or, as a word, in a description
+    assert {"use_gae", "lambda"} <= {line.split(" = ")[0].strip() for line in gae[1:]}, gae
+    none = cli("list", "PPO", "lrr")
+    assert none.code == 2 and "no config key of PPO has 'lrr'" in none.err
+    assert "did you mean 'lr'" in none.err and none.out == ""
+    trainable = cli("list", "es_cartpole", "lr")
+    assert trainable.code == 2 and "list es_cartpole alone" in trainable.err
+
+
+def test_the_docstring_args_parser_reads_each_parameter_s_first_sentence():
+    from tune_app.rllib.snapshot import _args, _first_sentence
+
+    doc = (
+        "Sets the training related configuration.\n\nArgs:\n"
+        "    lambda_: The lambda parameter, i.e. the GAE weight. More text\n"
+        "        on a second line.\n"
+        "    lr (float): The learning rate\n        of the optimizer. See e.g. Adam.\n\n"
+        "Returns:\n    This updated AlgorithmConfig object.\n"
+    )
+    found = _args(doc)
+    assert set(found) == {"lambda_", "lr"}
+    assert _first_sentence(found["lambda_"]) == "The lambda parameter, i.e. the GAE weight."
+    assert _first_sentence(found["lr"]) == "The learning rate of the optimizer."
+    assert _first_sentence("x " * 200).endswith("...") and len(_first_sentence("x " * 200)) == 160

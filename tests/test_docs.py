@@ -62,3 +62,13 @@ def test_every_field_has_a_description(model):
 def test_readme_is_a_front_door_of_at_most_20_kb():
     size = len((ROOT / "README.md").read_bytes())
     assert size <= 20_000, f"README.md is {size} bytes: move the detail into docs/"
+
+
+def test_readme_lists_every_tutorial():
+    """README's tutorial list left out three of docs/tutorials/: a new one must be added there."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    linked = set(re.findall(r"\(docs/tutorials/([\w.-]+\.md)\)", readme))
+    tutorials = {p.name for p in (ROOT / "docs" / "tutorials").glob("*.md")}
+    assert tutorials and tutorials <= linked, f"not in README: {sorted(tutorials - linked)}"

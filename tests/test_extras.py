@@ -171,3 +171,107 @@ def test_the_report_without_scikit_learn_says_how_to_get_parameter_importance(mo
     found = importances(trials, ["x"])
     assert found.params == ()
     assert 'pip install -e ".[importance]"' in found.note
+
+
+BROKEN = [
+    pytest.param(
+        "search: {type: optuna, sampler: cmaes}\n",
+        "es_cartpole",
+        "cmaes",
+        "experiments.exp.search: search: optuna (sampler cmaes) needs the cmaes package",
+        id="sampler",
+    ),
+    pytest.param(
+        "search: {type: optuna, sampler: tpe}\n",
+        "es_cartpole",
+        "optuna",
+        "experiments.exp.search: search: optuna needs the optuna package",
+        id="searcher",
+    ),
+    pytest.param(
+        "",
+        "lcbench",
+        "onnxruntime",
+        "experiments.exp.run: trainable 'lcbench' needs the onnxruntime package",
+        id="trainable",
+    ),
+]
+
+
+@pytest.fixture
+def broken(tmp_path, monkeypatch):
+    """Make `broken(name)` a package found on sys.path whose import raises RuntimeError."""
+    from .conftest import user_module
+
+    site = tmp_path / "site"
+
+    def make(name: str) -> None:
+        (site / name).mkdir(parents=True)
+        user_module("broken_install.py", site / name, "__init__.py")
+        monkeypatch.syspath_prepend(str(site))
+        for loaded in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
+            monkeypatch.delitem(sys.modules, loaded)
+
+    return make
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+@pytest.mark.parametrize("search, run, package, where", BROKEN)
+def test_a_package_whose_import_raises_is_named_with_its_error_and_the_reinstall_line(
+    cli, write_spec, broken, tmp_path, command, search, run, package, where
+):
+    """A broken install passed validate (the package was found) and failed later with
+    "error: RuntimeError: broken install", naming no package."""
+    broken(package)
+    spec_file = write_spec(
+        f"metric: episode_return_mean\nmode: max\n{search}experiments:\n  exp:\n    run: {run}\n"
+        "    num_samples: 2\n    config: {lr: {loguniform: [0.01, 1.0]}}\n"
+        if run == "es_cartpole"
+        else f"experiments:\n  exp:\n    run: {run}\n    stop: {{training_iteration: 2}}\n"
+    )
+    out = tmp_path / "out"
+    result = cli(command, spec_file, "--storage-path", out)
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert lines[0].startswith(f"error: {spec_file}: {where}, whose import fails: "), lines[0]
+    assert "RuntimeError: broken install" in lines[0]
+    assert f"(at {package}/__init__.py:4)" in lines[0]  # where it raised, short
+    assert f"reinstall it: pip install --force-reinstall --no-deps {package}" in lines[0]
+    assert "Traceback" not in result.err and not out.exists()
+
+
+def test_an_import_failure_names_the_file_and_line_it_was_raised_at(tmp_path, monkeypatch):
+    from tune_app.errors import import_failure
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "typo.py").write_text("x = 1\n\ndef train(config)\n    pass\n")
+    (tmp_path / "deep.py").write_text("import helper_that_raises\n")
+    (tmp_path / "helper_that_raises.py").write_text("\n\nraise KeyError('k')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for module, expected in [
+        ("typo", "SyntaxError: expected ':' (at typo.py:3)"),
+        ("deep", "KeyError: 'k' (at helper_that_raises.py:3)"),  # the frame that raised
+    ]:
+        with pytest.raises(Exception) as caught:
+            __import__(module)
+        assert import_failure(caught.value) == expected
+
+
+def test_a_user_module_whose_import_raises_is_one_line_naming_it(
+    cli, write_spec, tmp_path, ray_session
+):
+    """`run: badmod:train` whose module raises at import: the module, its error and where it
+    raised, exit 2, no traceback, nothing written (the module is imported once Ray is up)."""
+    from .conftest import user_module
+
+    user_module("broken_install.py", tmp_path, "badmod.py")
+    spec_file = write_spec("e:\n  run: badmod:train\n  stop: {training_iteration: 2}\n")
+    out = tmp_path / "out"
+    result = cli("run", spec_file, "--storage-path", out, "-q")
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1, result.err
+    assert lines[0] == (
+        f"error: {spec_file}: e.run: importing module 'badmod' failed: RuntimeError: broken "
+        f"install (at {tmp_path.name}/badmod.py:4)"  # outside the working directory: 2 parts
+    ), lines[0]
+    assert "Traceback" not in result.err and not out.exists()

@@ -470,3 +470,53 @@ def test_tune_is_given_an_absolute_folder_to_restore_from(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     assert RunLocation(Path("out/e")).tune_where == str(tmp_path / "out" / "e")
     assert RunLocation(Path("x"), "s3://bucket/runs/e").tune_where == "s3://bucket/runs/e"
+
+
+def test_a_resumed_optuna_search_loads_its_study_without_optuna_s_info_line(tmp_path):
+    """Tune sets a searcher restored from its saved state up again, and Optuna's
+    `[I ...] Using an existing study` came out on every resume: the table's `on_restore`,
+    called before that, silences it (the control, without it, shows the line)."""
+    import logging
+    import pickle
+
+    import optuna
+    from ray import tune
+
+    from tune_app.methods import SEARCHERS, Context
+    from tune_app.methods.searchers import OptunaOptions
+    from tune_app.rundir.location import RunLocation
+
+    entry = SEARCHERS["optuna"]
+    ctx = Context(seed=0, folder=RunLocation(tmp_path / "e"))
+    (tmp_path / "e").mkdir()
+    saved = pickle.dumps(entry.build(OptunaOptions(), ctx))  # as Tune's tuner.pkl holds it
+    space = {"x": tune.uniform(0.0, 1.0)}
+    pickle.loads(saved).set_search_properties("score", "max", space)  # the first run's study
+
+    class Recorded(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lines: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.lines.append(record.getMessage())
+
+    def resumed(prepare: bool) -> list[str]:
+        optuna.logging.set_verbosity(optuna.logging.INFO)  # a fresh process: Optuna's default
+        handler = Recorded()
+        logging.getLogger("optuna").addHandler(handler)
+        try:
+            if prepare:
+                assert entry.on_restore is not None
+                entry.on_restore()
+            pickle.loads(saved).set_search_properties("score", "max", space)
+        finally:
+            logging.getLogger("optuna").removeHandler(handler)
+        return handler.lines
+
+    try:
+        assert any("Using an existing study" in line for line in resumed(prepare=False))
+        assert resumed(prepare=True) == []
+        assert optuna.logging.get_verbosity() == optuna.logging.WARNING
+    finally:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)

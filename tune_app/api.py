@@ -12,16 +12,18 @@ loop failing, or its Ray head lost, raises `TuneFailure` the same way.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tune_app.command import resume_command
-from tune_app.errors import RunStopped, SpecError
+from tune_app.errors import RunStopped, SpecError, TuneAppError
 from tune_app.spec.loading import DICT_SPEC
 
 if TYPE_CHECKING:
@@ -123,6 +125,43 @@ class Interrupted(KeyboardInterrupt):
         self.folders = folders
 
 
+class RunInProgress(TuneAppError):
+    """A run or resume was asked for while another is going in this process (another thread):
+    one at a time (exit 2, nothing started or written)."""
+
+
+_ONE_RUN = threading.Lock()
+_GOING: list[str] = []  # what holds `_ONE_RUN`, for the refusal
+
+
+@contextlib.contextmanager
+def _one_run_at_a_time(what: str) -> Iterator[None]:
+    """Hold this process's one run while the block runs; RunInProgress at once when another
+    thread holds it. A run starts Ray and stops it at its end, and sets process-wide state
+    while it goes (signal handlers, Ray's and Tune's module settings, the live view): two in
+    threads raced in `ray.init` ("called ray.init twice", a dashboard traceback) and the first
+    to end stopped the other's Ray."""
+    if not _ONE_RUN.acquire(blocking=False):
+        going = _GOING[0] if _GOING else "another run"
+        raise RunInProgress(
+            f"cannot start {what}: {going} is still going in this process, and a process runs "
+            "one at a time; wait for it (run them one after the other), list both experiments "
+            "in one spec (they run at the same time), or run each in a process of its own"
+        )
+    _GOING[:] = [f"{what} (thread '{threading.current_thread().name}')"]
+    try:
+        yield
+    finally:
+        _GOING.clear()
+        _ONE_RUN.release()
+
+
+def _named(spec: SpecSource | Spec) -> str:
+    """A spec as the refusal names it: its file, or how it was given."""
+    file = getattr(spec, "file", None) if not isinstance(spec, str | os.PathLike) else spec
+    return f"the run of {os.fspath(file)}" if file is not None else "a run of a spec mapping"
+
+
 def validate(
     spec: SpecSource | Spec,
     *,
@@ -182,26 +221,28 @@ def run(
     `verbosity`: 0 quiet, 1 the live view, 2 Tune's tables. `command` is kept in run.json;
     `junit` names a JUnit XML report to write; `on_plan` sees the checked plan (its warnings)
     before Ray starts. Raises `NeverReported` for a stop or metric key never reported (or
-    never as a number), `Interrupted` on Ctrl-C while experiments ran at the same time, and
+    never as a number), `Interrupted` on Ctrl-C while experiments ran at the same time,
     `StorageError` when a write of the run's files failed (the run stopped as by Ctrl-C; its
-    message says how to resume).
+    message says how to resume), and `RunInProgress` at once while another run or resume goes
+    in this process (a process runs one at a time; experiments of one spec run together).
     """
-    plan = validate(
-        spec,
-        smoke=smoke,
-        storage_path=storage_path,
-        rllib_checks=True,
-        address=_cluster(address),
-    )
-    # A folder an earlier run wrote is kept: this run writes `<name>_<n>` beside it.
-    fresh = tuple(replace(ep, folder=ep.folder.fresh()) for ep in plan.experiments)
-    plan = replace(plan, experiments=fresh)
-    if on_plan is not None:
-        on_plan(plan)
-    from tune_app.runner import RunOptions  # imports Ray: only for a valid plan
+    with _one_run_at_a_time(_named(spec)):
+        plan = validate(
+            spec,
+            smoke=smoke,
+            storage_path=storage_path,
+            rllib_checks=True,
+            address=_cluster(address),
+        )
+        # A folder an earlier run wrote is kept: this run writes `<name>_<n>` beside it.
+        fresh = tuple(replace(ep, folder=ep.folder.fresh()) for ep in plan.experiments)
+        plan = replace(plan, experiments=fresh)
+        if on_plan is not None:
+            on_plan(plan)
+        from tune_app.runner import RunOptions  # imports Ray: only for a valid plan
 
-    opts = RunOptions(address=address, verbosity=verbosity, command=tuple(command))
-    return _run_plan(plan, opts, junit)
+        opts = RunOptions(address=address, verbosity=verbosity, command=tuple(command))
+        return _run_plan(plan, opts, junit)
 
 
 def resume(
@@ -220,28 +261,29 @@ def resume(
     A spec file changed since the run is refused unless `force`; the plan's warnings, which
     `on_plan` sees, say so, and what each scheduler does differently on a resume.
     """
-    from tune_app.methods import scheduler_of
-    from tune_app.resuming import resume_plan
+    with _one_run_at_a_time(f"the resume of {os.fspath(folder)}"):
+        from tune_app.methods import scheduler_of
+        from tune_app.resuming import resume_plan
 
-    machine = None
-    cluster = _cluster(address)
-    if cluster:  # the trials go on where they ran: the layout is chosen for its nodes again
-        from tune_app.cluster import machine_at  # imports Ray
+        machine = None
+        cluster = _cluster(address)
+        if cluster:  # the trials go on where they ran: the layout is chosen for its nodes again
+            from tune_app.cluster import machine_at  # imports Ray
 
-        machine = machine_at(cluster)
-    plan = resume_plan(os.fspath(folder), force=force, machine=machine)
-    notes = [
-        f"{ep.experiment.key_path}.scheduler: {note}"
-        for ep in plan.experiments
-        if (note := scheduler_of(ep.experiment.scheduler).resume_note)
-    ]
-    plan = replace(plan, warnings=(*plan.warnings, *notes))
-    if on_plan is not None:
-        on_plan(plan)
-    from tune_app.runner import RunOptions  # imports Ray: only for a valid plan
+            machine = machine_at(cluster)
+        plan = resume_plan(os.fspath(folder), force=force, machine=machine)
+        notes = [
+            f"{ep.experiment.key_path}.scheduler: {note}"
+            for ep in plan.experiments
+            if (note := scheduler_of(ep.experiment.scheduler).resume_note)
+        ]
+        plan = replace(plan, warnings=(*plan.warnings, *notes))
+        if on_plan is not None:
+            on_plan(plan)
+        from tune_app.runner import RunOptions  # imports Ray: only for a valid plan
 
-    opts = RunOptions(address=address, verbosity=verbosity, command=tuple(command), resume=True)
-    return _run_plan(plan, opts, junit)
+        opts = RunOptions(address=address, verbosity=verbosity, command=tuple(command), resume=True)
+        return _run_plan(plan, opts, junit)
 
 
 def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None) -> RunResult:

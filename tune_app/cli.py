@@ -117,13 +117,15 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(console.trainables_text(table.values()))
         print()
         print(console.algorithms_text(ALGORITHMS))
-    elif args.name in table:
+    elif args.name in table and args.word is None:
         print(console.trainables_text([table[args.name]]))
     elif args.name in ALGORITHMS:
-        print(console.algorithm_keys_text(args.name))
+        print(console.algorithm_keys_text(args.name, args.word))
     else:
         from tune_app.errors import TuneAppError, did_you_mean
 
+        if args.name in table:  # with a WORD
+            raise TuneAppError(f"WORD filters an algorithm's keys: list {args.name} alone")
         names = [*table, *ALGORITHMS]
         hint = did_you_mean(args.name, names)
         raise TuneAppError(
@@ -404,7 +406,10 @@ COMMANDS: tuple[Command, ...] = (
         cmd_list,
         "list the trainables and RLlib algorithms with their knobs",
         (),
-        (arg("name", nargs="?", help="one trainable, or every config key of an algorithm"),),
+        (
+            arg("name", nargs="?", help="one trainable, or every config key of an algorithm"),
+            arg("word", nargs="?", help="only an algorithm's keys whose name or doc has WORD"),
+        ),
     ),
     Command("schema", cmd_schema, "print the JSON Schema of spec files"),
     Command(

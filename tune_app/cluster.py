@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import socket
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,12 +125,14 @@ def machine_at(address: str) -> Machine:
             )
         return running_machine(name)
     try:
-        ray.init(
-            address=address,
-            include_dashboard=False,
-            logging_level=logging.ERROR,
-            log_to_driver=False,
-        )
+        with warnings.catch_warnings():  # Ray client's timeout warning: the line below says it
+            warnings.simplefilter("ignore", UserWarning)
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                logging_level=logging.ERROR,
+                log_to_driver=False,
+            )
     except (ConnectionError, ValueError, RuntimeError) as err:
         raise SpecError(
             f"cannot join the cluster at {address}: {str(err).splitlines()[0]}",
@@ -155,20 +158,31 @@ def _same_address(joined: str, address: str) -> bool:
     return norm(joined) == norm(address)
 
 
+# A GCS address (HOST:PORT) or a Ray client one (ray://HOST:PORT): what `_reachable` knocks on.
+_ADDRESS = re.compile(r"(ray://)?([\w.\-]+|\[[0-9A-Fa-f:.]+\]):(\d+)/?")
+PROBE_S = 3.0  # a TCP connect to a live head answers in milliseconds, a refused one at once
+
+
 def _reachable(address: str) -> None:
-    """SpecError at once when a HOST:PORT address takes no connection: ray.init would wait
-    minutes for its GCS (Ray 2.60 retried for over 2 minutes here)."""
-    plain = re.fullmatch(r"([\w.\-]+):(\d+)", address)
+    """SpecError at once when a HOST:PORT or ray://HOST:PORT address takes no connection:
+    ray.init would wait minutes for a GCS (Ray 2.60 retried for over 2 minutes here), and 31 s
+    for a Ray client server, then print Ray's raw UserWarning before the app's line."""
+    plain = _ADDRESS.fullmatch(address)
     if plain is None:
-        return  # "auto", a Ray client address: Ray's own rules
-    host, port = plain.groups()
+        return  # "auto", "local": Ray's own rules
+    client, host, port = plain.groups()
+    what = "the Ray client server" if client else "the cluster"
     try:
-        socket.create_connection((host, int(port)), timeout=5).close()
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_S).close()
     except OSError as err:
+        reason = err.strerror or str(err) or type(err).__name__
+        if isinstance(err, TimeoutError):
+            reason = f"nothing answered on port {port} within {PROBE_S:g} s"
+        start = "ray start --head" + (" (it serves ray:// on port 10001)" if client else "")
         raise SpecError(
-            f"cannot join the cluster at {address}: {err.strerror or err}",
+            f"cannot join {what} at {address}: {reason}",
             path="--address",
-            suggestion="start it with ray start --head, or check the address (ray status)",
+            suggestion=f"start it with {start}, or check the address (ray status)",
         ) from None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from tune_app.readback import front
 from tune_app.resources import gpu_sharing
 from tune_app.rundir import noise, rungs
 from tune_app.space import value_at
+from tune_app.words import counted
 
 if TYPE_CHECKING:
     from tune_app.contract import TrainableInfo
@@ -64,14 +66,30 @@ def algorithms_text(names: Iterable[str]) -> str:
     return "\n\n".join(blocks)
 
 
-def algorithm_keys_text(name: str) -> str:
-    """Every config key an RLlib algorithm accepts, with its default."""
+def algorithm_keys_text(name: str, word: str | None = None) -> str:
+    """Every config key an RLlib algorithm accepts, with its default and what it is for (RLlib's
+    own docstrings); with `word`, only the keys whose name or description holds it."""
     from tune_app import rllib
+    from tune_app.errors import TuneAppError, did_you_mean
 
     keys = rllib.algorithm_keys(name)
-    lines = [f"{name}: {len(keys.defaults)} config keys (default value)"]
-    lines += [f"  {k} = {_brief(v)}" for k, v in sorted(keys.defaults.items())]
-    lines.append("legacy keys read under their new names: " + ", ".join(sorted(rllib.RENAMED)))
+    shown = sorted(keys.defaults)
+    if word:
+        low, whole = word.lower(), re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
+        shown = [k for k in shown if low in k.lower() or whole.search(keys.docs.get(k, ""))]
+        if not shown:
+            hint = did_you_mean(word, keys.defaults)
+            raise TuneAppError(
+                f"no config key of {name} has '{word}' in its name or description"
+                + (f"; {hint}" if hint else f"; {APP} list {name} shows all")
+            )
+    counted = f"{len(shown)} of {len(keys.defaults)}" if word else f"{len(keys.defaults)}"
+    lines = [f"{name}: {counted} config keys (key = default: what it is for, from RLlib)"]
+    for k in shown:
+        doc = keys.docs.get(k)
+        lines.append(f"  {k} = {_brief(keys.defaults[k])}" + (f": {doc}" if doc else ""))
+    if not word:
+        lines.append("legacy keys read under their new names: " + ", ".join(sorted(rllib.RENAMED)))
     return "\n".join(lines)
 
 
@@ -101,7 +119,7 @@ def plan_text(plan: Plan) -> str:
             ("trainable", f"{exp.run} ({what})"),
             (
                 "trials",
-                f"{trials} ({_count(ep.trials // len(exp.seeds), 'configuration')} x "
+                f"{trials} ({counted(ep.trials // len(exp.seeds), 'configuration')} x "
                 f"{len(exp.seeds)} "
                 f"seeds {list(exp.seeds)}, judged by their {exp.aggregate}; num_samples "
                 f"{exp.num_samples})"
@@ -131,6 +149,8 @@ def plan_text(plan: Plan) -> str:
             ("expect", _expectations(exp)),
             ("results", ep.location),
         ]
+        if ep.warm is not None:
+            rows.insert(-1, ("warm start", ep.warm.line().removeprefix("warm start: ")))
         lines.append(f"\n{exp.name}")
         lines += [f"  {k:<11}{v}" for k, v in rows]
     return "\n".join(lines)
@@ -241,6 +261,8 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
     console.print(table)
     for ep, s in zip(plan.experiments, summaries, strict=True):
         console.print(f"results: {ep.location}", highlight=False)
+        if ep.warm is not None:  # its trials are the earlier runs': none is in the table above
+            console.print(f"  {ep.warm.line()}", highlight=False, markup=False)
         for line in front.lines(s, ep.location):
             console.print(f"  {line}", highlight=False, markup=False)
         for line in failures_text(s.trials).splitlines():
@@ -290,7 +312,7 @@ def same_failures_line(ep: Any, summary: RunSummary) -> str | None:
     run = ep.location[len(here) :] if ep.location.startswith(here) else ep.location
     where = f"{run}/{error.folder}/error.txt" if error else "its error.txt"
     return (
-        f"[{summary.experiment}] {_count(failed, 'trial')} failed alike before any trial "
+        f"[{summary.experiment}] {counted(failed, 'trial')} failed alike before any trial "
         f"reported{ended}: {clip(first, 120)}{at}; fix that and run again (traceback in "
         f"{where}; expect.max_errored_trials: {failed} lets more trials fail first)"
     )
@@ -340,7 +362,3 @@ def _short(config: dict[str, Any], searched: tuple[str, ...]) -> str:
         value = value_at(config, path)
         out.append(f"{path}={value:.4g}" if isinstance(value, float) else f"{path}={value}")
     return ", ".join(out)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import errno
 import os
+import traceback
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Self
@@ -302,3 +303,35 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     if not picks:
         return None
     return "did you mean " + " or ".join(repr(c) for c in picks) + "?"
+
+
+def import_failure(err: BaseException) -> str:
+    """An import's failure in one short text: its type, its first line and where it was raised
+    (`RuntimeError: broken install (at cmaes/__init__.py:3)`), the frame deepest in the
+    imported code (importlib's own frames left out); a SyntaxError's own file and line."""
+    text = str(err.msg) if isinstance(err, SyntaxError) else str(err)
+    first = (text.strip().splitlines() or [""])[0]
+    what = clip(f"{type(err).__name__}: {first}" if first else type(err).__name__, MAX_PART_CHARS)
+    if isinstance(err, SyntaxError) and err.filename:
+        file, line = err.filename, err.lineno
+    else:
+        frames = [
+            f for f in traceback.extract_tb(err.__traceback__) if "importlib" not in f.filename
+        ]
+        if not frames:
+            return what
+        file, line = frames[-1].filename, frames[-1].lineno
+    return f"{what} (at {_short_file(file)}:{line})"
+
+
+def _short_file(file: str) -> str:
+    """A source file as a reader finds it: under the working directory, relative to it; in an
+    installed package, from its package folder (`cmaes/__init__.py`); else its last two parts."""
+    path = os.path.abspath(file)
+    here = os.getcwd().rstrip(os.sep) + os.sep
+    if path.startswith(here):
+        return path[len(here) :]
+    for marker in ("site-packages", "dist-packages"):
+        if f"{os.sep}{marker}{os.sep}" in path:
+            return path.split(f"{os.sep}{marker}{os.sep}", 1)[1]
+    return os.sep.join(path.split(os.sep)[-2:])

@@ -16,6 +16,7 @@ from tune_app.rundir.layout import for_the_user, write_text
 from tune_app.rundir.records import RunSummary
 from tune_app.scoring import finite
 from tune_app.seeds import aggregate
+from tune_app.words import counted
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ def check(ep: ExperimentPlan, summary: RunSummary, smoke: bool = False) -> list[
             experiment=ep.name,
             name=f"errored trials <= {expect.max_errored_trials}",
             passed=errored <= expect.max_errored_trials,
-            message=f"{errored} of {len(summary.trials)} trials errored{_causes(summary)}",
+            message=f"{errored} of {counted(len(summary.trials), 'trial')} errored"
+            + _causes(summary),
         )
     ]
     best = summary.best
@@ -61,7 +63,7 @@ def check(ep: ExperimentPlan, summary: RunSummary, smoke: bool = False) -> list[
             values = [finite(by_id[i].values.get(key)) for i in configs[0].trial_ids]
             found = [v for v in values if v is not None]
             value = aggregate(found, summary.aggregate)
-            name_ = f"best configuration ({summary.aggregate} of {len(found)} seeds)"
+            name_ = f"best configuration ({summary.aggregate} of {counted(len(found), 'seed')})"
             if len(found) < len(summary.seeds):
                 name_ += f", {len(summary.seeds) - len(found)} without a value"
             if value is None:

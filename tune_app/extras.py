@@ -1,5 +1,7 @@
 """Optional packages: whether one is installed (found without importing it), and the refusal of a
-spec that needs a missing one, with the `pip install` line of the tune_app extra that installs it.
+spec that needs a missing one, with the `pip install` line of the tune_app extra that installs it,
+or a broken one (its import raises: a half-finished install, a wheel for another Python), named
+with its error and the line that reinstalls it.
 
 The searcher, scheduler and tracker tables name, per entry, the packages it imports and its
 extra (pyproject.toml's `[project.optional-dependencies]`); the plan checks them before Ray
@@ -9,11 +11,12 @@ cannot take.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tune_app.errors import SpecError
+from tune_app.errors import SpecError, import_failure
 
 if TYPE_CHECKING:
     from tune_app.methods import Options
@@ -49,15 +52,36 @@ def install_line(extra: str) -> str:
 
 def require(what: str, packages: Sequence[str], path: str) -> None:
     """Raise SpecError at `path` naming the first of `packages` (import names) not installed,
-    with the line that installs its extra (`EXTRAS`)."""
+    with the line that installs its extra (`EXTRAS`), or whose import raises, with its error.
+
+    Each is imported here, before Ray starts: a package found but broken failed only in the
+    trials, or in Tune's loop after the first trials (exit 75, "resume", which cannot help).
+    """
     for package in packages:
+        extra = EXTRAS.get(package)
+        line = install_line(extra) if extra else f"pip install {package}"
         if not installed(package):
-            extra = EXTRAS.get(package)
             raise SpecError(
                 f"{what} needs the {package} package, which is not installed",
                 path=path,
-                suggestion=install_line(extra) if extra else f"pip install {package}",
+                suggestion=line,
             )
+        try:
+            importlib.import_module(package)
+        except Exception as err:  # any error: an import runs the package's own code
+            raise SpecError(
+                f"{what} needs the {package} package, whose import fails: {import_failure(err)}",
+                path=path,
+                suggestion=f"reinstall it: {reinstall_line(package)}",
+            ) from None
+
+
+def reinstall_line(package: str) -> str:
+    """The command that reinstalls the distribution providing import name `package`."""
+    from importlib import metadata
+
+    found = metadata.packages_distributions().get(package) or [package]
+    return f"pip install --force-reinstall --no-deps {found[0]}"
 
 
 def check_methods(search: Options, scheduler: Options, key_path: str) -> None:

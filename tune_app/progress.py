@@ -4,8 +4,8 @@ finished trial elsewhere (CI logs).
 A Tune callback in each experiment's loop takes snapshots (trials done, running, pending,
 errored; the best metric so far and its parameters, or with several objectives the Pareto
 front's size and its best point on the first objective, as the summary's foot names it; elapsed
-and remaining time) and hands them
-to the view of the driver: directly when the experiment runs in the driver, through a small Ray
+and remaining time, under early stopping by the scheduler's plan, `eta`) and hands them to the
+view of the driver: directly when the experiment runs in the driver, through a small Ray
 actor when experiments run side by side in their own tasks. The callback finds its view by
 experiment name at run time, so a callback that Tune restores on resume finds the new one.
 """
@@ -21,19 +21,21 @@ from typing import Any, Protocol
 
 from ray import tune
 
-from tune_app import failures, objectives, scoring
+from tune_app import eta, failures, objectives, scoring
 from tune_app.divergence import diverged
 from tune_app.objectives import Limit, Objective
 from tune_app.rundir import pareto
 from tune_app.rundir.layout import flatten
 from tune_app.rundir.location import RunLocation
 from tune_app.scoring import finite
+from tune_app.words import counted
 
 SNAPSHOT_PERIOD_S = 0.5
 # Where the output is no terminal (a CI log, `nohup`), a line of where each experiment stands this
 # often, between the lines of trials ending: a long RL trial ends minutes apart. Snapshots come
 # every SNAPSHOT_PERIOD_S, so a line is never more than 25.5 s after the last.
 PLAIN_PERIOD_S = 25.0
+ENDED = ("TERMINATED", "ERROR")  # Tune's statuses of a trial that will run no more
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class Snapshot:
     # the first objective, each objective's value by name (its parameters in `best_params`).
     front: int | None = None
     point: tuple[tuple[str, float], ...] = ()
+    unknown_eta: bool = False  # trials are stopped early by no plan the time left can follow
 
 
 class Sink(Protocol):
@@ -78,6 +81,8 @@ def attach(experiment: str, sink: Sink | None) -> None:
 class ProgressCallback(tune.Callback):
     """Takes snapshots of one experiment's trials for the view attached to its name."""
 
+    plan: eta.Plan | None = None  # also a class default: one pickled before plans resumes as FIFO
+
     def __init__(
         self,
         experiment: str,
@@ -91,6 +96,7 @@ class ProgressCallback(tune.Callback):
         budget_s: float | None = None,
         several: tuple[Objective, ...] = (),
         constraints: tuple[Limit, ...] = (),
+        plan: eta.Plan | None = None,
     ) -> None:
         self.experiment, self.metric, self.mode = experiment, metric, mode
         self.objectives, self.constraints = several, constraints
@@ -103,6 +109,7 @@ class ProgressCallback(tune.Callback):
         self._values: dict[str, list[float]] = {}  # trial id -> its metric values so far
         self.searched = searched
         self.iterations = iterations  # the stop bound on a trial's iterations, when there is one
+        self.plan = plan  # how long trials run when the scheduler stops some early; None: no stop
         self._total: int | None = None
         self._start = time.monotonic()
         self._last = 0.0
@@ -192,19 +199,19 @@ class ProgressCallback(tune.Callback):
         """Counts, the best so far and the time left, estimated from finished work."""
         counts = {"TERMINATED": 0, "RUNNING": 0, "ERROR": 0}
         progress = 0.0
+        ran = []  # each trial's iterations so far, and whether it ended
         for trial in trials:
             last = flatten(trial.last_result or {}, "/")
             counts[self._status(trial)] = counts.get(self._status(trial), 0) + 1
-            if trial.status in ("TERMINATED", "ERROR"):
-                progress += 1.0
-            elif self.iterations:
-                progress += min(1.0, last.get("training_iteration", 0) / self.iterations)
+            ran.append((float(last.get("training_iteration") or 0), trial.status in ENDED))
+            if ran[-1][1] or self.iterations:  # ended: all its work; running: its share of it
+                progress += 1.0 if ran[-1][1] else min(1.0, ran[-1][0] / (self.iterations or 1))
         best, best_trial = self._best(trials)
         total = max(self._total or 0, len(trials)) or None
         elapsed = time.monotonic() - self._start
-        remaining = None
-        if total and progress > 0:
-            remaining = elapsed * (total - progress) / progress
+        remaining = elapsed * (total - progress) / progress if total and progress > 0 else None
+        if self.plan is not None:  # trials end at rungs, not at the bound: the plan's iterations
+            remaining = eta.left_s(self.plan, elapsed, total, ran)
         done, errored = counts["TERMINATED"], counts["ERROR"]
         front: int | None = None
         point: tuple[tuple[str, float], ...] = ()
@@ -219,14 +226,13 @@ class ProgressCallback(tune.Callback):
             total=total,
             metric=self.metric,
             best=best,
-            best_params=_params(best_trial.config, self.searched).lstrip(", ")
-            if best_trial
-            else "",
+            best_params=_params(best_trial.config if best_trial else {}, self.searched)[2:],
             elapsed_s=elapsed,
             remaining_s=remaining,
             budget_s=self.budget_s,
             front=front,
             point=point,
+            unknown_eta=self.plan is not None and not self.plan.known,
         )
 
     def _status(self, trial: Any) -> str:
@@ -338,11 +344,6 @@ def _near(path: str) -> str:
     return path[len(here) :] if path.startswith(here) else path
 
 
-def counted(count: int, noun: str) -> str:
-    """`1 iteration`, `2 iterations`."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def _params(config: dict[str, Any], searched: tuple[str, ...]) -> str:
     flat = flatten(config or {})
     shown = [f"{k}={_short(flat[k])}" for k in searched if k in flat]
@@ -367,8 +368,9 @@ def describe(snap: Snapshot) -> str:
         values = ", ".join(f"{name} = {value:.6g}" for name, value in snap.point)
         parts.append(f"front of {snap.front}, best on {first}: {values} ({snap.best_params})")
     parts.append(f"{_clock(snap.elapsed_s)} elapsed")
-    if snap.remaining_s is not None and snap.done + snap.errored < (snap.total or 0):
-        parts.append(f"~{_clock(snap.remaining_s)} left")
+    left = snap.remaining_s
+    if (left is not None or snap.unknown_eta) and snap.done + snap.errored < (snap.total or 0):
+        parts.append(eta.UNKNOWN if left is None else f"~{_clock(left)} left")
     if snap.budget_s is not None:
         left = max(0.0, snap.budget_s - snap.elapsed_s)
         parts.append(f"{_clock(left)} of the {_clock(snap.budget_s)} budget left")

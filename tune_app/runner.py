@@ -30,11 +30,10 @@ from tune_app import head
 from tune_app.cluster import check_cluster, cluster_address, ray_for
 from tune_app.errors import SpecError, StorageError, TuneAppError, TuneFailure
 from tune_app.interrupts import as_interrupts, deferred, forget_write_errors, write_error
+from tune_app.methods import searcher_of
 from tune_app.plan.types import ExperimentPlan, Plan
 from tune_app.ray_internals.memory import trial_oom_is_actor_death
-from tune_app.ray_internals.startup import (
-    trials_on_prestarted_workers,
-)
+from tune_app.ray_internals.startup import trials_on_prestarted_workers
 from tune_app.ray_internals.uploads import whole_file_uploads
 from tune_app.ray_internals.versions import warn_unchecked
 from tune_app.rundir.layout import write_json
@@ -381,6 +380,8 @@ def _restore(ep: ExperimentPlan, trainable: Any, space: dict[str, Any], legacy: 
     (its ValueError): `legacy` carries it."""
     from ray import tune
 
+    if (prepare := searcher_of(ep.experiment.search).on_restore) is not None:
+        prepare()  # before Tune sets the restored searcher up again (Optuna: its study)
     try:
         where = ep.folder.tune_where
         try:

@@ -59,6 +59,7 @@ PICKLED_NAMES = frozenset(
         "tune_app.trackers.options:MlflowOptions",
         "tune_app.trackers.options:WandbOptions",
         "tune_app.tuner:SpecStopper",
+        "tune_app.eta:Plan",  # the progress line's plan of trial lengths (ProgressCallback's)
         # What those hold
         "tune_app.rundir.location:RunLocation",
         "tune_app.space:Domain",
@@ -70,6 +71,8 @@ PICKLED_NAMES = frozenset(
         "tune_app.ray_internals.seeded:SeedRepeater",
         "tune_app.ray_internals.seeded:SeededVariants",
         "tune_app.ray_internals.constraints:ToldConstraints",
+        "tune_app.methods.told:Replayed",  # a warm start told to HyperOpt
+        "tune_app.methods.told:ToldOnce",  # and to Optuna's stored study
         # Schedulers
         "tune_app.ray_internals.sparse:SparseASHA",
         "tune_app.ray_internals.sparse:SparseMedian",

@@ -56,9 +56,37 @@ class Domain:
     def describe(self) -> str:
         return f"{self.kind}{list(self.args)}"
 
+    def outside(self, value: Any) -> str | None:
+        """Why `value` could not have been drawn from this domain, in words; None: it could.
+        Bounds as Tune's sampler keeps them (`tune_form`), a float's upper bound allowed."""
+        if self.kind in LIST_KINDS:
+            same = any(same_value(v, value) for v in self.args)
+            return None if same else f"not one of {list(self.args)}"
+        rule = RULES[self.kind]
+        if not (whole_number(value) if rule.integer else _number(value)):
+            return f"not {'a whole number' if rule.integer else 'a finite number'}"
+        kind, args = self.tune_form()
+        normal = kind in ("randn", "qrandn")
+        lo, hi = (-math.inf, math.inf) if normal else args[:2]
+        q = args[2] if len(args) == 3 else None
+        shut = kind not in ("randint", "lograndint")  # upper bound included
+        if not lo <= value <= hi or (not shut and value == hi):
+            return f"outside [{lo}, {hi}{']' if shut else ')'}"
+        if q is not None and not math.isclose(value / q, round(value / q), abs_tol=1e-9):
+            return f"not a multiple of q = {q}"
+        return None
+
 
 def _number(x: Any) -> bool:
     return finite(x) is not None and isinstance(x, int | float)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """One value as written and as read back: 1 and 1.0 alike (YAML and JSON may spell a
+    number either way), but true is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return a == b if _number(a) and _number(b) else type(a) is type(b) and a == b
 
 
 def whole_number(x: Any) -> TypeGuard[int]:
@@ -321,6 +349,20 @@ def place_at(config: Any, path: str, value: Any) -> bool:
         return False
     node[at] = value
     return True
+
+
+def nested(values: dict[str, Any]) -> dict[Any, Any]:
+    """Values by searched path as one tree of mappings (a list index as an int key), as Tune
+    reads a preset point (`points_to_evaluate`): {"opt.lr": 1, "layers[0]": 2} gives
+    {"opt": {"lr": 1}, "layers": {0: 2}}."""
+    tree: dict[Any, Any] = {}
+    for path, value in values.items():
+        parts = [int(index) if index else key for index, key in _PART.findall(path)]
+        node = tree
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return tree
 
 
 def map_domains(space: Any, fn: Callable[[Domain], Any]) -> Any:

@@ -63,10 +63,11 @@ def build_tuner(
         tune_config=tune.TuneConfig(
             metric=ep.metric,
             mode=ep.mode,
-            search_alg=_searcher(ep),
+            search_alg=_searcher(ep, space),
             scheduler=_scheduler(ep),
             # A searcher repeated on seeds: one suggestion per configuration, one trial per seed.
-            num_samples=exp.num_samples * (_repeats(ep) or 1),
+            # A grid warm-started: each grid point left is one sample (`WarmStart.samples`).
+            num_samples=_samples(ep) * (_repeats(ep) or 1),
             max_concurrent_trials=(
                 exp.max_concurrent_trials if searcher_of(exp.search).limits_concurrency else None
             ),
@@ -157,19 +158,22 @@ def _callbacks(ep: ExperimentPlan) -> list[tune.Callback]:
         JsonLoggerCallback(),
     ]
     callbacks += callbacks_for(ep)
+    bound = _iteration_bound(ep.experiment.stop)
+    scheduler = ep.experiment.scheduler
     callbacks.append(
         progress.ProgressCallback(
             ep.name,
             ep.metric,
             ep.mode,
             ep.searched,
-            _iteration_bound(ep.experiment.stop),
+            bound,
             scope=ep.experiment.scope,
             folder=ep.folder,
             output=ep.experiment.log_to_file,
             budget_s=ep.experiment.time_budget_s,
             several=ep.experiment.objectives,
             constraints=ep.experiment.constraints,
+            plan=scheduler_of(scheduler).trial_lengths(scheduler, bound),
         )
     )
     return callbacks
@@ -257,7 +261,14 @@ def _reached(value: Any, threshold: float) -> bool:
     return found is not None and found >= threshold
 
 
-def _searcher(ep: ExperimentPlan) -> Any:
+def _samples(ep: ExperimentPlan) -> int:
+    num = ep.experiment.num_samples
+    return ep.warm.samples(num) if ep.warm is not None else num
+
+
+def _searcher(ep: ExperimentPlan, space: dict[str, Any] | None = None) -> Any:
+    """The experiment's searcher on Tune's param_space `space` (which a warm start's earlier
+    points are handed in: `methods.by_index.handed_points`)."""
     exp = ep.experiment
     ctx = Context(
         seed=exp.seed,
@@ -268,6 +279,9 @@ def _searcher(ep: ExperimentPlan) -> Any:
         objectives=tuple(o.name for o in exp.objectives),
         modes=tuple(o.mode for o in exp.objectives),
         constraints=exp.constraints,
+        earlier=ep.warm.points if ep.warm is not None else (),
+        told=ep.warm.told if ep.warm is not None else (),
+        space=space,
     )
     searcher = searcher_of(exp.search).build(exp.search, ctx)
     if _repeats(ep):

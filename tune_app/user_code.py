@@ -36,7 +36,7 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from tune_app.errors import SpecError, did_you_mean
+from tune_app.errors import SpecError, did_you_mean, import_failure
 
 # Packages a spec may not name code in, beside the standard library: the app itself.
 APP_PACKAGES = frozenset({"tune_app"})
@@ -421,7 +421,7 @@ def import_user_module(module_name: str, search_path: tuple[str, ...], where: st
             module = importlib.import_module(module_name)
         except Exception as err:  # any import failure is the user's module
             raise SpecError(
-                f"importing module '{module_name}' failed: {type(err).__name__}: {err}",
+                f"importing module '{module_name}' failed: {import_failure(err)}",
                 path=where,
             ) from None
     if _is_local(module, search_path):

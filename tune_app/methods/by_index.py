@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,6 +38,7 @@ from ray.tune.search.sample import Categorical, Domain, Float, Integer, LogUnifo
 from ray.tune.search.variant_generator import parse_spec_vars
 
 from tune_app.ray_internals.wrapping import WrapsSearcher
+from tune_app.space import same_value
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,13 @@ class _Searched:
             return drawn
         v = int(drawn) * self.q
         return int(v) if self.integer else float(v)
+
+    def handed(self, value: Any) -> Any:
+        """What the searcher is handed for `value` (the inverse of `value`): a choice's index,
+        a quantized value's grid index, or the value itself."""
+        if self.values is not None:
+            return next(i for i, v in enumerate(self.values) if same_value(v, value))
+        return value if self.q is None else round(value / self.q)
 
 
 def _by_index(path: tuple[Any, ...], domain: Domain, quantized: bool) -> tuple[Any, _Searched]:
@@ -98,6 +107,41 @@ def _named(config: Any, path: tuple[Any, ...]) -> tuple[str, ...]:
         names.append(f"'{text}'" if text.isdigit() else text)
         config = config[key]
     return tuple(names)
+
+
+def _dotted(config: Any, path: tuple[Any, ...]) -> str:
+    """The path as `space.outer_domains` writes it: keys joined by ".", a list index "[i]"."""
+    text = ""
+    for key in path:
+        text += f"[{key}]" if isinstance(config, list) else f"{'.' if text else ''}{key}"
+        config = config[key]
+    return text
+
+
+def handed_points(
+    config: dict[str, Any],
+    earlier: Sequence[dict[str, Any]],
+    quantized: bool = False,
+    flat: bool = False,
+) -> list[dict[str, Any]]:
+    """Earlier configurations (each its searched values by path) as a searcher inside
+    `SearchesByIndex` on Tune's space `config` is handed them (warm start): under its text keys,
+    a choice by its value's index and, with `quantized`, a quantized range by its grid index;
+    with `flat`, the keys joined by "/", as Tune's OptunaSearch and TuneBOHB name values."""
+    searched = []
+    for path, domain in parse_spec_vars(config)[1]:
+        how = replace(_by_index(path, domain, quantized)[1], name=_named(config, path))
+        searched.append((_dotted(config, path), how))
+    points = []
+    for values in earlier:
+        point: dict[str, Any] = {}
+        for dotted, how in searched:
+            if flat:
+                point["/".join(how.name)] = how.handed(values[dotted])
+            else:
+                _put(point, how.name, how.handed(values[dotted]))
+        points.append(point)
+    return points
 
 
 def _put(space: dict[str, Any], names: tuple[str, ...], value: Any) -> None:

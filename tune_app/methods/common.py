@@ -42,3 +42,10 @@ class Context:
     objectives: tuple[str, ...] = ()
     modes: tuple[str, ...] = ()
     constraints: tuple[Limit, ...] = ()  # bounds a trial keeps (Optuna's samplers are told)
+    # Warm start (`tune_app.warmstart`): earlier configurations, each its searched values by
+    # path, and what the searcher is told each scored (`told`: empty where it runs them first,
+    # or where they are the grid points left to run); `space` is Tune's param_space, which a
+    # searcher handed values by index (`by_index.handed_points`) needs to hand them.
+    earlier: tuple[dict[str, Any], ...] = ()
+    told: tuple[float, ...] = ()
+    space: Any = None

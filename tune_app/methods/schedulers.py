@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from tune_app import eta
 from tune_app.methods.common import Context, Options
 from tune_app.methods.searchers import BRACKET_SEARCHERS
 from tune_app.seeds import wrappers as seeded
@@ -228,6 +229,10 @@ class Scheduler:
     # Constructor options taken from the experiment, not the spec's options.
     context_options: Callable[[Context], dict[str, Any]] | None = None
     packages: tuple[str, ...] = ()  # what it imports beyond the default install (import names)
+    # How long a trial is expected to run under it (for the progress line's ETA), from its
+    # options and the spec's stop on training_iteration; None: it stops no trial early, so a
+    # trial runs to its stop.
+    plan: Callable[[Any, int | None], eta.Plan] | None = None
 
     @property
     def takes_seeds(self) -> bool:
@@ -243,6 +248,24 @@ class Scheduler:
         if ctx.seeds_aggregate and not bohb and self.name in seeded.SEEDED_SCHEDULERS:
             return seeded.seeded_scheduler(self.name, ctx.seeds_aggregate, **kwargs)
         return _import(self.variants.choose(ctx))(**kwargs)
+
+    def trial_lengths(self, options: Options, bound: int | None) -> eta.Plan | None:
+        """How long its trials are expected to run (`plan`); None where no trial is stopped
+        early. `bound`: the spec's stop on training_iteration."""
+        return self.plan(options, bound) if self.plan else None
+
+
+def _asha_plan(options: AshaOptions, bound: int | None) -> eta.Plan:
+    o = options
+    return eta.asha(o.grace_period, o.max_t, o.reduction_factor, o.brackets, o.time_attr, bound)
+
+
+def _hyperband_plan(options: HyperBandOptions, bound: int | None) -> eta.Plan:
+    return eta.hyperband(options.max_t, options.reduction_factor, options.time_attr, bound)
+
+
+def _no_plan(options: Options, bound: int | None) -> eta.Plan:
+    return eta.Plan()  # it stops a trial by comparing it with the others' median: no plan
 
 
 def _clones_logged(ctx: Context) -> dict[str, Any]:
@@ -270,6 +293,7 @@ SCHEDULERS: dict[str, Scheduler] = {
             bounds_time=True,
             pauses=True,
             synchronous=True,
+            plan=_hyperband_plan,
             resume_note="Tune does not save HyperBand's brackets: the unfinished trials "
             "continue from their checkpoints in new brackets, finished trials stay as they are",
         ),
@@ -278,11 +302,13 @@ SCHEDULERS: dict[str, Scheduler] = {
             AshaOptions,
             Variants(f"{_INTERNALS}.sparse:SparseASHA"),
             bounds_time=True,
+            plan=_asha_plan,
         ),
         Scheduler(
             "median",
             MedianOptions,
             Variants(f"{_INTERNALS}.sparse:SparseMedian"),
+            plan=_no_plan,
         ),
         Scheduler(
             "pbt",

@@ -65,31 +65,45 @@ class BohbOptions(Options):
 def _variants(options: Options, ctx: Context) -> Any:
     from ray.tune.search import BasicVariantGenerator
 
+    from tune_app.space import nested
+
     # Tune ignores TuneConfig.max_concurrent_trials for a search algorithm passed in (with only
     # a warning); the variant generator takes the limit itself.
     limit, seed = ctx.max_concurrent_trials or 0, ctx.seed
+    # Warm start: the grid points left, or earlier configurations, made first, each in place of
+    # one sample (Tune's points_to_evaluate; the runner counts num_samples so).
+    points = [nested(values) for values in ctx.earlier] or None
     if ctx.seeds:  # every variant once per seed, its seeds made one after another
         from tune_app.seeds.wrappers import seeded_variants
 
-        return seeded_variants(ctx.seeds, max_concurrent=limit, random_state=seed)
-    return BasicVariantGenerator(max_concurrent=limit, random_state=seed)
+        return seeded_variants(
+            ctx.seeds, max_concurrent=limit, random_state=seed, points_to_evaluate=points
+        )
+    return BasicVariantGenerator(max_concurrent=limit, random_state=seed, points_to_evaluate=points)
 
 
 def _hyperopt(options: Options, ctx: Context) -> Any:
     from ray.tune.search.hyperopt import HyperOptSearch
 
-    from tune_app.methods.by_index import SearchesByIndex
+    from tune_app.methods.by_index import SearchesByIndex, handed_points
+    from tune_app.methods.told import Replayed
 
     # HyperOpt hands lists (a choice's and constants) back as tuples: choices by index. Quantized
     # ranges it rounds as written (`Domain.tune_form`).
-    return SearchesByIndex(HyperOptSearch(**options.options(), random_state_seed=ctx.seed))
+    points = handed_points(ctx.space, ctx.earlier) if ctx.earlier else None
+    searcher: Any = HyperOptSearch(
+        **options.options(), random_state_seed=ctx.seed, points_to_evaluate=points
+    )
+    if ctx.told:  # Tune's HyperOptSearch takes no evaluated_rewards: told as a run tells it
+        searcher = Replayed(searcher, ctx.told)
+    return SearchesByIndex(searcher)
 
 
 def _optuna(options: Options, ctx: Context) -> Any:
     import optuna
     from ray.tune.search.optuna import OptunaSearch
 
-    from tune_app.methods.by_index import SearchesByIndex
+    from tune_app.methods.by_index import SearchesByIndex, handed_points
 
     assert isinstance(options, OptunaOptions)
     seed, startup = ctx.seed, options.n_startup_trials
@@ -103,25 +117,45 @@ def _optuna(options: Options, ctx: Context) -> Any:
     storage = None
     if ctx.folder is not None:
         storage = optuna.storages.RDBStorage(f"sqlite:///{ctx.folder.optuna_db.resolve()}")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # one line per trial otherwise
+    quiet_optuna()
     # Tune's OptunaSearch names a value by its path joined with "/" (failing on a domain inside
     # a list) and takes as choices only None, bool, int, float and str: choices by index.
     # Several objectives: the searcher holds them (Tune's TuneConfig then names no metric).
     several: dict[str, Any] = {}
     if ctx.objectives:
         several = {"metric": list(ctx.objectives), "mode": list(ctx.modes)}
+    # Warm start: earlier trials added to the study as complete ones; to a stored study once
+    # (`ToldOnce`: Tune's evaluated_rewards added them again on every resume).
+    points = handed_points(ctx.space, ctx.earlier, flat=True) if ctx.earlier else None
+    once = storage is not None and ctx.folder is not None and bool(points and ctx.told)
     searcher: Any = OptunaSearch(
         sampler=samplers[options.sampler](),
         seed=seed,
         storage=storage,
         study_name=ctx.folder.name if ctx.folder is not None else None,
+        points_to_evaluate=None if once else points,
+        evaluated_rewards=None if once else list(ctx.told) or None,
         **several,
     )
     if ctx.constraints:  # set on each Optuna trial, which TPE and NSGA-II read
         from tune_app.ray_internals.constraints import ToldConstraints
 
         searcher = ToldConstraints(searcher, ctx.constraints)
+    if once:  # outermost: ToldConstraints reads the OptunaSearch it wraps
+        from tune_app.methods.told import ToldOnce
+
+        assert points is not None and ctx.folder is not None
+        searcher = ToldOnce(searcher, points, ctx.told, storage, ctx.folder.name)
     return SearchesByIndex(searcher)
+
+
+def quiet_optuna() -> None:
+    """Optuna's INFO lines off in this process: "A new study created", "Using an existing
+    study" (as a resume sets the restored searcher up again, loading the study), one per trial;
+    none has anything to act on. Its warnings stay."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 # Optuna's samplers that search several objectives (CMA-ES models one).
@@ -158,7 +192,7 @@ def _bohb(options: Options, ctx: Context) -> Any:
 
     from ray.tune.search.bohb import TuneBOHB  # imports hpbandster (0.9 s): only when chosen
 
-    from tune_app.methods.by_index import SearchesByIndex
+    from tune_app.methods.by_index import SearchesByIndex, handed_points
 
     # hpbandster logs a warning with its KDEs' raw data whenever a sampled point's expected
     # improvement is not finite (its KDE bandwidth collapses on a choice axis, say) and then
@@ -171,8 +205,15 @@ def _bohb(options: Options, ctx: Context) -> Any:
         # the random configurations, so seeded runs parted once the model took over.
         np.random.seed(ctx.seed)
     # TuneBOHB would drop q and return numpy scalars: choices and quantized ranges by index.
+    # Warm start: earlier configurations run first (TuneBOHB takes no scores with them).
+    points = (
+        handed_points(ctx.space, ctx.earlier, quantized=True, flat=True) if ctx.earlier else None
+    )
     bohb = TuneBOHB(
-        bohb_config=options.options(), seed=ctx.seed, max_concurrent=ctx.max_concurrent_trials or 0
+        bohb_config=options.options(),
+        seed=ctx.seed,
+        max_concurrent=ctx.max_concurrent_trials or 0,
+        points_to_evaluate=points,
     )
     return SearchesByIndex(bohb, quantized=True)
 
@@ -232,13 +273,25 @@ class Searcher:
     # Several objectives (`metric: [a, b]`): None, it needs one metric; else why these options
     # cannot search several (None: they can).
     objectives: Callable[[Options], str | None] | None = None
+    # What `warm_start` gives it (`tune_app.warmstart`): "evaluated", earlier trials told as
+    # scored (never run again); "first", earlier configurations run first, in place of samples;
+    # "grid", the grid points the earlier runs ran skipped.
+    warm: Literal["evaluated", "first", "grid"] = "first"
+    # Called where a run is resumed, before Tune sets the searcher restored from its saved state
+    # up again (which never calls `build`): Optuna loads its study there.
+    on_restore: Callable[[], None] | None = None
 
 
 SEARCHERS: dict[str, Searcher] = {
     s.name: s
     for s in (
         Searcher(
-            "grid", GridOptions, _variants, generates_variants=True, objectives=_any_objectives
+            "grid",
+            GridOptions,
+            _variants,
+            generates_variants=True,
+            objectives=_any_objectives,
+            warm="grid",
         ),
         Searcher(
             "random", RandomOptions, _variants, generates_variants=True, objectives=_any_objectives
@@ -252,6 +305,7 @@ SEARCHERS: dict[str, Searcher] = {
             needs_sampled=True,
             exact_trials=False,
             limits_concurrency=True,
+            warm="evaluated",
         ),
         Searcher(
             "optuna",
@@ -264,6 +318,8 @@ SEARCHERS: dict[str, Searcher] = {
             refuses=_optuna_refuses,
             packages=lambda o: ("optuna", "cmaes") if o.sampler == "cmaes" else ("optuna",),
             objectives=_optuna_objectives,
+            warm="evaluated",
+            on_restore=quiet_optuna,
         ),
         Searcher(
             "bohb",

@@ -24,6 +24,7 @@ from tune_app.smoke import shrink
 from tune_app.space import searched_paths
 from tune_app.spec.models import Experiment, Mode, Spec
 from tune_app.trackers import check as check_trackers
+from tune_app.warmstart.earlier import read_warm_start
 
 
 def make_plan(
@@ -114,6 +115,7 @@ def _plan_experiment(
         errors.errors.append(failed)
     else:  # chosen for the search as written: --smoke then shrinks it like any config
         exp, layout = kind.layout(exp, trials, share)
+    written_size = exp  # the warm start is checked against the space as written, not --smoke's
     if smoke and failed is None:
         exp = shrink(exp, ref)
     metric, mode = None, None
@@ -133,6 +135,9 @@ def _plan_experiment(
     ):
         with errors.check():
             check()
+    warm = None
+    with errors.check():
+        warm = read_warm_start(written_size, metric, mode, envs)
     bundles: tuple[dict[str, float], ...] = ()
     with errors.check():
         if failed is None:  # an untranslated config cannot be sized
@@ -140,7 +145,10 @@ def _plan_experiment(
     errors.raise_any()
     checks.warn_unwatched_time(exp, warnings)
     warnings += [w for w in (checks.warn_unread_constraints(exp),) if w is not None]
-    trials = exp.trials(envs)
+    if smoke and warm is not None:
+        warnings.append(f"{exp.key_path}.warm_start: checked; a --smoke run starts without it")
+        warm = None
+    trials = warm.trials(exp, envs) if warm is not None else exp.trials(envs)
     checks.check_concurrency(exp, trials)
     folder = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
     unwritable = folder.unwritable()
@@ -163,6 +171,7 @@ def _plan_experiment(
         folder=folder,
         searched=_searched(exp, env),
         layout=layout,
+        warm=warm,
     )
 
 

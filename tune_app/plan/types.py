@@ -12,6 +12,7 @@ from tune_app.registry import TrainableRef
 from tune_app.resources import Machine, trials_at_once
 from tune_app.rundir.location import RunLocation
 from tune_app.spec.models import Experiment, Mode, Spec
+from tune_app.warmstart.earlier import WarmStart
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class ExperimentPlan:
     folder: RunLocation  # where its run folder is, local or on cloud storage
     searched: tuple[str, ...]  # config paths of the searched parameters
     layout: Layout | None = None  # the sampling layout the kind chose for the search, if any
+    warm: WarmStart | None = None  # what its searcher is handed from earlier runs (warm_start)
 
     @property
     def location(self) -> str:

@@ -1,7 +1,8 @@
 """`tune_app analyze`: a run's trials as a table, JSON or CSV, read from its files alone.
 
 Trials come sorted by their best metric, with the searched parameters, status, iterations and
-best and last metric; then the best trial, failed trials grouped by cause, and any file that could
+best and last metric (with several objectives: the front first, with each objective's value and
+the front's mark); then the best trial, failed trials grouped by cause, and any file that could
 not be read.
 """
 
@@ -14,12 +15,13 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 from tune_app import scoring
-from tune_app.readback import front
+from tune_app.readback import front, importance
 from tune_app.rundir import budget, noise, rungs
 from tune_app.rundir.layout import jsonable
 from tune_app.rundir.read import ExperimentResults
-from tune_app.rundir.records import TrialOutcome
+from tune_app.rundir.records import TrialOutcome, warm_start_line
 from tune_app.seeds import Configuration, never_started
+from tune_app.words import counted
 
 Format = Literal["table", "json", "csv"]
 FORMATS = ("table", "json", "csv")
@@ -53,6 +55,7 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
                 for cause, members in exp.failed_by_cause().items()
             },
             "problems": exp.problems,
+            "warm_start": [asdict(r) for r in exp.warm_start],
             "clones": [asdict(c) for c in exp.clones],
             "seeds": exp.summary.seeds,
             "aggregate": exp.summary.aggregate if exp.summary.seeds else None,
@@ -60,14 +63,15 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
             **front.run_fields(exp.summary),
             "select": exp.summary.select if exp.summary.seeds else None,
             **statistics_dict(exp),
+            # per searched parameter, its share by permutation, fANOVA and PED-ANOVA
+            "importance": importance.as_json(exp),
         }
     )
 
 
 def rung_checks(exp: ExperimentResults) -> list[rungs.RungCheck]:
     """ASHA's and HyperBand's rungs checked against the final scores, from the run's files."""
-    curves = rungs.curves_from(exp.history, exp.metric)
-    return rungs.checks(exp.trials, curves, exp.scheduler)
+    return rungs.checks(exp.trials, exp.metric_curves(), exp.scheduler)
 
 
 def statistics_dict(exp: ExperimentResults) -> dict[str, Any]:
@@ -127,7 +131,7 @@ def _trial_dict(t: TrialOutcome, exp: ExperimentResults) -> dict[str, Any]:
 
 def _ranked(exp: ExperimentResults) -> list[TrialOutcome]:
     """Trials best first; with several objectives, the front first."""
-    return front.ranked(exp.summary, exp.ranked())
+    return front.best_first(exp.summary)
 
 
 def trial_rows(
@@ -137,7 +141,7 @@ def trial_rows(
     DataFrame. Searched parameters are `config/<path>` columns, as in Tune's DataFrames."""
     rows = []
     for e in experiments:
-        for t in e.ranked()[:top]:
+        for t in _ranked(e)[:top]:
             row = {"experiment": e.name, **_trial_dict(t, e)}
             params = row.pop("params")
             at = list(row).index("status") + 1
@@ -149,6 +153,9 @@ def trial_rows(
 
 def _csv(experiments: list[ExperimentResults], top: int | None) -> str:
     params = list(dict.fromkeys(k for e in experiments for k in e.searched))
+    # Several objectives: each one's value by name, and whether the trial is on the front.
+    names = list(dict.fromkeys(o.name for e in experiments for o in e.summary.objectives))
+    several = [*names, "pareto"] if names else []
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
@@ -161,11 +168,15 @@ def _csv(experiments: list[ExperimentResults], top: int | None) -> str:
             "score",
             "best",
             "last",
+            *several,
             "cause",
         ]
     )
     for e in experiments:
-        for t in e.ranked()[:top]:
+        on_front = set(e.summary.pareto())
+        for t in _ranked(e)[:top]:
+            values = [_raw(t.objectives.get(n)) for n in names]
+            mark = [str(t.trial_id in on_front) if e.summary.objectives else ""]
             writer.writerow(
                 [
                     e.name,
@@ -176,6 +187,7 @@ def _csv(experiments: list[ExperimentResults], top: int | None) -> str:
                     _raw(t.score),
                     _raw(t.best),
                     _raw(t.last),
+                    *(values + mark if names else []),
                     t.failure.cause if t.failure else "",
                 ]
             )
@@ -194,7 +206,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     )
     counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts.items()))
     table = Table(title=f"{exp.name}: {metric}; {counts or 'no trials'}; {state}")
-    numeric = ("iter", "score", "best", "last", *front.columns(exp.summary))
+    numeric = ("iter", *front.columns(exp.summary))
     # The trial id is what finds a trial's folder: never cut; wide values fold instead.
     table.add_column("trial", no_wrap=True, min_width=11)
     for col in ("status", *exp.searched, *numeric):
@@ -211,14 +223,11 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
             status,
             *(cell(t.params.get(p)) for p in exp.searched),
             str(t.iterations),
-            cell(t.score),
-            cell(t.best),
-            cell(t.last),
             *front.cells(t, exp.summary, cell),
         )
     lines = []
     if top is not None and len(ranked) > top:
-        lines.append(f"(the best {top} of {len(ranked)} trials)")
+        lines.append(f"(the best {top} of {counted(len(ranked), 'trial')})")
     best = exp.best_trial
     configs = exp.summary.configurations()
     if best is not None and configs:  # with seeds: the best configuration and its best trial
@@ -238,6 +247,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     lines += statistics_lines(exp)
     lines += [f"clone: {line}" for line in clone_lines(exp)]
     lines += [f"skipped: {p}" for p in exp.problems]
+    lines += [w for w in (warm_start_line(exp.warm_start),) if w]  # none of the rows above
     lines.append(f"folder: {exp.where}")
     text = io.StringIO()
     console = Console(file=text, width=120, color_system=None, force_terminal=False)
@@ -311,7 +321,7 @@ def configuration_lines(exp: ExperimentResults) -> list[str]:
         else f"by the {s.aggregate}"
     )
     head = (
-        f"configurations over {len(s.seeds)} seeds, {by} of their seeds' scores (a 95% "
+        f"configurations over {counted(len(s.seeds), 'seed')}, {by} of their seeds' scores (a 95% "
         "bootstrap interval from 5 seeds, the seeds' range under 5; P(best): the chance of "
         f"being the best, lcb: the {noise.bound_words(s.mode)}, both by bootstrap):"
     )
@@ -323,7 +333,8 @@ def configuration_lines(exp: ExperimentResults) -> list[str]:
     ]
     waiting = sum(1 for t in exp.summary.trials if never_started(t))
     if waiting:
-        lines.append(f"  ({waiting} trials never started: no configuration was drawn for them)")
+        never = counted(waiting, "trial")
+        lines.append(f"  ({never} never started: no configuration was drawn for them)")
     return lines
 
 

@@ -1,7 +1,8 @@
-"""What the readers say of a search of several objectives: its Pareto front in `analyze` (each
-trial's value of each objective by name, and whether it is on the front), the run's end, and
-the trials `best` exports (the front, or the point `--pick` names). Ray-free; the front itself
-is `rundir.pareto`'s.
+"""What the readers say of a search of several objectives: its Pareto front in `analyze` and
+`report` (each trial's value of each objective by name, and whether it is on the front, in the
+columns where one metric has its score, best and last), the run's end, and the trials `best`
+exports (the front, or the point `--pick` names). Ray-free; the front itself is
+`rundir.pareto`'s.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from typing import Any
 
 from tune_app.command import APP
 from tune_app.rundir import pareto
-from tune_app.rundir.records import RunSummary, TrialOutcome
+from tune_app.rundir.records import ERRORED, RunSummary, TrialOutcome
+from tune_app.words import counted
 
 PICK_OPTION = "--pick"
 
@@ -44,14 +46,21 @@ def on_front(summary: RunSummary) -> list[TrialOutcome]:
     )
 
 
-def ranked(summary: RunSummary, trials: list[TrialOutcome]) -> list[TrialOutcome]:
-    """`trials` (ranked by one metric) with the front first, in its order, for several
-    objectives; as given otherwise."""
+def best_first(summary: RunSummary) -> list[TrialOutcome]:
+    """The trials in every reader's order: best first by the score with one metric; with
+    several objectives the front first, in its order, then the others with a value of every
+    objective, then those that broke a constraint or failed, then those missing a value."""
     if not several(summary):
-        return trials
+        return summary.ranked()
     front = on_front(summary)
     ids = {t.trial_id for t in front}
-    return front + [t for t in trials if t.trial_id not in ids]
+    return front + sorted(
+        (t for t in summary.trials if t.trial_id not in ids),
+        key=lambda t: (
+            any(t.objectives.get(o.name) is None for o in summary.objectives),
+            t.status == ERRORED or bool(t.broken),
+        ),
+    )
 
 
 def trial_fields(t: TrialOutcome, summary: RunSummary) -> dict[str, Any]:
@@ -78,19 +87,24 @@ def run_fields(summary: RunSummary) -> dict[str, Any]:
     return fields
 
 
+FRONT_MARK, BROKEN_MARK = "*", "broken"  # the `pareto` column's cells: on the front, broke one
+
+
 def columns(summary: RunSummary) -> list[str]:
-    """The table's columns for several objectives: one per objective, then `pareto`."""
+    """The tables' columns of a trial's values: `score`, `best` and `last` of one metric; for
+    several objectives one per objective, then `pareto` (the front's mark)."""
     if not several(summary):
-        return []
+        return ["score", "best", "last"]
     return [*(f"{o.name} ({o.mode})" for o in summary.objectives), "pareto"]
 
 
 def cells(t: TrialOutcome, summary: RunSummary, cell: Any) -> list[str]:
-    """A trial's cells under `columns`: its objective values (shown by `cell`) and `*` when it
-    is on the front (`broken` when it broke a constraint)."""
+    """A trial's cells under `columns`, each value shown by `cell`: its score, best and last;
+    for several objectives its value of each, then FRONT_MARK when it is on the front
+    (BROKEN_MARK when it broke a constraint)."""
     if not several(summary):
-        return []
-    mark = "*" if t.trial_id in summary.pareto() else "broken" if t.broken else ""
+        return [cell(t.score), cell(t.best), cell(t.last)]
+    mark = FRONT_MARK if t.trial_id in summary.pareto() else BROKEN_MARK if t.broken else ""
     return [*(cell(t.objectives.get(o.name)) for o in summary.objectives), mark]
 
 
@@ -101,7 +115,7 @@ def lines(summary: RunSummary, where: str) -> list[str]:
         return [f"broke a constraint (never best): {_ids(broken)}"] if broken else []
     front = on_front(summary)
     found = [
-        f"pareto front: {len(front)} of {len(summary.trials)} trials ({_ids(front)}); "
+        f"pareto front: {len(front)} of {counted(len(summary.trials), 'trial')} ({_ids(front)}); "
         f"`{APP} best {where}` exports them all, with {PICK_OPTION} "
         f"{summary.objectives[0].name} the one best on {summary.objectives[0].name}"
     ]

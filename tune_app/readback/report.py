@@ -21,7 +21,7 @@ import jinja2
 
 from tune_app import scoring
 from tune_app.command import APP
-from tune_app.readback import importance, plots
+from tune_app.readback import front, importance, plots
 from tune_app.readback.analyze import cell as _shown  # the same cells as `analyze` prints
 from tune_app.readback.analyze import clone_lines, configuration_cells, rung_checks
 from tune_app.readback.plots import front as front_plot
@@ -30,7 +30,7 @@ from tune_app.rundir import budget, noise, rungs
 from tune_app.rundir.layout import for_the_user, replace_folder
 from tune_app.rundir.location import name_of
 from tune_app.rundir.read import ExperimentResults
-from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome
+from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome, warm_start_line
 from tune_app.seeds import SEED_KEY
 
 # The templates ship as package data; PackageLoader finds them in a wheel install as well.
@@ -84,8 +84,9 @@ class ImportanceRow:
     """One parameter's line of the importance table."""
 
     param: str
-    share: str  # its share of the importance, as a percentage
+    share: str  # its share of the permutation importance, as a percentage ("-": none)
     bar: int  # the bar's width, in percent of the most important parameter's
+    others: tuple[str, ...] = ()  # its share by each of `ParamImportance.methods`
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ class ParamImportance:
     basis: str
     note: str
     doubtful: bool = False  # the parameters do not predict the score: the note is a warning
+    methods: tuple[str, ...] = ()  # Optuna's evaluators, a column each after the bar
+    notes: tuple[str, ...] = ()  # their notes that the first note does not already say
 
 
 @dataclass(frozen=True)
@@ -109,11 +112,10 @@ class TrialRow:
     status: str
     params: tuple[str, ...]  # one cell per searched parameter, in the table's column order
     iterations: int
-    score: str
-    best: str
-    last: str
+    values: tuple[str, ...]  # under `front.columns`: score, best, last; or each objective, mark
     early: str  # where the scheduler stopped it; empty if it was not stopped early
-    classes: tuple[str, ...]  # the row's CSS classes: error, top, unfinished
+    classes: tuple[str, ...]  # the row's CSS classes: error, top (the best, or on the front),
+    # unfinished
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ class Section:
     failures: tuple[FailureGroup, ...]
     figures: tuple[Figure, ...]
     files: str  # the folder beside the page that holds the PNGs, relative to the page
-    has_metric: bool
+    no_metric: str  # why the page has no plots of a metric; "" when it has a metric or objectives
     columns: tuple[str, ...]
     rows: tuple[TrialRow, ...]  # best first
     clones: tuple[str, ...] = ()  # PBT's exploits: who copied whom, when, what changed
@@ -142,6 +144,7 @@ class Section:
     rungs: tuple[rungs.RungCheck, ...] = ()  # ASHA's and HyperBand's rungs, checked
     rung_warning: str = ""  # the rungs did not predict the final scores: what to change
     rung_bound: str = ""  # what a rung at the bound keeps, for the run's reduction factor
+    front: tuple[str, ...] = ()  # several objectives: the front's size and how `best` exports it
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,7 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
     x_label = plots.curve_x(exp)[1]
     drawn = {
         **front_figure(exp),
+        **objective_curves(exp, colors, x_label),
         "curves": (
             f"Learning curves against {x_label}: one line per trial; a failed trial is dashed "
             "and crossed (✕) at its last result." + early + faint,
@@ -238,6 +242,21 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
         for key, (caption, fig) in drawn.items()
         if fig is not None
     )
+
+
+def objective_curves(
+    exp: ExperimentResults, colors: dict[str, str], x_label: str
+) -> dict[str, tuple[str, Any]]:
+    """Several objectives: each one's learning curves, after the front; {} with one metric."""
+    return {
+        "curves-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", o.name): (
+            f"Learning curves of {o.name} ({o.mode}) against {x_label}: one line per trial, "
+            "the front's trials in colour first; a failed trial is dashed and crossed (✕) at "
+            "its last result.",
+            plots.learning_curves(exp, colors, o.name),
+        )
+        for o in exp.summary.objectives
+    }
 
 
 def front_figure(exp: ExperimentResults) -> dict[str, tuple[str, Any]]:
@@ -291,35 +310,43 @@ def _section(exp: ExperimentResults, figures: tuple[Figure, ...], files: str) ->
         failures=_failures(exp),
         figures=figures,
         files=files,
-        has_metric=exp.metric is not None,
+        no_metric=_no_metric(exp),
         columns=(
             "#",
             "trial",
             "status",
             *exp.searched,
             "iterations",
-            "score",
-            "best",
-            "last",
+            *front.columns(exp.summary),
             "stopped early",
         ),  # fmt: skip
         rows=_rows(exp),
+        front=tuple(front.lines(exp.summary, exp.where)) if front.several(exp.summary) else (),
     )
 
 
+def _no_metric(exp: ExperimentResults) -> str:
+    """Why the page draws no metric ("" with a metric or several objectives): a run folder
+    whose record is lost is refused before this, so its spec named none."""
+    if exp.metric is not None or front.several(exp.summary):
+        return ""
+    return "The spec names no metric: no plots of one."
+
+
 def _meta(exp: ExperimentResults) -> str:
-    metric = f"{exp.metric} ({exp.mode})" if exp.metric else "no metric"
+    metric = f"metric {exp.metric} ({exp.mode})" if exp.metric else front.title(exp.summary)
     stop = ", ".join(f"{k} ≥ {_shown(v)}" for k, v in exp.stop.items()) or "none"
     counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(exp.counts.items()))
     state = exp.state if exp.finished else "not finished"  # a refused run says it ended early
     items = [
-        f"metric {metric}",
+        metric,
         f"scheduler {exp.scheduler}",
         f"stop {stop}",
         f"{len(exp.trials)} trial{'' if len(exp.trials) == 1 else 's'}: {counts or 'none yet'}",
         state,
+        warm_start_line(exp.warm_start),  # the earlier runs' trials: none of this page's
     ]
-    return " · ".join(items)
+    return " · ".join(item for item in items if item)
 
 
 def _best(exp: ExperimentResults) -> Best | None:
@@ -349,21 +376,25 @@ def _best(exp: ExperimentResults) -> Best | None:
 
 def _importance(exp: ExperimentResults) -> ParamImportance | None:
     params = [k for k in exp.searched if k != SEED_KEY]  # the seed is noise, not a choice
-    if not params or exp.metric is None:
-        return None
     logs = [k for k in params if plots.param_scale(exp, k, _values(exp, k)) == plots.LOG]
-    found = importance.importances(exp.trials, params, logs)
+    every = importance.of_run(exp, logs)
+    if every is None:
+        return None
+    found = every.permutation
     top = max((i.share for i in found.params), default=0.0)
-    rows = tuple(
-        ImportanceRow(
-            param=i.param,
-            share=f"{i.share:.0%}",
-            bar=round(100 * i.share / top) if top else 0,
+    rows = []
+    for param in every.params:
+        share, *others = every.shares(param).values()
+        rows.append(
+            ImportanceRow(
+                param=param,
+                share="-" if share is None else f"{share:.0%}",
+                bar=round(100 * share / top) if share and top else 0,
+                others=tuple("-" if v is None else f"{v:.0%}" for v in others),
+            )
         )
-        for i in found.params
-    )
     basis = ""
-    if rows:
+    if found.params:
         basis = (
             f"Randomized trees learnt {exp.metric} ({scoring.describe(exp.scope)}) from the "
             f"searched parameters of {found.trials} scored trials (cross-validated R² = "
@@ -371,8 +402,22 @@ def _importance(exp: ExperimentResults) -> ParamImportance | None:
             "its values are shuffled among the trials, shown as its share of the total. With few "
             "trials, a parameter that does not matter can still take a share by chance."
         )
+    if any(e.shares for e in every.evaluated):
+        basis += (
+            " Beside it, Optuna's evaluators: fANOVA, each parameter's share of the variance a "
+            "random forest's fit explains on its own; PED-ANOVA, how differently a parameter is "
+            "spread in the best trials than in all."
+        )
     doubtful = found.fit is not None and found.fit <= 0
-    return ParamImportance(rows=rows, basis=basis, note=found.note, doubtful=doubtful)
+    notes = tuple(dict.fromkeys(e.note for e in every.evaluated if e.note and e.note != found.note))
+    return ParamImportance(
+        rows=tuple(rows),
+        basis=basis.strip(),
+        note=found.note,
+        doubtful=doubtful,
+        methods=tuple(e.label for e in importance.EVALUATORS),
+        notes=notes,
+    )
 
 
 def _values(exp: ExperimentResults, key: str) -> list[object]:
@@ -397,14 +442,14 @@ def _failures(exp: ExperimentResults) -> tuple[FailureGroup, ...]:
 
 def _rows(exp: ExperimentResults) -> tuple[TrialRow, ...]:
     colors = plots.trial_colors(exp)
-    best = exp.best_trial
+    tops = {exp.best_trial.trial_id} if exp.best_trial else set(exp.summary.pareto())
     return tuple(
-        _row(i, t, exp.searched, colors[t.trial_id], t is best)
-        for i, t in enumerate(exp.ranked(), 1)
+        _row(i, t, exp, colors[t.trial_id], t.trial_id in tops)
+        for i, t in enumerate(front.best_first(exp.summary), 1)
     )
 
 
-def _row(rank: int, t: TrialOutcome, searched: list[str], color: str, top: bool) -> TrialRow:
+def _row(rank: int, t: TrialOutcome, exp: ExperimentResults, color: str, top: bool) -> TrialRow:
     status = t.status.lower() + (" (early)" if t.stopped_early else "")
     if t.failure is not None:
         status = f"error: {t.failure.cause}"
@@ -416,11 +461,9 @@ def _row(rank: int, t: TrialOutcome, searched: list[str], color: str, top: bool)
         rank=rank,
         color=color,
         status=status,
-        params=tuple(_shown(t.params.get(k)) for k in searched),
+        params=tuple(_shown(t.params.get(k)) for k in exp.searched),
         iterations=t.iterations,
-        score=_shown(t.score),
-        best=_shown(t.best),
-        last=_shown(t.last),
+        values=tuple(front.cells(t, exp.summary, _shown)),
         early=f"at iteration {t.iterations}" if t.stopped_early else "",
         classes=tuple(classes),
     )

@@ -24,6 +24,9 @@ class AlgorithmKeys:
     # key -> the kinds of value it takes (`value_types.WORDS`), as RLlib declares them; a key
     # absent takes anything
     kinds: dict[str, tuple[str, ...]]
+    # key -> what it is for: the first sentence RLlib's own docstrings give it (its config
+    # setters' `Args:`); a key absent has none
+    docs: dict[str, str]
 
 
 @cache
@@ -36,4 +39,5 @@ def algorithm_keys(name: str) -> AlgorithmKeys:
         ignored=data["ignored"],
         model_keys=tuple(data["model_keys"]),
         kinds={k: tuple(v) for k, v in data["kinds"].items()},
+        docs=data["docs"],
     )

@@ -48,7 +48,63 @@ def live_algorithm_keys(name: str) -> AlgorithmKeys:
         ignored=dict(sorted(ignored.items())),
         model_keys=model_keys,
         kinds=declared_kinds(config_cls, config, sorted(defaults)),
+        docs=key_docs(config_cls, set(defaults)),
     )
+
+
+# A setter of AlgorithmConfig (`training()`, `env_runners()`, ...) says so in its Returns.
+_SETTER = "This updated AlgorithmConfig object"
+_ARG = re.compile(r"(\w+)(?: \([^)]*\))?:\s*(.*)")
+# A sentence ends at ". " before a capital, not inside "e.g. " or "i.e. ".
+_SENTENCE_END = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.!?])\s+(?=[A-Z`(\[])")
+MAX_DOC_CHARS = 160
+
+
+def key_docs(config_cls: type, keys: set[str]) -> dict[str, str]:
+    """Each key's first sentence from the `Args:` of the config class's setters' docstrings (a
+    subclass's own before its base's). A parameter documents the key of its name, or of its
+    name spelt as the setter stores it: `lambda_` -> `lambda`, `callbacks(on_episode_end=)` ->
+    `callbacks_on_episode_end`, `callbacks_class` -> `callbacks`."""
+    docs: dict[str, str] = {}
+    for cls in config_cls.__mro__:
+        for setter, method in vars(cls).items():
+            doc = inspect.getdoc(method) if inspect.isfunction(method) else None
+            if not doc or _SETTER not in doc:
+                continue
+            for name, text in _args(doc).items():
+                spelt = (name, name.rstrip("_"), f"{setter}_{name}", name.removesuffix("_class"))
+                key = next((k for k in spelt if k in keys), None)
+                if key is not None and text:
+                    docs.setdefault(key, _first_sentence(text))
+    return dict(sorted(docs.items()))
+
+
+def _args(doc: str) -> dict[str, str]:
+    """A Google-style docstring's `Args:` section: parameter -> its text on one line."""
+    found: dict[str, list[str]] = {}
+    lines = doc.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == "Args:")
+    except StopIteration:
+        return {}
+    base = len(lines[start]) - len(lines[start].lstrip())
+    current: list[str] | None = None
+    for line in lines[start + 1 :]:
+        indent = len(line) - len(line.lstrip())
+        if line.strip() and indent <= base:
+            break  # the next section (Returns:)
+        entry = _ARG.fullmatch(line.strip()) if indent == base + 4 else None
+        if entry is not None:
+            current = found.setdefault(entry.group(1), [])
+            current.append(entry.group(2))
+        elif current is not None and line.strip():
+            current.append(line.strip())
+    return {name: " ".join(parts).strip() for name, parts in found.items()}
+
+
+def _first_sentence(text: str) -> str:
+    first = _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
+    return first if len(first) <= MAX_DOC_CHARS else first[: MAX_DOC_CHARS - 3].rstrip() + "..."
 
 
 def _jsonable(value: Any) -> Any:

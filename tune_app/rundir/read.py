@@ -5,12 +5,14 @@ trial as it ended), Tune's saved experiment state (statuses, retries), `results.
 result) and the trial folders' `error.txt`. A file cut short by a killed run is reported in
 `problems` and read as far as it goes. `results.jsonl` and `clones.jsonl` are read one record
 per (trial, iteration), as their writers keep them, so a file an older version wrote with a
-resumed trial's replay logged twice reads the same.
+resumed trial's replay logged twice reads the same. `results.jsonl` is read once, row by row,
+keeping per trial what the readers use (`stream`): a 500 MB file reads in a few hundred MB.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,6 @@ from typing import Any
 from tune_app import failures, objectives, scoring
 from tune_app.config_keys import restore_private_keys
 from tune_app.failures import Failure
-from tune_app.objectives import Limit, Objective
 from tune_app.rundir.layout import (
     CLONES_FILE,
     ERROR_FILE,
@@ -31,7 +32,6 @@ from tune_app.rundir.layout import (
     checkpoints,
     flatten,
     latest_clones,
-    latest_results,
     saved_trials,
     trial_id_of,
 )
@@ -45,11 +45,14 @@ from tune_app.rundir.records import (
     RunRecord,
     RunSummary,
     TrialOutcome,
+    WarmStartRecord,
     best_value,
     last_value,
     stopped_early,
 )
+from tune_app.rundir.rungs import curves_from
 from tune_app.rundir.storage import is_uri
+from tune_app.rundir.stream import TrialRows, read_jsonl, read_results
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE
 from tune_app.space import value_at
@@ -85,7 +88,9 @@ class ExperimentResults:
     searched: list[str]
     scheduler: str
     stop: dict[str, float]
-    history: dict[str, list[dict[str, float]]]  # trial id -> its results, numbers only, flat
+    # Trial id -> its results, numbers only, flat: every one, or for a long trial at most
+    # `stream.CURVE_POINTS` of them with its first, last and best (what the plots draw).
+    history: dict[str, list[dict[str, float]]]
     problems: list[str] = field(default_factory=list)
     finished: bool = False  # the run ended on its own (not interrupted, not killed)
     location: str = ""  # where the run is, as the user names it: a folder or a cloud URI
@@ -93,10 +98,18 @@ class ExperimentResults:
     # Searched paths searched on a log scale (run.json's `log_scaled`); None: run.json predates it.
     log_scaled: list[str] | None = None
     reduction_factor: float | None = None  # run.json's (None: not recorded, or no rungs)
+    # The earlier runs a warm start began from (run.json's): their trials are none of these.
+    warm_start: list[WarmStartRecord] = field(default_factory=list)
+    # Trial id -> its metric at every iteration, as read from the files (None: from `history`).
+    curves: Mapping[str, Mapping[int, float | None]] | None = None
 
     @property
     def name(self) -> str:
         return self.summary.experiment
+
+    def metric_curves(self) -> Mapping[str, Mapping[int, float | None]]:
+        """Each trial's metric by iteration, every iteration (what the rungs are judged by)."""
+        return self.curves if self.curves is not None else curves_from(self.history, self.metric)
 
     def trial_files(self, trial: TrialOutcome) -> TrialFiles:
         """Where a trial's error file and output are, as a user names them (what exists)."""
@@ -208,27 +221,24 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
     if (folder / SUMMARY_FILE).exists():  # absent until the run ends
         data = _read_json(folder / SUMMARY_FILE, problems)
         written = RunSummary.from_json(data) if data is not None else None
-    rows = latest_results(_read_jsonl(folder / RESULTS_FILE, problems))
-    journal = {
-        r["trial_id"]: r for r in _read_jsonl(folder / FINISHED_FILE, problems) if "trial_id" in r
-    }
-    saved = saved_trials(folder)
-    ended = {t.trial_id: t for t in written.trials} if written else {}
-
     metric = info.metric or (written.metric if written else None)
     several = info.objectives or tuple(written.objectives if written else ())
     limits = info.constraints or tuple(written.constraints if written else ())
     mode = info.mode or (written.mode if written else None)
     scope = str(info.scope or (written.scope if written else DEFAULT_SCOPE))
-    configs: dict[str, dict[str, Any]] = {}
-    history: dict[str, list[dict[str, float]]] = {}
-    for row in rows:
-        trial_id = str(row.get("trial_id"))
-        if isinstance(row.get("config"), dict):
-            configs[trial_id] = restore_private_keys(row["config"])
-        history.setdefault(trial_id, []).append(_numbers(row))
+    keys = tuple(objectives.limited_keys(several, limits))
+    results = read_results(read_jsonl(folder / RESULTS_FILE, problems), metric, mode, keys)
+    configs = {
+        t: restore_private_keys(r.config) for t, r in results.items() if isinstance(r.config, dict)
+    }
+    journal = {
+        r["trial_id"]: r for r in read_jsonl(folder / FINISHED_FILE, problems) if "trial_id" in r
+    }
+    saved = saved_trials(folder)
+    ended = {t.trial_id: t for t in written.trials} if written else {}
     for trial_id in [*journal, *saved, *ended]:  # trials that never reported still count
-        history.setdefault(trial_id, [])
+        results.setdefault(trial_id, TrialRows())
+    history = {trial_id: r.rows for trial_id, r in results.items()}
 
     flat_configs = {k: flatten(v) for k, v in configs.items()}
     searched = list(info.searched or _varying(flat_configs))
@@ -236,11 +246,10 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
     stop = {str(k): v for k, v in info.stop.items()}
     scheduler = str(info.scheduler or "fifo")
     folders = _trial_folders(folder)
-    most = max((_iterations(h) for h in history.values()), default=0)
+    most = max((r.iterations for r in results.values()), default=0)
     trials = []
-    for trial_id, steps in history.items():
-        values = [s[metric] for s in steps if metric and metric in s]
-        iterations = _iterations(steps)
+    for trial_id, got in results.items():
+        values, iterations, last_row = got.values, got.iterations, got.last
         if trial_id in ended and ended[trial_id].status in (FINISHED, ERRORED):
             # As the run wrote it (an unfinished one may have run on in a resume since); fields
             # an older summary.json lacks come from the history.
@@ -257,7 +266,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
             saved.get(trial_id, (UNFINISHED, 0))[0]
         )
         failure = _failure(folders.get(trial_id), status)
-        if failure is None and steps and metric and metric in steps[-1] and values[-1] is None:
+        if failure is None and metric and last_row.get(metric, 0) is None:
             failure = failures.non_finite(metric, "nan", iterations)
         if failure is not None:
             status = ERRORED
@@ -270,7 +279,7 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
                 iterations=iterations,
                 folder=folders[trial_id].name if trial_id in folders else None,
                 error=failure.message if failure else None,
-                time_total_s=float(steps[-1].get("time_total_s", 0.0)) if steps else 0.0,
+                time_total_s=float(last_row.get("time_total_s", 0.0)),
                 cause=failure.cause if failure else None,
                 frame=failure.frame if failure else None,
                 failures=saved.get(trial_id, ("", 0))[1],
@@ -282,11 +291,11 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
                     status,
                     iterations,
                     most,
-                    steps[-1] if steps else {},
+                    last_row,
                     stop,
                     trial_id in journal,
                 ),
-                **objectives.judged(several, limits, _lasts(steps, several, limits)),
+                **objectives.judged(several, limits, got.lasts),
             )
         )
     summary = RunSummary(
@@ -323,36 +332,12 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         location=location or str(folder),
         clones=[
             CloneEvent.from_json(r)
-            for r in latest_clones(_read_jsonl(folder / CLONES_FILE, problems))
+            for r in latest_clones(list(read_jsonl(folder / CLONES_FILE, problems)))
         ],
         log_scaled=[str(k) for k in logs] if logs is not None else None,
+        warm_start=list(info.warm_start),
+        curves={trial_id: r.curve for trial_id, r in results.items()},
     )
-
-
-def _lasts(
-    steps: list[dict[str, float]], several: tuple[Objective, ...], limits: tuple[Limit, ...]
-) -> dict[str, float | None]:
-    """A trial's last finite value of each key its objectives and constraints read."""
-    keys = objectives.limited_keys(several, limits)
-    return {k: scoring.score([s.get(k) for s in steps], "last") for k in keys}
-
-
-def _numbers(row: dict[str, Any]) -> dict[str, float]:
-    """A result row's numbers as one level of `/`-joined keys, Tune's way (env_runners/...).
-
-    A key reported as null (NaN or infinity in the run) stays, as None, so divergence shows.
-    """
-    out: dict[str, Any] = {}
-
-    def walk(value: Any, path: str) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(v, f"{path}/{k}" if path else str(k))
-        elif value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
-            out[path] = value
-
-    walk({k: v for k, v in row.items() if k not in ("config", "trial_id")}, "")
-    return out
 
 
 def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
@@ -368,31 +353,6 @@ def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
         problems.append(f"{path}: not a JSON object; skipped")
         return None
     return data
-
-
-def _read_jsonl(path: Path, problems: list[str]) -> list[dict[str, Any]]:
-    """The whole JSON objects of a JSON-lines file; each line that is not one is a problem."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    except OSError as err:
-        problems.append(f"{path}: unreadable ({_short(err)}); skipped")
-        return []
-    rows = []
-    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            problems.append(f"{path}: line {number} is not whole JSON (a killed run?); skipped")
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-        else:
-            problems.append(f"{path}: line {number} is not a JSON object; skipped")
-    return rows
 
 
 def _trial_folders(folder: Path) -> dict[str, Path]:
@@ -420,10 +380,6 @@ def _failure(trial_folder: Path | None, status: str) -> Failure | None:
 
 def _final(status: str) -> str:
     return status if status in (FINISHED, ERRORED) else UNFINISHED
-
-
-def _iterations(steps: list[dict[str, Any]]) -> int:
-    return int(max((s.get("training_iteration") or 0 for s in steps), default=0))
 
 
 def _varying(configs: dict[str, dict[str, Any]]) -> list[str]:

@@ -6,6 +6,7 @@ them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -24,6 +25,41 @@ UNFINISHED = "UNFINISHED"  # running or pending when the run stopped; a resume c
 
 # Attribute -> its key in summary.json, where the two differ (the file's names came first).
 _JSON_NAMES = {"score": "metric", "folder": "path"}
+
+
+@dataclass(frozen=True)
+class WarmStartRecord:
+    """One earlier run a warm-started run began from (`warm_start`): where it is, how many of
+    its finished trials were handed over, and how (`methods.Searcher.warm`: evaluated, told the
+    searcher as scored; first, run first; grid, their grid points skipped). Those trials are
+    the earlier run's: never trials nor rows of the warm-started run."""
+
+    run: str
+    trials: int
+    how: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> WarmStartRecord | None:
+        if not isinstance(data, dict) or not isinstance(data.get("run"), str):
+            return None
+        return cls(data["run"], int(data.get("trials") or 0), str(data.get("how") or ""))
+
+
+# How each kind of hand-over is said after "warm start: N trials from RUN".
+WARM_HOW = {
+    "evaluated": "told the searcher as evaluated, not run again",
+    "first": "their configurations run first",
+    "grid": "their grid points not run again",
+}
+
+
+def warm_start_line(runs: tuple[WarmStartRecord, ...] | list[WarmStartRecord]) -> str | None:
+    """The line the summary, `analyze` and the report say a warm start with ("warm start: 12
+    trials from results/e (told the searcher as evaluated, not run again)"); None without."""
+    if not runs:
+        return None
+    each = "; ".join(f"{r.trials} trial{'s' * (r.trials != 1)} from {r.run}" for r in runs)
+    return f"warm start: {each} ({WARM_HOW.get(runs[0].how, runs[0].how)})"
 
 
 @dataclass(frozen=True)
@@ -67,6 +103,8 @@ class RunRecord:
     # predates them.
     objectives: tuple[Objective, ...] = ()
     constraints: tuple[Limit, ...] = ()
+    # The earlier runs a warm start began from; () without one or where the file predates it.
+    warm_start: tuple[WarmStartRecord, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,6 +122,9 @@ class RunRecord:
                 value = tuple(value)
             kept[key] = value
         kept["objectives"], kept["constraints"] = objectives.from_json(data)
+        warm = data.get("warm_start")
+        runs = map(WarmStartRecord.from_json, warm if isinstance(warm, list) else [])
+        kept["warm_start"] = tuple(r for r in runs if r is not None)
         return cls(**kept)
 
 
@@ -327,7 +368,7 @@ def ranked(trials: list[TrialOutcome], mode: str | None) -> list[TrialOutcome]:
     )
 
 
-def best_value(values: list[float], mode: str | None) -> float | None:
+def best_value(values: Sequence[float | None], mode: str | None) -> float | None:
     """The best finite value of a trial's metric under `mode`: its score over all values, so
     "best" means here what it means in ranking (no mode: the highest)."""
     return scoring.score(values, "all", mode)

@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from tune_app.words import counted
+
 
 class TrialOutcome(Protocol):
     """What the rung checks read of a trial's outcome (`records.TrialOutcome` has it; records
@@ -186,7 +188,7 @@ def check_text(found: Sequence[RungCheck]) -> str:
     parts = [
         f"iteration {c.rung}: "
         + (f"{c.spearman:.2f}" if c.spearman is not None else "-")
-        + f" ({c.trials} trials)"
+        + f" ({counted(c.trials, 'trial')})"
         for c in found
     ]
     return "rank correlation (Spearman) of each rung's scores with the final scores: " + ", ".join(

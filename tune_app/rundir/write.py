@@ -112,6 +112,7 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         versions=package_versions(),
         sources=module_fingerprints(code_modules(ep), _search_path(ep)),
         app_code=app_fingerprint(),
+        warm_start=ep.warm.runs if ep.warm is not None else (),
     )
     write_json(ep.folder.record, record.to_json())
 

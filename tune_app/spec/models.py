@@ -414,6 +414,16 @@ class ExperimentSpec(Settings):
         return value
 
     cpu_per_simulation: float = Field(1, gt=0, description="CPUs of each simulation bundle")
+    warm_start: Annotated[
+        tuple[Annotated[str, Field(min_length=1)], ...],
+        BeforeValidator(_as_tuple, json_schema_input_type=list[str]),
+    ] = Field(
+        (),
+        description="earlier runs (a run folder, its experiment's folder: the newest run that "
+        "ran trials, or a URI) whose finished trials the search starts from: optuna and "
+        "hyperopt are told them as evaluated, grid skips the points they ran, random and bohb "
+        "run them first",
+    )
     checkpoint_config: CheckpointSpec = Field(
         default_factory=CheckpointSpec,
         description="Tune's CheckpointConfig; checkpoint_frequency and checkpoint_at_end only for "
@@ -470,6 +480,7 @@ class Experiment:
     # Several objectives (`metric: [a, b]`): metric and mode are then None, as Tune runs it.
     objectives: tuple[Objective, ...] = ()
     constraints: tuple[Limit, ...] = ()  # bounds a trial keeps to be best or on the front
+    warm_start: tuple[str, ...] = ()  # earlier runs the search starts from (tune_app.warmstart)
 
     def trials(self, envs: int = 1) -> int:
         """The trials its search makes: grid points (an env grid in the config among them) x

@@ -255,4 +255,5 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         result_timeout_s=pick("result_timeout_s"),
         layout=pick("layout", "app"),
         trackers=chosen(exp.trackers, top.trackers, path),
+        warm_start=exp.warm_start,
     )

@@ -1,7 +1,8 @@
 """A run's figures, drawn with matplotlib's Agg canvas (no display, no pyplot state); `png`
 gives their bytes.
 
-Learning curves, the best metric so far against wall time, each searched parameter against the
+Learning curves (with several objectives, one figure each), the best metric so far against wall
+time, each searched parameter against the
 trials' scores, and the expected best of n trials; the parameters in parallel coordinates are in
 `plots.parallel`, the Pareto front of several objectives in `plots.front`. Colours follow the
 trials' rank, so every figure and the HTML table agree; beyond MAX_LEGEND_TRIALS trials only the
@@ -25,11 +26,13 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from tune_app import scoring
+from tune_app.readback.front import best_first
 from tune_app.rundir import budget
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import UNFINISHED, TrialOutcome
 from tune_app.scoring import finite
 from tune_app.seeds import SEED_KEY
+from tune_app.words import counted
 
 ITERATION = "training_iteration"
 # RLlib's count of environment steps sampled so far: its learning curves' x axis.
@@ -44,12 +47,14 @@ MAX_VALUE_TICKS = 6  # a log axis of up to this many distinct values is labelled
 
 
 def highlighted(exp: ExperimentResults) -> list[TrialOutcome]:
-    """The trials drawn in colour with a legend entry, best first: every trial up to
-    MAX_LEGEND_TRIALS, else the best HIGHLIGHTED of those with a score."""
-    ranked = exp.ranked()
+    """The trials drawn in colour with a legend entry, best first (the front first, with
+    several objectives): every trial up to MAX_LEGEND_TRIALS, else the best HIGHLIGHTED of
+    those with a score (a value of every objective)."""
+    ranked = best_first(exp.summary)
     if len(ranked) <= MAX_LEGEND_TRIALS:
         return ranked
-    return [t for t in ranked if t.score is not None][:HIGHLIGHTED]
+    judged = exp.summary.points()
+    return [t for t in ranked if t.score is not None or t.trial_id in judged][:HIGHLIGHTED]
 
 
 def trial_colors(exp: ExperimentResults) -> dict[str, str]:
@@ -63,7 +68,7 @@ def trial_colors(exp: ExperimentResults) -> dict[str, str]:
     else:
         last = len(shown) - 1
         colors = {t.trial_id: to_hex(colormaps["viridis"](i / last)) for i, t in enumerate(shown)}
-    return {t.trial_id: colors.get(t.trial_id, FAINT_COLOR) for t in exp.ranked()}
+    return {t.trial_id: colors.get(t.trial_id, FAINT_COLOR) for t in exp.trials}
 
 
 def curve_x(exp: ExperimentResults) -> tuple[str, str]:
@@ -88,15 +93,18 @@ def param_scale(exp: ExperimentResults, key: str, values: Sequence[Any]) -> str:
     return LOG if min(xs) > 0 and max(xs) >= 100 * min(xs) else LINEAR
 
 
-def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | None:
-    """The metric against training_iteration (RLlib: env steps sampled), one line per trial;
-    failed trials dashed and crossed at their last finite result, trials the scheduler stopped
-    marked where it stopped; trials not highlighted thin and faint, under the others."""
-    metric = exp.metric
+def learning_curves(
+    exp: ExperimentResults, colors: dict[str, str], metric: str | None = None
+) -> Figure | None:
+    """The metric (or the result key `metric`: one of several objectives) against
+    training_iteration (RLlib: env steps sampled), one line per trial; failed trials dashed and
+    crossed at their last finite result, trials the scheduler stopped marked where it stopped;
+    trials not highlighted thin and faint, under the others."""
+    metric = metric or exp.metric
     if metric is None:
         return None
     fig, ax = new_figure(4.2)
-    ranked = exp.ranked()
+    ranked = best_first(exp.summary)
     winner = exp.best_trial  # the report's banner's: with seeds, the best configuration's
     shown = {t.trial_id for t in highlighted(exp)}
     x_key, x_label = curve_x(exp)
@@ -139,7 +147,7 @@ def learning_curves(exp: ExperimentResults, colors: dict[str, str]) -> Figure | 
     handles = ax.get_legend_handles_labels()[0][::-1]  # best first
     if faint:
         handles.append(
-            Line2D([], [], color=FAINT_COLOR, lw=0.8, label=f"{faint} other trial{plural_s(faint)}")
+            Line2D([], [], color=FAINT_COLOR, lw=0.8, label=counted(faint, "other trial"))
         )
     handles += _marker_proxies(ranked)
     if handles:
@@ -280,10 +288,6 @@ def _log_ticks(ax: Any, xs: list[float]) -> None:
 
 def number_text(value: float) -> str:
     return f"{value:.3g}"
-
-
-def plural_s(count: int) -> str:
-    return "" if count == 1 else "s"
 
 
 def _series(steps: Iterable[dict[str, float]], x_key: str, y_key: str) -> list[tuple[float, float]]:

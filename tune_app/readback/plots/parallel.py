@@ -25,13 +25,13 @@ from tune_app.readback.plots import (
     number_text,
     ordered,
     param_scale,
-    plural_s,
     short,
     ticks_of,
 )
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import TrialOutcome
 from tune_app.seeds import SEED_KEY
+from tune_app.words import counted
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def parallel_coordinates(exp: ExperimentResults, colors: dict[str, str]) -> Figu
     faint = len(trials) - len(handles)
     if faint:
         handles.append(
-            Line2D([], [], color=FAINT_COLOR, lw=0.9, label=f"{faint} other trial{plural_s(faint)}")
+            Line2D([], [], color=FAINT_COLOR, lw=0.9, label=counted(faint, "other trial"))
         )
     if handles:
         fig.legend(handles=handles, loc="outside right upper", fontsize=8)

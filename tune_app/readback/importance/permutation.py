@@ -1,4 +1,4 @@
-"""Which searched parameters matter: how much each one explains of the trials' scores.
+"""Permutation importance: how much each searched parameter explains of the trials' scores.
 
 An ensemble of extremely randomized trees (scikit-learn's ExtraTreesRegressor) learns the score
 from the searched parameters. A parameter's importance is how much the trees' fit (R²) drops
@@ -58,20 +58,12 @@ def importances(
     parameters in `log_scaled` (the trees draw split points uniformly between the values);
     anything else is coded as ordered categories.
     """
-    scored = [t for t in trials if finite(t.score) is not None]
+    scored = scored_trials(trials)
     n = len(scored)
-    if not params:
-        return Importances((), n, note="No parameter was searched.")
-    if n < MIN_TRIALS:
-        return Importances(
-            (),
-            n,
-            note=f"Only {n} trial{'' if n == 1 else 's'} with a score: parameter importance "
-            f"needs at least {MIN_TRIALS}.",
-        )
     scores = [float(t.score) for t in scored if t.score is not None]
-    if max(scores) == min(scores):
-        return Importances((), n, note="Every trial has the same score: no parameter matters.")
+    why = too_little(scores, params)
+    if why:
+        return Importances((), n, note=why)
     if not installed("sklearn"):
         return Importances(
             (), n, note=f"Parameter importance needs scikit-learn: {install_line('importance')}."
@@ -106,6 +98,26 @@ def importances(
     if len(params) == 1:
         notes.append("Only one parameter was searched, so its share is 1 by construction.")
     return Importances(tuple(ranked), n, fit, " ".join(notes))
+
+
+def scored_trials(trials: Sequence[TrialOutcome]) -> list[TrialOutcome]:
+    """The trials with a finite score: the only ones any importance learns from."""
+    return [t for t in trials if finite(t.score) is not None]
+
+
+def too_little(scores: Sequence[float], params: Sequence[str]) -> str:
+    """Why no importance can be learnt from trials of `scores` over `params`; "" when it can."""
+    n = len(scores)
+    if not params:
+        return "No parameter was searched."
+    if n < MIN_TRIALS:
+        return (
+            f"Only {n} trial{'' if n == 1 else 's'} with a score: parameter importance needs at "
+            f"least {MIN_TRIALS}."
+        )
+    if max(scores) == min(scores):
+        return "Every trial has the same score: no parameter matters."
+    return ""
 
 
 def _feature(values: list[Any], log: bool) -> list[float]:

@@ -1,0 +1,113 @@
+"""A run's parameter importance by every method: permutation importance and Optuna's evaluators,
+over the searched parameters (never the seed), as `analyze` and `report` show it.
+
+Optuna's evaluators take each parameter's distribution from the spec as run (the run folder's
+copy); where it cannot be read, from the trials' values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tune_app.readback.importance.optuna_evaluators import Evaluated, evaluate
+from tune_app.readback.importance.permutation import (
+    Importances,
+    importances,
+    scored_trials,
+    too_little,
+)
+from tune_app.rundir.read import ExperimentResults
+from tune_app.scoring import finite
+from tune_app.seeds import SEED_KEY
+from tune_app.space import Domain, outer_domains
+
+PERMUTATION = "permutation"  # the JSON field of permutation importance, beside `EVALUATORS`' keys
+
+
+@dataclass(frozen=True)
+class RunImportance:
+    """Every method's importances of one experiment's searched parameters."""
+
+    params: tuple[str, ...]  # most important first: by permutation, else by the first evaluator
+    permutation: Importances
+    evaluated: tuple[Evaluated, ...]  # one per `EVALUATORS` entry, in its order
+
+    def shares(self, param: str) -> dict[str, float | None]:
+        """`param`'s share by each method (None: the method gave none), by JSON field."""
+        found = {i.param: i.share for i in self.permutation.params}
+        return {PERMUTATION: found.get(param), **{e.method: e.share(param) for e in self.evaluated}}
+
+    def notes(self) -> dict[str, str]:
+        """Each method's note (why it has no numbers, or a caveat), by JSON field."""
+        return {PERMUTATION: self.permutation.note, **{e.method: e.note for e in self.evaluated}}
+
+    def as_dict(self) -> dict[str, Any]:
+        """What `analyze --format json` prints under `importance`."""
+        return {
+            "trials": self.permutation.trials,
+            "params": {
+                p: {k: None if v is None else round(v, 4) for k, v in self.shares(p).items()}
+                for p in self.params
+            },
+            "notes": self.notes(),
+            "fit": None if self.permutation.fit is None else round(self.permutation.fit, 4),
+        }
+
+
+def of_run(
+    exp: ExperimentResults, log_scaled: Collection[str] | None = None
+) -> RunImportance | None:
+    """The importances of `exp`'s searched parameters to its score; None without a metric (or
+    with several objectives) or a searched parameter. `log_scaled`: the parameters read on a log
+    scale (None: run.json's, or for an older run, positive numbers 100x or more apart)."""
+    params = [k for k in exp.searched if k != SEED_KEY]  # the seed is noise, not a choice
+    if not params or exp.metric is None:
+        return None
+    logs = list(log_scaled) if log_scaled is not None else _log_scaled(exp, params)
+    permutation = importances(exp.trials, params, logs)
+    scores = [float(t.score) for t in scored_trials(exp.trials) if t.score is not None]
+    domains = {} if too_little(scores, params) else spec_domains(exp)
+    evaluated = evaluate(exp.trials, params, exp.mode, domains, logs)
+    ranked = [i.param for i in permutation.params]
+    for e in evaluated:
+        ranked += [p for p, _ in e.shares if p not in ranked]
+    return RunImportance(tuple(ranked), permutation, evaluated)
+
+
+def as_json(exp: ExperimentResults) -> dict[str, Any] | None:
+    """`exp`'s importances as `analyze --format json` prints them (None: `of_run`'s None)."""
+    found = of_run(exp)
+    return found.as_dict() if found is not None else None
+
+
+def spec_domains(exp: ExperimentResults) -> Mapping[str, Domain]:
+    """Each searched path of `exp` -> its domain in the spec as run; {} where the run folder's
+    copy of the spec cannot be read or names no experiment of this name."""
+    from tune_app.errors import SpecError
+    from tune_app.spec.resolve import loads
+
+    path = exp.run.spec
+    try:
+        spec = loads(path.read_text(encoding="utf-8"), path)
+    except (OSError, UnicodeDecodeError, SpecError):
+        return {}
+    for e in spec.experiments:
+        if e.name == exp.name:
+            return dict(outer_domains(e.config))
+    return {}
+
+
+def _log_scaled(exp: ExperimentResults, params: list[str]) -> list[str]:
+    """The parameters run.json says were searched on a log scale; for a run from before it said,
+    those whose values are positive numbers 100x or more apart (as the report's axes)."""
+    if exp.log_scaled is not None:
+        return [p for p in params if p in exp.log_scaled]
+    found = []
+    for p in params:
+        values = [finite(t.params.get(p)) for t in exp.trials]
+        xs = [x for x in values if x is not None]
+        if xs and len(xs) == len(values) and min(xs) > 0 and max(xs) >= 100 * min(xs):
+            found.append(p)
+    return found
