@@ -229,6 +229,23 @@ def test_how_sure_is_the_best(tmp_path):
     assert "Enough trials?" in (tmp_path / "results/report.html").read_text()
 
 
+def test_across_searches(tmp_path):
+    import json
+
+    run_tutorial(Tutorial("across-searches.md"), tmp_path)
+    page = (tmp_path / "tutorial/compare.html").read_text()
+    assert "results/random" in page and "results/tpe" in page
+    chance = r"<td>(tpe|random)</td><td>(random|tpe)</td><td class=\"num\">[01]\.\d\d<"
+    assert re.search(chance, page), "no probability of improvement on the page"
+    run = json.loads((tmp_path / "results/tpe_more/run.json").read_text())
+    (warm,) = run["warm_start"]
+    assert warm["trials"] == 18 and warm["run"].endswith("results/tpe")
+    more = json.loads((tmp_path / "results/tpe_more/summary.json").read_text())
+    earlier = json.loads((tmp_path / "results/tpe/summary.json").read_text())
+    assert len(more["trials"]) == 18  # its own 6 configurations x 3 seeds, none of the earlier
+    assert not {t["trial_id"] for t in more["trials"]} & {t["trial_id"] for t in earlier["trials"]}
+
+
 def test_every_tutorial_is_run_here_or_says_what_runs_it():
     """A tutorial without a test above has no command left to run: each is marked `not-run`
     with what checks it instead."""
@@ -237,6 +254,7 @@ def test_every_tutorial_is_run_here_or_says_what_runs_it():
     tested.add("keep-best.md")
     tested.add("objectives.md")
     tested.add("judging.md")
+    tested.add("across-searches.md")
     for page in sorted(TUTORIALS.glob("*.md")):
         if page.name not in tested:
             assert commands(page) == [], f"{page.name}: commands no test runs"
