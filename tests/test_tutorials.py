@@ -81,12 +81,21 @@ CHECKOUT = ("search_spaces", "trainables", "tests", "docs")
 WRITES = {"results", "tutorial"}
 
 
-def run_tutorial(tutorial: Tutorial, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    """One checkout for every tutorial of this module, run one after another (in the module's
+    order) as a reader follows them: each tutorial's commands must work after the others' runs,
+    in the `results/` they share."""
+    folder = tmp_path_factory.mktemp("checkout")
     for name in CHECKOUT:
-        (tmp_path / name).symlink_to(ROOT / name)
-    (tmp_path / ".venv").mkdir()
-    (tmp_path / ".venv/bin").mkdir()
-    (tmp_path / ".venv/bin/activate").write_text("")  # the venv is the one running the tests
+        (folder / name).symlink_to(ROOT / name)
+    (folder / ".venv").mkdir()
+    (folder / ".venv/bin").mkdir()
+    (folder / ".venv/bin/activate").write_text("")  # the venv is the one running the tests
+    return folder
+
+
+def run_tutorial(tutorial: Tutorial, tmp_path: Path) -> None:
     env = shell_env()
     shrunk: set[str] = set()
     for command, code in commands(TUTORIALS / tutorial.page):
@@ -108,29 +117,29 @@ def run_tutorial(tutorial: Tutorial, tmp_path: Path) -> None:
     assert not left, f"{tutorial.page} leaves files in the checkout that git would list: {left}"
 
 
-def test_first_search(tmp_path):
-    run_tutorial(Tutorial("first-search.md"), tmp_path)
-    assert (tmp_path / "results/my_experiment/report.html").is_file()
-    assert "my_experiment-best" in (tmp_path / "results/best.yaml").read_text()
-    assert (tmp_path / "results/my_experiment-best/summary.json").is_file()
-    rows = (tmp_path / "results/trials.csv").read_text().splitlines()
+def test_first_search(checkout):
+    run_tutorial(Tutorial("first-search.md"), checkout)
+    assert (checkout / "results/my_experiment/report.html").is_file()
+    assert "my_experiment-best" in (checkout / "results/best.yaml").read_text()
+    assert (checkout / "results/my_experiment-best/summary.json").is_file()
+    rows = (checkout / "results/trials.csv").read_text().splitlines()
     assert len(rows) == 7, rows  # a header and the 6 trials
 
 
-def test_reading_results_from_python(tmp_path):
-    run_tutorial(Tutorial("python.md"), tmp_path)
-    assert (tmp_path / "results/from_python/summary.json").is_file()
+def test_reading_results_from_python(checkout):
+    run_tutorial(Tutorial("python.md"), checkout)
+    assert (checkout / "results/from_python/summary.json").is_file()
 
 
-def test_ci_smoke_searches(tmp_path):
+def test_ci_smoke_searches(checkout):
     from junitparser import JUnitXml
 
-    run_tutorial(Tutorial("ci.md"), tmp_path)
-    smoke = JUnitXml.fromfile(str(tmp_path / "tutorial/smoke.xml"))
+    run_tutorial(Tutorial("ci.md"), checkout)
+    smoke = JUnitXml.fromfile(str(checkout / "tutorial/smoke.xml"))
     assert smoke.failures == 0 and smoke.errors == 0 and smoke.tests >= 4
     gate = [c for suite in smoke for c in suite if c.name == "mean_accuracy >= 0.5 (smoke)"]
     assert len(gate) == 1 and not gate[0].result  # checked and met, not skipped
-    unmet = JUnitXml.fromfile(str(tmp_path / "tutorial/unmet.xml"))
+    unmet = JUnitXml.fromfile(str(checkout / "tutorial/unmet.xml"))
     assert unmet.failures == 1, unmet
 
 
@@ -153,37 +162,37 @@ RLLIB = Tutorial(
 )
 
 
-def test_tune_an_rllib_algorithm(tmp_path):
+def test_tune_an_rllib_algorithm(checkout):
     import json
 
-    run_tutorial(RLLIB, tmp_path)
-    summary = json.loads((tmp_path / "results/ppo/summary.json").read_text())
+    run_tutorial(RLLIB, checkout)
+    summary = json.loads((checkout / "results/ppo/summary.json").read_text())
     assert len(summary["trials"]) == 2, summary["trials"]
-    assert (tmp_path / "tutorial/ppo_asha-evaluate.yaml").is_file()
-    assert (tmp_path / "results/ppo-best/summary.json").is_file()  # the one configuration
+    assert (checkout / "tutorial/ppo_asha-evaluate.yaml").is_file()
+    assert (checkout / "results/ppo-best/summary.json").is_file()  # the one configuration
 
 
-def test_bring_your_own_code(tmp_path):
+def test_bring_your_own_code(checkout):
     import json
 
-    run_tutorial(Tutorial("own-code.md"), tmp_path)
+    run_tutorial(Tutorial("own-code.md"), checkout)
     for experiment, trials in (("function", 4), ("class", 3), ("env", 2)):
-        summary = json.loads((tmp_path / f"results/{experiment}/summary.json").read_text())
+        summary = json.loads((checkout / f"results/own_code/{experiment}/summary.json").read_text())
         assert len(summary["trials"]) == trials, (experiment, summary["trials"])
 
 
-def test_keep_and_reload_the_best_model(tmp_path):
+def test_keep_and_reload_the_best_model(checkout):
     import json
 
-    run_tutorial(Tutorial("keep-best.md"), tmp_path)
-    summary = json.loads((tmp_path / "results/digits/summary.json").read_text())
+    run_tutorial(Tutorial("keep-best.md"), checkout)
+    summary = json.loads((checkout / "results/digits/summary.json").read_text())
     best = summary["best"]
     assert len(summary["trials"]) == 4 and summary["counts"] == {"TERMINATED": 4}
     # The weights reloaded from the best trial's checkpoint score what the search said they do.
-    printed = run_python(tmp_path, "tutorial/load_best.py")
+    printed = run_python(checkout, "tutorial/load_best.py")
     assert printed.startswith(f"trial {best['trial_id']}: accuracy {best['metric']:.3f}")
     # Every trial read the one copy of the dataset in the object store.
-    rows = [json.loads(line) for line in (tmp_path / "results/digits/results.jsonl").open()]
+    rows = [json.loads(line) for line in (checkout / "results/digits/results.jsonl").open()]
     assert len({r["trial_id"] for r in rows}) == 4 and len({r["dataset"] for r in rows}) == 1
     # The conditional space: each optimizer drawn is one of the choices, momentum only for SGD.
     drawn = [t["config"]["optimizer"] for t in summary["trials"]]
@@ -199,49 +208,49 @@ def run_python(folder: Path, script: str) -> str:
     return done.stdout
 
 
-def test_several_objectives(tmp_path):
+def test_several_objectives(checkout):
     import json
 
     import yaml
 
-    run_tutorial(Tutorial("objectives.md"), tmp_path)
-    (shown,) = json.loads((tmp_path / "tutorial/front.json").read_text())
+    run_tutorial(Tutorial("objectives.md"), checkout)
+    (shown,) = json.loads((checkout / "tutorial/front.json").read_text())
     front = [t for t in shown["trials"] if t["pareto"]]
     assert front and not any(t["broken"] for t in front)
     assert all({"accuracy", "params_k", "pareto"} <= t.keys() for t in shown["trials"])
-    (name,) = yaml.safe_load((tmp_path / "tutorial/most_accurate.yaml").read_text())["experiments"]
+    (name,) = yaml.safe_load((checkout / "tutorial/most_accurate.yaml").read_text())["experiments"]
     assert name == "small_and_good-best"
-    assert (tmp_path / "results/small_and_good/report_files/small_and_good-pareto.png").is_file()
+    assert (checkout / "results/small_and_good/report_files/small_and_good-pareto.png").is_file()
 
 
-def test_how_sure_is_the_best(tmp_path):
+def test_how_sure_is_the_best(checkout):
     import json
 
-    run_tutorial(Tutorial("judging.md"), tmp_path)
-    seeds = json.loads((tmp_path / "results/seeds/summary.json").read_text())
+    run_tutorial(Tutorial("judging.md"), checkout)
+    seeds = json.loads((checkout / "results/judging/seeds/summary.json").read_text())
     assert seeds["select"] == "lcb" and seeds["best"]["params"]["lr"] == 0.04
     by_mean = max(seeds["configurations"], key=lambda c: c["score"])
     assert by_mean["params"]["lr"] == 0.045  # the mean would have picked the lucky one
     assert all(0 < c["chance_best"] < 1 for c in seeds["configurations"])
-    assert "lr: 0.04" in (tmp_path / "tutorial/best.yaml").read_text()
-    asha = json.loads((tmp_path / "results/asha/summary.json").read_text())
+    assert "lr: 0.04" in (checkout / "tutorial/best.yaml").read_text()
+    asha = json.loads((checkout / "results/judging/asha/summary.json").read_text())
     assert [c["rung"] for c in asha["early_stopping"]] == [4]
-    assert "Enough trials?" in (tmp_path / "results/report.html").read_text()
+    assert "Enough trials?" in (checkout / "results/judging/report.html").read_text()
 
 
-def test_across_searches(tmp_path):
+def test_across_searches(checkout):
     import json
 
-    run_tutorial(Tutorial("across-searches.md"), tmp_path)
-    page = (tmp_path / "tutorial/compare.html").read_text()
+    run_tutorial(Tutorial("across-searches.md"), checkout)
+    page = (checkout / "tutorial/compare.html").read_text()
     assert "results/random" in page and "results/tpe" in page
     chance = r"<td>(tpe|random)</td><td>(random|tpe)</td><td class=\"num\">[01]\.\d\d<"
     assert re.search(chance, page), "no probability of improvement on the page"
-    run = json.loads((tmp_path / "results/tpe_more/run.json").read_text())
+    run = json.loads((checkout / "results/tpe_more/run.json").read_text())
     (warm,) = run["warm_start"]
     assert warm["trials"] == 18 and warm["run"].endswith("results/tpe")
-    more = json.loads((tmp_path / "results/tpe_more/summary.json").read_text())
-    earlier = json.loads((tmp_path / "results/tpe/summary.json").read_text())
+    more = json.loads((checkout / "results/tpe_more/summary.json").read_text())
+    earlier = json.loads((checkout / "results/tpe/summary.json").read_text())
     assert len(more["trials"]) == 18  # its own 6 configurations x 3 seeds, none of the earlier
     assert not {t["trial_id"] for t in more["trials"]} & {t["trial_id"] for t in earlier["trials"]}
 
