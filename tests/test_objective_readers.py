@@ -125,7 +125,7 @@ def test_the_report_shows_each_objective_the_front_first_and_no_lost_metric(
     assert "objectives gain (max), cost (min)" in html  # the section's line, not "no metric"
     assert "pareto front: 3 of 6 trials" in html
     figures = re.findall(r"pair-([a-z_-]+)\.png", html)
-    assert list(dict.fromkeys(figures)) == ["pareto", "curves-gain", "curves-cost"]
+    assert list(dict.fromkeys(figures)) == ["pareto", "curves-gain", "curves-cost", "timeline"]
     table = html[html.index('<table class="trials">') :]
     head = re.findall(r"<th>(.*?)</th>", table[: table.index("</thead>")])
     assert head == [

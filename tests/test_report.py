@@ -24,9 +24,9 @@ from .browser import needs_chromium
 from .conftest import user_module
 from .test_analyze import _experiment
 
-# Learning curves, best over wall time, parameters against the metric, parallel coordinates,
-# the expected best of n trials.
-PLOTS_PER_EXPERIMENT = 5
+# Learning curves, best over wall time, the trial timeline, parameters against the metric,
+# parallel coordinates, the expected best of n trials.
+PLOTS_PER_EXPERIMENT = 6
 
 # score = width / 16 * step + x. The [32, 32] net raises at step 3, before ASHA's only rung (3);
 # [16] and [8] reach that rung after [64, 64] has, below it, so ASHA stops them there.
@@ -157,6 +157,7 @@ def test_the_page_embeds_everything_and_keeps_the_pngs_beside_it(finished_run, c
         "steps-expected-best.png",
         "steps-parallel.png",
         "steps-params.png",
+        "steps-timeline.png",
     ]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in pngs)
     (exp,) = results.load(finished_run)

@@ -146,18 +146,12 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from tune_app.readback import report
-    from tune_app.rundir import read as results
-    from tune_app.rundir.storage import is_uri
+    from tune_app.readback import watch
 
-    experiments = results.load(args.dir)
-    # Named by the run read, which a folder of several runs chose (`RunLocation.open`).
-    source = experiments[0].where if len(experiments) == 1 else str(args.dir)
-    # Beside the results, or here when they are on cloud storage.
-    out = Path(args.out or ("." if is_uri(source) else source))
-    if out.is_dir():
-        out /= "report.html"
-    print(report.write(experiments, out, source=source))
+    if args.every is not None and not args.watch:
+        raise TuneAppError("--every needs --watch (how often a live page is rewritten)")
+    every = None if not args.watch else watch.DEFAULT_EVERY_S if args.every is None else args.every
+    print(watch.page(args.dir, args.out, every))  # with --watch: once the run has ended
     return EXIT_OK
 
 
@@ -373,7 +367,11 @@ COMMANDS: tuple[Command, ...] = (
         cmd_report,
         "an offline HTML page of a run's plots and trials (no Ray)",
         ("dir",),
-        (arg("--out", metavar="FILE", help="the page to write (default: DIR/report.html)"),),
+        (
+            arg("--out", metavar="FILE", help="the page to write (default: DIR/report.html)"),
+            arg("--watch", action="store_true", help="keep the page current until the run ends"),
+            arg("--every", type=float, metavar="S", help="--watch: rewrite every S s (default 10)"),
+        ),
     ),
     Command(
         "compare",

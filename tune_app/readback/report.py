@@ -26,6 +26,7 @@ from tune_app.readback.analyze import cell as _shown  # the same cells as `analy
 from tune_app.readback.analyze import clone_lines, configuration_cells, rung_checks
 from tune_app.readback.plots import front as front_plot
 from tune_app.readback.plots import parallel as plots_parallel
+from tune_app.readback.plots import timeline
 from tune_app.rundir import budget, noise, rungs
 from tune_app.rundir.layout import for_the_user, replace_folder
 from tune_app.rundir.location import name_of
@@ -148,20 +149,33 @@ class Section:
 
 
 @dataclass(frozen=True)
+class LiveNote:
+    """A live page's line at its top (`readback.watch`), and how often the browser reloads it."""
+
+    line: str
+    every_s: int
+
+
+@dataclass(frozen=True)
 class Page:
-    """The whole page: where the runs were read from, and one section per experiment."""
+    """The whole page: where the runs were read from, one section per experiment, and the live
+    line of a page `report --watch` keeps current (None: a page written once, or the last)."""
 
     title: str
     source: str
     generated: str
     sections: tuple[Section, ...]
+    live: LiveNote | None = None
 
 
-def write(experiments: list[ExperimentResults], out: Path, source: str) -> Path:
-    """Write the page for `experiments` (read from `source`) to `out`, its PNGs beside it. The
-    figures are written into a folder of their own and the page to a temporary file, each then
-    renamed into place; a write that fails (a full disk, a read-only folder) leaves the earlier
-    page as it was and nothing half-written, and raises WriteError (exit 74)."""
+def write(
+    experiments: list[ExperimentResults], out: Path, source: str, *, live: LiveNote | None = None
+) -> Path:
+    """Write the page for `experiments` (read from `source`) to `out`, its PNGs beside it; a
+    `live` page says so at its top and reloads itself. The figures are written into a folder of
+    their own and the page to a temporary file, each then renamed into place; a write that fails
+    (a full disk, a read-only folder) leaves the earlier page as it was and nothing
+    half-written, and raises WriteError (exit 74)."""
     images = out.with_name(f"{out.stem}_files")
     staged = out.with_name(f".{images.name}.tmp")
     page_tmp = out.with_name(f".{out.name}.tmp")
@@ -182,6 +196,7 @@ def write(experiments: list[ExperimentResults], out: Path, source: str) -> Path:
                 source=source,
                 generated=datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
                 sections=tuple(sections),
+                live=live,
             )
             page_tmp.write_text(render(page), encoding="utf-8")
             if staged.exists():  # the figures first: the page names them
@@ -223,6 +238,7 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
             "are single results.",
             plots.best_over_time(exp),
         ),
+        "timeline": (timeline.caption(), timeline.trial_timeline(exp)[0]),
         "params": (
             "Each searched parameter against the trial's score; hollow: stopped by the "
             "scheduler, ✕: failed; (log): a log axis (a log-scale sampler, or values spaced "

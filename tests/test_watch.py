@@ -1,0 +1,227 @@
+"""`report --watch`: the page is rewritten with a reload tag and a live line while the run's
+folder has a live writer, at most every `--every` seconds, and a last time without either once
+the run has ended; the trial timeline draws one bar per trial. Run folders are written here as
+the app writes them, without Ray; the loop runs on a fake clock and a fake liveness."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from tune_app.readback import report, watch
+from tune_app.readback.plots import timeline
+from tune_app.rundir import lock
+from tune_app.rundir import read as results
+from tune_app.rundir.location import RunLocation
+
+REFRESH = re.compile(r'<meta http-equiv="refresh" content="(\d+)">')
+
+# (trial, status in the journal or None: still running, [(logged_at, time_this_iter_s), ...])
+TRIALS = [
+    ("abcde_00000", "TERMINATED", [(102.0, 2.0), (104.0, 2.0)]),
+    ("abcde_00001", None, [(103.0, 2.0), (105.0, 2.0), (107.0, 2.0)]),
+    ("abcde_00002", "ERROR", [(110.0, 5.0)]),
+    ("abcde_00003", "TERMINATED", [(111.0, 1.0), (112.0, 1.0)]),
+]
+
+
+def live_run(folder: Path) -> Path:
+    """A run folder as a run still going leaves it: no summary.json, trial 00001 not in the
+    journal, every row with its `logged_at` and `time_this_iter_s`."""
+    folder.mkdir(parents=True)
+    record = {"experiment": "e", "metric": "score", "mode": "max", "searched": ["x"]}
+    (folder / "run.json").write_text(json.dumps({**record, "scheduler": "fifo", "stop": {}}))
+    rows = []
+    for n, (trial_id, _, steps) in enumerate(TRIALS):
+        for i, (at, took) in enumerate(steps, 1):
+            row = {"trial_id": trial_id, "training_iteration": i, "score": n + i / 10}
+            row |= {"logged_at": at, "time_this_iter_s": took}
+            if i == 1:
+                row["config"] = {"x": n / 10}
+            rows.append(json.dumps(row) + "\n")
+    (folder / "results.jsonl").write_text("".join(rows))
+    journal = [{"trial_id": t, "status": s} for t, s, _ in TRIALS if s]
+    (folder / "finished.jsonl").write_text("".join(json.dumps(j) + "\n" for j in journal))
+    return folder
+
+
+class Clock:
+    """A fake monotonic clock that only `sleep` and a write move."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def watched(
+    folder: Path, live: list[bool], every: float = 10, write_s: float = 3.0, render: bool = True
+):
+    """Run the loop on `folder` with `live` as the answers to "is the run live?"; each write
+    takes `write_s` on the fake clock (and only renders the page with `render`). Returns (pages
+    as written, their start times, sleeps, the path returned)."""
+    clock, answers = Clock(), iter(live)
+    pages: list[str] = []
+    starts: list[float] = []
+    out = folder / "report.html"
+
+    def write(exps, note):
+        starts.append(clock.now)
+        clock.now += write_s
+        if not render:
+            pages.append(f"live={note is not None}")
+            return out
+        path = report.write(exps, out, source=str(folder), live=note)
+        pages.append(path.read_text())
+        return path
+
+    path = watch.watch(
+        results.load(folder),
+        lambda: results.load(folder),
+        write,
+        every=every,
+        is_live=lambda exps: next(answers),
+        sleep=clock.sleep,
+        clock=lambda: clock.now,
+        stamp=lambda: "12:34:56",
+    )
+    return pages, starts, clock.sleeps, path
+
+
+def test_a_live_run_is_rewritten_with_a_reload_until_it_ends(tmp_path):
+    run = live_run(tmp_path / "e")
+    pages, _, _, path = watched(run, [True, True, False])
+    assert path == run / "report.html" and path.read_text() == pages[-1]
+    assert len(pages) == 3
+    line = "live: updated 12:34:56; 1 trial running, 3 done; time left: see the terminal&#39;s line"
+    for page in pages[:2]:
+        assert REFRESH.findall(page) == ["10"]
+        assert line in page
+        assert "This run did not finish" not in page  # the live line says so instead
+    assert not REFRESH.search(pages[-1]) and "live: updated" not in pages[-1]
+    assert "This run did not finish" in pages[-1]
+    assert not list(tmp_path.rglob(".*.tmp"))  # every write renamed into place
+
+
+@pytest.mark.parametrize(
+    ("write_s", "sleeps"),
+    [
+        pytest.param(3.0, [7.0, 7.0], id="a fast write waits out the rest of the interval"),
+        pytest.param(12.0, [0.0, 0.0], id="a write slower than the interval: no wait"),
+    ],
+)
+def test_writes_start_at_most_every_interval(tmp_path, write_s, sleeps):
+    run = live_run(tmp_path / "e")
+    pages, starts, slept, _ = watched(run, [True, True, False], 10, write_s, render=False)
+    assert pages == ["live=True", "live=True", "live=False"]
+    assert slept == sleeps
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert gaps == [max(10.0, write_s)] * 2
+
+
+def test_a_run_not_live_at_the_start_is_written_once(tmp_path):
+    run = live_run(tmp_path / "e")
+    pages, _, slept, path = watched(run, [False])
+    assert len(pages) == 1 and slept == []
+    assert not REFRESH.search(pages[0]) and path.exists()
+
+
+def test_the_run_is_live_while_a_process_holds_its_lock(tmp_path):
+    run = live_run(tmp_path / "e")
+    (exp,) = results.load(run)
+    assert not watch.running([exp])
+    lock.lock_path(RunLocation(run)).write_text(json.dumps(asdict(lock.Owner.me())))
+    assert watch.running([exp])
+    gone = lock.Owner("elsewhere", 1, "2026-01-01 00:00:00+0000")
+    lock.lock_path(RunLocation(run)).write_text(json.dumps(asdict(gone) | {"host": "x"}))
+    assert watch.running([exp])  # another host's lock: only its lease's age could tell
+
+
+def test_the_command_writes_an_ended_run_once_and_prints_its_path(tmp_path, cli):
+    run = live_run(tmp_path / "e")
+    result = cli("report", run, "--watch", "--every", "2")
+    assert result.code == 0, result.err
+    assert result.out.strip() == str(run / "report.html")
+    assert "written once" in result.err
+    assert not REFRESH.search((run / "report.html").read_text())
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        pytest.param(["--watch", "--every", "1"], "--every must be at least 2", id="too often"),
+        pytest.param(["--every", "5"], "--every needs --watch", id="every without watch"),
+    ],
+)
+def test_bad_intervals_are_refused_in_one_line_before_writing(tmp_path, cli, argv, words):
+    run = live_run(tmp_path / "e")
+    result = cli("report", run, *argv)
+    assert result.code == 2
+    assert len(result.err.splitlines()) == 1 and words in result.err
+    assert not (run / "report.html").exists()
+
+
+def test_ctrl_c_ends_the_watch_with_130_and_leaves_the_last_whole_page(tmp_path, cli, monkeypatch):
+    run = live_run(tmp_path / "e")
+    answers = iter([True, True])  # the start's notice, then the first page; Ctrl-C after
+
+    def live(exps):
+        answer = next(answers, None)
+        if answer is None:
+            raise KeyboardInterrupt
+        return answer
+
+    monkeypatch.setattr(watch, "running", live)
+    result = cli("report", run, "--watch", "--every", "2")
+    assert result.code == 130
+    assert "interrupted" in result.err and result.out == ""
+    assert REFRESH.findall((run / "report.html").read_text()) == ["2"]
+    assert not list(tmp_path.rglob(".*.tmp"))
+
+
+def test_the_timeline_has_one_bar_per_trial_from_its_first_start_to_its_last_result(tmp_path):
+    (exp,) = results.load(live_run(tmp_path / "e"))
+    fig, spans = timeline.trial_timeline(exp)
+    assert [(s.trial_id, s.start, s.end, s.status) for s in spans] == [
+        ("abcde_00000", 0.0, 4.0, "finished"),
+        ("abcde_00001", 1.0, 7.0, "running or unfinished"),
+        ("abcde_00002", 5.0, 10.0, "failed"),
+        ("abcde_00003", 10.0, 12.0, "finished"),
+    ]
+    assert timeline.most_at_once(spans) == 2  # 00003 starts as 00002 ends
+    assert fig is not None
+    (bars,) = fig.axes[0].collections[:1]
+    assert len(bars.get_segments()) == len(exp.trials)
+    report.write([exp], tmp_path / "r.html", source=str(exp.folder))
+    assert "e-timeline.png" in (tmp_path / "r.html").read_text()
+    assert (tmp_path / "r_files" / "e-timeline.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_long_trial_keeps_its_first_and_last_rows_in_the_history(tmp_path):
+    run = tmp_path / "e"
+    live_run(run)
+    many = [
+        json.dumps(
+            {
+                "trial_id": "abcde_00009",
+                "training_iteration": i,
+                "score": 0.0,
+                "logged_at": 200.0 + i,
+                "time_this_iter_s": 1.0,
+            }
+        )  # fmt: skip
+        + "\n"
+        for i in range(1, 2001)
+    ]
+    with (run / "results.jsonl").open("a") as f:
+        f.writelines(many)
+    (exp,) = results.load(run)
+    (long,) = [s for s in timeline.spans(exp) if s.trial_id == "abcde_00009"]
+    assert (long.start, long.end) == (200.0 - 100.0, 2200.0 - 100.0)

@@ -1,0 +1,106 @@
+"""`tune_app report [--watch]`: the report page written once, or kept current while the run lives.
+
+A live page is rewritten whole (`report.write`: a temporary name, then a rename) at most every
+`every` seconds, and reloads itself in the browser as often, so it needs no server. The run is
+live while a process holds its folder's lock (`rundir.lock.writer_of`); once none does, the
+page is written a last time without the reload and the loop returns. Ctrl-C raises
+KeyboardInterrupt out of the loop, which the command line turns into exit 130; the page on disk
+is then the last whole one written.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tune_app.errors import TuneAppError
+from tune_app.readback import report
+from tune_app.readback.report import LiveNote
+from tune_app.rundir import read
+from tune_app.rundir.lock import writer_of
+from tune_app.rundir.read import ExperimentResults
+from tune_app.rundir.records import UNFINISHED
+from tune_app.rundir.storage import is_uri
+
+DEFAULT_EVERY_S = 10
+MIN_EVERY_S = 2  # below this a page of many trials would be rewritten while the browser reads it
+
+Experiments = list[ExperimentResults]
+
+
+def page(folder: str, out: str | None, every: float | None = None) -> Path:
+    """Write the report of the run(s) in `folder` to `out` (default: `report.html` beside the
+    results, or here for a cloud run) and return its path; with `every`, keep it current while
+    the run lives (`watch`) and return once the run has ended and the last page is written."""
+    if every is not None and every < MIN_EVERY_S:
+        raise TuneAppError(f"--every must be at least {MIN_EVERY_S} seconds, got {every:g}")
+    experiments = read.load(folder)
+    # Named by the run read, which a folder of several runs chose (`RunLocation.open`).
+    source = experiments[0].where if len(experiments) == 1 else str(folder)
+    # Beside the results, or here when they are on cloud storage.
+    path = Path(out or ("." if is_uri(source) else source))
+    if path.is_dir():
+        path /= "report.html"
+    if every is None:
+        return report.write(experiments, path, source=source)
+    if running(experiments):
+        print(
+            f"tune_app: {path} is rewritten every {every:g} s while the run lives; it ends with "
+            "the run (Ctrl-C to stop)",
+            file=sys.stderr,
+            flush=True,
+        )
+    else:
+        print(f"note: no process is writing {source}: the page is written once", file=sys.stderr)
+    return watch(
+        experiments,
+        lambda: read.load(folder),
+        lambda exps, live: report.write(exps, path, source=source, live=live),
+        every=every,
+    )
+
+
+def watch(
+    experiments: Experiments,
+    reread: Callable[[], Experiments],
+    write: Callable[[Experiments, LiveNote | None], Path],
+    *,
+    every: float,
+    is_live: Callable[[Experiments], bool] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    stamp: Callable[[], str] = lambda: time.strftime("%H:%M:%S"),
+) -> Path:
+    """Write the page of `experiments` (read once already, to know where the runs are) with a
+    live note while `is_live` (default: `running`) holds, each write starting at least `every`
+    seconds after the one before; then read them a last time, write the page without the note,
+    and return its path. Liveness is asked before each read: a run that ends after the question
+    is read whole the next time round, so the last page holds every result."""
+    alive = is_live or running
+    while True:
+        started = clock()
+        live = alive(experiments)
+        experiments = reread()
+        path = write(experiments, note(experiments, every, stamp()) if live else None)
+        if not live:
+            return path
+        sleep(max(0.0, every - (clock() - started)))
+
+
+def running(experiments: Experiments) -> bool:
+    """A process holds the lock of one of the runs' folders: the run (or its resume) lives."""
+    return any(writer_of(exp.run) is not None for exp in experiments)
+
+
+def note(experiments: Experiments, every: float, updated: str) -> LiveNote:
+    """The live line: when the page was written, the trials running and those done."""
+    trials = [t for exp in experiments for t in exp.trials]
+    busy = sum(t.status == UNFINISHED for t in trials)
+    line = (
+        f"live: updated {updated}; {busy} trial{'' if busy == 1 else 's'} running, "
+        f"{len(trials) - busy} done; time left: see the terminal's line"
+    )
+    # The run folder holds neither the scheduler's plan nor the trial count: `eta` cannot run.
+    return LiveNote(line=line, every_s=max(MIN_EVERY_S, round(every)))
