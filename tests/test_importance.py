@@ -17,6 +17,7 @@ from tests.test_report import lr_search, write_search
 from tune_app.extras import installed
 from tune_app.readback import analyze, report
 from tune_app.readback.importance import EVALUATORS, MIN_TRIALS, Evaluated, evaluate, importances
+from tune_app.readback.importance import run as imports_run
 from tune_app.readback.importance.optuna_evaluators import axis
 from tune_app.readback.importance.run import of_run, spec_domains
 from tune_app.rundir import read as results
@@ -248,7 +249,7 @@ def test_analyze_json_gives_each_parameter_its_share_by_every_method(tmp_path):
     (folder / "spec.yaml").write_text(SPEC)
     exp = results.read_experiment(folder)
     assert set(spec_domains(exp)) == {"lr", "x", "act"}
-    found = json.loads(analyze.render([exp], "json"))[0]["importance"]
+    found = json.loads(analyze.render([exp], "json", importance=True))[0]["importance"]
     assert list(found["params"])[0] == "lr"
     assert set(found["params"]) == {"lr", "x", "act"}  # never the seed
     for method in ("permutation", "fanova", "ped_anova"):
@@ -256,6 +257,17 @@ def test_analyze_json_gives_each_parameter_its_share_by_every_method(tmp_path):
         assert sum(v[method] for v in found["params"].values()) == pytest.approx(1, abs=1e-3)
         assert found["notes"][method] == ""
     assert found["trials"] == 20 and found["fit"] > 0.5
+
+
+def test_analyze_json_fits_no_model_unless_asked(tmp_path, monkeypatch, cli):
+    """Fitting the models takes seconds: a script reading `analyze --format json` does not pay
+    for them unless it asks (`--importance`); the table is refused the flag."""
+    folder = write_search(tmp_path / "e", lr_search(20), log_scaled=["lr"])
+    exp = results.read_experiment(folder)
+    monkeypatch.setattr(imports_run, "of_run", lambda exp: pytest.fail("fitted unasked"))
+    assert json.loads(analyze.render([exp], "json"))[0]["importance"] is None
+    refused = cli("analyze", folder, "--importance")
+    assert refused.code == 2 and "--importance goes with --format json" in refused.err
 
 
 def test_a_run_whose_spec_is_lost_gets_distributions_from_its_values(tmp_path):
@@ -269,7 +281,7 @@ def test_a_run_whose_spec_is_lost_gets_distributions_from_its_values(tmp_path):
 def test_analyze_json_without_optuna_says_why_and_keeps_permutation(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "optuna", None)
     exp = results.read_experiment(write_search(tmp_path / "e", lr_search(20), log_scaled=["lr"]))
-    found = json.loads(analyze.render([exp], "json"))[0]["importance"]
+    found = json.loads(analyze.render([exp], "json", importance=True))[0]["importance"]
     assert found["params"]["lr"]["permutation"] > 0.5
     assert found["params"]["lr"]["fanova"] is None and found["params"]["lr"]["ped_anova"] is None
     assert found["notes"]["fanova"] == 'fANOVA needs Optuna: pip install -e ".[importance]".'
@@ -291,7 +303,7 @@ def test_the_report_shows_every_method_a_column_each(tmp_path):
 def test_analyze_json_has_no_importance_without_a_searched_parameter(tmp_path):
     trials = [({"seed": i}, float(i)) for i in range(8)]
     exp = results.read_experiment(write_search(tmp_path / "e", trials))
-    assert json.loads(analyze.render([exp], "json"))[0]["importance"] is None
+    assert json.loads(analyze.render([exp], "json", importance=True))[0]["importance"] is None
 
 
 # ---- LCBench: the evaluators against the surrogate's own importance ----------------------------

@@ -141,7 +141,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     if args.top is not None and args.top < 1:
         raise TuneAppError(f"--top must be at least 1, got {args.top}")
-    print(analyze.render(results.load(args.dir), args.format, args.top))
+    if args.importance and args.format != "json":
+        raise TuneAppError("--importance goes with --format json (the report shows it as a page)")
+    print(analyze.render(results.load(args.dir), args.format, args.top, args.importance))
     return EXIT_OK
 
 
@@ -320,6 +322,11 @@ COMMANDS: tuple[Command, ...] = (
         (
             arg("--format", choices=FORMATS, default="table", help="default: table"),
             arg("--top", type=int, metavar="N", help="only the N best trials of each experiment"),
+            arg(
+                "--importance",
+                action="store_true",
+                help="with --format json: each parameter's importance (fits models: seconds)",
+            ),
         ),
     ),
     Command(

@@ -15,7 +15,8 @@ from dataclasses import asdict
 from typing import Any, Literal
 
 from tune_app import scoring
-from tune_app.readback import front, importance
+from tune_app.readback import front
+from tune_app.readback import importance as imports
 from tune_app.rundir import budget, noise, rungs
 from tune_app.rundir.layout import jsonable
 from tune_app.rundir.read import ExperimentResults
@@ -27,17 +28,27 @@ Format = Literal["table", "json", "csv"]
 FORMATS = ("table", "json", "csv")
 
 
-def render(experiments: list[ExperimentResults], fmt: Format, top: int | None = None) -> str:
-    """The experiments in `fmt`, each with its `top` best trials (all when None)."""
+def render(
+    experiments: list[ExperimentResults],
+    fmt: Format,
+    top: int | None = None,
+    importance: bool = False,
+) -> str:
+    """The experiments in `fmt`, each with its `top` best trials (all when None); in JSON, with
+    `importance`, each searched parameter's importance (models fitted: seconds, not a read)."""
     if fmt == "json":
-        return json.dumps([as_dict(e, top) for e in experiments], indent=2, allow_nan=False)
+        found = [as_dict(e, top, importance) for e in experiments]
+        return json.dumps(found, indent=2, allow_nan=False)
     if fmt == "csv":
         return _csv(experiments, top)
     return "\n\n".join(_table(e, top) for e in experiments)
 
 
-def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
-    """One experiment as plain data: what `--format json` prints."""
+def as_dict(
+    exp: ExperimentResults, top: int | None = None, importance: bool = False
+) -> dict[str, Any]:
+    """One experiment as plain data: what `--format json` prints (`importance`: None unless
+    asked for)."""
     best = exp.best_trial
     return jsonable(
         {
@@ -64,7 +75,7 @@ def as_dict(exp: ExperimentResults, top: int | None = None) -> dict[str, Any]:
             "select": exp.summary.select if exp.summary.seeds else None,
             **statistics_dict(exp),
             # per searched parameter, its share by permutation, fANOVA and PED-ANOVA
-            "importance": importance.as_json(exp),
+            "importance": imports.as_json(exp) if importance else None,
         }
     )
 
