@@ -13,21 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import jinja2
-
 from tune_app.command import APP
 from tune_app.readback.analyze import cell
 from tune_app.readback.comparing import AXIS_WORDS, MIN_SCORES, Comparison
+from tune_app.readback.report import TEMPLATES
 from tune_app.rundir.layout import for_the_user, write_text
 
-_TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("tune_app", "templates"),
-    autoescape=True,  # on for every template, whatever its file name ends with
-    undefined=jinja2.StrictUndefined,  # a misspelt field fails the render, not blanks a cell
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-)
 PAGE_TEMPLATE = "compare.html.j2"
 
 
@@ -128,4 +119,4 @@ def page(c: Comparison) -> Page:
 
 def render(p: Page) -> str:
     """The page as HTML text."""
-    return _TEMPLATES.get_template(PAGE_TEMPLATE).render(page=p, app=APP)
+    return TEMPLATES.get_template(PAGE_TEMPLATE).render(page=p, app=APP)

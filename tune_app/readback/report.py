@@ -35,7 +35,7 @@ from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome, warm_star
 from tune_app.seeds import SEED_KEY
 
 # The templates ship as package data; PackageLoader finds them in a wheel install as well.
-_TEMPLATES = jinja2.Environment(
+TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("tune_app", "templates"),
     autoescape=True,  # on for every template, whatever its file name ends with
     undefined=jinja2.StrictUndefined,  # a misspelt field fails the render, not blanks a cell
@@ -210,7 +210,7 @@ def write(
 
 def render(page: Page) -> str:
     """The page as HTML text."""
-    return _TEMPLATES.get_template(PAGE_TEMPLATE).render(page=page, app=APP)
+    return TEMPLATES.get_template(PAGE_TEMPLATE).render(page=page, app=APP)
 
 
 def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
