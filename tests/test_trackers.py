@@ -420,6 +420,44 @@ def test_tunes_json_and_csv_logs_hold_what_results_jsonl_holds(tmp_path):
     assert [(int(r["training_iteration"]), float(r["score"])) for r in rows] == expected
 
 
+class StagedTrial(LoggedTrial):
+    """A trial whose logs Tune writes in a staging folder and copies to `path`."""
+
+    def __init__(self, staging, folder, filesystem):
+        super().__init__(staging)
+        self.path = str(folder)
+        self.storage = type("Storage", (), {"storage_filesystem": filesystem})()
+
+
+@pytest.mark.parametrize("ending", ["on_trial_complete", "on_trial_error"])
+def test_an_ended_trials_logs_reach_the_run_folder_as_it_ends(tmp_path, ending):
+    """Tune copies its staging folder at its state saves; a driver killed between a trial's end
+    and the next copy left the run folder's result.json a line short of results.jsonl."""
+    import pyarrow.fs
+
+    from tune_app.callbacks import TrialLogsFollowResults
+
+    staging, folder = tmp_path / "staging" / "t", tmp_path / "run" / "t"
+    staging.mkdir(parents=True)
+    folder.mkdir(parents=True)
+    lines = [json.dumps({"training_iteration": i}) for i in (1, 2, 3)]
+    (staging / "result.json").write_text("\n".join(lines) + "\n")
+    (staging / "progress.csv").write_text("training_iteration\n1\n2\n3\n")
+    (folder / "result.json").write_text("\n".join(lines[:2]) + "\n")  # Tune's last copy
+    trial = StagedTrial(staging, folder, pyarrow.fs.LocalFileSystem())
+    getattr(TrialLogsFollowResults(), ending)(0, [trial], trial)
+    assert (folder / "result.json").read_text().splitlines() == lines
+    assert (folder / "progress.csv").read_text().split() == ["training_iteration", "1", "2", "3"]
+    assert sorted(p.name for p in folder.iterdir()) == ["progress.csv", "result.json"]
+
+    # A run folder in cloud storage is left to Tune's copies.
+    elsewhere = tmp_path / "bucket" / "t"
+    remote = pyarrow.fs.SubTreeFileSystem(str(tmp_path), pyarrow.fs.LocalFileSystem())
+    trial = StagedTrial(staging, elsewhere, remote)
+    getattr(TrialLogsFollowResults(), ending)(0, [trial], trial)
+    assert not elsewhere.exists()
+
+
 def _target(folder, experiment="e"):
     return mirror.Target(
         experiment=experiment,

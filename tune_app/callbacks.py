@@ -19,7 +19,9 @@ from ray.tune import Callback, Stopper
 
 from tune_app import failures
 from tune_app.interrupts import stops_on_write_error
+from tune_app.ray_internals.uploads import copy_trial_files_now
 from tune_app.rundir.layout import (
+    TUNE_TRIAL_LOGS,
     append_line,
     cut_trial_logs,
     jsonable,
@@ -240,7 +242,8 @@ class TrialLogsFollowResults(Callback):
     """Keeps Tune's per-trial result.json and progress.csv to what results.jsonl holds: a trial
     reporting an iteration its logs already have (restored from an older checkpoint, or started
     over after a kill) has their lines from that iteration on cut first. Tune's JSON and CSV
-    loggers append; this runs before them in the callback list."""
+    loggers append; this runs before them in the callback list. As a trial ends its logs are
+    copied to a local run folder at once (`copy_trial_files_now`), not at Tune's next save."""
 
     def __init__(self) -> None:
         self._last: dict[str, int] = {}  # trial id -> its last iteration in this process
@@ -256,6 +259,14 @@ class TrialLogsFollowResults(Callback):
         self._last[trial.trial_id] = step
         if last is None or step <= last:  # its logs may hold lines of a run before this one
             cut_trial_logs(Path(trial.local_path), step)
+
+    @stops_on_write_error
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        copy_trial_files_now(trial, TUNE_TRIAL_LOGS)
+
+    @stops_on_write_error
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        copy_trial_files_now(trial, TUNE_TRIAL_LOGS)
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_last": {}}

@@ -21,7 +21,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +86,43 @@ def upload_folder(local: Path, target: Path, copied: dict[Path, tuple[int, int]]
                 # removed while Tune copied it; the next copy follows
 
 
+def copy_trial_files_now(trial: Any, names: Iterable[str]) -> None:
+    """Copy files `names` of an ended trial from Tune's staging folder to its run folder now.
+
+    Tune copies the staging folder at its experiment-state saves, in one pass that is not
+    atomic: a driver killed just after a trial ended could leave the run folder's state saying
+    the trial ended and its result.json one line short, and a resumed run does not run an ended
+    trial again. Copied as it ends, an ended trial's files are whole before any state that says
+    it ended. Only for a run folder on the local filesystem; cloud storage keeps Tune's pace."""
+    import pyarrow.fs
+
+    storage = getattr(trial, "storage", None)
+    if (
+        storage is None
+        or not isinstance(storage.storage_filesystem, pyarrow.fs.LocalFileSystem)
+        or not trial.local_path
+        or not trial.path
+    ):
+        return
+    local, target = Path(trial.local_path), Path(trial.path)
+    if local == target:
+        return
+    for name in names:
+        source, dest = local / name, target / name
+        try:
+            stat = source.stat()
+        except FileNotFoundError:
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(source, dest)
+        _copied[dest] = (stat.st_size, stat.st_mtime_ns)
+
+
 def replace_file(source: Path, target: Path) -> None:
-    """`target` becomes a copy of `source` at once, or stays as it was (no temporary left)."""
-    tmp = target.with_name(f".{target.name}.upload")
+    """`target` becomes a copy of `source` at once, or stays as it was (no temporary left). The
+    temporary file is the thread's own: Tune's copy thread and the driver's may copy one file at
+    once, and a shared temporary could be renamed half-written."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.upload")
     try:
         shutil.copyfile(source, tmp)
         os.replace(tmp, target)

@@ -34,6 +34,8 @@ STDOUT_FILE = "stdout"
 # Tune's per-trial logs (its JSON and CSV logger callbacks), appended to, one line per result.
 TUNE_RESULT_FILE = "result.json"
 TUNE_PROGRESS_FILE = "progress.csv"
+# What Tune writes of a trial on the driver and copies to the run folder at its state saves.
+TUNE_TRIAL_LOGS = (TUNE_RESULT_FILE, TUNE_PROGRESS_FILE, ERROR_FILE)
 STDERR_FILE = "stderr"
 # A trial's checkpoints: folders `checkpoint_000003`, numbered in the order Tune took them.
 _CHECKPOINT = re.compile(r"checkpoint_(\d+)")
