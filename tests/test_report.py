@@ -447,3 +447,65 @@ def test_a_new_report_replaces_its_figures_whole(cli, tmp_path):
     stale.write_bytes(b"old")
     assert cli("report", exp).code == 0
     assert not stale.exists() and any((exp / "report_files").iterdir())
+
+
+def _scheduled_run(folder: Path, scheduler: str, lengths: list[int], clones=()) -> Path:
+    """A finished run of trials `t0`, `t1`... under `scheduler`, each reporting its own number
+    of iterations (score: trial number + iteration / 10), and PBT's clone records `clones`."""
+    folder.mkdir(parents=True)
+    run = {"experiment": folder.name, "metric": "score", "mode": "max", "searched": ["x"]}
+    (folder / "run.json").write_text(json.dumps({**run, "scheduler": scheduler}))
+    rows = [
+        {"trial_id": f"t{i}", "training_iteration": step, "score": i + step / 10}
+        | ({"config": {"x": i}} if step == 1 else {})
+        for i, length in enumerate(lengths)
+        for step in range(1, length + 1)
+    ]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ends = [{"trial_id": f"t{i}", "status": "TERMINATED"} for i in range(len(lengths))]
+    (folder / "finished.jsonl").write_text("".join(json.dumps(e) + "\n" for e in ends))
+    (folder / "clones.jsonl").write_text("".join(json.dumps(c) + "\n" for c in clones))
+    return folder
+
+
+def _legend(fig) -> list[str]:
+    return [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def test_the_curves_show_the_rungs_where_asha_stopped_trials(tmp_path):
+    exp = results.read_experiment(_scheduled_run(tmp_path / "e", "asha", [1, 1, 3, 3, 9, 9]))
+    fig = plots.learning_curves(exp, plots.trial_colors(exp))
+    rungs = [
+        line.get_xdata()[0]
+        for line in fig.axes[0].get_lines()
+        if line.get_color() == plots.marks.RUNG_COLOR
+    ]
+    assert rungs == [1, 3]
+    assert plots.marks.RUNG_LABEL in _legend(fig)
+    assert "Dotted lines are the rungs" in plots.marks.caption(exp)
+
+    fifo = results.read_experiment(_scheduled_run(tmp_path / "f", "fifo", [1, 1, 3, 3, 9, 9]))
+    fig = plots.learning_curves(fifo, plots.trial_colors(fifo))
+    assert plots.marks.RUNG_LABEL not in _legend(fig)
+    assert plots.marks.caption(fifo) == ""
+
+
+def test_the_curves_mark_where_pbt_copied_a_trial(tmp_path):
+    clone = {"trial_id": "t0", "from_trial": "t2", "iteration": 4, "from_iteration": 3}
+    exp = results.read_experiment(_scheduled_run(tmp_path / "e", "pbt", [6, 6, 6], [clone]))
+    fig = plots.learning_curves(exp, plots.trial_colors(exp))
+    (diamonds,) = [
+        line
+        for line in fig.axes[0].get_lines()
+        if line.get_marker() == "D" and line.get_xdata().size  # not the legend's proxy
+    ]
+    assert list(zip(diamonds.get_xdata(), diamonds.get_ydata(), strict=True)) == [(4.0, 0.4)]
+    assert plots.marks.EXPLOIT_LABEL in _legend(fig)
+    assert "PBT's exploit" in plots.marks.caption(exp)
+
+
+def test_an_exploit_is_drawn_where_the_copying_trials_curve_was():
+    steps = [{"training_iteration": i, "score": s} for i, s in [(1, 0.1), (2, None), (5, 0.5)]]
+    assert plots.marks.at_iteration(steps, 3, "training_iteration", "score") == (1.0, 0.1)
+    assert plots.marks.at_iteration(steps, 5, "training_iteration", "score") == (5.0, 0.5)
+    assert plots.marks.at_iteration(steps, 0, "training_iteration", "score") is None

@@ -230,7 +230,7 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
         **objective_curves(exp, colors, x_label),
         "curves": (
             f"Learning curves against {x_label}: one line per trial; a failed trial is dashed "
-            "and crossed (✕) at its last result." + early + faint,
+            "and crossed (✕) at its last result." + early + plots.marks.caption(exp) + faint,
             plots.learning_curves(exp, colors),
         ),
         "best-over-time": (

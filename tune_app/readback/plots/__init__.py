@@ -27,6 +27,7 @@ from matplotlib.ticker import EngFormatter, LogLocator, MaxNLocator, NullFormatt
 
 from tune_app import scoring
 from tune_app.readback.front import best_first
+from tune_app.readback.plots import marks
 from tune_app.rundir import budget
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import UNFINISHED, TrialOutcome
@@ -99,7 +100,8 @@ def learning_curves(
     """The metric (or the result key `metric`: one of several objectives) against
     training_iteration (RLlib: env steps sampled), one line per trial; failed trials dashed and
     crossed at their last finite result, trials the scheduler stopped marked where it stopped;
-    trials not highlighted thin and faint, under the others."""
+    trials not highlighted thin and faint, under the others; the rungs and PBT's exploits
+    (`marks`)."""
     metric = metric or exp.metric
     if metric is None:
         return None
@@ -150,6 +152,7 @@ def learning_curves(
             Line2D([], [], color=FAINT_COLOR, lw=0.8, label=counted(faint, "other trial"))
         )
     handles += _marker_proxies(ranked)
+    handles += marks.draw(ax, exp, x_key, metric)
     if handles:
         fig.legend(handles=handles, loc="outside right upper", fontsize=8)
     return fig
