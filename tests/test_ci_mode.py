@@ -96,6 +96,7 @@ experiments:
     assert failed == ["score >= 10"]
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_errored_trials_fail_the_run_unless_expect_allows_them(
     ray_session, cli, write_spec, tmp_path
 ):

@@ -230,6 +230,7 @@ experiments:
 """
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_real_runs_of_two_searchers_and_schedulers(ray_session, tmp_path, cli):
     """A FIFO grid and an ASHA random search of one spec, compared from the storage folder
     that holds both: each staircase ends at the best its summary names."""

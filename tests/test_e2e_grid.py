@@ -114,6 +114,7 @@ def test_spec_command_and_versions_are_kept(grid_run):
     assert set(run["versions"]) >= {"python", "torch", "gymnasium", "hyperopt", "tune_app"}
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_a_second_run_writes_beside_the_first_and_is_read_as_the_newest(grid_run, cli, tmp_path):
     _, folder = grid_run
     storage = tmp_path / "again"

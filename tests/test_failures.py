@@ -15,6 +15,7 @@ from tune_app import failures
 from .conftest import user_module
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_failed_trials_are_retried_from_checkpoints_and_grouped_by_cause(
     ray_session, cli, write_spec, tmp_path
 ):

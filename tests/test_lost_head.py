@@ -220,6 +220,7 @@ def test_a_run_after_a_failed_and_resumed_one_in_the_same_process_writes_its_own
     assert rows(tmp_path / "failed" / "e") == before  # none of the new run's rows
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_a_run_whose_loop_raised_ends_its_trackers_with_the_saved_summary(
     ray_session, tmp_path, monkeypatch
 ):

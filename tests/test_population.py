@@ -59,6 +59,7 @@ def after_clone(trial_rows: dict[int, dict], clone: dict) -> list[dict]:
     return later
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_pbt_mutations_reach_the_trainable_and_clones_are_recorded(
     ray_session, cli, write_spec, tmp_path
 ):
@@ -234,6 +235,7 @@ experiments:
 """
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_optuna_is_seeded_and_keeps_its_study_beside_the_results(
     ray_session, cli, write_spec, tmp_path
 ):

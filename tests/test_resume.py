@@ -277,8 +277,9 @@ experiments:
         "{type: median, time_attr: training_iteration, grace_period: 2, min_samples_required: 2}",
         "{type: hyperband, max_t: 9, reduction_factor: 3}",
         "{type: asha, max_t: 9, grace_period: 2, reduction_factor: 2} seeds",
+        "{type: hyperband, max_t: 9, reduction_factor: 3} seeds",
     ],
-    ids=["fifo", "asha", "median", "hyperband", "asha-seeds"],
+    ids=["fifo", "asha", "median", "hyperband", "asha-seeds", "hyperband-seeds"],
 )
 def test_a_search_killed_mid_way_resumes_to_the_end_under_every_scheduler(tmp_path, scheduler):
     user_module("checkpointed_steps.py", tmp_path, "steps.py")

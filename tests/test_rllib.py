@@ -420,6 +420,7 @@ cartpole-ppo:
 """
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_ppo_runs_through_the_cli(ray_session, cli, write_spec, tmp_path):
     # RLlib's one env: the step counts below are the batch exactly (8 vectorized envs may
     # overshoot it by a step or two of the last episodes).

@@ -50,6 +50,7 @@ experiments:
 """
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_random_search_with_a_seed_draws_the_same_configs(ray_session, cli, user_spec, tmp_path):
     spec_file = user_spec(RANDOM.format(seed=7))
     runs = []
@@ -334,6 +335,7 @@ def test_only_trainables_that_reset_cleanly_reuse_their_process(tmp_path):
     assert not resets_cleanly(tune.with_resources(Counter, {"cpu": 1}))
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_a_class_trainable_without_reset_config_runs_every_trial(
     ray_session, cli, write_spec, tmp_path
 ):
@@ -355,6 +357,7 @@ e:
     assert summary["best"]["params"]["a"] == 4
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_a_class_trainable_that_saves_no_checkpoints_runs_and_one_that_does_checkpoints(
     ray_session, cli, write_spec, tmp_path
 ):
@@ -540,6 +543,7 @@ def test_no_module_outside_ray_internals_names_a_private_ray_symbol():
     assert not found, found
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_two_experiments_running_one_function_each_get_their_own_resources(
     ray_session, cli, write_spec, tmp_path
 ):

@@ -237,6 +237,7 @@ def _failed_at(error_txt: str) -> list[float]:
     return [datetime.strptime(s, "%Y-%m-%d_%H-%M-%S").timestamp() for s in stamps]
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_a_trial_that_stops_reporting_fails_with_no_result_and_is_retried(
     ray_session, cli, write_spec, tmp_path
 ):

@@ -556,6 +556,7 @@ assert first.stop(timeout=120)
 """
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 def test_wandb_offline_runs_are_whole_in_the_dir_after_a_resume(
     tmp_path, monkeypatch, fresh_warnings, capsys
 ):

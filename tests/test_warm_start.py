@@ -422,6 +422,7 @@ experiments:
 """
 
 
+@pytest.mark.slow  # an in-process run: the second tier
 @pytest.mark.parametrize("search", ["optuna", "hyperopt"])
 def test_a_search_continued_is_told_the_earlier_trials_and_runs_only_its_own(
     search, ray_session, cli, write_spec, tmp_path
