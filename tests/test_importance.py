@@ -432,3 +432,18 @@ def test_a_broken_optuna_is_a_note_that_says_how_to_reinstall_it(monkeypatch):
     found = evaluate(search(20, "x"), PARAMS, "max")
     assert all(e.shares == () and "could not import optuna" in e.note for e in found), found
     assert all("pip install --force-reinstall --no-deps optuna" in e.note for e in found)
+
+
+def test_past_a_thousand_trials_the_trees_learn_from_a_seeded_sample(monkeypatch):
+    """The trees' cost grows with the trials (a 10,000-trial report spent minutes on them):
+    past MAX_TRIALS they learn from a seeded sample, which the note names."""
+    from tune_app.readback.importance import permutation
+
+    monkeypatch.setattr(permutation, "MAX_TRIALS", 40)
+    trials = search(100, "lr")
+    found = importances(trials, ["x", "lr", "layers"], log_scaled=["lr"])
+    assert found.params[0].param == "lr"
+    assert found.trials == 100
+    assert "Learnt from a random 40 of the 100 scored trials." in found.note
+    assert importances(trials, ["x", "lr", "layers"], log_scaled=["lr"]) == found  # seeded
+    assert "random" not in importances(trials[:40], ["x", "lr", "layers"]).note

@@ -27,6 +27,10 @@ TREES = 200
 SHUFFLES = 10  # shuffles per parameter; their mean drop is its importance
 FOLDS = 5  # for the cross-validated R² that says whether the parameters predict the score
 SEED = 0
+# More scored trials than this: the trees learn from a seeded sample of this many. Their cost
+# grows with the trials (a 10,000-trial report spent most of its minutes here), the shares
+# hardly move past a thousand.
+MAX_TRIALS = 1000
 
 
 @dataclass(frozen=True)
@@ -68,9 +72,14 @@ def importances(
         return Importances(
             (), n, note=f"Parameter importance needs scikit-learn: {install_line('importance')}."
         )
+    import numpy as np
+
+    sampled = n > MAX_TRIALS
+    if sampled:
+        keep = sorted(np.random.default_rng(SEED).choice(n, MAX_TRIALS, replace=False))
+        scored, scores = [scored[i] for i in keep], [scores[i] for i in keep]
     columns = [_feature([t.params.get(p) for t in scored], p in log_scaled) for p in params]
 
-    import numpy as np
     from sklearn.ensemble import ExtraTreesRegressor
     from sklearn.inspection import permutation_importance
     from sklearn.metrics import r2_score
@@ -79,7 +88,7 @@ def importances(
     x = np.array(columns, dtype=float).T
     y = np.array(scores)
     trees = ExtraTreesRegressor(n_estimators=TREES, random_state=SEED, n_jobs=1)
-    folds = KFold(min(FOLDS, n), shuffle=True, random_state=SEED)
+    folds = KFold(min(FOLDS, len(scores)), shuffle=True, random_state=SEED)
     fit = float(r2_score(y, cross_val_predict(trees, x, y, cv=folds)))
     trees.fit(x, y)
     shuffled = permutation_importance(trees, x, y, n_repeats=SHUFFLES, random_state=SEED, n_jobs=1)
@@ -90,6 +99,8 @@ def importances(
         key=lambda i: -i.share,
     )
     notes = []
+    if sampled:
+        notes.append(f"Learnt from a random {MAX_TRIALS:,} of the {n:,} scored trials.")
     if fit <= 0:
         notes.append(
             f"The parameters do not predict the score (cross-validated R² = {fit:.2f}): too few "
