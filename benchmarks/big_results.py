@@ -1,6 +1,7 @@
 """The readers stream: `analyze`, `best` and `report` of a finished run whose results.jsonl is
 about 500 MB (200 trials of up to 10,000 results), each in its wall time and peak memory
-(the process's own high-water mark) beside the file's size.
+(the process's own high-water mark) beside the file's size; and `report` of a run of 10,000
+trials of a few results each, whose figures draw every trial.
 
 The run is synthetic but laid out as `tune_app run` leaves one (run.json, summary.json,
 finished.jsonl, results.jsonl with Tune's keys, one folder per trial): an ASHA search of
@@ -33,6 +34,8 @@ TRIALS = 200
 EXPERIMENT = "big"
 METRIC = "mean_accuracy"
 SECONDS = 60.0  # the issue's bound on each reader's wall time
+WIDE_TRIALS = 10_000  # a search of many short trials: the report's figures draw every one
+WIDE_SECONDS = 5.0  # the bound on that report's wall time
 MEGABYTES = 1024.0  # and on its peak memory
 START = 1_795_000_000.0  # the run's first logged_at (unix time)
 SPEC = """
@@ -186,7 +189,28 @@ def run(quick: bool = False) -> list[Figure]:
                     what,
                 ),
             ]
+        figures += _wide(Path(tmp))
     return figures
+
+
+def _wide(tmp: Path) -> list[Figure]:
+    """`report` of a run of WIDE_TRIALS trials of 8 results each (about 30 MB): what its
+    figures, table and importance cost with every trial drawn."""
+    folder = make(tmp / "wide" / EXPERIMENT, 30.0, WIDE_TRIALS)
+    size = (folder / RESULTS_FILE).stat().st_size / 1e6
+    what = f"{WIDE_TRIALS:,} trials, results.jsonl {size:,.0f} MB"
+    got = tune_app("report", str(folder), "--out", str(tmp / "wide.html"), cwd=ROOT)
+    print(f"  report of {what}: {got.wall_s:.1f} s; {_load()}", file=sys.stderr, flush=True)
+    return [
+        Figure(
+            "big_results",
+            f"report: wall time (s) of {WIDE_TRIALS:,} trials",
+            got.wall_s,
+            f"<= {WIDE_SECONDS:g}",
+            f"report {got.wall_s:.1f} s, peak {got.peak_rss_mb:,.0f} MB",
+            what,
+        )
+    ]
 
 
 def main() -> None:
