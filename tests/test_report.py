@@ -328,6 +328,10 @@ def test_beyond_twelve_trials_only_the_best_five_are_in_colour(tmp_path, n, show
     assert {to_hex(c) for coll in ax.collections for c in coll.get_colors()} <= {plots.FAINT_COLOR}
     assert len([line for line in ax.get_lines() if not line.get_label().startswith("_")]) == shown
 
+    ax = parallel.parallel_coordinates(exp, colors).axes[0]  # alike
+    assert sum(len(c.get_segments()) for c in ax.collections) == n - shown
+    assert len([line for line in ax.get_lines() if not line.get_label().startswith("_")]) == shown
+
 
 @pytest.mark.parametrize(
     ("x_key", "expected", "label"),
