@@ -447,3 +447,7 @@ def test_past_a_thousand_trials_the_trees_learn_from_a_seeded_sample(monkeypatch
     assert "Learnt from a random 40 of the 100 scored trials." in found.note
     assert importances(trials, ["x", "lr", "layers"], log_scaled=["lr"]) == found  # seeded
     assert "random" not in importances(trials[:40], ["x", "lr", "layers"]).note
+    if installed("optuna"):  # Optuna's evaluators learn from the same sample
+        for e in evaluate(trials, ["x", "lr", "layers"], "max", log_scaled=["lr"]):
+            assert e.trials == 40 and "Learnt from a random 40 of the 100" in e.note, e
+            assert e.shares[0][0] == "lr", e

@@ -18,7 +18,7 @@ import json
 import math
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tune_app.errors import import_failure
@@ -26,6 +26,8 @@ from tune_app.extras import install_line, installed, reinstall_line
 from tune_app.readback.importance.permutation import (
     MIN_TRIALS,
     SEED,
+    sample,
+    sample_words,
     scored_trials,
     too_little,
 )
@@ -119,7 +121,14 @@ def evaluate(
     try:
         if runnable:
             with _quiet():
-                found = _run(runnable, scored, params, mode, domains or {}, log_scaled)
+                some = sample(scored)
+                found = _run(runnable, some, params, mode, domains or {}, log_scaled)
+            if len(some) < len(scored):
+                words = sample_words(len(scored))
+                found = {
+                    k: replace(e, note=" ".join(filter(None, [words, e.note])))
+                    for k, e in found.items()
+                }
     except ImportError as err:  # found but broken: a half-finished install, another Python's
         broken = (err.name or "optuna").partition(".")[0]
         note = (

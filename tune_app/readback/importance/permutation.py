@@ -27,10 +27,10 @@ TREES = 200
 SHUFFLES = 10  # shuffles per parameter; their mean drop is its importance
 FOLDS = 5  # for the cross-validated R² that says whether the parameters predict the score
 SEED = 0
-# More scored trials than this: the trees learn from a seeded sample of this many. Their cost
-# grows with the trials (a 10,000-trial report spent most of its minutes here), the shares
-# hardly move past a thousand.
-MAX_TRIALS = 1000
+# More scored trials than this: every importance learns from a seeded sample of this many
+# (`sample`). Its cost grows with the trials: a 10,000-trial report spent 21 s of its 37 here,
+# with a sample of 1,000 for the permutation and every trial for Optuna's evaluators.
+MAX_TRIALS = 500
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ def importances(
 
     sampled = n > MAX_TRIALS
     if sampled:
-        keep = sorted(np.random.default_rng(SEED).choice(n, MAX_TRIALS, replace=False))
-        scored, scores = [scored[i] for i in keep], [scores[i] for i in keep]
+        scored = sample(scored)
+        scores = [float(t.score) for t in scored if t.score is not None]
     columns = [_feature([t.params.get(p) for t in scored], p in log_scaled) for p in params]
 
     from sklearn.ensemble import ExtraTreesRegressor
@@ -100,7 +100,7 @@ def importances(
     )
     notes = []
     if sampled:
-        notes.append(f"Learnt from a random {MAX_TRIALS:,} of the {n:,} scored trials.")
+        notes.append(sample_words(n))
     if fit <= 0:
         notes.append(
             f"The parameters do not predict the score (cross-validated R² = {fit:.2f}): too few "
@@ -109,6 +109,20 @@ def importances(
     if len(params) == 1:
         notes.append("Only one parameter was searched, so its share is 1 by construction.")
     return Importances(tuple(ranked), n, fit, " ".join(notes))
+
+
+def sample(scored: Sequence[TrialOutcome]) -> list[TrialOutcome]:
+    """A seeded sample of MAX_TRIALS of `scored`, in their order (all of them when fewer)."""
+    import numpy as np
+
+    if len(scored) <= MAX_TRIALS:
+        return list(scored)
+    keep = sorted(np.random.default_rng(SEED).choice(len(scored), MAX_TRIALS, replace=False))
+    return [scored[i] for i in keep]
+
+
+def sample_words(n: int) -> str:
+    return f"Learnt from a random {MAX_TRIALS:,} of the {n:,} scored trials."
 
 
 def scored_trials(trials: Sequence[TrialOutcome]) -> list[TrialOutcome]:
