@@ -112,12 +112,8 @@ def learning_curves(
     shown = {t.trial_id for t in highlighted(exp)}
     x_key, x_label = curve_x(exp)
     drawn = 0
-    # The faint trials in one collection per line style and the end marks in one line per kind,
-    # not one artist per trial: a 10,000-trial run drew for minutes.
-    faint: dict[str, tuple[list[list[tuple[float, float]]], list[str]]] = {
-        "-": ([], []),
-        "--": ([], []),
-    }
+    # The end marks in one line per kind, as the faint trials: not one artist per trial.
+    faint = FaintLines()
     ends: dict[tuple[str, bool], list[tuple[float, float]]] = {}  # (marker, bold) -> points
     for t in reversed(ranked):  # the best drawn last, on top
         points = _series(exp.history.get(t.trial_id, []), x_key, metric)
@@ -140,13 +136,13 @@ def learning_curves(
                 zorder=3 if best else 2,
             )
         else:
-            lines, line_colors = faint["--" if t.failure else "-"]
-            lines.append(points)
-            line_colors.append(colors[t.trial_id])
+            faint.add(points, colors[t.trial_id], t.failure is not None)
         last = next(((x, y) for x, y in reversed(points) if not math.isnan(y)), None)
         if last and (t.failure or t.stopped_early):
             ends.setdefault(("X" if t.failure else "v", bold), []).append(last)
-    others = _draw_faint(ax, faint, ends)
+    others = faint.draw(ax, linewidth=0.8, alpha=0.55, zorder=1)
+    _draw_ends(ax, ends)
+    ax.autoscale_view()
     if not drawn:
         return None
     ax.set_xlabel(x_label)
@@ -167,31 +163,40 @@ def learning_curves(
     return fig
 
 
-def _draw_faint(
-    ax: Any,
-    faint: dict[str, tuple[list[list[tuple[float, float]]], list[str]]],
-    ends: dict[tuple[str, bool], list[tuple[float, float]]],
-) -> int:
-    """Draw the faint trials' curves (line style -> their points and colours) and every trial's
-    end mark ((marker, bold) -> where); how many faint curves there were."""
-    for style, (lines, line_colors) in faint.items():
-        if lines:
+class FaintLines:
+    """The trials not highlighted, drawn as one LineCollection per line style (a failed trial's
+    dashed), not one artist per trial: a figure of 10,000 trials drew for minutes."""
+
+    def __init__(self) -> None:
+        self._styles: dict[str, tuple[list[list[tuple[float, float]]], list[str]]] = {}
+
+    def add(self, points: list[tuple[float, float]], color: str, failed: bool) -> None:
+        lines, colors = self._styles.setdefault("--" if failed else "-", ([], []))
+        lines.append(points)
+        colors.append(color)
+
+    def draw(self, ax: Any, linewidth: float, alpha: float, zorder: int) -> int:
+        """Add the collections to `ax`; how many lines they hold."""
+        for style, (lines, colors) in self._styles.items():
             ax.add_collection(
                 LineCollection(
                     lines,
-                    colors=line_colors,
-                    linewidths=0.8,
-                    alpha=0.55,
+                    colors=colors,
+                    linewidths=linewidth,
+                    alpha=alpha,
                     linestyles=style,
-                    zorder=1,
+                    zorder=zorder,
                 )
             )
+        return sum(len(lines) for lines, _ in self._styles.values())
+
+
+def _draw_ends(ax: Any, ends: dict[tuple[str, bool], list[tuple[float, float]]]) -> None:
+    """Every trial's end mark: (marker, bold) -> where."""
     for (marker, bold), at in ends.items():
         size = (11 if marker == "X" else 8) * (1.0 if bold else 0.6)
         color = FAILED_COLOR if marker == "X" else EARLY_COLOR
         ax.plot(*zip(*at, strict=True), marker, ls="", color=color, ms=size, mec="white", zorder=4)
-    ax.autoscale_view()
-    return sum(len(lines) for lines, _ in faint.values())
 
 
 def best_over_time(exp: ExperimentResults) -> Figure | None:

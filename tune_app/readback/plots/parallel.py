@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -19,6 +18,7 @@ from tune_app.readback.plots import (
     FAINT_COLOR,
     LINEAR,
     LOG,
+    FaintLines,
     category,
     highlighted,
     legend_label,
@@ -151,15 +151,14 @@ def _draw_trials(
 ) -> None:
     """Each trial's line through `axes`: the highlighted (`shown`) each its own, labelled, the
     best (`winner`, the report's banner's: with seeds, the best configuration's) boldest; the
-    others faint, in one collection per line style (a line each drew for minutes at 10,000)."""
+    others faint (`FaintLines`)."""
     positions = range(len(axes))
-    faint: dict[str, tuple[list[list[tuple[float, float]]], list[str]]] = {}
+    faint = FaintLines()
     for i, t in reversed(list(enumerate(trials))):  # the best drawn last, on top
         heights = [a.heights[i] for a in axes]
-        if t.trial_id not in shown:  # one collection per line style, not a line per trial
-            lines, line_colors = faint.setdefault("--" if t.failure else "-", ([], []))
-            lines.append(list(zip(positions, heights, strict=True)))
-            line_colors.append(colors[t.trial_id])
+        if t.trial_id not in shown:
+            points = [(float(x), h) for x, h in zip(positions, heights, strict=True)]
+            faint.add(points, colors[t.trial_id], t.failure is not None)
             continue
         best = t is winner
         ax.plot(
@@ -173,9 +172,4 @@ def _draw_trials(
             label=legend_label(t, best),
             zorder=3,
         )
-    for style, (lines, line_colors) in faint.items():
-        ax.add_collection(
-            LineCollection(
-                lines, colors=line_colors, linewidths=0.9, alpha=0.5, linestyles=style, zorder=2
-            )
-        )
+    faint.draw(ax, linewidth=0.9, alpha=0.5, zorder=2)
