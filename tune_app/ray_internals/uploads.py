@@ -75,15 +75,21 @@ def upload_folder(local: Path, target: Path, copied: dict[Path, tuple[int, int]]
         for name in names:
             source, dest = Path(root, name), folder / name
             try:
-                stat = source.stat()
-                seen = (stat.st_size, stat.st_mtime_ns)
-                if copied.get(dest) != seen or not dest.exists():
-                    replace_file(source, dest)
-                    copied[dest] = seen
+                copy_changed(source, dest, copied)
             except FileNotFoundError:
                 if source.exists():
                     raise
                 # removed while Tune copied it; the next copy follows
+
+
+def copy_changed(source: Path, dest: Path, copied: dict[Path, tuple[int, int]]) -> None:
+    """Copy `source` to `dest` through `replace_file`, unless `copied` says `dest` was copied at
+    `source`'s present size and modification time."""
+    stat = source.stat()
+    seen = (stat.st_size, stat.st_mtime_ns)
+    if copied.get(dest) != seen or not dest.exists():
+        replace_file(source, dest)
+        copied[dest] = seen
 
 
 def copy_trial_files_now(trial: Any, names: Iterable[str]) -> None:
@@ -108,14 +114,9 @@ def copy_trial_files_now(trial: Any, names: Iterable[str]) -> None:
     if local == target:
         return
     for name in names:
-        source, dest = local / name, target / name
-        try:
-            stat = source.stat()
-        except FileNotFoundError:
-            continue
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        replace_file(source, dest)
-        _copied[dest] = (stat.st_size, stat.st_mtime_ns)
+        if (local / name).exists():
+            target.mkdir(parents=True, exist_ok=True)
+            copy_changed(local / name, target / name, _copied)
 
 
 def replace_file(source: Path, target: Path) -> None:
