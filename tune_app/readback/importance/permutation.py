@@ -28,8 +28,8 @@ SHUFFLES = 10  # shuffles per parameter; their mean drop is its importance
 FOLDS = 5  # for the cross-validated R² that says whether the parameters predict the score
 SEED = 0
 # More scored trials than this: every importance learns from a seeded sample of this many
-# (`sample`). Its cost grows with the trials: a 10,000-trial report spent 21 s of its 37 here,
-# with a sample of 1,000 for the permutation and every trial for Optuna's evaluators.
+# (`sample`). Its cost grows with the trials: a 10,000-trial report spent 21 s of its 37 here
+# when the permutation took 1,000 trials and Optuna's evaluators every one.
 MAX_TRIALS = 500
 
 
@@ -72,14 +72,11 @@ def importances(
         return Importances(
             (), n, note=f"Parameter importance needs scikit-learn: {install_line('importance')}."
         )
-    import numpy as np
-
-    sampled = n > MAX_TRIALS
-    if sampled:
-        scored = sample(scored)
-        scores = [float(t.score) for t in scored if t.score is not None]
+    scored = sample(scored)
+    scores = [float(t.score) for t in scored if t.score is not None]
     columns = [_feature([t.params.get(p) for t in scored], p in log_scaled) for p in params]
 
+    import numpy as np
     from sklearn.ensemble import ExtraTreesRegressor
     from sklearn.inspection import permutation_importance
     from sklearn.metrics import r2_score
@@ -99,7 +96,7 @@ def importances(
         key=lambda i: -i.share,
     )
     notes = []
-    if sampled:
+    if len(scored) < n:
         notes.append(sample_words(n))
     if fit <= 0:
         notes.append(
