@@ -94,7 +94,7 @@ def test_asha_eta_counts_the_plans_iterations_not_every_trial_to_max_t():
     assert 200 * ASHA_MEAN <= done + left <= 1.1 * 200 * ASHA_MEAN
     assert snap.remaining_s < snap.elapsed_s * (200 * 81 - done) / done / 10
     line = progress.describe(snap)
-    assert f"~{progress._clock(snap.remaining_s)} left" in line
+    assert f"~{eta.clock(snap.remaining_s)} left" in line
     assert eta.UNKNOWN not in line
 
 
@@ -161,3 +161,38 @@ def test_fifo_and_pbt_keep_the_estimate_from_trials_done(options):
     snap = callback.snapshot(trials)
     assert snap.remaining_s == pytest.approx(snap.elapsed_s * (4 - 1.5) / 1.5)
     assert not snap.unknown_eta
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "ends"),
+    [
+        pytest.param(
+            "{type: asha, grace_period: 1, max_t: 81, reduction_factor: 3}", ASHA_ENDS, id="asha"
+        ),
+        pytest.param("{type: median}", (), id="median"),
+        pytest.param("fifo", None, id="fifo"),
+    ],
+)
+def test_run_json_keeps_the_plan_the_progress_line_counts_with(
+    write_spec, tmp_path, scheduler, ends
+):
+    """The live page reads the run's plan from run.json: the one the progress line is given."""
+    from tune_app import spec
+    from tune_app.plan.make import make_plan
+    from tune_app.rundir.write import read_run_record, write_run_files
+
+    text = (
+        f"metric: mean_accuracy\nmode: max\nscheduler: {scheduler}\n"
+        "experiments:\n  e:\n    run: my_func\n    config: {alpha: 0.5, beta: 0.1}\n"
+    )
+    plan = make_plan(spec.load(write_spec(text)), cpus=2, storage_path=str(tmp_path / "o"))
+    (ep,) = plan.experiments
+    assert _flat(ep.trial_ends.lengths if ep.trial_ends else None) == pytest.approx(_flat(ends))
+    ep.folder.create()
+    write_run_files(ep, plan, ["run"])
+    record = read_run_record(ep.folder)
+    assert record.trials == ep.trials and _flat(record.trial_ends) == pytest.approx(_flat(ends))
+
+
+def _flat(ends: eta.Lengths | None) -> list[float] | None:
+    return None if ends is None else [v for pair in ends for v in pair]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tune_app import eta
 from tune_app.readback import report, watch
 from tune_app.readback.plots import timeline
 from tune_app.rundir import lock
@@ -29,12 +30,14 @@ TRIALS = [
 ]
 
 
-def live_run(folder: Path) -> Path:
+def live_run(folder: Path, **recorded) -> Path:
     """A run folder as a run still going leaves it: no summary.json, trial 00001 not in the
-    journal, every row with its `logged_at` and `time_this_iter_s`."""
+    journal, every row with its `logged_at` and `time_this_iter_s`; `recorded`: run.json's
+    other keys (this one predates the trial count and the scheduler's plan)."""
     folder.mkdir(parents=True)
     record = {"experiment": "e", "metric": "score", "mode": "max", "searched": ["x"]}
-    (folder / "run.json").write_text(json.dumps({**record, "scheduler": "fifo", "stop": {}}))
+    record |= {"scheduler": "fifo", "stop": {}, **recorded}
+    (folder / "run.json").write_text(json.dumps(record))
     rows = []
     for n, (trial_id, _, steps) in enumerate(TRIALS):
         for i, (at, took) in enumerate(steps, 1):
@@ -91,6 +94,7 @@ def watched(
         sleep=clock.sleep,
         clock=lambda: clock.now,
         stamp=lambda: "12:34:56",
+        now=lambda: 120.0,
     )
     return pages, starts, clock.sleeps, path
 
@@ -100,7 +104,7 @@ def test_a_live_run_is_rewritten_with_a_reload_until_it_ends(tmp_path):
     pages, _, _, path = watched(run, [True, True, False])
     assert path == run / "report.html" and path.read_text() == pages[-1]
     assert len(pages) == 3
-    line = "live: updated 12:34:56; 1 trial running, 3 done; time left: see the terminal&#39;s line"
+    line = "live: updated 12:34:56; 1 trial running, 3 done; time left unknown yet"
     for page in pages[:2]:
         assert REFRESH.findall(page) == ["10"]
         assert line in page
@@ -131,6 +135,59 @@ def test_a_run_not_live_at_the_start_is_written_once(tmp_path):
     pages, _, slept, path = watched(run, [False])
     assert len(pages) == 1 and slept == []
     assert not REFRESH.search(pages[0]) and path.exists()
+
+
+# The fixture's first trial started at 100 (its first result at 102 took 2 s); at 120 the four
+# trials have run 2 + 3 + 1 + 2 = 8 iterations, three of them ended.
+NOW = 120.0
+
+
+@pytest.mark.parametrize(
+    ("recorded", "left"),
+    [
+        # 10 trials, none cut early, each to 4 iterations: ended trials count whole (3), the
+        # running one 3/4 of its work; 20 s for 3.75 trials' work, 6.25 to go.
+        pytest.param(
+            {"trials": 10, "stop": {"training_iteration": 4}},
+            "about 33s left at the rate so far",
+            id="fifo-by-the-stop-bound",
+        ),
+        # ASHA's plan: trials end at 1 (half of them) or 5; the running one (3 iterations)
+        # expects 5; six trials not started expect 3 each: 2 + 18 = 20 iterations to go at
+        # 8 iterations in 20 s.
+        pytest.param(
+            {"trials": 10, "scheduler": "asha", "trial_ends": [[1, 0.5], [5, 0.5]]},
+            "about 50s left at the rate so far",
+            id="asha-by-the-schedulers-plan",
+        ),
+        pytest.param(
+            {"trials": 10, "scheduler": "median", "trial_ends": []},
+            eta.UNKNOWN,
+            id="median-has-no-plan",
+        ),
+        # No stop bound: a running trial's share is unknown, only ended trials count (3 of 4).
+        pytest.param({"trials": 4}, "about 7s left at the rate so far", id="no-bound-last-trial"),
+        pytest.param({}, "time left unknown yet", id="run-json-without-a-trial-count"),
+    ],
+)
+def test_the_live_line_tells_the_time_left_as_the_progress_line_counts_it(tmp_path, recorded, left):
+    """The page counts with the trial count and the scheduler's plan run.json keeps, over the
+    time since the first trial started, by `eta.seconds_left`, the progress line's own count."""
+    (exp,) = results.load(live_run(tmp_path / "e", **recorded))
+    line = watch.note([exp], 10, "12:34:56", NOW).line
+    assert line == f"live: updated 12:34:56; 1 trial running, 3 done; {left}"
+
+
+def test_the_live_line_says_when_nothing_is_left(tmp_path):
+    run = live_run(tmp_path / "e", trials=4)
+    journal = run / "finished.jsonl"
+    journal.write_text(
+        journal.read_text() + json.dumps({"trial_id": "abcde_00001", "status": "TERMINATED"}) + "\n"
+    )
+    (exp,) = results.load(run)
+    assert watch.note([exp], 10, "12:34:56", NOW).line.endswith(
+        "0 trials running, 4 done; nothing left to run"
+    )
 
 
 def test_the_run_is_live_while_a_process_holds_its_lock(tmp_path):

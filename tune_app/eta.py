@@ -1,6 +1,7 @@
-"""How long a search has left when its scheduler stops trials early: each trial's expected
-length under the scheduler's plan (ASHA's rungs, HyperBand's brackets), so the progress line's
-ETA counts the iterations the plan will run, not every trial to its bound. Pure, Ray-free.
+"""How long a search has left, for the progress line and the live report page alike. When its
+scheduler stops trials early, each trial's expected length under the scheduler's plan (ASHA's
+rungs, HyperBand's brackets), so the ETA counts the iterations the plan will run, not every
+trial to its bound. Pure, Ray-free.
 
 Under successive halving about 1 / reduction_factor of the trials that reach a rung go on to the
 next, so a trial's length is a distribution over the rungs: most trials end at the first one. A
@@ -59,6 +60,37 @@ def left_s(
         return None
     left = plan.left([i for i, ended in ran if not ended], max(0, total - len(ran)))
     return elapsed_s * max(0.0, left) / done
+
+
+def seconds_left(
+    elapsed_s: float,
+    total: int | None,
+    ran: Sequence[tuple[float, bool]],
+    plan: Plan | None = None,
+    bound: int | None = None,
+) -> float | None:
+    """Seconds left of a search of `total` trials whose trials so far have run `ran` (each
+    one's iterations, and whether it ended) in `elapsed_s`, at the rate so far. With a `plan`
+    (a scheduler that stops trials early) by the iterations the plan will run (`left_s`);
+    without one, by the trials' share done: an ended trial all of its work, a running one its
+    iterations over the stop's `bound` (none without a bound). None where nothing is done yet,
+    or there is no total or plan to count to."""
+    if plan is not None:
+        return left_s(plan, elapsed_s, total, ran)
+    done = sum(1.0 if ended else min(1.0, i / bound) if bound else 0.0 for i, ended in ran)
+    return elapsed_s * (total - done) / done if total and done > 0 else None
+
+
+def clock(seconds: float) -> str:
+    """A duration as the progress line and the live page say it: 45s, 3m05s, 2h10m."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 def asha(

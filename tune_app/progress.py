@@ -198,20 +198,15 @@ class ProgressCallback(tune.Callback):
     def snapshot(self, trials: list) -> Snapshot:
         """Counts, the best so far and the time left, estimated from finished work."""
         counts = {"TERMINATED": 0, "RUNNING": 0, "ERROR": 0}
-        progress = 0.0
         ran = []  # each trial's iterations so far, and whether it ended
         for trial in trials:
             last = flatten(trial.last_result or {}, "/")
             counts[self._status(trial)] = counts.get(self._status(trial), 0) + 1
             ran.append((float(last.get("training_iteration") or 0), trial.status in ENDED))
-            if ran[-1][1] or self.iterations:  # ended: all its work; running: its share of it
-                progress += 1.0 if ran[-1][1] else min(1.0, ran[-1][0] / (self.iterations or 1))
         best, best_trial = self._best(trials)
         total = max(self._total or 0, len(trials)) or None
         elapsed = time.monotonic() - self._start
-        remaining = elapsed * (total - progress) / progress if total and progress > 0 else None
-        if self.plan is not None:  # trials end at rungs, not at the bound: the plan's iterations
-            remaining = eta.left_s(self.plan, elapsed, total, ran)
+        remaining = eta.seconds_left(elapsed, total, ran, self.plan, self.iterations)
         done, errored = counts["TERMINATED"], counts["ERROR"]
         front: int | None = None
         point: tuple[tuple[str, float], ...] = ()
@@ -367,25 +362,14 @@ def describe(snap: Snapshot) -> str:
         first = snap.point[0][0]
         values = ", ".join(f"{name} = {value:.6g}" for name, value in snap.point)
         parts.append(f"front of {snap.front}, best on {first}: {values} ({snap.best_params})")
-    parts.append(f"{_clock(snap.elapsed_s)} elapsed")
+    parts.append(f"{eta.clock(snap.elapsed_s)} elapsed")
     left = snap.remaining_s
     if (left is not None or snap.unknown_eta) and snap.done + snap.errored < (snap.total or 0):
-        parts.append(eta.UNKNOWN if left is None else f"~{_clock(left)} left")
+        parts.append(eta.UNKNOWN if left is None else f"~{eta.clock(left)} left")
     if snap.budget_s is not None:
         left = max(0.0, snap.budget_s - snap.elapsed_s)
-        parts.append(f"{_clock(left)} of the {_clock(snap.budget_s)} budget left")
+        parts.append(f"{eta.clock(left)} of the {eta.clock(snap.budget_s)} budget left")
     return "; ".join(parts)
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 @dataclass

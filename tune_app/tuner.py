@@ -159,7 +159,6 @@ def _callbacks(ep: ExperimentPlan) -> list[tune.Callback]:
     ]
     callbacks += callbacks_for(ep)
     bound = _iteration_bound(ep.experiment.stop)
-    scheduler = ep.experiment.scheduler
     callbacks.append(
         progress.ProgressCallback(
             ep.name,
@@ -173,7 +172,7 @@ def _callbacks(ep: ExperimentPlan) -> list[tune.Callback]:
             budget_s=ep.experiment.time_budget_s,
             several=ep.experiment.objectives,
             constraints=ep.experiment.constraints,
-            plan=scheduler_of(scheduler).trial_lengths(scheduler, bound),
+            plan=ep.trial_ends,
         )
     )
     return callbacks

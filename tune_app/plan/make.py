@@ -172,6 +172,7 @@ def _plan_experiment(
         searched=_searched(exp, env),
         layout=layout,
         warm=warm,
+        trial_ends=scheduler_of(exp.scheduler).trial_lengths(exp.scheduler, _stop_bound(exp)),
     )
 
 
@@ -213,6 +214,12 @@ def _metric_and_mode(exp: Experiment, kind: TrainableKind) -> tuple[str | None, 
             suggestion="add metric: and mode:",
         )
     return metric, mode
+
+
+def _stop_bound(exp: Experiment) -> int | None:
+    """The spec's stop on a trial's training_iteration, if it has one."""
+    bound = exp.stop.get("training_iteration")
+    return int(bound) if bound else None
 
 
 def _iteration_bound(exp: Experiment, trials: int) -> int | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tune_app.envs import EnvRef
+from tune_app.eta import Plan as TrialLengths
 from tune_app.kinds import Layout
 from tune_app.registry import TrainableRef
 from tune_app.resources import Machine, trials_at_once
@@ -35,6 +36,9 @@ class ExperimentPlan:
     searched: tuple[str, ...]  # config paths of the searched parameters
     layout: Layout | None = None  # the sampling layout the kind chose for the search, if any
     warm: WarmStart | None = None  # what its searcher is handed from earlier runs (warm_start)
+    # How long its trials run where its scheduler stops some early (the ETA's plan); None: none
+    # is stopped early, each runs to its stop.
+    trial_ends: TrialLengths | None = None
 
     @property
     def location(self) -> str:

@@ -15,8 +15,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tune_app import eta
 from tune_app.errors import TuneAppError
 from tune_app.readback import report
+from tune_app.readback.plots import timeline
 from tune_app.readback.report import LiveNote
 from tune_app.rundir import read
 from tune_app.rundir.lock import writer_of
@@ -72,6 +74,7 @@ def watch(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     stamp: Callable[[], str] = lambda: time.strftime("%H:%M:%S"),
+    now: Callable[[], float] = time.time,
 ) -> Path:
     """Write the page of `experiments` (read once already, to know where the runs are) with a
     live note while `is_live` (default: `running`) holds, each write starting at least `every`
@@ -83,7 +86,7 @@ def watch(
         started = clock()
         live = alive(experiments)
         experiments = reread()
-        path = write(experiments, note(experiments, every, stamp()) if live else None)
+        path = write(experiments, note(experiments, every, stamp(), now()) if live else None)
         if not live:
             return path
         sleep(max(0.0, every - (clock() - started)))
@@ -94,13 +97,46 @@ def running(experiments: Experiments) -> bool:
     return any(writer_of(exp.run) is not None for exp in experiments)
 
 
-def note(experiments: Experiments, every: float, updated: str) -> LiveNote:
-    """The live line: when the page was written, the trials running and those done."""
+def note(experiments: Experiments, every: float, updated: str, now: float) -> LiveNote:
+    """The live line: when the page was written (`now`, unix time, `updated` as shown), the
+    trials running and those done, and the time left."""
     trials = [t for exp in experiments for t in exp.trials]
     busy = sum(t.status == UNFINISHED for t in trials)
     line = (
         f"live: updated {updated}; {busy} trial{'' if busy == 1 else 's'} running, "
-        f"{len(trials) - busy} done; time left: see the terminal's line"
+        f"{len(trials) - busy} done; {time_left(experiments, now)}"
     )
-    # The run folder holds neither the scheduler's plan nor the trial count: `eta` cannot run.
     return LiveNote(line=line, every_s=max(MIN_EVERY_S, round(every)))
+
+
+def time_left(experiments: Experiments, now: float) -> str:
+    """The time left, in words: the longest of the experiments' that have work left, each at
+    its own rate so far (`eta.seconds_left`, as the progress line counts it, with the plan and
+    the trial count run.json keeps); unknown where one has none to tell."""
+    lefts = [_seconds_left(exp, now) for exp in experiments if _working(exp)]
+    if not lefts:
+        return "nothing left to run"
+    known = [s for s in lefts if s is not None]
+    if len(known) < len(lefts):
+        plans = [exp.trial_ends for exp in experiments if _working(exp)]
+        return eta.UNKNOWN if any(p == () for p in plans) else "time left unknown yet"
+    return f"about {eta.clock(max(known))} left at the rate so far"
+
+
+def _working(exp: ExperimentResults) -> bool:
+    """Work left: a trial unfinished, or fewer trials than the run was to make."""
+    ended = sum(t.status != UNFINISHED for t in exp.trials)
+    return ended < max(exp.planned_trials, len(exp.trials))
+
+
+def _seconds_left(exp: ExperimentResults, now: float) -> float | None:
+    """One experiment's seconds left: its work done over the time since its first trial
+    started (what its results' `logged_at` say), carried on; None where it cannot be told."""
+    starts = [start for start, _ in timeline.wall_times(exp).values()]
+    if not starts or not exp.planned_trials:
+        return None
+    ran = [(float(t.iterations), t.status != UNFINISHED) for t in exp.trials]
+    plan = eta.Plan(exp.trial_ends) if exp.trial_ends is not None else None
+    bound = exp.stop.get("training_iteration")
+    total = max(exp.planned_trials, len(exp.trials))
+    return eta.seconds_left(now - min(starts), total, ran, plan, int(bound) if bound else None)

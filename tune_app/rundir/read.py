@@ -100,6 +100,10 @@ class ExperimentResults:
     reduction_factor: float | None = None  # run.json's (None: not recorded, or no rungs)
     # The earlier runs a warm start began from (run.json's): their trials are none of these.
     warm_start: list[WarmStartRecord] = field(default_factory=list)
+    # run.json's: the trials the run was to make (0: not recorded), and how long they run where
+    # the scheduler stops some early (`RunRecord.trial_ends`); what the live page's ETA counts.
+    planned_trials: int = 0
+    trial_ends: tuple[tuple[float, float], ...] | None = None
     # Trial id -> its metric at every iteration, as read from the files (None: from `history`).
     curves: Mapping[str, Mapping[int, float | None]] | None = None
 
@@ -336,6 +340,8 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
         ],
         log_scaled=[str(k) for k in logs] if logs is not None else None,
         warm_start=list(info.warm_start),
+        planned_trials=info.trials,
+        trial_ends=info.trial_ends,
         curves={trial_id: r.curve for trial_id, r in results.items()},
     )
 

@@ -53,6 +53,14 @@ WARM_HOW = {
 }
 
 
+def _ends(value: Any) -> tuple[tuple[float, float], ...] | None:
+    """run.json's `trial_ends` as pairs of numbers; None where it is not a list of them."""
+    try:
+        return tuple((float(x), float(p)) for x, p in value)
+    except (TypeError, ValueError):
+        return None
+
+
 def warm_start_line(runs: tuple[WarmStartRecord, ...] | list[WarmStartRecord]) -> str | None:
     """The line the summary, `analyze` and the report say a warm start with ("warm start: 12
     trials from results/e (told the searcher as evaluated, not run again)"); None without."""
@@ -87,6 +95,10 @@ class RunRecord:
     time_budget_s: float | None = None  # the search's time limit, if any
     result_timeout_s: float | None = None  # a trial silent this long failed, if set
     trials: int = 0
+    # How long its trials run under a scheduler that stops some early (`eta.Plan`'s lengths:
+    # each (iterations a trial ends at, its probability); () where the scheduler has no plan in
+    # iterations); None where none is stopped early, or the file predates it.
+    trial_ends: tuple[tuple[float, float], ...] | None = None
     # The sampling layout the app chose (config keys it set, and its line); {} and "" where it
     # chose none or the file predates it.
     layout: dict[str, Any] = field(default_factory=dict)
@@ -120,6 +132,8 @@ class RunRecord:
                 continue
             if key in ("seeds", "searched", "log_scaled", "command") and isinstance(value, list):
                 value = tuple(value)
+            if key == "trial_ends" and (value := _ends(value)) is None:
+                continue
             kept[key] = value
         kept["objectives"], kept["constraints"] = objectives.from_json(data)
         warm = data.get("warm_start")

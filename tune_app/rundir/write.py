@@ -104,6 +104,7 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         time_budget_s=exp.time_budget_s,
         result_timeout_s=exp.result_timeout_s,
         trials=ep.trials,
+        trial_ends=ep.trial_ends.lengths if ep.trial_ends is not None else None,
         layout=dict(ep.layout.chosen) if ep.layout is not None else {},
         layout_line=ep.layout.line if ep.layout is not None else "",
         command=(_program(), *command),

@@ -43,13 +43,7 @@ def spans(exp: ExperimentResults) -> list[Span]:
     (`logged_at - time_this_iter_s`, that row's `logged_at` without the second) to its last
     `logged_at`; [] when no result has a time. The history keeps every trial's first and last
     rows however it is thinned, so a long trial's bar is whole."""
-    times: dict[str, tuple[float, float]] = {}
-    for trial_id, rows in exp.history.items():
-        logged = [r for r in rows if r.get(LOGGED_AT) is not None]
-        if logged:
-            first = logged[0]
-            start = float(first[LOGGED_AT]) - max(0.0, float(first.get(ITER_TIME) or 0.0))
-            times[trial_id] = (start, float(logged[-1][LOGGED_AT]))
+    times = wall_times(exp)
     if not times:
         return []
     origin = min(start for start, _ in times.values())
@@ -59,6 +53,19 @@ def spans(exp: ExperimentResults) -> list[Span]:
         for trial_id, (start, end) in times.items()
     ]
     return sorted(found, key=lambda s: (s.start, s.trial_id))
+
+
+def wall_times(exp: ExperimentResults) -> dict[str, tuple[float, float]]:
+    """Each trial's (start, last result) in unix time, as `spans` draws them; only trials that
+    logged a timed result."""
+    times: dict[str, tuple[float, float]] = {}
+    for trial_id, rows in exp.history.items():
+        logged = [r for r in rows if r.get(LOGGED_AT) is not None]
+        if logged:
+            first = logged[0]
+            start = float(first[LOGGED_AT]) - max(0.0, float(first.get(ITER_TIME) or 0.0))
+            times[trial_id] = (start, float(logged[-1][LOGGED_AT]))
+    return times
 
 
 def most_at_once(found: list[Span]) -> int:
