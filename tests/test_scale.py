@@ -1,6 +1,6 @@
 """Searches at scale: Tune's copy command pickled into every reused actor stays a few bytes
-whatever the search's size, and a spec of many experiments runs at most `driver_slots` drivers
-at once, the rest queued."""
+whatever the search's size, results.jsonl's writer keeps no config of an ended trial, and a
+spec of many experiments runs at most `driver_slots` drivers at once, the rest queued."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tune_app.callbacks import JsonlResults
 from tune_app.ray_internals import uploads
+from tune_app.rundir.location import RunLocation
 from tune_app.runner import DRIVER_BYTES, MAX_DRIVERS_ENV, driver_slots
 
 GB = 2**30
@@ -125,3 +127,21 @@ def test_experiments_beyond_the_slots_wait_their_turn(tmp_path):
     # One driver at a time: each experiment's results all come before the next one's.
     assert spans == sorted(spans)
     assert all(a_end < b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False))
+
+
+def test_the_results_writer_keeps_no_config_of_an_ended_trial(tmp_path):
+    """It keeps a trial's config to write it again when PBT changes it; once the trial ended
+    nothing more is written of it, and a search of thousands of RLlib trials would hold every
+    one's config to the end of the run."""
+    from types import SimpleNamespace
+
+    log = JsonlResults(RunLocation(tmp_path), "e")
+    for n in range(100):
+        trial = SimpleNamespace(trial_id=f"t{n}", config={"lr": n, "model": list(range(50))})
+        trial.run_metadata = SimpleNamespace(num_failures=0)
+        log.on_trial_result(0, [], trial, {"training_iteration": 1, "score": n})
+        trial.last_result = {"training_iteration": 1}
+        (log.on_trial_complete if n % 2 else log.on_trial_error)(0, [], trial)
+    assert log._configs == {}
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [r["config"]["lr"] for r in rows] == list(range(100))  # each written once, whole

@@ -198,6 +198,9 @@ class JsonlResults(Callback):
         self._journal(trial, "ERROR")
 
     def _journal(self, trial: Any, status: str) -> None:
+        # An ended trial writes no more rows: its config is not kept for the rest of the run (an
+        # RLlib trial's is tens of KB, held for every trial of a search of thousands).
+        self._configs.pop(trial.trial_id, None)
         # Tune saves its experiment state every 10 s or more (and never re-saves a paused trial
         # that a scheduler stops); a driver killed in between would resume a just-finished trial.
         # This journal, flushed at once, is the record of which trials ended and how.
