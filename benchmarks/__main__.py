@@ -22,6 +22,7 @@ NAMES = (
     "scale",
     "layout",
     "big_results",
+    "gpu",
 )
 
 

@@ -81,3 +81,40 @@ def nested_moving_average(config: dict) -> None:
             "busy_s": median(busy),
         }
     )
+
+
+def mlp(config: dict) -> None:
+    """A small PyTorch MLP trained on random data, on the trial's GPU when it reserved one (Ray
+    sets `CUDA_VISIBLE_DEVICES`), else on its CPUs: each result its samples a second and the
+    peak GPU memory it allocated (0 on CPU). `width`, `layers`, `batch`, `steps` a result."""
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.manual_seed(0)
+    width, batch = int(config.get("width", 1024)), int(config.get("batch", 512))
+    blocks: list[torch.nn.Module] = []
+    for _ in range(int(config.get("layers", 4))):
+        blocks += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*blocks, torch.nn.Linear(width, 1)).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(batch, width, device=device)
+    y = torch.randn(batch, 1, device=device)
+    while True:
+        began = time.perf_counter()
+        for _ in range(int(config.get("steps", 50))):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        took = time.perf_counter() - began
+        peak = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else 0.0
+        tune.report(
+            {
+                "loss": float(loss),
+                "samples_per_s": int(config.get("steps", 50)) * batch / took,
+                "gpu_memory_mb": peak,
+                "device": device,
+            }
+        )
