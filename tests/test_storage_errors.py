@@ -242,3 +242,21 @@ def test_tunes_files_copied_to_the_run_folder_are_replaced_whole_or_not_at_all(
     upload_folder(staging, run, copied)
     assert sorted(calls) == ["error.pkl", "experiment_state-x.json", "experiment_state-x.json"]
     assert json.loads((run / "experiment_state-x.json").read_text())["trial_data"] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("whole", "torn"),
+    [
+        pytest.param(3, 10, id="a short torn line"),
+        pytest.param(2, 200_000, id="a torn line longer than a block read back"),
+        pytest.param(0, 200_000, id="nothing whole: the file is emptied"),
+    ],
+)
+def test_a_torn_tail_is_cut_at_the_last_whole_line_read_from_the_end(tmp_path, whole, torn):
+    from tune_app.rundir.layout import cut_torn_tail
+
+    path = tmp_path / "results.jsonl"
+    lines = [json.dumps({"n": n, "pad": "x" * 90_000}) + "\n" for n in range(whole)]
+    path.write_text("".join(lines) + '{"n": ' + "9" * torn)
+    cut_torn_tail(path)
+    assert path.read_text() == "".join(lines)

@@ -23,6 +23,7 @@ from tune_app.ray_internals.uploads import copy_trial_files_now
 from tune_app.rundir.layout import (
     TUNE_TRIAL_LOGS,
     append_line,
+    cut_torn_tail,
     cut_trial_logs,
     jsonable,
     read_rows,
@@ -30,6 +31,7 @@ from tune_app.rundir.layout import (
     write_text,
 )
 from tune_app.rundir.location import RunLocation
+from tune_app.rundir.stream import read_jsonl
 
 MIRROR_PERIOD_S = 5.0
 # Trials that fail alike before any trial reports end the search (`SameFailures`).
@@ -151,14 +153,9 @@ class JsonlResults(Callback):
     def _open(self) -> None:
         """Open for appending, after cutting a torn last line and indexing the whole ones."""
         self._seen, self._logged, self._configs = set(), {}, {}
-        if self.path.exists():
-            data = self.path.read_bytes()
-            whole = data[: data.rfind(b"\n") + 1]
-            if len(whole) != len(data):
-                with self.path.open("r+b") as f:
-                    f.truncate(len(whole))
-            for row in read_rows(whole):
-                self._index(row)
+        cut_torn_tail(self.path)
+        for row in read_jsonl(self.path, []):  # a row at a time: a resumed file may be large
+            self._index(row)
         self._file = self.path.open("ab", buffering=0)
 
     def _index(self, row: dict[str, Any]) -> None:

@@ -152,9 +152,19 @@ def cut_torn_tail(path: Path) -> None:
         f.seek(size - 1)
         if f.read(1) == b"\n":
             return
-        f.seek(0)
-        data = f.read()
-        f.truncate(data.rfind(b"\n") + 1)
+        end = size  # back from the end a block at a time: the file may be gigabytes
+        while end > 0:
+            start = max(0, end - _BLOCK)
+            f.seek(start)
+            at = f.read(end - start).rfind(b"\n")
+            if at >= 0:
+                f.truncate(start + at + 1)
+                return
+            end = start
+        f.truncate(0)
+
+
+_BLOCK = 1 << 16
 
 
 def read_rows(data: bytes) -> list[dict[str, Any]]:
