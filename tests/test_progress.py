@@ -82,13 +82,14 @@ def test_run_prints_plain_lines_without_tune_tables_when_not_a_terminal(
 
 
 def test_the_best_so_far_follows_the_scope_and_a_nan_stopped_trial_is_errored():
-    callback = progress.ProgressCallback("e", "score", "max", (), scope="last")
+    last = progress.ProgressCallback("e", "score", "max", (), scope="last")
+    callback = progress.ProgressCallback("e", "score", "max", (), scope="all")
     a = _trial("RUNNING", {}, "a")
     b = _trial("RUNNING", {}, "b")
     for trial, value in [(a, 500.0), (b, 400.0), (a, 352.0)]:
+        last.on_trial_result(0, [a, b], trial, {"score": value})
         callback.on_trial_result(0, [a, b], trial, {"score": value})
-    assert callback.snapshot([a, b]).best == 400.0  # a's last value is 352: b leads
-    callback.scope = "all"
+    assert last.snapshot([a, b]).best == 400.0  # a's last value is 352: b leads
     assert callback.snapshot([a, b]).best == 500.0
     c = _trial("TERMINATED", {}, "c", score=float("nan"))
     snap = callback.snapshot([a, b, c])
@@ -308,3 +309,20 @@ def test_a_finished_trial_line_counts_its_iterations_in_words(iterations, said):
     finally:
         progress.attach("e", None)
     assert lines == [f"[e] trial t1 done after {said} acc = 0.5"]
+
+
+def test_a_progress_callback_pickled_with_every_value_resumes_with_their_scores():
+    """A run begun when the callback kept every metric value, resumed: each trial's score is
+    rebuilt from them, and the best is the one they name."""
+    import pickle
+
+    old = progress.ProgressCallback("e", "loss", "min", (), scope="all")
+    state = {k: v for k, v in old.__dict__.items() if k != "_scores"}
+    state["_values"] = {"a": [3.0, 1.0, 2.0], "b": [1.5]}
+    resumed = progress.ProgressCallback.__new__(progress.ProgressCallback)
+    resumed.__setstate__(state)
+    assert {k: s.value for k, s in resumed._scores.items()} == {"a": 1.0, "b": 1.5}
+    again = pickle.loads(pickle.dumps(resumed))
+    trial = SimpleNamespace(trial_id="a", status="TERMINATED", config={}, last_result={})
+    other = SimpleNamespace(trial_id="b", status="TERMINATED", config={}, last_result={})
+    assert again._best([trial, other]) == (1.0, trial)

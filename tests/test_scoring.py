@@ -7,6 +7,8 @@ import json
 import shutil
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tune_app import scoring, spec
 
@@ -119,3 +121,33 @@ def test_equal_scores_rank_in_the_order_the_trials_were_created():
     tied = [trial("e_00004", 5.0, 1, 0), trial("e_00005", 5.0, 2, 0)]
     firsts = {group(order, "mean", "max")[0].params["nested.gamma"] for order in (tied, tied[::-1])}
     assert firsts == {1}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True, width=32),
+            st.none(),
+            st.booleans(),
+            st.text(max_size=2),
+        ),
+        max_size=30,
+    ),
+    scope=st.sampled_from(["last", "all", "avg", "last-1-avg", "last-3-avg", "last-10-avg"]),
+    mode=st.sampled_from(["max", "min"]),
+)
+def test_a_running_score_is_the_score_of_every_value_it_took(values, scope, mode):
+    """The live view keeps each trial's score as its results arrive, in constant memory; it must
+    name what `score` of the whole list names, for every scope."""
+    running = scoring.RunningScore(scope, mode)
+    for n, value in enumerate(values, 1):
+        running.add(value)
+        expected = scoring.score(values[:n], scope, mode)
+        assert running.value == (pytest.approx(expected) if expected is not None else None)
+    assert len(running._tail) <= (int(scope.split("-")[1]) if scope.startswith("last-") else 0)
+
+
+def test_a_running_score_refuses_an_unknown_scope():
+    with pytest.raises(ValueError, match="unknown scope 'best'"):
+        scoring.RunningScore("best")

@@ -106,13 +106,24 @@ class ProgressCallback(tune.Callback):
         self.output = output  # the experiment's log_to_file: where trials keep their output
         self.budget_s = budget_s  # the search's time budget, when it has one
         self.scope = scope
-        self._values: dict[str, list[float]] = {}  # trial id -> its metric values so far
+        self._scores: dict[str, scoring.RunningScore] = {}  # trial id -> its score so far
         self.searched = searched
         self.iterations = iterations  # the stop bound on a trial's iterations, when there is one
         self.plan = plan  # how long trials run when the scheduler stops some early; None: no stop
         self._total: int | None = None
         self._start = time.monotonic()
         self._last = 0.0
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # One pickled before scores were kept as they run (a resumed run) kept every value.
+        values = state.pop("_values", None)
+        self.__dict__.update(state)
+        if values is not None:
+            self._scores = {}
+            for trial_id, reported in values.items():
+                running = self._scores[trial_id] = scoring.RunningScore(self.scope, self.mode)
+                for value in reported:
+                    running.add(value)
 
     def setup(  # type: ignore[override]  # Tune passes these as keywords
         self, total_num_samples: int | None = None, **info: Any
@@ -126,9 +137,10 @@ class ProgressCallback(tune.Callback):
     ) -> None:
         flat = flatten(result, "/")
         if self.metric:
-            value = finite(flat.get(self.metric))
-            if value is not None:
-                self._values.setdefault(trial.trial_id, []).append(value)
+            running = self._scores.get(trial.trial_id)
+            if running is None:
+                running = self._scores[trial.trial_id] = scoring.RunningScore(self.scope, self.mode)
+            running.add(flat.get(self.metric))
         lasts = self._lasts.setdefault(trial.trial_id, {})
         for key in objectives.limited_keys(self.objectives, self.constraints):
             if key in flat:
@@ -246,7 +258,8 @@ class ProgressCallback(tune.Callback):
         best, best_trial = None, None
         failed_best, failed_trial = None, None
         for trial in trials:
-            value = scoring.score(self._values.get(trial.trial_id, []), self.scope, self.mode)
+            running = self._scores.get(trial.trial_id)
+            value = running.value if running is not None else None
             if value is None or self._judged(trial.trial_id).get("broken"):
                 continue
             if self._status(trial) == "ERROR":

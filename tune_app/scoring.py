@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_SCOPE = "last"
@@ -58,6 +60,46 @@ def score(
         raise ValueError(f"unknown scope {scope!r}; allowed: {', '.join(SCOPES)}")
     tail = numbers_[-int(found.group(1)) :]
     return sum(tail) / len(tail)
+
+
+@dataclass
+class RunningScore:
+    """A trial's score kept as its values arrive, in what the scope needs and no more: the last
+    value, the best, a sum and a count, or the last N values. `value` is `score` of every value
+    added, for a live view that scores each trial again and again while it reports at full
+    rate (a list of every value would grow with the results, and be summed each time)."""
+
+    scope: str = DEFAULT_SCOPE
+    mode: str | None = "max"
+    value: float | None = None
+    _sum: float = 0.0
+    _count: int = 0
+    _tail: deque[float] = field(default_factory=deque)
+
+    def __post_init__(self) -> None:
+        found = re.fullmatch(r"last-([1-9][0-9]*)-avg", self.scope)
+        if found is None and self.scope not in ("last", "all", "avg"):
+            raise ValueError(f"unknown scope {self.scope!r}; allowed: {', '.join(SCOPES)}")
+        self._tail = deque(maxlen=int(found.group(1)) if found else 0)
+
+    def add(self, reported: Any) -> None:
+        """Take one reported value (a missing or non-finite one is skipped, as `score` does)."""
+        x = finite(reported)
+        if x is None:
+            return
+        self._sum, self._count = self._sum + x, self._count + 1
+        if self.scope == "last":
+            self.value = x
+        elif self.scope == "all":
+            best = self.value
+            self.value = (
+                x if best is None else (min(best, x) if self.mode == "min" else max(best, x))
+            )
+        elif self.scope == "avg":
+            self.value = self._sum / self._count
+        else:
+            self._tail.append(x)
+            self.value = sum(self._tail) / len(self._tail)
 
 
 def better(value: float, than: float | None, mode: str | None) -> bool:
