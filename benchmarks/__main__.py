@@ -17,6 +17,7 @@ NAMES = (
     "nested",
     "search",
     "search_rl",
+    "warm_start",
     "throughput",
     "startup",
     "scale",
@@ -33,7 +34,7 @@ def main() -> int:
     parser.add_argument(
         "--json", type=Path, default=Path(__file__).with_name("results.json"), help="where to write"
     )
-    parser.add_argument("--data", help="folder of the LCBench surrogate (search)")
+    parser.add_argument("--data", help="folder of the LCBench surrogate (search, warm_start)")
     args = parser.parse_args()
     if args.data:
         os.environ["LCBENCH_DATA"] = args.data

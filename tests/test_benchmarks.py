@@ -314,3 +314,50 @@ def test_the_lcbench_runs_check_their_rungs_against_epoch_52(tmp_path):
     runs = search.recorded(records)
     assert runs["167168", "asha", 0].rungs == {"2": -1.0, "6": 1.0, "18": None}
     assert runs["167168", "random", 0].rungs == {}
+
+
+def test_warm_start_continues_the_first_search_and_judges_each_arm_over_both(tmp_path, monkeypatch):
+    from benchmarks import search, warm_start
+    from benchmarks.search import EPOCHS, EXPERIMENT, Goal
+    from tune_app import api
+
+    finals = {"cold": [70, 80, 85, 60], "first": [70, 75], "warm": [88, 60], "restart": [72, 74]}
+    seen = {}
+
+    def search_(spec, folder, runs):
+        seen[runs.name] = spec
+        return [
+            {"trial_id": f"{runs.name}{i}", "epoch": e, "val_accuracy": 50.0 if e < EPOCHS else v}
+            for i, v in enumerate(finals[runs.name])
+            for e in range(1, EPOCHS + 1)
+        ]
+
+    monkeypatch.setattr(search, "_search", search_)
+    monkeypatch.setattr(warm_start, "_told", lambda folder: 2)
+    goal = Goal("t", threshold=86.0, best=90.0, typical=40.0, size=10)
+    found = [o for s in (0, 1) for o in warm_start.run_seed("t", s, goal, tmp_path, 4, None)]
+
+    first = tmp_path / "t-1" / "first" / EXPERIMENT
+    exps = {name: spec["experiments"][EXPERIMENT] for name, spec in seen.items()}
+    assert exps["warm"]["warm_start"] == [str(first)]
+    assert all("warm_start" not in e for name, e in exps.items() if name != "warm")
+    assert [exps[n]["num_samples"] for n in ("cold", "first", "warm", "restart")] == [4, 2, 2, 2]
+    assert [seen[n]["seed"] for n in ("first", "warm", "restart")] == [1, 10_001, 10_001]
+    assert all(s["scheduler"] == "fifo" and s["search"] == search.TPE for s in seen.values())
+    assert all(e["config"]["goal"] > 100 for e in exps.values())  # no search ends early
+    api.validate(seen["cold"])
+
+    arms = {o.arm: o for o in found if o.seed == 1}
+    assert (arms["cold"].regret, arms["cold"].first, arms["cold"].second) == (5, 10, 5)
+    assert (arms["warm"].regret, arms["warm"].first, arms["warm"].second) == (2, 15, 2)
+    assert (arms["restart"].regret, arms["restart"].second) == (15, 16)
+    assert arms["warm"].cost == 3 * EPOCHS and arms["cold"].cost is None
+    assert {o.spent for o in arms.values()} == {4 * EPOCHS}
+    assert (arms["warm"].told, arms["restart"].told) == (2, 0)
+
+    figures = {f.name: f for f in warm_start.figures_of(warm_start.by_task(found), 4)}
+    assert figures["t: warm - cold, regret after 4 trials"].value == -3
+    assert figures["t: warm - restart, regret after 4 trials"].value == -13
+    assert "| t | warm | 2 | 2.00 | 15.00 | 2.00 | - | 156 |" in warm_start.summary(
+        warm_start.by_task(found), 4
+    )
