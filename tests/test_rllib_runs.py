@@ -70,8 +70,11 @@ cartpole-sac:
   env: CartPole-v1
   stop: {training_iteration: 30}
   config:
-    rollout_fragment_length: 1
+    # One rollout of 5 steps and one update per iteration: with fragments of 1 step, SAC made an
+    # update per step, and its default min_time_s_per_iteration (1 s) kept it sampling.
+    rollout_fragment_length: 5
     min_sample_timesteps_per_reporting: 5
+    min_time_s_per_iteration: 0
     learning_starts: 20
     train_batch_size: 16
     metrics_smoothing_episodes: 10
