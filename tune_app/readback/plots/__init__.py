@@ -245,7 +245,10 @@ def best_over_time(exp: ExperimentResults) -> Figure | None:
     if not best:
         return None
     fig, ax = new_figure(3.4)
-    ax.scatter(xs, ys, s=10, color="#b0b7c3", label="each result", zorder=2)
+    # Markers of one line, not a scatter: the same pixels (a scatter's s=10 is a marker of
+    # sqrt(10) points), drawn 4x faster for the 80,000 results of a 10,000-trial run.
+    ax.plot(xs, ys, ls="none", marker="o", ms=math.sqrt(10), color="#b0b7c3", zorder=2,
+            label="each result")  # fmt: skip
     label = f"best score so far ({scoring.describe(exp.scope)})"
     ax.step(steps_x, best, where="post", color="#1565c0", lw=2.2, label=label, zorder=3)
     ax.annotate(
