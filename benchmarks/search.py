@@ -441,7 +441,7 @@ def trial(config: dict[str, Any]) -> None:
 # ---- running ---------------------------------------------------------------------------------
 
 
-def _start_ray() -> None:
+def start_search_ray() -> None:
     """One local Ray for every run; its workers import `benchmarks` from the checkout. Tune
     buffers results of trials without checkpoints (a trial runs a few epochs ahead, and those
     are dropped when it is stopped): one result per call, so the epochs a trial computes are
@@ -450,7 +450,7 @@ def _start_ray() -> None:
     start_ray(CPUS)
 
 
-def _search(experiment: dict[str, Any], folder: Path, runs: Path) -> list[dict[str, Any]]:
+def run_search(experiment: dict[str, Any], folder: Path, runs: Path) -> list[dict[str, Any]]:
     """One search through the app; its results in arrival order."""
     import tune_app
 
@@ -472,11 +472,11 @@ def run_method(
     in `spent`, so the second is ended like any other once the goal is met and it is spent)."""
     folder = tmp / f"{method.name}-{task}-{seed}"
     folder.mkdir()
-    rows = _search(spec(method, task, seed, goal, folder, quick, data), folder, folder / "runs")
+    rows = run_search(spec(method, task, seed, goal, folder, quick, data), folder, folder / "runs")
     if method.finalists:
         chosen = finalists(rows, method.finalists.epochs, method.finalists.keep[quick])
         second = spec(method, task, seed, goal, folder, quick, data, chosen)
-        rows += _search(second, folder, folder / "finalists")
+        rows += run_search(second, folder, folder / "finalists")
     shutil.rmtree(folder, ignore_errors=True)
     done = judge(rows, goal)
     if method.name in SCHEDULERS:
@@ -536,7 +536,7 @@ def run(
     chosen = [m for m in METHODS if not methods or m.name in methods]
     runs: dict[str, dict[str, list[Run]]] = {t: {m.name: [] for m in chosen} for t in tasks}
     records = records or Path(tempfile.gettempdir()) / f"lcbench-search-{os.getpid()}.jsonl"
-    _start_ray()
+    start_search_ray()
     try:
         with tempfile.TemporaryDirectory() as folder:
             for seed in range(first_seed, SEEDS[quick]):
@@ -551,7 +551,7 @@ def run(
                         except Exception as err:  # noqa: BLE001 - Tune's, under load: left out
                             print(f"  left out: {method.name} {task} {seed}: {err}", flush=True)
                             ray.shutdown()  # Tune's state after a failed fit is not reusable
-                            _start_ray()
+                            start_search_ray()
                             continue
                         runs[task][method.name].append(done)
                         line = {"task": task, "method": method.name, "seed": seed, **asdict(done)}
@@ -574,7 +574,7 @@ def rung_runs(
     import ray
 
     done: dict[tuple[str, str, int], Run] = {}
-    _start_ray()
+    start_search_ray()
     try:
         with tempfile.TemporaryDirectory() as folder:
             for task in tasks:
@@ -585,7 +585,7 @@ def rung_runs(
                     except Exception as err:  # noqa: BLE001 - as in `run`: left out, said
                         print(f"  left out: {method.name} {task} {seed}: {err}", flush=True)
                         ray.shutdown()
-                        _start_ray()
+                        start_search_ray()
                         continue
                     done[task, method.name, seed] = found
                     line = {"task": task, "method": method.name, "seed": seed, **asdict(found)}

@@ -247,7 +247,7 @@ def run_seed(
     wall: dict[str, float] = {}
     for name, one in planned.items():
         began = time.monotonic()
-        rows[name] = search._search(one.spec, folder, one.storage)
+        rows[name] = search.run_search(one.spec, folder, one.storage)
         wall[name] = time.monotonic() - began
     told = _told(planned["warm"].folder)
     shutil.rmtree(folder, ignore_errors=True)
@@ -287,7 +287,7 @@ def run(
     goals = {task: search.pool_goal(task, data=data) for task in tasks}
     records = records or Path(tempfile.gettempdir()) / f"lcbench-warm-{os.getpid()}.jsonl"
     outcomes: list[Outcome] = []
-    search._start_ray()
+    search.start_search_ray()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for seed in range(first_seed, first_seed + (seeds or SEEDS[quick])):
@@ -298,7 +298,7 @@ def run(
                     except Exception as err:  # noqa: BLE001 - as in `search.run`: left out, said
                         print(f"  left out: {task} {seed}: {err}", flush=True)
                         ray.shutdown()  # Tune's state after a failed fit is not reusable
-                        search._start_ray()
+                        search.start_search_ray()
                         continue
                     outcomes += found
                     with records.open("a") as f:

@@ -332,7 +332,7 @@ def test_warm_start_continues_the_first_search_and_judges_each_arm_over_both(tmp
             for e in range(1, EPOCHS + 1)
         ]
 
-    monkeypatch.setattr(search, "_search", search_)
+    monkeypatch.setattr(search, "run_search", search_)
     monkeypatch.setattr(warm_start, "_told", lambda folder: 2)
     goal = Goal("t", threshold=86.0, best=90.0, typical=40.0, size=10)
     found = [o for s in (0, 1) for o in warm_start.run_seed("t", s, goal, tmp_path, 4, None)]

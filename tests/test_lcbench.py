@@ -343,7 +343,7 @@ def test_the_one_epoch_baseline_runs_two_searches_and_counts_every_epoch(tmp_pat
             rows += _trial_rows(f"b{i}", config, curve)
         return rows
 
-    monkeypatch.setattr(search, "_search", search_)
+    monkeypatch.setattr(search, "run_search", search_)
     done = search.run_method(method, "t", 0, goal, tmp_path, True, None)
     chosen = seen[1]["experiments"][search.EXPERIMENT]["config"]["finalist"]["grid_search"]
     assert chosen == [_config(trials - 1 - i) for i in range(keep)]
