@@ -37,6 +37,7 @@ experiments:
       x: {{grid_search: [1, 2, 3, 4]}}
       steps: {steps}
       sleep: {sleep}
+      meet: {meet}
 """
 
 
@@ -152,7 +153,11 @@ def spec_dir(tmp_path):
 
 def test_trials_spread_over_the_cluster_nodes_with_shipped_modules(cluster, spec_dir):
     spec = spec_dir / "spec.yaml"
-    spec.write_text(SPEC.format(steps=3, sleep=0.3))
+    # The first trial waits for a second to start before its first step: the second cannot
+    # start on the first's node (one CPU, held), nor take its actor (Tune reuses an actor a
+    # trial has ended). Without it a node slow to start its actor saw every trial go to the
+    # other (1 run in 4 on a busy machine).
+    spec.write_text(SPEC.format(steps=3, sleep=0.3, meet=spec_dir.parent / "meet"))
     run = _tune_app(
         "run", spec, "--storage-path", spec_dir / "out", "--address", cluster.address, cwd="/"
     )

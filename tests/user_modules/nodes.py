@@ -19,6 +19,13 @@ def train(config):
                 step = json.load(f)["step"]
     node = ray.get_runtime_context().get_node_id()
     origin = importlib.util.find_spec("helper").origin
+    meet = config.get("meet")  # a folder where `meet_count` trials meet before their first step
+    if meet and step == 0:
+        os.makedirs(meet, exist_ok=True)
+        open(os.path.join(meet, str(config["x"])), "w").close()
+        deadline = time.monotonic() + 120
+        while len(os.listdir(meet)) < config.get("meet_count", 2) and time.monotonic() < deadline:
+            time.sleep(0.2)
     while step < config["steps"]:
         step += 1
         time.sleep(config["sleep"])
