@@ -32,9 +32,7 @@ from tune_app.errors import SpecError, StorageError, TuneAppError, TuneFailure
 from tune_app.interrupts import as_interrupts, deferred, forget_write_errors, write_error
 from tune_app.methods import searcher_of
 from tune_app.plan.types import ExperimentPlan, Plan
-from tune_app.ray_internals.memory import trial_oom_is_actor_death
-from tune_app.ray_internals.startup import trials_on_prestarted_workers
-from tune_app.ray_internals.uploads import whole_file_uploads
+from tune_app.ray_internals.fitting import patched_while_fitting
 from tune_app.ray_internals.versions import warn_unchecked
 from tune_app.rundir.layout import write_json
 from tune_app.rundir.lock import hold
@@ -279,7 +277,6 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
 
     from tune_app import progress
     from tune_app.callbacks import restoring
-    from tune_app.ray_internals.placement import deferred_group_removal
     from tune_app.tuner import build_tuner, given_loggers_only, state_period
 
     if opts.board is not None:
@@ -313,13 +310,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
                 tuner = _restore(ep, trainable, loaded.space, legacy)
         else:
             tuner = build_tuner(ep, trainable, loaded.space, opts.verbosity)
-        with (
-            deferred_group_removal(),
-            whole_file_uploads(),
-            trial_oom_is_actor_death(),
-            trials_on_prestarted_workers() if opts.local_ray else contextlib.nullcontext(),
-            given_loggers_only(),
-        ):
+        with patched_while_fitting(opts.local_ray), given_loggers_only():
             try:
                 grid = tuner.fit()
             except Exception as err:

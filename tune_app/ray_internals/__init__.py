@@ -43,6 +43,9 @@ rewritten results and read its tables, never replace its methods.
   constraint values with `set_constraint` before it is told).
 - `uploads`: `ray.train._internal.storage._upload_to_fs_path` (replaced while a Tuner fits, so
   Tune's copies of its state and trial files to the run folder replace files whole).
+- `telemetry`: `ray.air._internal.usage.tag_callbacks` (replaced while a Tuner fits, so a
+  run's start does not import the MLflow and W&B integrations to tag its callbacks).
+- `fitting`: no symbol of its own; enters every patch above that holds while a Tuner fits.
 
 - `versions`: the range of Ray releases checked, the warning outside it, and each behaviour
   that differs between the releases of the range, decided by the installed version.

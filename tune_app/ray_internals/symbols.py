@@ -97,6 +97,7 @@ SYMBOLS: tuple[Symbol, ...] = (
         ("local_path", "fs", "fs_path", "exclude"),
         "uploads",
     ),
+    Symbol("ray.air._internal.usage:tag_callbacks", ("callbacks",), "telemetry"),
 )
 
 
