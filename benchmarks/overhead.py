@@ -48,6 +48,24 @@ print(json.dumps({{"fit_s": fit_s}}))
 """
 
 
+# Ray alone: the same local Ray started and stopped, nothing run on it (the floor of any script).
+BARE = """
+import ray
+ray.init(address="local", num_cpus={cpus}, include_dashboard=False, logging_level="ERROR",
+         log_to_driver=False)
+ray.shutdown()
+"""
+
+
+def ray_alone(tmp: Path, cpus: int) -> Measured:
+    """A process that starts a local Ray and stops it: Python's start, `import ray`, Ray's
+    daemons up and down."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    script = tmp / "bare.py"
+    script.write_text(BARE.format(cpus=cpus))
+    return run_script(script, tmp)
+
+
 # What search_spaces/grid.yaml searches, as a hand-written param_space.
 GRID_SPACE = "{'alpha': tune.grid_search([0.2, 0.4, 0.6]), 'beta': tune.grid_search([1, 2])}"
 
@@ -116,6 +134,10 @@ def _versus(apps: list[Measured], hands: list[Measured], what: str) -> list[Figu
     ]
 
 
+def _walls(runs: list[Measured]) -> tuple[float, ...]:
+    return tuple(m.wall_s for m in runs)
+
+
 def _fits(runs: list[Measured]) -> tuple[float, ...]:
     return tuple(m.extra["fit_s"] for m in runs)
 
@@ -131,8 +153,8 @@ def run(quick: bool = False) -> list[Figure]:
             f"e:\n  run: benchmarks.workloads:busy\n  metric: score\n  mode: max\n"
             f"  config: {{x: {{grid_search: {xs}}}, seconds: {seconds}}}\n"
         )
-        apps, hands = [], []
-        for i in range(REPEATS):  # in turn: app, hand-written, app, ...
+        apps, hands, bares = [], [], []
+        for i in range(REPEATS):  # in turn: app, hand-written, Ray alone, app, ...
             apps.append(_app(tmp, spec, f"busy{i}"))
             hands.append(
                 hand_written(
@@ -144,6 +166,7 @@ def run(quick: bool = False) -> list[Figure]:
                     cpus,
                 )
             )
+            bares.append(ray_alone(tmp / f"r{i}", cpus))
         ideal = trials * seconds / cpus
         ideals = (ideal,) * REPEATS
         work = f"{trials} trials x {seconds:g} s"
@@ -177,6 +200,14 @@ def run(quick: bool = False) -> list[Figure]:
                 "",
                 "hand-written, start to exit {:.2f} s",
                 against,
+            ),
+            Paired(tuple(a.wall_s - a.extra["fit_s"] for a in apps), _walls(bares)).figure(
+                "overhead",
+                f"app outside Tune / Ray alone, start to exit ({work})",
+                "",
+                "app, command to exit minus fit {:.2f} s",
+                "Ray alone, start to exit {:.2f} s",
+                note="what the app adds around the search beyond Ray's own start and stop",
             ),
             *_versus(apps, hands, work),
         ]
