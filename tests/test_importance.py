@@ -451,3 +451,45 @@ def test_past_a_thousand_trials_the_trees_learn_from_a_seeded_sample(monkeypatch
         for e in evaluate(trials, ["x", "lr", "layers"], "max", log_scaled=["lr"]):
             assert e.trials == 40 and "Learnt from a random 40 of the 100" in e.note, e
             assert e.shares[0][0] == "lr", e
+
+
+def test_a_large_run_ranks_in_a_process_of_its_own_as_it_would_here(tmp_path, monkeypatch):
+    import concurrent.futures
+
+    exp = results.read_experiment(write_search(tmp_path / "e", lr_search(20), log_scaled=["lr"]))
+    here = of_run(exp, ["lr"])
+    real, pools = concurrent.futures.ProcessPoolExecutor, []
+
+    def counted(*args, **kwargs):
+        pools.append(kwargs["mp_context"].get_start_method())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", counted)
+    assert imports_run.begun(exp, ["lr"])() == here  # under BESIDE_FROM_TRIALS: here
+    assert pools == []
+    monkeypatch.setattr(imports_run, "BESIDE_FROM_TRIALS", 10)
+    beside = imports_run.begun(exp, ["lr"])
+    assert pools == ["spawn"]
+    assert beside() == here and here is not None and here.params[0] == "lr"
+
+
+def test_a_process_that_dies_is_done_again_here(tmp_path, monkeypatch):
+    import concurrent.futures
+    from concurrent.futures.process import BrokenProcessPool
+
+    class Dead:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def submit(self, *args):
+            future: concurrent.futures.Future = concurrent.futures.Future()
+            future.set_exception(BrokenProcessPool("killed"))
+            return future
+
+        def shutdown(self, wait=True):
+            pass
+
+    exp = results.read_experiment(write_search(tmp_path / "e", lr_search(20), log_scaled=["lr"]))
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Dead)
+    monkeypatch.setattr(imports_run, "BESIDE_FROM_TRIALS", 10)
+    assert imports_run.begun(exp, ["lr"])() == of_run(exp, ["lr"])

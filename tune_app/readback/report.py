@@ -12,6 +12,7 @@ import base64
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -185,12 +186,13 @@ def write(
             shutil.rmtree(staged, ignore_errors=True)
             sections = []
             for exp in experiments:
+                ranked = importance.begun(exp, _log_axes(exp))  # beside the figures
                 figures = _figures(exp)
                 if figures:
                     staged.mkdir(exist_ok=True)
                 for figure in figures:
                     (staged / figure.file).write_bytes(figure.png)
-                sections.append(_section(exp, figures, images.name))
+                sections.append(_section(exp, figures, images.name, ranked))
             page = Page(
                 title=name_of(source),
                 source=source,
@@ -304,7 +306,14 @@ def _budget_caption(exp: ExperimentResults) -> str:
     )
 
 
-def _section(exp: ExperimentResults, figures: tuple[Figure, ...], files: str) -> Section:
+def _section(
+    exp: ExperimentResults,
+    figures: tuple[Figure, ...],
+    files: str,
+    ranked: Callable[[], importance.RunImportance | None] | None = None,
+) -> Section:
+    """`ranked`: the importances begun beside the figures (None: computed now)."""
+    ranked = ranked or importance.begun(exp, _log_axes(exp))
     checks = rung_checks(exp)
     return Section(
         anchor="exp-" + re.sub(r"[^A-Za-z0-9_-]+", "-", exp.folder.name),
@@ -321,7 +330,7 @@ def _section(exp: ExperimentResults, figures: tuple[Figure, ...], files: str) ->
         rungs=tuple(checks),
         rung_warning=rungs.warning(checks, exp.scheduler) or "",
         rung_bound=rungs.cut_words(exp.reduction_factor) if checks else "",
-        importance=_importance(exp),
+        importance=_importance(exp, ranked()),
         best=_best(exp),
         failures=_failures(exp),
         figures=figures,
@@ -390,10 +399,15 @@ def _best(exp: ExperimentResults) -> Best | None:
     )
 
 
-def _importance(exp: ExperimentResults) -> ParamImportance | None:
-    params = [k for k in exp.searched if k != SEED_KEY]  # the seed is noise, not a choice
-    logs = [k for k in params if plots.param_scale(exp, k, _values(exp, k)) == plots.LOG]
-    every = importance.of_run(exp, logs)
+def _log_axes(exp: ExperimentResults) -> list[str]:
+    """The searched parameters the page draws on a log axis (the seed is noise, not a choice)."""
+    params = [k for k in exp.searched if k != SEED_KEY]
+    return [k for k in params if plots.param_scale(exp, k, _values(exp, k)) == plots.LOG]
+
+
+def _importance(
+    exp: ExperimentResults, every: importance.RunImportance | None
+) -> ParamImportance | None:
     if every is None:
         return None
     found = every.permutation

@@ -14,7 +14,13 @@ from tune_app.readback.importance.permutation import (
     Importances,
     importances,
 )
-from tune_app.readback.importance.run import PERMUTATION, RunImportance, as_json, of_run
+from tune_app.readback.importance.run import (
+    PERMUTATION,
+    RunImportance,
+    as_json,
+    begun,
+    of_run,
+)
 
 __all__ = [
     "EVALUATORS",
@@ -25,6 +31,7 @@ __all__ = [
     "Importances",
     "RunImportance",
     "as_json",
+    "begun",
     "evaluate",
     "importances",
     "of_run",

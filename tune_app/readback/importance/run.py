@@ -7,8 +7,8 @@ copy); where it cannot be read, from the trials' values.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tune_app.readback.importance.optuna_evaluators import Evaluated, evaluate
@@ -74,6 +74,40 @@ def of_run(
     for e in evaluated:
         ranked += [p for p, _ in e.shares if p not in ranked]
     return RunImportance(tuple(ranked), permutation, evaluated)
+
+
+# From this many trials, `begun` computes in a process of its own while the caller draws.
+BESIDE_FROM_TRIALS = 500
+
+
+def begun(
+    exp: ExperimentResults, log_scaled: Collection[str] | None = None
+) -> Callable[[], RunImportance | None]:
+    """`of_run(exp, log_scaled)` begun; the callable returned gives its result. From
+    BESIDE_FROM_TRIALS trials on it runs in a spawned process while this one goes on (the
+    report draws its figures meanwhile): on 2 cores its import of scikit-learn (2.5 s) and its
+    fits take as long as the figures of a 10,000-trial run. Should that process fail to start
+    or die, it is computed here, where its error, if real, is raised."""
+    if len(exp.trials) < BESIDE_FROM_TRIALS:
+        found = of_run(exp, log_scaled)
+        return lambda: found
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # What of_run reads, without the results the plots keep (up to 500 a trial).
+    slim = replace(exp, history={}, curves=None, clones=[])
+    logs = None if log_scaled is None else list(log_scaled)
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    future = pool.submit(of_run, slim, logs)
+    pool.shutdown(wait=False)
+
+    def result() -> RunImportance | None:
+        try:
+            return future.result()
+        except Exception:  # the process, not the computation: done again here
+            return of_run(exp, log_scaled)
+
+    return result
 
 
 def as_json(exp: ExperimentResults) -> dict[str, Any] | None:
