@@ -18,7 +18,9 @@ class _Mine(Callback):
 
 def _recorded(monkeypatch) -> list[tuple[object, str]]:
     tags: list[tuple[object, str]] = []
-    monkeypatch.setattr(usage, "record_extra_usage_tag", lambda key, value: tags.append((key, value)))
+    monkeypatch.setattr(
+        usage, "record_extra_usage_tag", lambda key, value: tags.append((key, value))
+    )
     return tags
 
 
