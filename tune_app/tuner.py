@@ -158,14 +158,13 @@ def _callbacks(ep: ExperimentPlan) -> list[tune.Callback]:
         JsonLoggerCallback(),
     ]
     callbacks += callbacks_for(ep)
-    bound = _iteration_bound(ep.experiment.stop)
     callbacks.append(
         progress.ProgressCallback(
             ep.name,
             ep.metric,
             ep.mode,
             ep.searched,
-            bound,
+            ep.stop_iterations,
             scope=ep.experiment.scope,
             folder=ep.folder,
             output=ep.experiment.log_to_file,
@@ -176,11 +175,6 @@ def _callbacks(ep: ExperimentPlan) -> list[tune.Callback]:
         )
     )
     return callbacks
-
-
-def _iteration_bound(stop: dict[str, float]) -> int | None:
-    bound = stop.get("training_iteration")
-    return int(bound) if bound else None
 
 
 def param_space(ep: ExperimentPlan, env: Any) -> dict[str, Any]:

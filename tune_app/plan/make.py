@@ -173,6 +173,7 @@ def _plan_experiment(
         layout=layout,
         warm=warm,
         trial_ends=scheduler_of(exp.scheduler).trial_lengths(exp.scheduler, _stop_bound(exp)),
+        stop_iterations=_stop_bound(exp),
     )
 
 
@@ -223,9 +224,7 @@ def _stop_bound(exp: Experiment) -> int | None:
 
 
 def _iteration_bound(exp: Experiment, trials: int) -> int | None:
-    caps = []
-    if "training_iteration" in exp.stop:
-        caps.append(int(exp.stop["training_iteration"]))
+    caps = [] if (stop := _stop_bound(exp)) is None else [stop]
     sched = exp.scheduler
     if (
         scheduler_of(sched).bounds_time

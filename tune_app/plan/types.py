@@ -39,6 +39,7 @@ class ExperimentPlan:
     # How long its trials run where its scheduler stops some early (the ETA's plan); None: none
     # is stopped early, each runs to its stop.
     trial_ends: TrialLengths | None = None
+    stop_iterations: int | None = None  # the spec's stop on a trial's training_iteration
 
     @property
     def location(self) -> str:
