@@ -55,7 +55,7 @@ def test_pickling_the_copy_command_while_a_copy_runs_is_safe(tmp_path):
     def copying() -> None:
         i = 0
         while not stop.is_set():
-            uploads._copied[Path(f"/x/{i}")] = (i, i)
+            uploads._copied[f"/x/{i}"] = (i, i)
             i += 1
 
     thread = threading.Thread(target=copying, daemon=True)

@@ -145,7 +145,9 @@ def test_a_running_score_is_the_score_of_every_value_it_took(values, scope, mode
         running.add(value)
         expected = scoring.score(values[:n], scope, mode)
         assert running.value == (pytest.approx(expected) if expected is not None else None)
-    assert len(running._tail) <= (int(scope.split("-")[1]) if scope.startswith("last-") else 0)
+    assert len(running._tail or ()) <= (
+        int(scope.split("-")[1]) if scope.startswith("last-") else 0
+    )
 
 
 def test_a_running_score_refuses_an_unknown_scope():

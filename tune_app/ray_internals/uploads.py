@@ -32,7 +32,7 @@ from typing import Any
 # with it (a few hundred KB per reset at 1,000 trials), while the copy thread added to it:
 # "RuntimeError: dictionary changed size during iteration" ended 5,000-trial searches. A
 # module-level function is pickled by name.
-_copied: dict[Path, tuple[int, int]] = {}
+_copied: dict[str, tuple[int, int]] = {}
 _original: list[Any] = []
 
 
@@ -66,7 +66,7 @@ def upload(local_path: str, fs: Any, fs_path: str, exclude: list[str] | None = N
     upload_folder(Path(local_path), Path(fs_path), _copied)
 
 
-def upload_folder(local: Path, target: Path, copied: dict[Path, tuple[int, int]]) -> None:
+def upload_folder(local: Path, target: Path, copied: dict[str, tuple[int, int]]) -> None:
     """Copy the tree `local` into `target`, each file through `replace_file`; `copied` holds the
     (size, modification time) each target was copied at, and a source still so is skipped."""
     for root, _, names in os.walk(local):
@@ -82,14 +82,15 @@ def upload_folder(local: Path, target: Path, copied: dict[Path, tuple[int, int]]
                 # removed while Tune copied it; the next copy follows
 
 
-def copy_changed(source: Path, dest: Path, copied: dict[Path, tuple[int, int]]) -> None:
+def copy_changed(source: Path, dest: Path, copied: dict[str, tuple[int, int]]) -> None:
     """Copy `source` to `dest` through `replace_file`, unless `copied` says `dest` was copied at
     `source`'s present size and modification time."""
     stat = source.stat()
     seen = (stat.st_size, stat.st_mtime_ns)
-    if copied.get(dest) != seen or not dest.exists():
+    key = str(dest)  # a str key: half a Path's memory, and the memo has an entry per file
+    if copied.get(key) != seen or not dest.exists():
         replace_file(source, dest)
-        copied[dest] = seen
+        copied[key] = seen
 
 
 def copy_trial_files_now(trial: Any, names: Iterable[str]) -> None:
