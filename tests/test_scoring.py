@@ -153,3 +153,33 @@ def test_a_running_score_is_the_score_of_every_value_it_took(values, scope, mode
 def test_a_running_score_refuses_an_unknown_scope():
     with pytest.raises(ValueError, match="unknown scope 'best'"):
         scoring.RunningScore("best")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    results=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=12),
+            st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.none()),
+        ),
+        max_size=40,
+    ),
+    scope=st.sampled_from(["last", "all", "avg", "last-2-avg"]),
+    mode=st.sampled_from(["max", "min"]),
+)
+def test_a_step_score_is_the_score_of_the_values_before_each_step_that_went_back(
+    results, scope, mode
+):
+    """TensorBoard's HParams score: a step at or under one already taken (a resume, a restore)
+    drops the values from there on, as results.jsonl's readers do; the score is `score` of what
+    stays, at every result."""
+    scored = scoring.StepScore(scope, mode)
+    kept: list[tuple[int, float]] = []
+    for step, value in results:
+        scored.add(step, value)
+        kept = [(s, v) for s, v in kept if s < step]
+        if scoring.finite(value) is not None:
+            kept.append((step, value))
+        expected = scoring.score([v for _, v in kept], scope, mode)
+        assert scored.value == (pytest.approx(expected) if expected is not None else None)
+    assert list(scored.steps) == [s for s, _ in kept]

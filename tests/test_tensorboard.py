@@ -28,7 +28,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams import api_pb2, metadata
 
-from tune_app import spec
+from tune_app import scoring, spec
 from tune_app.plan.make import make_plan
 from tune_app.space import Domain
 from tune_app.tensorboard import (
@@ -544,6 +544,21 @@ def test_the_callback_pickles_without_its_open_writers(tmp_path: Path) -> None:
     restored = pickle.loads(pickle.dumps(board))
     assert restored.writers == {} and restored.hparams == board.hparams
     board.on_trial_complete(0, [trial], trial)
+
+
+def test_a_pickle_from_before_step_scores_resumes_each_trials_score(tmp_path: Path) -> None:
+    """Runs begun before the scores were StepScores pickled each trial's (step, value) list."""
+    board = _board(tmp_path)
+    state = board.__getstate__()
+    state["scored"] = {"t1": [(1, 0.5), (2, 0.9), (3, 0.7)]}
+    old = TrialBoard.__new__(TrialBoard)
+    old.__setstate__(state)
+    scored = old.scored["t1"]
+    assert isinstance(scored, scoring.StepScore) and list(scored.steps) == [1, 2, 3]
+    assert scored.value == scoring.score([0.5, 0.9, 0.7], board.scope, board.mode)
+    scored.add(2, 0.1)  # a restore to step 2 drops steps 2 and 3
+    assert list(scored.values) == [0.5, 0.1]
+    assert pickle.loads(pickle.dumps(old)).scored["t1"].value == scored.value
 
 
 # ---- end to end: a real run, served by a real TensorBoard ----------------------------------

@@ -162,8 +162,8 @@ class TrialBoard(LoggerCallback):
         self.metric = metric
         self.scope, self.mode = scope, mode
         self.layout = layout or TagLayout(named=(metric,) if metric else ())
-        # Trial id -> (step, metric value) of its results so far, as results.jsonl keeps them.
-        self.scored: dict[str, list[tuple[int, float]]] = {}
+        # Trial id -> its metric's values by step so far, as results.jsonl keeps them.
+        self.scored: dict[str, scoring.StepScore] = {}
         self.last_step: dict[Trial, int] = {}  # the last iteration in the trial's open events file
         self.written: set[str] = set()  # trials this process wrote events for
         self.results: Path | None = None  # results.jsonl, where `for_experiment` knows it
@@ -233,17 +233,17 @@ class TrialBoard(LoggerCallback):
             # (its restart rule), so the trial's scalars are what results.jsonl keeps.
             writer.restart(step)
         self.last_step[trial] = iteration
-        kept = [(s, v) for s, v in self.scored.get(trial.trial_id, []) if s < step]
-        self.scored[trial.trial_id] = kept
         for tag, number in self.layout.scalars(result).items():
             writer.add_scalar(tag, number, global_step=step)
-        value = scoring.finite(flatten(result, "/").get(self.metric)) if self.metric else None
-        if value is not None:
-            kept.append((step, value))
+        if self.metric:
+            scored = self.scored.get(trial.trial_id)
+            if scored is None:
+                scored = self.scored[trial.trial_id] = scoring.StepScore(self.scope, self.mode)
+            value = scoring.finite(flatten(result, "/").get(self.metric))
+            scored.add(step, value)
             # The score as the summary ranks trials, so HParams sorts them the same way.
-            score = scoring.score([v for _, v in kept], self.scope, self.mode)
-            if score is not None:
-                writer.add_scalar(SCORE_TAG, score, global_step=step)
+            if value is not None and scored.value is not None:
+                writer.add_scalar(SCORE_TAG, scored.value, global_step=step)
 
     @stops_on_write_error
     def log_trial_end(self, trial: Trial, failed: bool = False) -> None:
@@ -326,8 +326,23 @@ class TrialBoard(LoggerCallback):
         state["resumed"] = results
         # Before the values were kept with their steps: a resume starts a trial's score again.
         state.pop("values", None)
-        state.setdefault("scored", {})
+        state["scored"] = {
+            trial_id: _step_score(
+                kept, state.get("scope", scoring.DEFAULT_SCOPE), state.get("mode")
+            )
+            for trial_id, kept in state.get("scored", {}).items()
+        }
         self.__dict__.update(state)
+
+
+def _step_score(kept: Any, scope: str, mode: str | None) -> scoring.StepScore:
+    """A trial's StepScore, from a pickle that holds one or, before it did, its (step, value)s."""
+    if isinstance(kept, scoring.StepScore):
+        return kept
+    scored = scoring.StepScore(scope, mode)
+    for step, value in kept:
+        scored.add(step, value)
+    return scored
 
 
 def metric_keys(ep: ExperimentPlan) -> tuple[str, ...]:
