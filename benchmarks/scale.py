@@ -12,9 +12,10 @@ from benchmarks.common import (
     REPEATS,
     ROOT,
     Figure,
+    Measured,
     Paired,
-    bench_main,
     read_summary,
+    table,
     tune_app,
 )
 from benchmarks.overhead import hand_written
@@ -39,9 +40,9 @@ def _run(tmp: Path, trials: int, seconds: float):
     return measured, summary["wall_time_s"]
 
 
-def _hand(tmp: Path, trials: int, seconds: float, cpus: int) -> float:
+def _hand(tmp: Path, trials: int, seconds: float, cpus: int) -> Measured:
     """The same search as a hand-written Tuner script with Tune's defaults (and actor reuse,
-    as the app): its fit time."""
+    as the app): its fit time in `extra["fit_s"]`."""
     return hand_written(
         tmp,
         "benchmarks.workloads",
@@ -50,22 +51,24 @@ def _hand(tmp: Path, trials: int, seconds: float, cpus: int) -> float:
         "score",
         cpus,
         tune_config=f", num_samples={trials}, reuse_actors=True",
-    ).extra["fit_s"]
+    )
 
 
-def run(quick: bool = False) -> list[Figure]:
+def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) -> list[Figure]:
     cpus = os.cpu_count() or 1
-    trials, seconds = (200, 0.05) if quick else (1000, 0.05)
+    seconds = 0.05
+    trials = trials or (200 if quick else 1000)
     few = max(2, trials // 100)
     ideal = cpus / seconds
-    big, small, hand = [], [], []
+    big, small, hands = [], [], []
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
-        for i in range(REPEATS):  # in turn: the big search, the small one, hand-written
+        for i in range(repeats):  # in turn: the big search, the small one, hand-written
             big.append(_run(tmp / f"{i}", trials, seconds))
             small.append(_run(tmp / f"{i}", few, seconds))
-            hand.append(_hand(tmp / f"hand{i}", trials, seconds, cpus))
-    rates = Paired(tuple(trials / fit for _, fit in big), (ideal,) * REPEATS)
+            hands.append(_hand(tmp / f"hand{i}", trials, seconds, cpus))
+    hand = [h.extra["fit_s"] for h in hands]
+    rates = Paired(tuple(trials / fit for _, fit in big), (ideal,) * repeats)
     versus = Paired(tuple(fit for _, fit in big), tuple(hand))
     peaks = Paired(tuple(m.peak_rss_mb for m, _ in big), tuple(m.peak_rss_mb for m, _ in small))
     growth = Paired(
@@ -73,7 +76,7 @@ def run(quick: bool = False) -> list[Figure]:
             (b.peak_rss_mb - s.peak_rss_mb) * 1024 / (trials - few)
             for (b, _), (s, _) in zip(big, small, strict=True)
         ),
-        (1.0,) * REPEATS,
+        (1.0,) * repeats,
     )
     return [
         rates.figure(
@@ -85,7 +88,7 @@ def run(quick: bool = False) -> list[Figure]:
             note="trials per second inside Tune (fit); a trial's own cost in Tune (actor "
             "reuse, result handling, the app's callbacks) bounds this",
         ),
-        Paired(tuple(trials / fit for fit in hand), (ideal,) * REPEATS).figure(
+        Paired(tuple(trials / fit for fit in hand), (ideal,) * repeats).figure(
             "scale",
             f"hand-written Tune defaults: trials per second / ideal ({trials} trials)",
             "",
@@ -99,6 +102,13 @@ def run(quick: bool = False) -> list[Figure]:
             "",
             "app fit {:.1f} s",
             "hand-written fit {:.1f} s",
+        ),
+        Paired(tuple(m.peak_rss_mb for m, _ in big), tuple(h.peak_rss_mb for h in hands)).figure(
+            "scale",
+            f"app / hand-written Tune, driver peak memory ({trials} trials)",
+            "< 1",
+            "app {:.0f} MB",
+            "hand-written {:.0f} MB",
         ),
         peaks.figure(
             "scale",
@@ -117,5 +127,17 @@ def run(quick: bool = False) -> list[Figure]:
     ]
 
 
+def main(argv: list[str] | None = None) -> None:
+    """`python -m benchmarks.scale [--quick] [--trials N] [--repeats K]`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="200 trials, not 1,000")
+    parser.add_argument("--trials", type=int, help="trials of the big search (10000: the issue's)")
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each side, in turn")
+    args = parser.parse_args(argv)
+    print(table(run(args.quick, args.trials, args.repeats)))
+
+
 if __name__ == "__main__":
-    bench_main(run, __doc__)
+    main()
