@@ -12,6 +12,8 @@ import weakref
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tune_app import scoring
 from tune_app.rundir import stream
@@ -211,3 +213,36 @@ def test_a_generated_big_run_reads_back_its_trials_exactly_with_thinned_curves(t
     assert longest > stream.CURVE_POINTS
     assert all(len(rows) <= stream.CURVE_POINTS + 2 for rows in exp.history.values())
     assert all(len(exp.metric_curves()[t.trial_id]) == t.iterations for t in exp.trials)
+
+
+def _flat_numbers(node: dict, path: str = "") -> dict:
+    """What `numbers` means, written plainly: every number (a bool is none; null stays, as
+    None) under a `/`-joined key, the top level's config and trial id left out."""
+    out: dict = {}
+    for k, value in node.items():
+        if not path and k in ("config", "trial_id"):
+            continue
+        key = f"{path}/{k}" if path else str(k)
+        if isinstance(value, dict):
+            out.update(_flat_numbers(value, key))
+        elif value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+            out[key] = value
+    return out
+
+
+_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=3), st.lists(st.none())
+)
+_NAMES = st.sampled_from(["m", "a", "b/c", "config", "trial_id", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    row=st.recursive(
+        st.dictionaries(_NAMES, _LEAVES, max_size=5),
+        lambda inner: st.dictionaries(_NAMES, st.one_of(_LEAVES, inner), max_size=5),
+        max_leaves=20,
+    )
+)
+def test_a_rows_numbers_are_every_number_under_its_joined_key(row):
+    assert numbers(row) == _flat_numbers(row)

@@ -77,18 +77,28 @@ def numbers(row: dict[str, Any]) -> dict[str, float]:
     A key reported as null (NaN or infinity in the run) stays, as None, so divergence shows.
     """
     out: dict[str, Any] = {}
-    _walk(row, "", out)
+    # The top level apart from the nested ones: a hot loop (every row of a run read back).
+    for k, value in row.items():
+        kind = type(value)
+        if kind is float or kind is int or value is None:
+            out[k if type(k) is str else str(k)] = value
+        elif kind is dict:
+            if k not in _SKIPPED:
+                _walk(value, str(k), out)
+        elif kind is not str and _is_number(value):
+            out[k if type(k) is str else str(k)] = value
+    for skipped in _SKIPPED:
+        out.pop(skipped, None)
     return out
 
 
 def _walk(node: dict[str, Any], path: str, out: dict[str, Any]) -> None:
     for k, value in node.items():
-        if not path and k in _SKIPPED:
-            continue
-        if type(value) is dict:
-            _walk(value, f"{path}/{k}" if path else str(k), out)
-        elif _is_number(value):
-            out[f"{path}/{k}" if path else str(k)] = value
+        kind = type(value)
+        if kind is dict:
+            _walk(value, f"{path}/{k}", out)
+        elif kind is float or kind is int or value is None or _is_number(value):
+            out[f"{path}/{k}"] = value
 
 
 def number_at(row: dict[str, Any], key: str) -> Any:
