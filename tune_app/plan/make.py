@@ -158,6 +158,7 @@ def _plan_experiment(
             path="--storage-path" if storage else f"{exp.key_path}.storage_path",
             suggestion="choose another storage_path (or --storage-path)",
         )
+    stop = _stop_bound(exp)
     return ExperimentPlan(
         experiment=exp,
         trainable=ref,
@@ -167,13 +168,13 @@ def _plan_experiment(
         trials=trials,
         trials_exact=searcher_of(exp.search).exact_trials,
         bundles=bundles,
-        iterations=_iteration_bound(exp, trials),
+        iterations=_iteration_bound(exp, trials, stop),
         folder=folder,
         searched=_searched(exp, env),
         layout=layout,
         warm=warm,
-        trial_ends=scheduler_of(exp.scheduler).trial_lengths(exp.scheduler, _stop_bound(exp)),
-        stop_iterations=_stop_bound(exp),
+        trial_ends=scheduler_of(exp.scheduler).trial_lengths(exp.scheduler, stop),
+        stop_iterations=stop,
     )
 
 
@@ -223,8 +224,10 @@ def _stop_bound(exp: Experiment) -> int | None:
     return int(bound) if bound else None
 
 
-def _iteration_bound(exp: Experiment, trials: int) -> int | None:
-    caps = [] if (stop := _stop_bound(exp)) is None else [stop]
+def _iteration_bound(exp: Experiment, trials: int, stop: int | None) -> int | None:
+    """All trials' iterations at most: each one's stop, or the scheduler's max_t where it is
+    counted in iterations, the lower."""
+    caps = [] if stop is None else [stop]
     sched = exp.scheduler
     if (
         scheduler_of(sched).bounds_time
