@@ -987,3 +987,21 @@ def test_a_server_started_before_a_run_follows_it_to_the_end(tmp_path: Path) -> 
                 break
             time.sleep(0.5)
         assert len(ended) == 3, groups
+
+
+def test_a_trials_events_files_sort_in_the_order_they_were_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TensorBoard reads a folder's events files in the order of their names: the tenth file a
+    process makes in one second sorts after the ninth (a restart's file after the one it
+    replays over)."""
+    from tune_app.tensorboard import events
+
+    monkeypatch.setattr(events.time, "time", lambda: 1_800_000_000.0)  # all in one second
+    made = []
+    for _ in range(12):  # the process's count crosses a power of ten on the way
+        before = set(tmp_path.glob("events.out.tfevents.*"))
+        events.EventWriter(str(tmp_path)).close()
+        (new,) = set(tmp_path.glob("events.out.tfevents.*")) - before
+        made.append(new.name)
+    assert sorted(made) == made

@@ -40,10 +40,12 @@ class EventWriter:
         from tensorboard.summary.writer.record_writer import RecordWriter
 
         Path(logdir).mkdir(parents=True, exist_ok=True)
-        # TensorBoard's own naming: time, host, process, a number unique in the process.
+        # TensorBoard's own naming: time, host, process, a number unique in the process. Its
+        # readers take a folder's files in the order of their names, so the number is padded: a
+        # trial's tenth file of one second must sort after its ninth.
         name = (
             f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
-            f"{os.getpid()}.{next(self._made)}"
+            f"{os.getpid()}.{next(self._made):08d}"
         )
         self._file = open(Path(logdir) / name, "wb")  # noqa: SIM115 - closed by close()
         self._records = RecordWriter(self._file)
