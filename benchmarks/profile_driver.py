@@ -1,6 +1,7 @@
 """Where the driver's time goes: a search run through the app in this process under cProfile,
 with the entries that cost the most and the share of the app's own code (its callbacks, stopper,
-result writing) in the driver's time. `python -m benchmarks.profile_driver [ppo|scale] [--top N]`.
+result writing) in the driver's time.
+`python -m benchmarks.profile_driver [ppo|scale|flood] [--top N]`.
 
 Only the driver is profiled: the trials run in Ray's worker processes. The app's share is the
 time Tune spends in the app's functions it calls (their callees included).
@@ -36,6 +37,16 @@ WORKLOADS = {
             "mode": "max",
             "num_samples": 300,
             "config": {"x": {"uniform": [0, 1]}, "seconds": 0.05},
+        }
+    },
+    # Results at full rate: two trials that report 3,000 results each, with nothing between.
+    "flood": {
+        "e": {
+            "run": "benchmarks.workloads:flood",
+            "metric": "score",
+            "mode": "max",
+            "num_samples": 2,
+            "config": {"x": {"uniform": [0, 1]}, "results": 3000},
         }
     },
 }

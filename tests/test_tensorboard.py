@@ -989,6 +989,37 @@ def test_a_server_started_before_a_run_follows_it_to_the_end(tmp_path: Path) -> 
         assert len(ended) == 3, groups
 
 
+def test_a_results_scalars_are_one_event_and_read_back_under_each_tag(tmp_path: Path) -> None:
+    """A result costs one record however many keys it shows: the scalars and the score ride in
+    one summary, and TensorBoard's reader shows each under its own tag at the result's step."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    board = _board(tmp_path)
+    trial = FakeTrial(str(tmp_path / "trial"), {"alpha": 0.4, "act": "tanh", "beta": 1})
+    board.on_trial_start(0, [trial], trial)
+    for step in (1, 2):
+        result = {"mean_accuracy": step / 10, "loss": {"a": 1.0 * step, "b": 2.0}}
+        board.on_trial_result(0, [trial], trial, {**result, "training_iteration": step})
+    board.writers[trial].close()
+    (events_file,) = (tmp_path / "trial").glob("events.out.tfevents.*")
+    scalar_events = [
+        e for e in EventFileLoader(str(events_file)).Load() if e.summary.value and e.step
+    ]
+    # The spec's metric and its stop key, the two loss keys, the score.
+    assert [len(e.summary.value) for e in scalar_events] == [5, 5]
+    accumulated = EventAccumulator(str(tmp_path / "trial"))
+    accumulated.Reload()
+    for tag, values in {
+        "0_spec/mean_accuracy": [0.1, 0.2],
+        "0_spec/training_iteration": [1.0, 2.0],
+        "loss/a": [1.0, 2.0],
+        "loss/b": [2.0, 2.0],
+        "tune_app/score": [0.1, 0.2],
+    }.items():
+        shown = [(e.step, e.value) for e in accumulated.Scalars(tag)]
+        assert shown == [(1, pytest.approx(values[0])), (2, pytest.approx(values[1]))], tag
+
+
 def test_a_trials_events_files_sort_in_the_order_they_were_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

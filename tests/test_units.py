@@ -89,6 +89,25 @@ def test_results_log_writes_a_config_again_when_pbt_changes_it(tmp_path):
     assert [r.get("config") for r in rows] == [{"lr": 0.1}, None, {"lr": 0.24}]
 
 
+def test_results_log_writes_a_config_changed_in_place_and_no_unchanged_one_again(tmp_path):
+    """The config a row last wrote is compared with the trial's whatever its form: a config
+    changed in its own dict is written again; one holding NaN, tuples or an array, unchanged,
+    only once."""
+    import numpy as np
+
+    log = JsonlResults(RunLocation(tmp_path), "e")
+    a = trial("a", lr=0.1, nested={"w": (1, 2)}, gap=float("nan"), grid=np.arange(3))
+    for step in (1, 2, 3):
+        if step == 3:
+            a.config["nested"]["w"] = (1, 3)  # changed where it lies
+        log.on_trial_result(0, [a], a, {"training_iteration": step, "score": float(step)})
+    rows = logged(tmp_path / "results.jsonl")
+    written = [r.get("config") for r in rows]
+    assert written[1] is None
+    assert written[0]["nested"] == {"w": [1, 2]} and written[2]["nested"] == {"w": [1, 3]}
+    assert written[0]["gap"] is None and written[0]["grid"] == [0, 1, 2]
+
+
 def logged(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 

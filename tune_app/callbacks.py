@@ -9,6 +9,7 @@ one that the next write cuts. A write that fails (a full disk) stops the run as 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import time
 from collections.abc import Iterator
@@ -77,6 +78,14 @@ def _as_written(config: Any) -> Any:
     return json.loads(json.dumps(jsonable(config), allow_nan=False))
 
 
+def _same(a: Any, b: Any) -> bool:
+    """`a == b`, False where equality has no single answer (a numpy array in a config)."""
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
 class JsonlResults(Callback):
     """Appends every trial result to `results.jsonl`; a trial's config rides on its first line,
     and on the first line after PBT changes it.
@@ -97,6 +106,7 @@ class JsonlResults(Callback):
         self._file: Any = None
         self._logged: dict[str, int] = {}  # trial id -> last iteration in the file
         self._configs: dict[str, Any] = {}  # trial id -> the config last written
+        self._given: dict[str, Any] = {}  # trial id -> a copy of that config as Tune gave it
         self._failed = False  # a write failed: the file may end in a torn line, add nothing
 
     @property
@@ -116,6 +126,7 @@ class JsonlResults(Callback):
         # another machine (or of a moved folder) says where the files are now.
         state["_folder"] = located(state["_experiment"], state["_folder"])
         state.setdefault("_failed", False)
+        state.setdefault("_given", {})
         self.__dict__.update(state)
 
     @stops_on_write_error
@@ -132,14 +143,11 @@ class JsonlResults(Callback):
             # that the file shows replays with its config from before the exploit, and a test
             # of the config took that replay for an exploit and logged its iteration twice.
             self._drop_from(trial.trial_id, step)
-        config = _as_written(trial.config)
         row = {"trial_id": trial.trial_id, "logged_at": time.time()}
         row.update((k, v) for k, v in result.items() if k not in _DROPPED)
-        if trial.trial_id not in self._seen or self._configs.get(trial.trial_id) != config:
+        if self._config_changed(trial):
             # On the first row, and again when PBT has changed it: a killed run is read back
             # with each trial's latest config.
-            self._seen.add(trial.trial_id)
-            self._configs[trial.trial_id] = config
             row["config"] = trial.config
         try:
             write_all(self._file, (json.dumps(jsonable(row), allow_nan=False) + "\n").encode())
@@ -150,9 +158,24 @@ class JsonlResults(Callback):
         if isinstance(step, int):
             self._logged[trial.trial_id] = step
 
+    def _config_changed(self, trial: Any) -> bool:
+        """Whether the trial's config is not the one its rows last wrote (none yet: changed),
+        and if so, remember it as written. Compared as given first: writing a config as the file
+        holds it costs a JSON round trip, more than the rest of a row."""
+        given = self._given.get(trial.trial_id)
+        if trial.trial_id in self._seen and given is not None and _same(given, trial.config):
+            return False
+        config = _as_written(trial.config)
+        self._given[trial.trial_id] = copy.deepcopy(trial.config)
+        if trial.trial_id in self._seen and self._configs.get(trial.trial_id) == config:
+            return False
+        self._seen.add(trial.trial_id)
+        self._configs[trial.trial_id] = config
+        return True
+
     def _open(self) -> None:
         """Open for appending, after cutting a torn last line and indexing the whole ones."""
-        self._seen, self._logged, self._configs = set(), {}, {}
+        self._seen, self._logged, self._configs, self._given = set(), {}, {}, {}
         cut_torn_tail(self.path)
         for row in read_jsonl(self.path, []):  # a row at a time: a resumed file may be large
             self._index(row)
@@ -176,7 +199,7 @@ class JsonlResults(Callback):
             if not (row.get("trial_id") == trial_id and row.get("training_iteration", 0) >= step)
         ]
         write_text(self.path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in kept))
-        self._seen, self._logged, self._configs = set(), {}, {}
+        self._seen, self._logged, self._configs, self._given = set(), {}, {}, {}
         for row in kept:
             self._index(row)
         self._file = self.path.open("ab", buffering=0)
@@ -198,6 +221,7 @@ class JsonlResults(Callback):
         # An ended trial writes no more rows: its config is not kept for the rest of the run (an
         # RLlib trial's is tens of KB, held for every trial of a search of thousands).
         self._configs.pop(trial.trial_id, None)
+        self._given.pop(trial.trial_id, None)
         # Tune saves its experiment state every 10 s or more (and never re-saves a paused trial
         # that a scheduler stops); a driver killed in between would resume a just-finished trial.
         # This journal, flushed at once, is the record of which trials ended and how.
@@ -253,11 +277,13 @@ class TrialLogsFollowResults(Callback):
         self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
     ) -> None:
         step = result.get("training_iteration")
-        if not isinstance(step, int) or not trial.local_path:
+        if not isinstance(step, int):
             return
         last = self._last.get(trial.trial_id)
         self._last[trial.trial_id] = step
-        if last is None or step <= last:  # its logs may hold lines of a run before this one
+        # Its logs may hold lines of a run before this one. (The step first: Tune builds
+        # `local_path` anew at every call, which costs more than the rest of a result's check.)
+        if (last is None or step <= last) and trial.local_path:
             cut_trial_logs(Path(trial.local_path), step)
 
     @stops_on_write_error

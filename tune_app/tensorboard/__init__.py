@@ -13,6 +13,7 @@ number, with its searched parameters, its status and its last metric values.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import time
 from collections.abc import Iterable
@@ -110,6 +111,9 @@ class TagLayout:
 
     def tag(self, key: str) -> str | None:
         """The scalar tag of result key `key` (flattened with `/`), or None: not shown."""
+        return _tag(self, key)
+
+    def _tag(self, key: str) -> str | None:
         if key in self.named:
             return f"{SPEC_GROUP}/{key}"
         if not matches(key, self.include) and (
@@ -120,14 +124,24 @@ class TagLayout:
 
     def scalars(self, result: dict[str, Any]) -> dict[str, float]:
         """A result's shown numbers by tag, the spec's keys first; NaNs and infinities left out."""
-        flat = flatten({k: v for k, v in result.items() if k != "config"}, "/")
+        return self.shown(flatten({k: v for k, v in result.items() if k != "config"}, "/"))
+
+    def shown(self, flat: dict[str, Any]) -> dict[str, float]:
+        """`scalars` of a result flattened with `/` already (its `config` left out)."""
         keys = [*(k for k in self.named if k in flat), *(k for k in flat if k not in self.named)]
         shown = {}
         for key in keys:
-            tag, value = self.tag(key), scoring.finite(flat[key])
-            if tag is not None and value is not None:
+            tag = _tag(self, key)
+            if tag is not None and (value := scoring.finite(flat[key])) is not None:
                 shown[tag] = value
         return shown
+
+
+@functools.lru_cache(maxsize=4096)
+def _tag(layout: TagLayout, key: str) -> str | None:
+    # A result's keys are the same from one result to the next: each is matched against the
+    # layout's patterns once, not at every result.
+    return layout._tag(key)
 
 
 class TrialBoard(LoggerCallback):
@@ -233,17 +247,20 @@ class TrialBoard(LoggerCallback):
             # (its restart rule), so the trial's scalars are what results.jsonl keeps.
             writer.restart(step)
         self.last_step[trial] = iteration
-        for tag, number in self.layout.scalars(result).items():
-            writer.add_scalar(tag, number, global_step=step)
+        flat = flatten({k: v for k, v in result.items() if k != "config"}, "/")
+        shown = self.layout.shown(flat)
         if self.metric:
             scored = self.scored.get(trial.trial_id)
             if scored is None:
                 scored = self.scored[trial.trial_id] = scoring.StepScore(self.scope, self.mode)
-            value = scoring.finite(flatten(result, "/").get(self.metric))
+            value = scoring.finite(flat.get(self.metric))
             scored.add(step, value)
             # The score as the summary ranks trials, so HParams sorts them the same way.
             if value is not None and scored.value is not None:
-                writer.add_scalar(SCORE_TAG, scored.value, global_step=step)
+                shown[SCORE_TAG] = scored.value
+        # One event holds the result's scalars, as a merged summary of TensorFlow's: a result
+        # costs one record (its framing and checksums), not one per key.
+        writer.add_scalars(shown, global_step=step)
 
     @stops_on_write_error
     def log_trial_end(self, trial: Trial, failed: bool = False) -> None:

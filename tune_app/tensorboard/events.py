@@ -54,9 +54,18 @@ class EventWriter:
         self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
 
     def add_scalar(self, tag: str, value: float, global_step: int | None = None) -> None:
+        self.add_scalars({tag: value}, global_step)
+
+    def add_scalars(self, values: dict[str, float], global_step: int | None = None) -> None:
+        """Scalars of one step in one event (TensorBoard reads each value of a summary under
+        its own tag); nothing is written for none."""
         from tensorboard.compat.proto.summary_pb2 import Summary
 
-        self.add_summary(Summary(value=[Summary.Value(tag=tag, simple_value=value)]), global_step)
+        if values:
+            summary = Summary(
+                value=[Summary.Value(tag=t, simple_value=v) for t, v in values.items()]
+            )
+            self.add_summary(summary, global_step)
 
     def add_summary(self, summary: Any, global_step: int | None = None) -> None:
         from tensorboard.compat.proto.event_pb2 import Event
