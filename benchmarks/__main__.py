@@ -21,6 +21,7 @@ NAMES = (
     "throughput",
     "startup",
     "scale",
+    "full_rate",
     "layout",
     "big_results",
     "gpu",

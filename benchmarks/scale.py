@@ -4,6 +4,7 @@ the same app's on a search a hundredth the size."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -37,7 +38,23 @@ def _run(tmp: Path, trials: int, seconds: float):
     measured = tune_app("run", str(spec), "--storage-path", str(tmp / f"s{trials}"), "-q", cwd=ROOT)
     summary = read_summary(tmp / f"s{trials}" / "e")
     assert summary["counts"] == {"TERMINATED": trials}, summary["counts"]
+    measured.extra["ends"] = result_times(tmp / f"s{trials}" / "e")
     return measured, summary["wall_time_s"]
+
+
+def result_times(folder: Path) -> list[float]:
+    """When the driver took each result of the run (results.jsonl's `logged_at`), in order: a
+    trial of this benchmark reports once, as it ends."""
+    with (folder / "results.jsonl").open() as lines:
+        return sorted(json.loads(line)["logged_at"] for line in lines)
+
+
+def end_rates(ends: list[float]) -> tuple[float, float]:
+    """Trials per second over the first and over the last thousand ends (a tenth of them, in
+    a search of under 10,000): whether the rate falls as trials finish."""
+    k = max(2, min(1000, len(ends) // 10))
+    first, last = ends[:k], ends[-k:]
+    return (k - 1) / max(first[-1] - first[0], 1e-9), (k - 1) / max(last[-1] - last[0], 1e-9)
 
 
 def _hand(tmp: Path, trials: int, seconds: float, cpus: int) -> Measured:
@@ -78,6 +95,8 @@ def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) 
         ),
         (1.0,) * repeats,
     )
+    ends = [end_rates(m.extra["ends"]) for m, _ in big]
+    k = max(2, min(1000, trials // 10))
     return [
         rates.figure(
             "scale",
@@ -109,6 +128,15 @@ def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) 
             "< 1",
             "app {:.0f} MB",
             "hand-written {:.0f} MB",
+        ),
+        Paired(tuple(last for _, last in ends), tuple(first for first, _ in ends)).figure(
+            "scale",
+            f"trials per second, last {k} / first {k} to end ({trials} trials)",
+            ">= 0.8",
+            "last {:.1f} trials/s",
+            "first {:.1f} trials/s",
+            note="from the times the driver took each trial's result (results.jsonl); a rate "
+            "that falls as trials finish is a cost that grows with them",
         ),
         peaks.figure(
             "scale",

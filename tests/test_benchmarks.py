@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -361,3 +362,48 @@ def test_warm_start_continues_the_first_search_and_judges_each_arm_over_both(tmp
     assert "| t | warm | 2 | 2.00 | 15.00 | 2.00 | - | 156 |" in warm_start.summary(
         warm_start.by_task(found), 4
     )
+
+
+def _flooded(folder: Path, results: int, order: list[int] | None = None) -> None:
+    """A run folder as the full-rate benchmark's trials leave it, each trial's indices written
+    in `order` (in order by default) to results.jsonl and to its events file."""
+    from tune_app.tensorboard.events import EventWriter
+
+    order = list(range(results)) if order is None else order
+    rows = []
+    for trial in ("t0", "t1"):
+        writer = EventWriter(str(folder / trial))
+        for i in order:
+            rows.append({"trial_id": trial, "training_iteration": i + 1, "index": i})
+            writer.add_scalars({"metrics/index": float(i)}, global_step=i + 1)
+        writer.close()
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_the_full_rate_check_holds_every_result_in_order_and_finds_one_lost_or_moved(
+    tmp_path: Path,
+) -> None:
+    from benchmarks.full_rate import check_every_result
+
+    _flooded(tmp_path / "whole", 5)
+    check_every_result(tmp_path / "whole", 5)
+    for name, order in {
+        "lost": [0, 1, 3, 4],
+        "moved": [0, 2, 1, 3, 4],
+        "twice": [0, 1, 1, 2, 3, 4],
+    }.items():
+        _flooded(tmp_path / name, 5, order)
+        with pytest.raises(AssertionError):
+            check_every_result(tmp_path / name, 5)
+
+
+def test_the_end_rates_are_of_the_first_and_last_thousand_ends() -> None:
+    from benchmarks.scale import end_rates
+
+    steady = [i * 0.1 for i in range(20_000)]  # 10 a second throughout
+    assert end_rates(steady) == pytest.approx((10.0, 10.0))
+    slowing = [i * 0.1 for i in range(10_000)] + [1000 + i * 0.2 for i in range(10_000)]
+    first, last = end_rates(slowing)
+    assert first == pytest.approx(10.0) and last == pytest.approx(5.0)
+    few = [float(i) for i in range(50)]  # a tenth of them: 5 ends
+    assert end_rates(few) == pytest.approx((1.0, 1.0))
