@@ -326,3 +326,41 @@ def test_a_progress_callback_pickled_with_every_value_resumes_with_their_scores(
     trial = SimpleNamespace(trial_id="a", status="TERMINATED", config={}, last_result={})
     other = SimpleNamespace(trial_id="b", status="TERMINATED", config={}, last_result={})
     assert again._best([trial, other]) == (1.0, trial)
+
+
+def test_trials_ending_take_a_snapshot_at_most_every_period_and_each_reads_an_ended_trial_once(
+    monkeypatch,
+):
+    """A search of thousands of short trials: a snapshot reads every trial, so trials ending
+    do not each take one (quadratic in the trials), and an ended trial is read once; a trial
+    that runs again (its status changed) is read anew."""
+    clock = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    snaps = []
+    progress.attach("e", SimpleNamespace(line=lambda text: None, snapshot=snaps.append))
+    try:
+        callback = progress.ProgressCallback("e", "acc", "max", ())
+        trials = [_trial("RUNNING", {}, f"t{i}", acc=i, training_iteration=1) for i in range(50)]
+        for trial in trials:
+            callback.on_trial_result(0, trials, trial, trial.last_result)
+        for trial in trials:
+            trial.status = "TERMINATED"
+            callback.on_trial_complete(0, trials, trial)
+        assert len(snaps) == 1  # the first; the clock has not moved
+        clock[0] += progress.SNAPSHOT_PERIOD_S
+        callback.on_step_end(0, trials)
+        assert len(snaps) == 2 and snaps[-1].done == 50 and snaps[-1].best == 49
+        read = []  # the trials' results flattened (a config is flattened too, for its values)
+
+        def flatten(d, *a):
+            read.extend(["result"] if "training_iteration" in d else [])
+            return dict(d)
+
+        monkeypatch.setattr(progress, "flatten", flatten)
+        assert callback.snapshot(trials).done == 50 and read == []
+        trials[0].status, trials[0].last_result = "RUNNING", {"training_iteration": 2}
+        again = callback.snapshot(trials)
+        # Only the running one is read (for its count and its score's status), none ended.
+        assert (again.done, again.running) == (49, 1) and 1 <= len(read) <= 2
+    finally:
+        progress.attach("e", None)

@@ -111,13 +111,13 @@ def test_a_failed_trials_line_fits_one_line_and_names_the_users_class(tmp_path, 
     failure = failures.from_text(error_file.read_text())
     assert failure.frame == "keyfail.py:8"
     trial_folder = "Missing_5944ae_a3ad0_00001_1_lr=2_2026-11-28_08-35-22"
-    files = progress.TrialFiles(
+    files = failures.TrialFiles(
         str(deep / "results" / "keys"),
         trial_folder,
         ("error.txt", "stdout"),
     )
-    line = progress.failure_line("[keys] trial a3ad0_00001", failure, params, files)
-    assert len(line) <= progress.MAX_LINE, line
+    line = failures.failure_line("[keys] trial a3ad0_00001", failure, params, files)
+    assert len(line) <= failures.MAX_LINE, line
     assert line.startswith("[keys] trial a3ad0_00001 failed: KeyError: '")
     assert "Missing set-up" in line or "..." in line  # a long message is what gets cut
     assert "ResourceTrainable" not in line
@@ -129,7 +129,7 @@ def test_a_failed_trials_line_fits_one_line_and_names_the_users_class(tmp_path, 
 
 def test_a_trial_folder_under_the_working_directory_is_named_relative_to_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    files = progress.TrialFiles(f"{tmp_path}/out/e", "t_1", ("error.txt",))
+    files = failures.TrialFiles(f"{tmp_path}/out/e", "t_1", ("error.txt",))
     assert files.text() == "; error.txt in out/e/t_1"
 
 

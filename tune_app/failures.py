@@ -1,6 +1,7 @@
 """Why trials failed: each failure gets a cause (the exception type, a non-finite metric, out of
 memory, killed, no result for N s) and its first lines, read from the exception or from Tune's
-error.txt, so runs and `analyze` group failures the same way."""
+error.txt, so runs and `analyze` group failures the same way; and a failed trial's one line,
+as the progress view prints it."""
 
 from __future__ import annotations
 
@@ -256,3 +257,57 @@ def same_before_results(trials: Sequence[Any]) -> tuple[Failure, int] | None:
     if not failed or len({alike(f) for f in failed}) != 1:
         return None
     return failed[0], len(failed)
+
+
+# ---- a failed trial's one line, as the progress view prints it
+
+MAX_LINE = 200  # characters of a failed trial's line: one terminal line, not a paragraph
+_MIN_ERROR = 40  # characters of the error kept before the line's other parts are cut
+
+
+@dataclass(frozen=True)
+class TrialFiles:
+    """A failed trial's files: its folder (`parent`/`name`) and the files in it to read."""
+
+    parent: str  # the run folder, as the run's first line named it
+    name: str  # the trial's folder in it
+    files: tuple[str, ...]  # the names of the error file, then the output's, in that folder
+
+    def text(self, whole: bool = True) -> str:
+        """ "; error.txt, stdout in FOLDER": the folder once, relative to the working directory
+        when under it; not `whole`, the trial's folder alone (the run's first line says where
+        the run folder is)."""
+        names = ", ".join(self.files)
+        return f"; {names} in {_near(f'{self.parent}/{self.name}') if whole else self.name}"
+
+
+def failure_line(trial: str, failure: Failure | None, params: str, files: TrialFiles | None) -> str:
+    """A failed trial's one line, at most MAX_LINE characters: `trial` (`[e] trial abc_00001`),
+    its error (the first line: type and message, which is what gets cut to fit), where in the
+    user's code, its searched values, and its folder with the files to read there."""
+    if failure is None:
+        error, at = "see its error file", ""
+    else:
+        error = failure.message.splitlines()[0] if failure.message else failure.cause
+        at = f" at {failure.frame}" if failure.frame else ""
+    head = f"{trial} failed: "
+    tail = files.text() if files else ""
+    need = min(len(error), _MIN_ERROR)  # the error is cut to this before anything else is
+    room = MAX_LINE - len(head) - len(at) - len(params) - len(tail)
+    if room < need and files is not None:
+        tail = files.text(whole=False)
+        room = MAX_LINE - len(head) - len(at) - len(params) - len(tail)
+    if room < need:
+        params = _clip(params, max(0, len(params) - (need - room)))
+        room = MAX_LINE - len(head) - len(at) - len(params) - len(tail)
+    return _clip(f"{head}{_clip(error, max(room, need))}{at}{params}{tail}", MAX_LINE)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
+
+
+def _near(path: str) -> str:
+    """`path` relative to the working directory when under it (a URI stays whole)."""
+    here = os.getcwd().rstrip(os.sep) + os.sep
+    return path[len(here) :] if path.startswith(here) else path

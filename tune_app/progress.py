@@ -12,7 +12,6 @@ experiment name at run time, so a callback that Tune restores on resume finds th
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from ray import tune
 
 from tune_app import eta, failures, objectives, scoring
 from tune_app.divergence import diverged
+from tune_app.failures import TrialFiles, failure_line
 from tune_app.objectives import Limit, Objective
 from tune_app.rundir import pareto
 from tune_app.rundir.layout import flatten
@@ -113,10 +113,14 @@ class ProgressCallback(tune.Callback):
         self._total: int | None = None
         self._start = time.monotonic()
         self._last = 0.0
+        # trial id -> (Tune's status, the status counted, iterations) of a trial that ended: it
+        # changes no more, and a snapshot of a search of thousands reads it from here
+        self._ended: dict[str, tuple[str, str, float]] = {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # One pickled before scores were kept as they run (a resumed run) kept every value.
         values = state.pop("_values", None)
+        state["_ended"] = {}
         self.__dict__.update(state)
         if values is not None:
             self._scores = {}
@@ -147,6 +151,11 @@ class ProgressCallback(tune.Callback):
                 lasts[key] = finite(flat[key])
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
+        self._send_due(trials)
+
+    def _send_due(self, trials: list) -> None:
+        # A snapshot reads every trial: taken at most every SNAPSHOT_PERIOD_S, not at each
+        # trial's end, or a search of thousands of short trials is quadratic in its trials.
         now = time.monotonic()
         if now - self._last >= SNAPSHOT_PERIOD_S:
             self._last = now
@@ -171,7 +180,7 @@ class ProgressCallback(tune.Callback):
                 f"trial {trial.trial_id} done after {counted(iterations, 'iteration')}"
                 f"{shown}{params}"
             )
-        self._send(trials)
+        self._send_due(trials)
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         # One line per failure: the error, where in the user's code, and the trial's files (the
@@ -184,7 +193,7 @@ class ProgressCallback(tune.Callback):
                 self._files(trial),
             )
         )
-        self._send(trials)
+        self._send_due(trials)
 
     def _files(self, trial: Any) -> TrialFiles | None:
         """Where a failed trial's error file and output are, as a user names them."""
@@ -212,9 +221,9 @@ class ProgressCallback(tune.Callback):
         counts = {"TERMINATED": 0, "RUNNING": 0, "ERROR": 0}
         ran = []  # each trial's iterations so far, and whether it ended
         for trial in trials:
-            last = flatten(trial.last_result or {}, "/")
-            counts[self._status(trial)] = counts.get(self._status(trial), 0) + 1
-            ran.append((float(last.get("training_iteration") or 0), trial.status in ENDED))
+            _, status, iterations = self._row(trial)
+            counts[status] = counts.get(status, 0) + 1
+            ran.append((iterations, trial.status in ENDED))
         best, best_trial = self._best(trials)
         total = max(self._total or 0, len(trials)) or None
         elapsed = time.monotonic() - self._start
@@ -242,15 +251,33 @@ class ProgressCallback(tune.Callback):
             unknown_eta=self.plan is not None and not self.plan.known,
         )
 
+    def _row(self, trial: Any) -> tuple[str, str, float]:
+        """Tune's status, the status counted (`_status`) and the iterations so far: of an
+        ended trial, kept from the first time it is read."""
+        kept = self._ended.get(trial.trial_id)
+        if kept is not None and kept[0] == trial.status:
+            return kept
+        last = flatten(trial.last_result or {}, "/")
+        row = (
+            str(trial.status),
+            self._counted(trial.status, last),
+            float(last.get("training_iteration") or 0),
+        )
+        if trial.status in ENDED:
+            self._ended[trial.trial_id] = row
+        return row
+
     def _status(self, trial: Any) -> str:
         """Tune's status, but ERROR for a trial stopped for a NaN metric, as the summary counts
         it."""
-        last = flatten(trial.last_result or {}, "/")
-        if trial.status == "TERMINATED" and diverged(
+        return self._row(trial)[1]
+
+    def _counted(self, status: str, last: dict[str, Any]) -> str:
+        if status == "TERMINATED" and diverged(
             last, self.metric or [o.name for o in self.objectives]
         ):
             return "ERROR"
-        return str(trial.status)
+        return str(status)
 
     def _best(self, trials: list) -> tuple[float | None, Any]:
         """The best score so far and its trial: failed trials rank after the others, and one
@@ -296,60 +323,6 @@ class ProgressCallback(tune.Callback):
         chosen = pareto.pick(points, self.objectives, first, "progress")
         named = tuple((o.name, v) for o, v in zip(self.objectives, points[chosen], strict=True))
         return len(pareto.front(points, [o.mode for o in self.objectives])), named, by_id[chosen]
-
-
-MAX_LINE = 200  # characters of a failed trial's line: one terminal line, not a paragraph
-_MIN_ERROR = 40  # characters of the error kept before the line's other parts are cut
-
-
-@dataclass(frozen=True)
-class TrialFiles:
-    """A failed trial's files: its folder (`parent`/`name`) and the files in it to read."""
-
-    parent: str  # the run folder, as the run's first line named it
-    name: str  # the trial's folder in it
-    files: tuple[str, ...]  # the names of the error file, then the output's, in that folder
-
-    def text(self, whole: bool = True) -> str:
-        """ "; error.txt, stdout in FOLDER": the folder once, relative to the working directory
-        when under it; not `whole`, the trial's folder alone (the run's first line says where
-        the run folder is)."""
-        names = ", ".join(self.files)
-        return f"; {names} in {_near(f'{self.parent}/{self.name}') if whole else self.name}"
-
-
-def failure_line(
-    trial: str, failure: failures.Failure | None, params: str, files: TrialFiles | None
-) -> str:
-    """A failed trial's one line, at most MAX_LINE characters: `trial` (`[e] trial abc_00001`),
-    its error (the first line: type and message, which is what gets cut to fit), where in the
-    user's code, its searched values, and its folder with the files to read there."""
-    if failure is None:
-        error, at = "see its error file", ""
-    else:
-        error = failure.message.splitlines()[0] if failure.message else failure.cause
-        at = f" at {failure.frame}" if failure.frame else ""
-    head = f"{trial} failed: "
-    tail = files.text() if files else ""
-    need = min(len(error), _MIN_ERROR)  # the error is cut to this before anything else is
-    room = MAX_LINE - len(head) - len(at) - len(params) - len(tail)
-    if room < need and files is not None:
-        tail = files.text(whole=False)
-        room = MAX_LINE - len(head) - len(at) - len(params) - len(tail)
-    if room < need:
-        params = _clip(params, max(0, len(params) - (need - room)))
-        room = MAX_LINE - len(head) - len(at) - len(params) - len(tail)
-    return _clip(f"{head}{_clip(error, max(room, need))}{at}{params}{tail}", MAX_LINE)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
-
-
-def _near(path: str) -> str:
-    """`path` relative to the working directory when under it (a URI stays whole)."""
-    here = os.getcwd().rstrip(os.sep) + os.sep
-    return path[len(here) :] if path.startswith(here) else path
 
 
 def _params(config: dict[str, Any], searched: tuple[str, ...]) -> str:
