@@ -522,3 +522,23 @@ def test_a_stopper_of_several_objectives_stops_a_trial_when_any_is_not_finite(br
     assert stop("t", {"a": 1.0, "b": 2.0, broken: value})
     found = diverged({"a": 1.0, "b": 2.0, broken: value}, ("a", "b"))
     assert found is not None and found[0] == broken
+
+
+@pytest.mark.parametrize(
+    ("samples", "period"), [(10, "1"), (300, "3"), (999, "9.99"), (1000, "auto"), (10_000, "auto")]
+)
+def test_tune_saves_its_state_every_second_for_small_searches_and_by_its_own_rule_for_large(
+    tmp_path, monkeypatch, samples, period
+):
+    """Every trial's state is in each save (10 KB a trial): from 1,000 trials Tune's own rule
+    (10 s, or 19 times what a save took) keeps saving from growing with the trials."""
+    from tune_app import tuner
+
+    monkeypatch.setattr(tuner, "_USER_STATE_PERIOD", None)
+    user_module("curves.py", tmp_path)
+    ep = plan_of(
+        tmp_path,
+        f"e:\n  run: curves:train\n  metric: score\n  mode: max\n  num_samples: {samples}\n"
+        "  config: {x: {uniform: [0, 1]}}\n",
+    )
+    assert tuner.state_period(ep) == period
