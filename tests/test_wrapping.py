@@ -181,3 +181,67 @@ def test_the_searchers_wrappers_are_saved_apart_and_restored():
     assert again.searcher.latest == {"a": {"score": 2.0}}
     assert repeater.suggest("b") == {"x": "b", "seed": 1}  # the second seed of the same one
     assert repeater.groups["b"].first == "a"
+
+
+class Counted(StandIn):
+    """A stand-in trial that counts how often its status is read."""
+
+    reads = 0
+
+    def __init__(self, status, **kwargs):
+        super().__init__(**kwargs)
+        self.status = status
+
+    @property
+    def status(self):
+        Counted.reads += 1
+        return self.__dict__["_status"]
+
+    @status.setter
+    def status(self, value):
+        self.__dict__["_status"] = value
+
+
+class Controller:
+    """What a scheduler's choice reads of Tune's controller: its list of trials."""
+
+    def __init__(self, trials):
+        self.trials = trials
+
+    def get_trials(self):
+        return self.trials
+
+
+@pytest.mark.parametrize("tunes", [FIFOScheduler, ASHAScheduler])
+def test_skipping_ended_trials_chooses_as_tune_does(tunes):
+    """Trials end, start, pause and resume in a random order (an ended trial runs no more):
+    after every change the wrapper chooses the trial Tune's own scheduler chooses."""
+    import random
+
+    from tune_app.ray_internals.wrapping import SkipsEnded
+
+    rng = random.Random(7)
+    statuses = [Trial.PENDING, Trial.RUNNING, Trial.PAUSED, Trial.TERMINATED, Trial.ERROR]
+    trials = [StandIn(trial_id=str(i), status=Trial.PENDING) for i in range(60)]
+    controller = Controller(trials)
+    kwargs = {} if tunes is FIFOScheduler else {"metric": "m", "mode": "max"}
+    alone, wrapped = tunes(**kwargs), SkipsEnded(tunes(**kwargs))
+    for _ in range(400):
+        trial = rng.choice([t for t in trials if t.status != Trial.TERMINATED] or trials)
+        if trial.status != Trial.TERMINATED:
+            trial.status = rng.choice(statuses)
+        assert wrapped.choose_trial_to_run(controller) is alone.choose_trial_to_run(controller)
+    assert wrapped.ended > 0
+
+
+def test_a_choice_reads_each_ended_trial_once_not_at_every_choice():
+    from tune_app.ray_internals.wrapping import SkipsEnded
+
+    trials = [Counted(trial_id=str(i), status=Trial.TERMINATED) for i in range(10_000)]
+    trials += [Counted(trial_id="p", status=Trial.PENDING)]
+    controller, wrapped = Controller(trials), SkipsEnded(FIFOScheduler())
+    Counted.reads = 0
+    for _ in range(100):
+        assert wrapped.choose_trial_to_run(controller) is trials[-1]
+    assert Counted.reads <= 10_000 + 2 * 100  # Tune's FIFO alone: 10,001 at every choice
+    assert cloudpickle.loads(cloudpickle.dumps(wrapped)).ended == 0  # a restore starts over

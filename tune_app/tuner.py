@@ -19,6 +19,7 @@ from tune_app.divergence import diverged
 from tune_app.kinds.builtin import saves_checkpoints
 from tune_app.methods import Context, scheduler_of, searcher_of
 from tune_app.plan.types import ExperimentPlan
+from tune_app.ray_internals.wrapping import SkipsEnded
 from tune_app.rllib.tables import RESULT_GROUPS
 from tune_app.rundir.outcome import flatten_result
 from tune_app.scoring import number
@@ -309,4 +310,4 @@ def _scheduler(ep: ExperimentPlan) -> Any:
         folder=ep.folder,
         seeds_aggregate=exp.aggregate if exp.seeds else None,
     )
-    return scheduler_of(sched).build(sched, ctx)
+    return SkipsEnded(scheduler_of(sched).build(sched, ctx))

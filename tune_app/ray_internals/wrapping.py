@@ -74,6 +74,44 @@ class Wraps(TrialScheduler):
         self.inner.restore(checkpoint_path)
 
 
+class SkipsEnded(Wraps):
+    """Hands the scheduler's choice of a trial to run a view of the trials without those at the
+    front that ended: every scheduler here chooses among pending and paused trials, and Tune's
+    FIFO (ASHA's and the median's too) and PBT read the search's whole list of trials at every
+    choice, from its first trial on. A search of 10,000 short trials then spent a time that
+    grew with the trials already finished on each trial it started. A trial that ended
+    (TERMINATED) runs no more in this controller: the view starts after the first run of them,
+    kept as a count that only grows."""
+
+    def __init__(self, inner: TrialScheduler) -> None:
+        super().__init__(inner)
+        self.ended = 0  # the trials at the front of the controller's list that ended
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A restored search may hold its trials in another order, or run an ended one again.
+        self.__dict__.update(state, ended=0)
+
+    def choose_trial_to_run(self, tune_controller: Any) -> Trial | None:
+        trials = tune_controller.get_trials()
+        while self.ended < len(trials) and trials[self.ended].status == Trial.TERMINATED:
+            self.ended += 1
+        view: Any = _TrialsFrom(tune_controller, trials, self.ended)
+        return self.inner.choose_trial_to_run(view if self.ended else tune_controller)
+
+
+class _TrialsFrom:
+    """A controller whose `get_trials` starts at `start`; anything else is the controller's."""
+
+    def __init__(self, controller: Any, trials: list[Trial], start: int) -> None:
+        self._controller, self._trials, self._start = controller, trials, start
+
+    def get_trials(self) -> list[Trial]:
+        return self._trials[self._start :]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._controller, name)
+
+
 def option(cls: type, options: dict[str, Any], name: str) -> Any:
     """The value of constructor option `name` that `cls(**options)` runs with: the one given, or
     the constructor's default."""
