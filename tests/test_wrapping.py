@@ -214,8 +214,9 @@ class Controller:
 
 @pytest.mark.parametrize("tunes", [FIFOScheduler, ASHAScheduler])
 def test_skipping_ended_trials_chooses_as_tune_does(tunes):
-    """Trials end, start, pause and resume in a random order (an ended trial runs no more):
-    after every change the wrapper chooses the trial Tune's own scheduler chooses."""
+    """Trials end, fail, start, pause and resume in a random order (an ended or failed trial
+    runs no more): after every change the wrapper chooses the trial Tune's own scheduler
+    chooses."""
     import random
 
     from tune_app.ray_internals.wrapping import SkipsEnded
@@ -226,9 +227,10 @@ def test_skipping_ended_trials_chooses_as_tune_does(tunes):
     controller = Controller(trials)
     kwargs = {} if tunes is FIFOScheduler else {"metric": "m", "mode": "max"}
     alone, wrapped = tunes(**kwargs), SkipsEnded(tunes(**kwargs))
+    ended = (Trial.TERMINATED, Trial.ERROR)
     for _ in range(400):
-        trial = rng.choice([t for t in trials if t.status != Trial.TERMINATED] or trials)
-        if trial.status != Trial.TERMINATED:
+        trial = rng.choice([t for t in trials if t.status not in ended] or trials)
+        if trial.status not in ended:
             trial.status = rng.choice(statuses)
         assert wrapped.choose_trial_to_run(controller) is alone.choose_trial_to_run(controller)
     assert wrapped.ended > 0

@@ -166,9 +166,11 @@ class JsonlResults(Callback):
         if trial.trial_id in self._seen and given is not None and _same(given, trial.config):
             return False
         config = _as_written(trial.config)
-        self._given[trial.trial_id] = copy.deepcopy(trial.config)
         if trial.trial_id in self._seen and self._configs.get(trial.trial_id) == config:
-            return False
+            if given is None:  # the first result after a resume: the file's config, as given
+                self._given[trial.trial_id] = copy.deepcopy(trial.config)
+            return False  # (a config with no single equality, an array, takes this way each time)
+        self._given[trial.trial_id] = copy.deepcopy(trial.config)
         self._seen.add(trial.trial_id)
         self._configs[trial.trial_id] = config
         return True

@@ -74,6 +74,7 @@ PICKLED_NAMES = frozenset(
         "tune_app.methods.told:Replayed",  # a warm start told to HyperOpt
         "tune_app.methods.told:ToldOnce",  # and to Optuna's stored study
         # Schedulers
+        "tune_app.ray_internals.wrapping:SkipsEnded",  # around every scheduler
         "tune_app.ray_internals.sparse:SparseASHA",
         "tune_app.ray_internals.sparse:SparseMedian",
         "tune_app.ray_internals.seeded:SeededASHA",

@@ -79,8 +79,9 @@ class SkipsEnded(Wraps):
     front that ended: every scheduler here chooses among pending and paused trials, and Tune's
     FIFO (ASHA's and the median's too) and PBT read the search's whole list of trials at every
     choice, from its first trial on. A search of 10,000 short trials then spent a time that
-    grew with the trials already finished on each trial it started. A trial that ended
-    (TERMINATED) runs no more in this controller: the view starts after the first run of them,
+    grew with the trials already finished on each trial it started. A trial that ended runs no
+    more in this controller (TERMINATED; ERROR too: a trial retried after a failure is made
+    PENDING within the call that records it): the view starts after the first run of them,
     kept as a count that only grows."""
 
     def __init__(self, inner: TrialScheduler) -> None:
@@ -93,10 +94,13 @@ class SkipsEnded(Wraps):
 
     def choose_trial_to_run(self, tune_controller: Any) -> Trial | None:
         trials = tune_controller.get_trials()
-        while self.ended < len(trials) and trials[self.ended].status == Trial.TERMINATED:
+        while self.ended < len(trials) and trials[self.ended].status in _ENDED:
             self.ended += 1
         view: Any = _TrialsFrom(tune_controller, trials, self.ended)
         return self.inner.choose_trial_to_run(view if self.ended else tune_controller)
+
+
+_ENDED = (Trial.TERMINATED, Trial.ERROR)
 
 
 class _TrialsFrom:
