@@ -180,9 +180,23 @@ class _HighWater:
         self._thread.join()
 
 
-def script(path: Path, cwd: Path) -> Measured:
-    """A hand-written script; its Ray workers import `benchmarks` from the checkout."""
-    return measure([PYTHON, str(path)], cwd, {"PYTHONPATH": str(ROOT)})
+def script(path: Path, cwd: Path, env: dict[str, str] | None = None) -> Measured:
+    """A hand-written script; its Ray workers import `benchmarks` from the checkout. `env`
+    adds to its environment."""
+    return measure([PYTHON, str(path)], cwd, {"PYTHONPATH": str(ROOT), **(env or {})})
+
+
+def sized_main(run: Any, doc: str | None, size: str, size_help: str, quick_help: str) -> None:
+    """`python -m benchmarks.NAME [--quick] [--SIZE N] [--repeats K]`: one benchmark's table,
+    `run(quick, size, repeats)`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument(f"--{size}", type=int, help=size_help)
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each side, in turn")
+    args = parser.parse_args()
+    print(table(run(args.quick, getattr(args, size), args.repeats)))
 
 
 def tune_app(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Measured:

@@ -19,18 +19,16 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.common import (
-    PYTHON,
     REPEATS,
     ROOT,
     Figure,
     Measured,
     Paired,
-    measure,
     read_summary,
-    table,
+    sized_main,
     tune_app,
 )
-from benchmarks.overhead import HAND
+from benchmarks.overhead import hand_written
 
 TRIALS = 2  # one per core of the smallest machine: the driver, not the trials, is the bound
 
@@ -90,28 +88,16 @@ def check_every_result(folder: Path, results: int) -> None:
 def _hand(tmp: Path, results: int, cpus: int, loggers: bool) -> Measured:
     """The same search as a hand-written Tuner script; with `loggers` off, Tune's switch for
     its default loggers (`TUNE_DISABLE_AUTO_CALLBACK_LOGGERS`) is set. Fit time in extra."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    name = "hand" if loggers else "bare"
-    script = tmp / f"{name}.py"
-    script.write_text(
-        HAND.format(
-            root=str(ROOT),
-            module="benchmarks.workloads",
-            function="flood",
-            space=f"{{'x': tune.uniform(0, 1), 'results': {results}}}",
-            metric="score",
-            cpus=cpus,
-            stop="{}",
-            storage=str(tmp / name),
-            tune_config=f", num_samples={TRIALS}",
-        )
+    return hand_written(
+        tmp,
+        "benchmarks.workloads",
+        "flood",
+        f"{{'x': tune.uniform(0, 1), 'results': {results}}}",
+        "score",
+        cpus,
+        tune_config=f", num_samples={TRIALS}",
+        env=None if loggers else {"TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1"},
     )
-    env = {"PYTHONPATH": str(ROOT)}
-    if not loggers:
-        env["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
-    measured = measure([PYTHON, str(script)], tmp, env)
-    measured.extra = json.loads(measured.stdout.strip().splitlines()[-1])
-    return measured
 
 
 def run(quick: bool = False, results: int | None = None, repeats: int = REPEATS) -> list[Figure]:
@@ -184,15 +170,8 @@ def run(quick: bool = False, results: int | None = None, repeats: int = REPEATS)
     ]
 
 
-def main(argv: list[str] | None = None) -> None:
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="1,000 results per trial, not 5,000")
-    parser.add_argument("--results", type=int, help="results per trial")
-    parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each side, in turn")
-    args = parser.parse_args(argv)
-    print(table(run(args.quick, args.results, args.repeats)))
+def main() -> None:
+    sized_main(run, __doc__, "results", "results per trial", "1,000 results per trial, not 5,000")
 
 
 if __name__ == "__main__":

@@ -79,9 +79,11 @@ def hand_written(
     cpus: int,
     stop: dict | None = None,
     tune_config: str = "",
+    env: dict[str, str] | None = None,
 ) -> Measured:
     """A hand-written Tuner script with Tune's defaults, run as its own process: its fit time
-    in `extra["fit_s"]`. `tune_config` adds TuneConfig arguments (", num_samples=10")."""
+    in `extra["fit_s"]`. `tune_config` adds TuneConfig arguments (", num_samples=10"); `env`
+    adds to the script's environment."""
     tmp.mkdir(parents=True, exist_ok=True)
     script = tmp / f"hand_{function}.py"
     script.write_text(
@@ -97,7 +99,7 @@ def hand_written(
             tune_config=tune_config,
         )
     )
-    measured = run_script(script, tmp)
+    measured = run_script(script, tmp, env)
     measured.extra = json.loads(measured.stdout.strip().splitlines()[-1])
     return measured
 

@@ -16,7 +16,7 @@ from benchmarks.common import (
     Measured,
     Paired,
     read_summary,
-    table,
+    sized_main,
     tune_app,
 )
 from benchmarks.overhead import hand_written
@@ -155,16 +155,15 @@ def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) 
     ]
 
 
-def main(argv: list[str] | None = None) -> None:
+def main() -> None:
     """`python -m benchmarks.scale [--quick] [--trials N] [--repeats K]`."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="200 trials, not 1,000")
-    parser.add_argument("--trials", type=int, help="trials of the big search (10000: the issue's)")
-    parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each side, in turn")
-    args = parser.parse_args(argv)
-    print(table(run(args.quick, args.trials, args.repeats)))
+    sized_main(
+        run,
+        __doc__,
+        "trials",
+        "trials of the big search (10000: the issue's)",
+        "200 trials, not 1,000",
+    )
 
 
 if __name__ == "__main__":
