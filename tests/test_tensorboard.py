@@ -36,6 +36,7 @@ from tune_app.tensorboard import (
     SPEC_GROUP,
     TagLayout,
     TrialBoard,
+    flat_result,
     hparam_info,
     hparam_value,
     metric_keys,
@@ -287,7 +288,7 @@ def test_a_result_is_written_the_spec_keys_first_numbers_only() -> None:
         "hostname": "vm",
         "config": {"lr": 0.1},
     }
-    assert list(RLLIB.scalars(result).items()) == [
+    assert list(RLLIB.shown(flat_result(result)).items()) == [
         ("0_spec/env_runners/episode_return_mean", 21.5),
         ("0_spec/training_iteration", 2.0),
         ("learners/default_policy/entropy", 0.6),

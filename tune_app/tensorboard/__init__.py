@@ -122,12 +122,9 @@ class TagLayout:
             return None
         return key if "/" in key else f"{OTHER_GROUP}/{key}"
 
-    def scalars(self, result: dict[str, Any]) -> dict[str, float]:
-        """A result's shown numbers by tag, the spec's keys first; NaNs and infinities left out."""
-        return self.shown(flatten({k: v for k, v in result.items() if k != "config"}, "/"))
-
     def shown(self, flat: dict[str, Any]) -> dict[str, float]:
-        """`scalars` of a result flattened with `/` already (its `config` left out)."""
+        """A result's shown numbers by tag (`flat_result`), the spec's keys first; NaNs and
+        infinities left out."""
         keys = [*(k for k in self.named if k in flat), *(k for k in flat if k not in self.named)]
         shown = {}
         for key in keys:
@@ -135,6 +132,11 @@ class TagLayout:
             if tag is not None and (value := scoring.finite(flat[key])) is not None:
                 shown[tag] = value
         return shown
+
+
+def flat_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A result's keys flattened with `/`, as TensorBoard's tags name them; its config left out."""
+    return flatten({k: v for k, v in result.items() if k != "config"}, "/")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -247,7 +249,7 @@ class TrialBoard(LoggerCallback):
             # (its restart rule), so the trial's scalars are what results.jsonl keeps.
             writer.restart(step)
         self.last_step[trial] = iteration
-        flat = flatten({k: v for k, v in result.items() if k != "config"}, "/")
+        flat = flat_result(result)
         shown = self.layout.shown(flat)
         if self.metric:
             scored = self.scored.get(trial.trial_id)

@@ -53,9 +53,6 @@ class EventWriter:
         self._unflushed_since: float | None = None
         self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
 
-    def add_scalar(self, tag: str, value: float, global_step: int | None = None) -> None:
-        self.add_scalars({tag: value}, global_step)
-
     def add_scalars(self, values: dict[str, float], global_step: int | None = None) -> None:
         """Scalars of one step in one event (TensorBoard reads each value of a summary under
         its own tag); nothing is written for none."""
