@@ -84,6 +84,38 @@ def test_read_jsonl_yields_lines_as_it_reads_them(tmp_path):
     assert list(read_jsonl(tmp_path / "none.jsonl", problems)) == []
 
 
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()  # beyond 64 bits too
+    | st.floats()  # NaN and the infinities: json writes them as NaN, Infinity
+    | st.text(),  # lone surrogates too, which json escapes as \\udxxx
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.dictionaries(st.text(), _JSON_VALUES), ascii_only=st.booleans())
+def test_a_line_reads_as_json_reads_it(tmp_path_factory, value, ascii_only):
+    """The fast decoder leaves no trace: each line reads as `json.loads` reads it, the lines
+    it refuses (NaN, 1e400, a lone surrogate) included, and a line json refuses is a problem."""
+    path = tmp_path_factory.mktemp("lines") / "results.jsonl"
+    line = json.dumps(value, ensure_ascii=ascii_only)
+    path.write_text(
+        f'{line}\n{{"a": 1e400}}\n{line[:-1]}\n', encoding="utf-8", errors="surrogatepass"
+    )
+    problems: list[str] = []
+    rows = list(read_jsonl(path, problems))
+    expected = json.loads(path.read_text(encoding="utf-8", errors="replace").split("\n")[0])
+    assert json.dumps(rows[0], sort_keys=True) == json.dumps(expected, sort_keys=True)
+    assert rows[1] == {"a": math.inf}
+    if value:  # `{` alone is not whole JSON; `}` cut from `{}` would be
+        assert len(rows) == 2 and problems[0].endswith(
+            "line 3 is not whole JSON (a killed run?); skipped"
+        )
+
+
 @pytest.mark.parametrize("mode", ["max", "min"])
 def test_a_long_trials_curve_is_thinned_keeping_its_first_last_and_best(mode):
     rows = _rows(1, 10_000, seed=1)
