@@ -1,6 +1,7 @@
 """At scale the driver stays light: many short trials through the app on the local Ray, in
-trials per second against the ideal (cores / trial time), and the driver's peak memory against
-the same app's on a search a hundredth the size."""
+trials per second against the ideal (cores / trial time) and against a hand-written Tuner, the
+driver's peak memory against the same app's on a search a hundredth the size, the rate as
+trials finish, and `analyze` and `report` of the big run against their bounds."""
 
 from __future__ import annotations
 
@@ -39,7 +40,14 @@ def _run(tmp: Path, trials: int, seconds: float):
     summary = read_summary(tmp / f"s{trials}" / "e")
     assert summary["counts"] == {"TERMINATED": trials}, summary["counts"]
     measured.extra["ends"] = result_times(tmp / f"s{trials}" / "e")
+    for reader in READERS:  # the run read back, as its user would
+        read = tune_app(reader, str(tmp / f"s{trials}" / "e"), cwd=ROOT)
+        assert read.returncode == 0, read.stderr[-2000:]
+        measured.extra[reader] = read.wall_s
     return measured, summary["wall_time_s"]
+
+
+READERS = {"analyze": 5.0, "report": 20.0}  # each reader's bound on the big run, seconds
 
 
 def result_times(folder: Path) -> list[float]:
@@ -137,6 +145,16 @@ def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) 
             "first {:.1f} trials/s",
             note="from the times the driver took each trial's result (results.jsonl); a rate "
             "that falls as trials finish is a cost that grows with them",
+        ),
+        *(
+            Paired(tuple(m.extra[reader] for m, _ in big), (bound,) * repeats).figure(
+                "scale",
+                f"`{reader}` of the {trials}-trial run / its bound, wall time",
+                "<= 1",
+                f"{reader} {{:.1f}} s",
+                "bound {:.0f} s",
+            )
+            for reader, bound in READERS.items()
         ),
         peaks.figure(
             "scale",
