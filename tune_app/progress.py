@@ -27,6 +27,7 @@ from tune_app.objectives import Limit, Objective
 from tune_app.rundir import pareto
 from tune_app.rundir.layout import flatten
 from tune_app.rundir.location import RunLocation
+from tune_app.rundir.records import ENDED
 from tune_app.scoring import finite
 from tune_app.words import counted
 
@@ -35,7 +36,6 @@ SNAPSHOT_PERIOD_S = 0.5
 # often, between the lines of trials ending: a long RL trial ends minutes apart. Snapshots come
 # every SNAPSHOT_PERIOD_S, so a line is never more than 25.5 s after the last.
 PLAIN_PERIOD_S = 25.0
-ENDED = ("TERMINATED", "ERROR")  # Tune's statuses of a trial that will run no more
 
 
 @dataclass(frozen=True)

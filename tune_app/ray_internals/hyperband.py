@@ -31,7 +31,7 @@ from ray.tune.schedulers import HyperBandForBOHB, HyperBandScheduler, TrialSched
 from ray.tune.schedulers.hyperband import _Bracket
 
 from tune_app.ray_internals.sparse import numbers_only
-from tune_app.ray_internals.wrapping import Wraps
+from tune_app.ray_internals.wrapping import ENDED, Wraps
 from tune_app.scoring import number
 
 
@@ -71,7 +71,7 @@ class ResumableHyperBand(Wraps):
         return home[0] if home is not None else None
 
     def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
-        if trial.status in (Trial.TERMINATED, Trial.ERROR):
+        if trial.status in ENDED:
             return  # ended before the interruption: no bracket may wait on it
         self.inner.on_trial_add(tune_controller, trial)
         bracket = self.bracket_of(trial)

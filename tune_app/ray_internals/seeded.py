@@ -25,7 +25,7 @@ from ray.tune.search.basic_variant import _TrialIterator
 
 from tune_app.ray_internals.hyperband import FilledOnce, ResumableHyperBand
 from tune_app.ray_internals.sparse import SparseASHA, SparseMedian, numbers_only
-from tune_app.ray_internals.wrapping import Wraps, WrapsSearcher, option
+from tune_app.ray_internals.wrapping import ENDED, Wraps, WrapsSearcher, option
 from tune_app.scoring import number
 from tune_app.seeds import SEED_KEY, aggregate
 
@@ -441,7 +441,7 @@ class SeededHyperBand(JudgesBySeeds):
 
     def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
         home = self.homes.get(_configuration(trial))
-        if home is not None and trial.status not in (Trial.TERMINATED, Trial.ERROR):
+        if home is not None and trial.status not in ENDED:
             home[0].add_trial(trial)  # beside its sibling seeds
             self.tune._trial_info[trial] = home
             return

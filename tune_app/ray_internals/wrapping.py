@@ -94,13 +94,13 @@ class SkipsEnded(Wraps):
 
     def choose_trial_to_run(self, tune_controller: Any) -> Trial | None:
         trials = tune_controller.get_trials()
-        while self.ended < len(trials) and trials[self.ended].status in _ENDED:
+        while self.ended < len(trials) and trials[self.ended].status in ENDED:
             self.ended += 1
         view: Any = _TrialsFrom(tune_controller, trials, self.ended)
         return self.inner.choose_trial_to_run(view if self.ended else tune_controller)
 
 
-_ENDED = (Trial.TERMINATED, Trial.ERROR)
+ENDED = (Trial.TERMINATED, Trial.ERROR)  # a trial that will run no more
 
 
 class _TrialsFrom:

@@ -22,6 +22,7 @@ from tune_app.seeds import DEFAULT_AGGREGATE, Configuration, group
 FINISHED = "TERMINATED"
 ERRORED = "ERROR"
 UNFINISHED = "UNFINISHED"  # running or pending when the run stopped; a resume continues it
+ENDED = (FINISHED, ERRORED)  # Tune's statuses of a trial that will run no more
 
 # Attribute -> its key in summary.json, where the two differ (the file's names came first).
 _JSON_NAMES = {"score": "metric", "folder": "path"}

@@ -24,7 +24,7 @@ from tune_app.rundir.layout import (
     write_text,
 )
 from tune_app.rundir.location import RunLocation
-from tune_app.rundir.records import RunRecord
+from tune_app.rundir.records import ENDED, RunRecord
 from tune_app.scoring import finite
 from tune_app.sources import app_fingerprint, module_fingerprints
 from tune_app.space import outer_domains
@@ -53,7 +53,7 @@ def mark_finished_trials(folder: Path) -> list[str]:
     for entry in data.get("trial_data", []):
         trial = json.loads(entry[0])
         done = finished.get(trial.get("trial_id"))
-        if done is None or trial.get("status") in ("TERMINATED", "ERROR"):
+        if done is None or trial.get("status") in ENDED:
             continue
         trial["status"] = done.get("status", "TERMINATED")
         metadata = json.loads(entry[1])
