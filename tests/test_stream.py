@@ -278,3 +278,94 @@ _NAMES = st.sampled_from(["m", "a", "b/c", "config", "trial_id", "x"])
 )
 def test_a_rows_numbers_are_every_number_under_its_joined_key(row):
     assert numbers(row) == _flat_numbers(row)
+
+
+def _lines(rows: list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    cuts=st.lists(st.integers(0, 10_000), max_size=6),
+    seed=st.integers(0, 1000),
+)
+def test_a_followed_log_reads_as_the_lines_written_so_far_read_whole(tmp_path_factory, cuts, seed):
+    """Written in pieces that cut lines anywhere (a line half written, a replayed iteration, a
+    line that is no JSON, a blank one), the log followed reads after each piece as its whole
+    lines so far read at once, and at the end as the whole file."""
+    rng = random.Random(seed)
+    rows = _rows(3, 40, seed=seed)
+    for at in sorted(rng.sample(range(len(rows)), 3), reverse=True):  # resumes replay a step
+        rows.insert(at, {**rows[at], "training_iteration": 1, "m": rng.random()})
+    data = _lines(rows[:50]) + b"[1]\n\n{torn\n" + _lines(rows[50:])
+    path = tmp_path_factory.mktemp("log") / "results.jsonl"
+    follower = stream.ResultsFollower(path, "m", "max", limit=16)
+    assert follower.read([]) == {}  # no file yet
+    written = 0
+    for cut in [*sorted(c * len(data) // 10_000 for c in cuts), len(data)]:
+        with path.open("ab") as log:
+            log.write(data[written:cut])
+        written = max(written, cut)
+        whole = data[:written].rsplit(b"\n", 1)[0] + b"\n" if b"\n" in data[:written] else b""
+        expected_problems: list[str] = []
+        expected = read_results(
+            stream.read_jsonl(_copy(path, whole), expected_problems), "m", "max", limit=16
+        )
+        problems: list[str] = []
+        assert list(follower.read(problems).items()) == list(expected.items())  # in order too
+        assert [p.split(": ", 1)[1] for p in problems] == [
+            p.split(": ", 1)[1] for p in expected_problems
+        ]
+
+
+def _copy(path, data: bytes):
+    copy = path.with_name("whole.jsonl")
+    copy.write_bytes(data)
+    return copy
+
+
+def test_a_followed_log_replaced_or_cut_is_read_again_and_only_touched_trials_are_summed(
+    tmp_path, monkeypatch
+):
+    path = tmp_path / "results.jsonl"
+    rows = _rows(4, 10)
+    path.write_bytes(_lines(rows))
+    follower = stream.ResultsFollower(path, "m", "max")
+    assert follower.read([]) == read_results(rows, "m", "max")
+    summed: list[int] = []
+    done = stream._Trial.done
+    monkeypatch.setattr(stream._Trial, "done", lambda self: summed.append(1) or done(self))
+    more = [{"trial_id": "t2", "training_iteration": 11, "m": 0.5}]
+    with path.open("ab") as log:
+        log.write(_lines(more))
+    expected = read_results(rows + more, "m", "max")
+    summed.clear()
+    assert follower.read([]) == expected
+    assert len(summed) == 1  # t2 alone: the other trials' rows are as they were
+    fewer = rows[:8]
+    path.write_bytes(_lines(fewer))  # cut (a new start of the file): read from its start
+    assert follower.read([]) == read_results(fewer, "m", "max")
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(_lines(rows[:12] + more * 3))
+    other.replace(path)  # replaced by a longer file: read from its start
+    assert follower.read([]) == read_results(rows[:12] + more * 3, "m", "max")
+    regrown = [{**r, "m": -1.0} for r in rows]
+    path.write_bytes(_lines(regrown))  # cut and written again, longer, in the same file
+    assert list(follower.read([]).items()) == list(read_results(regrown, "m", "max").items())
+
+
+def test_a_followed_log_splits_lines_as_the_whole_read_does(tmp_path):
+    """At "\n" alone: a CRLF line is one line, a lone CR inside one no break; a byte that is
+    no UTF-8 is replaced, as the whole read replaces it."""
+    path = tmp_path / "results.jsonl"
+    row = {"trial_id": "t\udcff", "training_iteration": 1, "m": 1.0}
+    data = b'{"trial_id": "a", "training_iteration": 1, "m": 1.0}\r\n'
+    data += b'{"trial_id": "b",\r "training_iteration": 1, "m": 2.0}\n'
+    data += b'{"trial_id": "c\xff", "training_iteration": 1, "m": 3.0}\n'
+    path.write_bytes(data)
+    problems: list[str] = []
+    whole = read_results(read_jsonl(path, problems), "m", "max")
+    assert list(whole) == ["a", "b", "c\ufffd"] and problems == []
+    assert list(stream.ResultsFollower(path, "m", "max").read([]).items()) == list(whole.items())
+    assert row  # a lone surrogate in a line given as text is json's to read
+    assert stream._parse(json.dumps(row, ensure_ascii=False)) == row

@@ -85,9 +85,15 @@ def watched(
         pages.append(path.read_text())
         return path
 
+    def reread(live: bool):
+        reads.append(live)
+        return results.load(folder, followers if live else None)
+
+    reads: list[bool] = []
+    followers: results.Followers = {}
     path = watch.watch(
         results.load(folder),
-        lambda: results.load(folder),
+        reread,
         write,
         every=every,
         is_live=lambda exps: next(answers),
@@ -96,7 +102,26 @@ def watched(
         stamp=lambda: "12:34:56",
         now=lambda: 120.0,
     )
+    assert reads == live  # read on while the run lives; whole for the last page
     return pages, starts, clock.sleeps, path
+
+
+def test_a_live_run_read_on_reads_as_the_run_read_whole(tmp_path):
+    """The live page reads each results log on from its last read: what it reads is what the
+    run read whole gives, before and after more results, half a line and a change of the
+    run's metric (run.json rewritten: the log read again for it)."""
+    run = live_run(tmp_path / "e")
+    followers: results.Followers = {}
+    assert results.load(run, followers) == results.load(run)
+    with (run / "results.jsonl").open("a") as log:
+        log.write(json.dumps({"trial_id": "abcde_00001", "training_iteration": 4, "score": 9.0}))
+        log.write('\n{"trial_id": "abcde_00004", "training_iter')
+    read_on = results.load(run, followers)
+    assert read_on.pop().summary.trials[1].iterations == 4
+    (run / "run.json").write_text(json.dumps({"experiment": "e", "metric": "x", "mode": "min"}))
+    with (run / "results.jsonl").open("a") as log:
+        log.write('ation": 1, "score": 0.5, "x": 3}\n')
+    assert results.load(run, followers) == results.load(run)
 
 
 def test_a_live_run_is_rewritten_with_a_reload_until_it_ends(tmp_path):

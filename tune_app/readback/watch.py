@@ -56,9 +56,10 @@ def page(folder: str, out: str | None, every: float | None = None) -> Path:
         )
     else:
         print(f"note: no process is writing {source}: the page is written once", file=sys.stderr)
+    followers: read.Followers = {}  # while the run lives, its results read on, not again
     return watch(
         experiments,
-        lambda: read.load(folder),
+        lambda live: read.load(folder, followers if live else None),
         lambda exps, live: report.write(exps, path, source=source, live=live),
         every=every,
     )
@@ -66,7 +67,7 @@ def page(folder: str, out: str | None, every: float | None = None) -> Path:
 
 def watch(
     experiments: Experiments,
-    reread: Callable[[], Experiments],
+    reread: Callable[[bool], Experiments],
     write: Callable[[Experiments, LiveNote | None], Path],
     *,
     every: float,
@@ -80,12 +81,13 @@ def watch(
     live note while `is_live` (default: `running`) holds, each write starting at least `every`
     seconds after the one before; then read them a last time, write the page without the note,
     and return its path. Liveness is asked before each read: a run that ends after the question
-    is read whole the next time round, so the last page holds every result."""
+    is read whole the next time round, so the last page holds every result. `reread(live)`:
+    the experiments again (while live, reading on from the last read where it can)."""
     alive = is_live or running
     while True:
         started = clock()
         live = alive(experiments)
-        experiments = reread()
+        experiments = reread(live)
         path = write(experiments, note(experiments, every, stamp(), now()) if live else None)
         if not live:
             return path

@@ -52,7 +52,7 @@ from tune_app.rundir.records import (
 )
 from tune_app.rundir.rungs import curves_from
 from tune_app.rundir.storage import is_uri
-from tune_app.rundir.stream import TrialRows, read_jsonl, read_results
+from tune_app.rundir.stream import ResultsFollower, TrialRows, read_jsonl, read_results
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE
 from tune_app.space import value_at
@@ -200,12 +200,17 @@ class ExperimentResults:
         return self.summary.counts
 
 
-def load(folder: str | Path) -> list[ExperimentResults]:
-    """Every experiment in `folder` (an experiment folder, or a storage folder holding several).
+Followers = dict[Path, ResultsFollower]  # an experiment folder -> its results log followed
+
+
+def load(folder: str | Path, followers: Followers | None = None) -> list[ExperimentResults]:
+    """Every experiment in `folder` (an experiment folder, or a storage folder holding several);
+    with `followers` (kept by the caller between reads of a live run), each results log read on
+    from where the last read stopped.
 
     Raises SpecError when `folder` holds no run.
     """
-    return [read_experiment(run.local, run.where) for run in RunLocation.open(folder)]
+    return [read_experiment(run.local, run.where, followers) for run in RunLocation.open(folder)]
 
 
 def read_summary(folder: RunLocation) -> RunSummary | None:
@@ -216,9 +221,11 @@ def read_summary(folder: RunLocation) -> RunSummary | None:
     return RunSummary.from_json(data) if data is not None else None
 
 
-def read_experiment(folder: Path, location: str | None = None) -> ExperimentResults:  # noqa: C901
+def read_experiment(  # noqa: C901
+    folder: Path, location: str | None = None, followers: Followers | None = None
+) -> ExperimentResults:
     """One experiment folder, read as far as its files allow; `location` names it (a cloud
-    URI whose files were pulled into `folder`)."""
+    URI whose files were pulled into `folder`); `followers`: as `load`'s."""
     problems: list[str] = []
     info = RunRecord.from_json(_read_json(folder / RUN_FILE, problems) or {})
     written = None
@@ -231,7 +238,15 @@ def read_experiment(folder: Path, location: str | None = None) -> ExperimentResu
     mode = info.mode or (written.mode if written else None)
     scope = str(info.scope or (written.scope if written else DEFAULT_SCOPE))
     keys = tuple(objectives.limited_keys(several, limits))
-    results = read_results(read_jsonl(folder / RESULTS_FILE, problems), metric, mode, keys)
+    if followers is None:
+        results = read_results(read_jsonl(folder / RESULTS_FILE, problems), metric, mode, keys)
+    else:
+        follower = followers.get(folder)
+        if follower is None or follower.reads != (metric, mode, keys):
+            follower = followers[folder] = ResultsFollower(
+                folder / RESULTS_FILE, metric, mode, keys
+            )
+        results = follower.read(problems)
     configs = {
         t: restore_private_keys(r.config) for t, r in results.items() if isinstance(r.config, dict)
     }

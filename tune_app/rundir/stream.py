@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import os
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +27,15 @@ import msgspec
 
 from tune_app import scoring
 
-__all__ = ["CURVE_POINTS", "Curve", "TrialRows", "numbers", "read_jsonl", "read_results"]
+__all__ = [
+    "CURVE_POINTS",
+    "Curve",
+    "ResultsFollower",
+    "TrialRows",
+    "numbers",
+    "read_jsonl",
+    "read_results",
+]
 
 CURVE_POINTS = 500  # whole results kept per trial for the plots (more: thinned to 250-500)
 ITERATION = "training_iteration"
@@ -39,7 +48,8 @@ def read_jsonl(path: Path, problems: list[str]) -> Iterator[dict[str, Any]]:
     """The whole JSON objects of a JSON-lines file, one at a time; each line that is not one
     is a problem (a missing file has none)."""
     try:  # as text: JSON is UTF-8, and a byte that is not is replaced, not fatal
-        file = path.open(encoding="utf-8", errors="replace")
+        # Lines end at "\n" alone, as a JSON-lines file's do (and `ResultsFollower` reads them).
+        file = path.open(encoding="utf-8", errors="replace", newline="\n")
     except FileNotFoundError:
         return
     except OSError as err:
@@ -49,20 +59,26 @@ def read_jsonl(path: Path, problems: list[str]) -> Iterator[dict[str, Any]]:
         number = 0
         try:
             for number, line in enumerate(file, 1):  # noqa: B007 - the line read when it fails
-                if line.isspace():
-                    continue
-                row = _parse(line)
-                if row is _RAGGED:
-                    problems.append(
-                        f"{path}: line {number} is not whole JSON (a killed run?); skipped"
-                    )
-                    continue
-                if isinstance(row, dict):
+                row = _object(line, path, number, problems)
+                if row is not None:
                     yield row
-                else:
-                    problems.append(f"{path}: line {number} is not a JSON object; skipped")
         except OSError as err:
             problems.append(f"{path}: unreadable after line {number} ({_short(err)}); cut there")
+
+
+def _object(line: str, path: Path, number: int, problems: list[str]) -> dict[str, Any] | None:
+    """Line `number`'s JSON object; None for a blank line, or one that is not a whole JSON
+    object (a problem)."""
+    if line.isspace():
+        return None
+    row = _parse(line)
+    if row is _RAGGED:
+        problems.append(f"{path}: line {number} is not whole JSON (a killed run?); skipped")
+        return None
+    if not isinstance(row, dict):
+        problems.append(f"{path}: line {number} is not a JSON object; skipped")
+        return None
+    return row
 
 
 _DECODE = msgspec.json.Decoder().decode  # about 4x json.loads on a result row
@@ -74,7 +90,7 @@ def _parse(line: str) -> Any:
     by json, so every line means what `json.loads` makes of it."""
     try:
         return _DECODE(line)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeEncodeError):  # the latter: a lone surrogate in `line`
         pass
     try:
         return json.loads(line)
@@ -349,13 +365,111 @@ def read_results(
     value each trial keeps (objectives, constraints)."""
     trials: dict[str, _Trial] = {}
     for seq, row in enumerate(rows):
-        trial_id = str(row.get("trial_id"))
-        trial = trials.get(trial_id)
-        if trial is None:
-            trial = trials[trial_id] = _Trial(metric, mode, keys)
-        trial.add(seq, row, limit)
-    done = {t: trial.done() for t, trial in trials.items()}
+        _add(trials, seq, row, metric, mode, keys, limit)
+    return _in_order({t: trial.done() for t, trial in trials.items()})
+
+
+def _add(
+    trials: dict[str, _Trial],
+    seq: int,
+    row: dict[str, Any],
+    metric: str | None,
+    mode: str | None,
+    keys: tuple[str, ...],
+    limit: int,
+) -> str:
+    """Row `seq` added to its trial's (made on its first row); the trial's id."""
+    trial_id = str(row.get("trial_id"))
+    trial = trials.get(trial_id)
+    if trial is None:
+        trial = trials[trial_id] = _Trial(metric, mode, keys)
+    trial.add(seq, row, limit)
+    return trial_id
+
+
+def _in_order(done: dict[str, TrialRows]) -> dict[str, TrialRows]:
     return dict(sorted(done.items(), key=lambda item: item[1].first))
+
+
+class ResultsFollower:
+    """A results log read on from where the last read stopped, as `read_results` reads it
+    whole: a live page rereads only the lines written since, and only the trials they touch
+    are summed up again. A line still being written (no newline yet) waits for the next read;
+    a file that shrank or was replaced is read again from its start. A run that has ended is
+    read whole (`read_results`), where a torn last line is a problem."""
+
+    def __init__(
+        self,
+        path: Path,
+        metric: str | None,
+        mode: str | None,
+        keys: tuple[str, ...] = (),
+        limit: int = CURVE_POINTS,
+    ) -> None:
+        self.path, self.reads = path, (metric, mode, keys)
+        self.limit = limit
+        self._start(None)
+
+    def _start(self, identity: tuple[int, int] | None) -> None:
+        self._identity = identity  # the file's (device, inode)
+        self._offset = 0  # bytes read: every line before it whole
+        self._last = b""  # the last line read, which must still be there to read on
+        self._lines = 0
+        self._rows = 0  # JSON objects among them: each row's number, as read_results counts
+        self._trials: dict[str, _Trial] = {}
+        self._done: dict[str, TrialRows] = {}
+        self._problems: list[str] = []
+
+    def read(self, problems: list[str]) -> dict[str, TrialRows]:
+        """Trial id -> what its results leave so far; the file's problems so far added to
+        `problems`."""
+        try:
+            file = self.path.open("rb")
+        except FileNotFoundError:
+            self._start(None)
+            return {}
+        except OSError as err:
+            self._start(None)
+            problems.append(f"{self.path}: unreadable ({_short(err)}); skipped")
+            return {}
+        touched: set[str] = set()
+        with file:
+            try:
+                self._read_on(file, touched)
+            except OSError as err:
+                problems.append(
+                    f"{self.path}: unreadable after line {self._lines} ({_short(err)}); cut there"
+                )
+        for trial_id in touched:
+            self._done[trial_id] = self._trials[trial_id].done()
+        problems.extend(self._problems)
+        return _in_order(dict(self._done))
+
+    def _read_on(self, file: Any, touched: set[str]) -> None:
+        """Read the whole lines after those read, from their start where the file is not the
+        one read before (replaced, or cut: its last line read is not where it was)."""
+        found = os.fstat(file.fileno())
+        identity = (found.st_dev, found.st_ino)
+        if identity != self._identity or found.st_size < self._offset:
+            self._start(identity)
+        elif self._last:
+            file.seek(self._offset - len(self._last))
+            if file.read(len(self._last)) != self._last:
+                self._start(identity)
+        file.seek(self._offset)
+        metric, mode, keys = self.reads
+        for raw in file:
+            if not raw.endswith(b"\n"):
+                break  # being written: read whole next time
+            self._offset += len(raw)
+            self._last = raw
+            self._lines += 1
+            row = _object(
+                raw.decode("utf-8", errors="replace"), self.path, self._lines, self._problems
+            )
+            if row is not None:
+                touched.add(_add(self._trials, self._rows, row, metric, mode, keys, self.limit))
+                self._rows += 1
 
 
 def _short(err: BaseException) -> str:
