@@ -107,6 +107,24 @@ def test_table_top_and_csv(cli, tmp_path):
     assert rows[3]["cause"] == "FloatingPointError"  # failed: ranked after the others
 
 
+def test_a_table_of_many_trials_shows_the_best_hundred_and_says_how_to_see_more(
+    cli, tmp_path, monkeypatch
+):
+    """A terminal's table of 10,000 trials took 7 s to draw and scrolled the rest away: without
+    --top a table stops at TABLE_ROWS (CSV and JSON keep every trial)."""
+    from tune_app.readback import analyze
+
+    monkeypatch.setattr(analyze, "TABLE_ROWS", 2)
+    _experiment(tmp_path, "one", torn=False)
+    table = cli("analyze", tmp_path)
+    assert "(the best 2 of 4 trials; --top N shows more, --format csv every one)" in table.out
+    assert "aaaaa_00002" not in table.out  # below the best 2
+    assert "the best" not in cli("analyze", tmp_path, "--top", "4").out
+    assert (
+        len(list(csv.DictReader(io.StringIO(cli("analyze", tmp_path, "--format", "csv").out)))) == 4
+    )
+
+
 def test_bad_top(cli, tmp_path):
     _experiment(tmp_path)
     result = cli("analyze", tmp_path, "--top", "0")

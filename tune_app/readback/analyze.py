@@ -26,6 +26,9 @@ from tune_app.words import counted
 
 Format = Literal["table", "json", "csv"]
 FORMATS = ("table", "json", "csv")
+# Without --top, a table shows this many trials at most (a terminal's table of 10,000 trials took
+# rich 7 s to draw and scrolled the rest away); JSON and CSV hold every trial.
+TABLE_ROWS = 100
 
 
 def render(
@@ -223,7 +226,8 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     for col in ("status", *exp.searched, *numeric):
         table.add_column(col, justify="right" if col in numeric else "left", overflow="fold")
     ranked = _ranked(exp)
-    for t in ranked[:top]:
+    rows = top if top is not None else TABLE_ROWS
+    for t in ranked[:rows]:
         status = t.status.lower()
         if t.stopped_early:
             status += " (early)"
@@ -237,8 +241,9 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
             *front.cells(t, exp.summary, cell),
         )
     lines = []
-    if top is not None and len(ranked) > top:
-        lines.append(f"(the best {top} of {counted(len(ranked), 'trial')})")
+    if len(ranked) > rows:
+        more = "" if top is not None else "; --top N shows more, --format csv every one"
+        lines.append(f"(the best {rows} of {counted(len(ranked), 'trial')}{more})")
     best = exp.best_trial
     configs = exp.summary.configurations()
     if best is not None and configs:  # with seeds: the best configuration and its best trial
