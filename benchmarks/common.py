@@ -186,17 +186,28 @@ def script(path: Path, cwd: Path, env: dict[str, str] | None = None) -> Measured
     return measure([PYTHON, str(path)], cwd, {"PYTHONPATH": str(ROOT), **(env or {})})
 
 
-def sized_main(run: Any, doc: str | None, size: str, size_help: str, quick_help: str) -> None:
-    """`python -m benchmarks.NAME [--quick] [--SIZE N] [--repeats K]`: one benchmark's table,
-    `run(quick, size, repeats)`."""
+def sized_main(
+    run: Any,
+    doc: str | None,
+    size: str,
+    size_help: str,
+    quick_help: str,
+    choices: dict[str, tuple[tuple[str, ...], str]] | None = None,
+) -> None:
+    """`python -m benchmarks.NAME [--quick] [--SIZE N] [--repeats K] [--CHOICE C ...]`: one
+    benchmark's table, `run(quick, size, repeats, **choices)`; `choices`: option -> (its
+    values, the first the default; its help)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=doc)
     parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument(f"--{size}", type=int, help=size_help)
     parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each side, in turn")
+    for name, (values, help_text) in (choices or {}).items():
+        parser.add_argument(f"--{name}", choices=values, default=values[0], help=help_text)
     args = parser.parse_args()
-    print(table(run(args.quick, getattr(args, size), args.repeats)))
+    chosen = {name: getattr(args, name) for name in choices or {}}
+    print(table(run(args.quick, getattr(args, size), args.repeats, **chosen)))
 
 
 def tune_app(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Measured:

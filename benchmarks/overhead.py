@@ -31,6 +31,7 @@ import ray
 from ray import tune
 sys.path.insert(0, {root!r})
 from {module} import {function} as fn
+{imports}
 
 ray.init(address="local", num_cpus={cpus}, include_dashboard=False, logging_level="ERROR",
          log_to_driver=False)
@@ -80,10 +81,11 @@ def hand_written(
     stop: dict | None = None,
     tune_config: str = "",
     env: dict[str, str] | None = None,
+    imports: str = "",
 ) -> Measured:
     """A hand-written Tuner script with Tune's defaults, run as its own process: its fit time
-    in `extra["fit_s"]`. `tune_config` adds TuneConfig arguments (", num_samples=10"); `env`
-    adds to the script's environment."""
+    in `extra["fit_s"]`. `tune_config` adds TuneConfig arguments (", num_samples=10"), which
+    `imports` (a line) may name; `env` adds to the script's environment."""
     tmp.mkdir(parents=True, exist_ok=True)
     script = tmp / f"hand_{function}.py"
     script.write_text(
@@ -97,6 +99,7 @@ def hand_written(
             stop=repr(stop or {}),
             storage=str(tmp / "hand" / function),
             tune_config=tune_config,
+            imports=imports,
         )
     )
     measured = run_script(script, tmp, env)

@@ -23,19 +23,32 @@ from benchmarks.common import (
 from benchmarks.overhead import hand_written
 
 SPEC = """
-e:
-  run: benchmarks.workloads:busy
-  metric: score
-  mode: max
-  num_samples: {trials}
-  config: {{x: {{uniform: [0, 1]}}, seconds: {seconds}}}
+metric: score
+mode: max
+search: {search}
+experiments:
+  e:
+    run: benchmarks.workloads:busy
+    num_samples: {trials}
+    config: {{x: {{uniform: [0, 1]}}, seconds: {seconds}}}
 """
+# The searchers the benchmark runs: the app's spec value, and the hand-written Tuner's search_alg
+# with what it imports (TPE: Optuna's default sampler, both sides; the app keeps its study in
+# the run folder's optuna.db, the hand-written OptunaSearch in memory).
+SEARCHERS = {
+    "random": ("random", "", ""),
+    "optuna": (
+        "{type: optuna}",
+        "from ray.tune.search.optuna import OptunaSearch",
+        ", search_alg=OptunaSearch()",
+    ),
+}
 
 
-def _run(tmp: Path, trials: int, seconds: float):
+def _run(tmp: Path, trials: int, seconds: float, searcher: str):
     tmp.mkdir(parents=True, exist_ok=True)
     spec = tmp / f"scale{trials}.yaml"
-    spec.write_text(SPEC.format(trials=trials, seconds=seconds))
+    spec.write_text(SPEC.format(trials=trials, seconds=seconds, search=SEARCHERS[searcher][0]))
     measured = tune_app("run", str(spec), "--storage-path", str(tmp / f"s{trials}"), "-q", cwd=ROOT)
     summary = read_summary(tmp / f"s{trials}" / "e")
     assert summary["counts"] == {"TERMINATED": trials}, summary["counts"]
@@ -65,9 +78,10 @@ def end_rates(ends: list[float]) -> tuple[float, float]:
     return (k - 1) / max(first[-1] - first[0], 1e-9), (k - 1) / max(last[-1] - last[0], 1e-9)
 
 
-def _hand(tmp: Path, trials: int, seconds: float, cpus: int) -> Measured:
+def _hand(tmp: Path, trials: int, seconds: float, cpus: int, searcher: str) -> Measured:
     """The same search as a hand-written Tuner script with Tune's defaults (and actor reuse,
     as the app): its fit time in `extra["fit_s"]`."""
+    _, imports, search_alg = SEARCHERS[searcher]
     return hand_written(
         tmp,
         "benchmarks.workloads",
@@ -75,11 +89,14 @@ def _hand(tmp: Path, trials: int, seconds: float, cpus: int) -> Measured:
         f"{{'x': tune.uniform(0, 1), 'seconds': {seconds}}}",
         "score",
         cpus,
-        tune_config=f", num_samples={trials}, reuse_actors=True",
+        tune_config=f", num_samples={trials}, reuse_actors=True{search_alg}",
+        imports=imports,
     )
 
 
-def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) -> list[Figure]:
+def run(
+    quick: bool = False, trials: int | None = None, repeats: int = REPEATS, searcher: str = "random"
+) -> list[Figure]:
     cpus = os.cpu_count() or 1
     seconds = 0.05
     trials = trials or (200 if quick else 1000)
@@ -89,9 +106,9 @@ def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) 
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         for i in range(repeats):  # in turn: the big search, the small one, hand-written
-            big.append(_run(tmp / f"{i}", trials, seconds))
-            small.append(_run(tmp / f"{i}", few, seconds))
-            hands.append(_hand(tmp / f"hand{i}", trials, seconds, cpus))
+            big.append(_run(tmp / f"{i}", trials, seconds, searcher))
+            small.append(_run(tmp / f"{i}", few, seconds, searcher))
+            hands.append(_hand(tmp / f"hand{i}", trials, seconds, cpus, searcher))
     hand = [h.extra["fit_s"] for h in hands]
     rates = Paired(tuple(trials / fit for _, fit in big), (ideal,) * repeats)
     versus = Paired(tuple(fit for _, fit in big), tuple(hand))
@@ -105,9 +122,10 @@ def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) 
     )
     ends = [end_rates(m.extra["ends"]) for m, _ in big]
     k = max(2, min(1000, trials // 10))
+    name = "scale" if searcher == "random" else f"scale ({searcher})"
     return [
         rates.figure(
-            "scale",
+            name,
             f"trials per second / ideal ({trials} trials of {seconds:g} s)",
             ">= 0.75",
             "{:.1f} trials/s",
@@ -116,7 +134,7 @@ def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) 
             "reuse, result handling, the app's callbacks) bounds this",
         ),
         Paired(tuple(trials / fit for fit in hand), (ideal,) * repeats).figure(
-            "scale",
+            name,
             f"hand-written Tune defaults: trials per second / ideal ({trials} trials)",
             "",
             "{:.1f} trials/s",
@@ -124,21 +142,21 @@ def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) 
             note="Tune's own loop, with actor reuse as the app: the bound the app runs under",
         ),
         versus.figure(
-            "scale",
+            name,
             f"app / hand-written Tune, fit time ({trials} trials)",
             "",
             "app fit {:.1f} s",
             "hand-written fit {:.1f} s",
         ),
         Paired(tuple(m.peak_rss_mb for m, _ in big), tuple(h.peak_rss_mb for h in hands)).figure(
-            "scale",
+            name,
             f"app / hand-written Tune, driver peak memory ({trials} trials)",
             "< 1",
             "app {:.0f} MB",
             "hand-written {:.0f} MB",
         ),
         Paired(tuple(last for _, last in ends), tuple(first for first, _ in ends)).figure(
-            "scale",
+            name,
             f"trials per second, last {k} / first {k} to end ({trials} trials)",
             ">= 0.8",
             "last {:.1f} trials/s",
@@ -148,7 +166,7 @@ def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) 
         ),
         *(
             Paired(tuple(m.extra[reader] for m, _ in big), (bound,) * repeats).figure(
-                "scale",
+                name,
                 f"`{reader}` of the {trials}-trial run / its bound, wall time",
                 "<= 1",
                 f"{reader} {{:.1f}} s",
@@ -157,14 +175,14 @@ def run(quick: bool = False, trials: int | None = None, repeats: int = REPEATS) 
             for reader, bound in READERS.items()
         ),
         peaks.figure(
-            "scale",
+            name,
             f"driver peak memory: {trials} trials / {few} trials",
             "",
             "{:.0f} MB",
             "{:.0f} MB",
         ),
         growth.figure(
-            "scale",
+            name,
             "driver memory growth per trial, KB",
             "",
             f"(peak at {trials} - peak at {few}) / {trials - few}: {{:.1f}} KB",
@@ -181,6 +199,7 @@ def main() -> None:
         "trials",
         "trials of the big search (10000: the issue's)",
         "200 trials, not 1,000",
+        {"searcher": (tuple(SEARCHERS), "the searcher of both sides (optuna: TPE)")},
     )
 
 
