@@ -34,7 +34,7 @@ experiments:
 """
 # The searchers the benchmark runs: the app's spec value, and the hand-written Tuner's search_alg
 # with what it imports (TPE: Optuna's default sampler, both sides; the app keeps its study in
-# the run folder's optuna.db, the hand-written OptunaSearch in memory).
+# the run folder's journal file, the hand-written OptunaSearch in memory).
 SEARCHERS = {
     "random": ("random", "", ""),
     "optuna": (

@@ -11,8 +11,10 @@ import pytest
 import yaml
 
 from tune_app.errors import SpecError
+from tune_app.methods.searchers import study_storage
 from tune_app.objectives import Limit, Objective, objectives_of
 from tune_app.rundir import pareto
+from tune_app.rundir.location import RunLocation
 from tune_app.rundir.records import ERRORED, FINISHED, RunSummary, TrialOutcome
 
 from .conftest import user_module
@@ -314,7 +316,7 @@ def test_optuna_searches_both_objectives_and_is_told_the_constraints(front_run):
         True
     ] * 6
     study = optuna.load_study(
-        study_name="nsga", storage=f"sqlite:///{folder / 'o' / 'nsga' / 'optuna.db'}"
+        study_name="nsga", storage=study_storage(RunLocation(folder / "o" / "nsga"))
     )
     assert [d.name for d in study.directions] == ["MAXIMIZE", "MINIMIZE"]
     done = [t for t in study.trials if t.state.name == "COMPLETE"]

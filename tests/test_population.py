@@ -11,7 +11,9 @@ import pytest
 
 from tune_app import spec
 from tune_app.errors import SpecError
+from tune_app.methods.searchers import study_storage
 from tune_app.plan.make import make_plan
+from tune_app.rundir.location import RunLocation
 
 from .conftest import BOHB_RANGES, user_module
 
@@ -251,8 +253,9 @@ def test_optuna_is_seeded_and_keeps_its_study_beside_the_results(
         assert cli("run", spec_file, "--storage-path", tmp_path / run, "-q").code == 0
         frame = json.loads(cli("analyze", tmp_path / run / "e", "--format", "json").out)[0]
         drawn.append(sorted((t["params"]["x"], t["params"]["y"]) for t in frame["trials"]))
-        storage = f"sqlite:///{tmp_path / run / 'e' / 'optuna.db'}"
-        study = optuna.load_study(study_name="e", storage=storage)
+        study = optuna.load_study(
+            study_name="e", storage=study_storage(RunLocation(tmp_path / run / "e"))
+        )
         assert len([t for t in study.trials if t.value is not None]) == 4
     assert drawn[0] == drawn[1] and len(set(drawn[0])) == 4  # seeded: the same 4 draws
 

@@ -11,6 +11,7 @@ import pytest
 
 from tune_app import spec
 from tune_app.methods import Context, searcher_of
+from tune_app.methods.searchers import study_storage
 from tune_app.plan.make import make_plan
 from tune_app.plan.types import ExperimentPlan
 from tune_app.rundir.layout import write_json
@@ -215,9 +216,7 @@ def test_the_searcher_built_has_seen_the_earlier_trials(search, tmp_path):
     if search == "optuna":
         import optuna
 
-        study = optuna.load_study(
-            study_name="run", storage=f"sqlite:///{folder.optuna_db.resolve()}"
-        )
+        study = optuna.load_study(study_name="run", storage=study_storage(folder))
         seen = [(t.params, t.value, t.state.name) for t in study.trials]
         assert seen == [
             ({"x": 1.0, "act": 1}, 3.0, "COMPLETE"),
@@ -249,7 +248,7 @@ def test_a_resumed_optuna_search_holds_each_earlier_trial_once(tmp_path):
     for _ in range(3):  # the run, and two resumes: each builds the searcher and sets it up
         searcher = searcher_of(OptunaOptions()).build(OptunaOptions(), ctx)
         assert searcher.set_search_properties("score", "max", space)
-    study = optuna.load_study(study_name="run", storage=f"sqlite:///{folder.optuna_db.resolve()}")
+    study = optuna.load_study(study_name="run", storage=study_storage(folder))
     assert sorted((t.params["x"], t.value) for t in study.trials) == [(1.0, 3.0), (7.0, 8.0)]
 
 
@@ -445,10 +444,10 @@ def test_a_search_continued_is_told_the_earlier_trials_and_runs_only_its_own(
         {"run": str(earlier), "trials": 3, "how": "evaluated"}
     ]
     assert f"warm start: 3 trials from {earlier} (told the searcher as evaluated" in result.out
-    if search == "optuna":  # the study (optuna.db) holds the 3 told and the 2 run
+    if search == "optuna":  # the study (its journal) holds the 3 told and the 2 run
         import optuna
 
-        study = optuna.load_study(study_name="e", storage=f"sqlite:///{folder / 'optuna.db'}")
+        study = optuna.load_study(study_name="e", storage=study_storage(RunLocation(folder)))
         told = sorted(t["metric"] for t in summary_of(earlier)["trials"])
         values = [t.value for t in study.trials]
         assert len(values) == 5 and sorted(values[:3]) == pytest.approx(told)

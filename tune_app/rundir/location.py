@@ -22,6 +22,7 @@ from tune_app.rundir.layout import (
     ERROR_FILE,
     FINISHED_FILE,
     OPTUNA_DB,
+    OPTUNA_JOURNAL,
     RESULTS_FILE,
     RUN_FILE,
     SPEC_FILE,
@@ -190,7 +191,13 @@ class RunLocation:
         return self.local / FINISHED_FILE
 
     @property
+    def optuna_journal(self) -> Path:
+        return self.local / OPTUNA_JOURNAL
+
+    @property
     def optuna_db(self) -> Path:
+        """The Optuna study of a run begun before the journal (SQLite), which its resume goes
+        on with."""
         return self.local / OPTUNA_DB
 
     def trial_file(self, trial_folder: str, name: str) -> str:
