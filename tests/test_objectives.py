@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 from tune_app.errors import SpecError
-from tune_app.methods.searchers import study_storage
 from tune_app.objectives import Limit, Objective, objectives_of
 from tune_app.rundir import pareto
 from tune_app.rundir.location import RunLocation
@@ -308,6 +307,8 @@ def front_run(ray_session, tmp_path_factory):
 def test_optuna_searches_both_objectives_and_is_told_the_constraints(front_run):
     import optuna
 
+    from tune_app.methods import optuna_study
+
     code, folder = front_run
     assert code == 0
     summary = json.loads((folder / "o" / "nsga" / "summary.json").read_text())
@@ -316,7 +317,7 @@ def test_optuna_searches_both_objectives_and_is_told_the_constraints(front_run):
         True
     ] * 6
     study = optuna.load_study(
-        study_name="nsga", storage=study_storage(RunLocation(folder / "o" / "nsga"))
+        study_name="nsga", storage=optuna_study.study_storage(RunLocation(folder / "o" / "nsga"))
     )
     assert [d.name for d in study.directions] == ["MAXIMIZE", "MINIMIZE"]
     done = [t for t in study.trials if t.state.name == "COMPLETE"]

@@ -5,26 +5,35 @@ a killed driver left half-written cut back to its last whole line. Pure, Ray-fre
 
 from __future__ import annotations
 
-import pytest
+import itertools
+import pickle
 
-from tune_app.methods import Context, OptunaOptions, searcher_of
-from tune_app.methods.searchers import study_storage
-from tune_app.rundir.location import RunLocation
-from tune_app.space import Domain, to_tune
+import pytest
 
 optuna = pytest.importorskip("optuna")
 
+from tune_app.methods import Context, OptunaOptions, searcher_of  # noqa: E402
+from tune_app.methods.optuna_study import LOCK_SUFFIX, study_storage  # noqa: E402
+from tune_app.rundir.location import RunLocation  # noqa: E402
+from tune_app.rundir.storage import APP_FILES  # noqa: E402
+from tune_app.space import Domain, to_tune  # noqa: E402
+
 SPACE = to_tune({"x": Domain("uniform", (0, 10))})
+_IDS = itertools.count()  # Tune's trial ids: never the same twice
 
 
-def _trials(folder: RunLocation, n: int) -> None:
-    """`n` trials suggested and told through the app's searcher, as a run (or its resume)."""
-    searcher = searcher_of(OptunaOptions()).build(OptunaOptions(), Context(seed=0, folder=folder))
-    assert searcher.set_search_properties("score", "max", SPACE)
-    for i in range(n):
-        trial_id = f"t_{i:05d}_{len(list(folder.local.iterdir()))}"
+def _trials(folder: RunLocation, n: int, searcher=None):
+    """`n` trials suggested and told through the app's searcher (built for a run, or given: a
+    resumed one); the searcher."""
+    if searcher is None:
+        options = OptunaOptions()
+        searcher = searcher_of(options).build(options, Context(seed=0, folder=folder))
+        assert searcher.set_search_properties("score", "max", SPACE)
+    for _ in range(n):
+        trial_id = f"t_{next(_IDS):05d}"
         config = searcher.suggest(trial_id)
         searcher.on_trial_complete(trial_id, {"score": config["x"], "training_iteration": 1})
+    return searcher
 
 
 def _study(folder: RunLocation):
@@ -68,3 +77,29 @@ def test_a_journal_line_left_half_written_is_cut_before_the_study_goes_on(tmp_pa
     _trials(folder, 2)
     assert [t.state.name for t in _study(folder).trials] == ["COMPLETE"] * 4
     assert folder.optuna_journal.read_bytes().endswith(b"}\n")
+
+
+def test_a_resume_goes_on_with_the_study_its_saved_searcher_held_after_a_kill(tmp_path):
+    """Tune saves its searcher pickled, study storage and all, and a resume unpickles it; the
+    driver was killed mid-write, leaving a torn line and Optuna's lock file. The searcher
+    unpickled reads the study afresh (trials told after it was saved included), cuts the torn
+    line, takes no lock as held, and goes on."""
+    folder = RunLocation(tmp_path / "e")
+    folder.local.mkdir()
+    saved = pickle.dumps(_trials(folder, 2))  # Tune's saved state, as a checkpoint takes it
+    _trials(folder, 1)  # told after that save
+    with folder.optuna_journal.open("ab") as journal:
+        journal.write(b'{"op_code": 4, "worker_id": "killed mid-wr')
+    lock = folder.optuna_journal.with_name(folder.optuna_journal.name + LOCK_SUFFIX)
+    lock.write_text("a killed driver's")
+    resumed = pickle.loads(saved)
+    _trials(folder, 2, resumed)
+    assert [t.state.name for t in _study(folder).trials] == ["COMPLETE"] * 5
+    assert not lock.exists()
+
+
+def test_a_cloud_run_uploads_its_study_with_the_other_files_of_the_app(tmp_path):
+    """A cloud run's resume pulls the app's files into a fresh staging folder: a study left
+    out of them was lost (SQLite) or read at byte offsets of another file (the journal)."""
+    folder = RunLocation(tmp_path)
+    assert {folder.optuna_journal.name, folder.optuna_db.name} <= set(APP_FILES)

@@ -11,7 +11,6 @@ import pytest
 
 from tune_app import spec
 from tune_app.errors import SpecError
-from tune_app.methods.searchers import study_storage
 from tune_app.plan.make import make_plan
 from tune_app.rundir.location import RunLocation
 
@@ -246,6 +245,8 @@ def test_optuna_is_seeded_and_keeps_its_study_beside_the_results(
 ):
     import optuna
 
+    from tune_app.methods import optuna_study
+
     user_module("quadratic.py", tmp_path)
     spec_file = write_spec(SAMPLED.format(search="{type: optuna, sampler: qmc}"))
     drawn = []
@@ -254,7 +255,7 @@ def test_optuna_is_seeded_and_keeps_its_study_beside_the_results(
         frame = json.loads(cli("analyze", tmp_path / run / "e", "--format", "json").out)[0]
         drawn.append(sorted((t["params"]["x"], t["params"]["y"]) for t in frame["trials"]))
         study = optuna.load_study(
-            study_name="e", storage=study_storage(RunLocation(tmp_path / run / "e"))
+            study_name="e", storage=optuna_study.study_storage(RunLocation(tmp_path / run / "e"))
         )
         assert len([t for t in study.trials if t.value is not None]) == 4
     assert drawn[0] == drawn[1] and len(set(drawn[0])) == 4  # seeded: the same 4 draws

@@ -11,7 +11,6 @@ import pytest
 
 from tune_app import spec
 from tune_app.methods import Context, searcher_of
-from tune_app.methods.searchers import study_storage
 from tune_app.plan.make import make_plan
 from tune_app.plan.types import ExperimentPlan
 from tune_app.rundir.layout import write_json
@@ -216,7 +215,9 @@ def test_the_searcher_built_has_seen_the_earlier_trials(search, tmp_path):
     if search == "optuna":
         import optuna
 
-        study = optuna.load_study(study_name="run", storage=study_storage(folder))
+        from tune_app.methods import optuna_study
+
+        study = optuna.load_study(study_name="run", storage=optuna_study.study_storage(folder))
         seen = [(t.params, t.value, t.state.name) for t in study.trials]
         assert seen == [
             ({"x": 1.0, "act": 1}, 3.0, "COMPLETE"),
@@ -237,7 +238,7 @@ def test_a_resumed_optuna_search_holds_each_earlier_trial_once(tmp_path):
     so a resumed study held each twice)."""
     import optuna
 
-    from tune_app.methods import OptunaOptions
+    from tune_app.methods import OptunaOptions, optuna_study
 
     space = to_tune({"x": Domain("uniform", (0, 10))})
     folder = RunLocation(tmp_path / "run")
@@ -248,7 +249,7 @@ def test_a_resumed_optuna_search_holds_each_earlier_trial_once(tmp_path):
     for _ in range(3):  # the run, and two resumes: each builds the searcher and sets it up
         searcher = searcher_of(OptunaOptions()).build(OptunaOptions(), ctx)
         assert searcher.set_search_properties("score", "max", space)
-    study = optuna.load_study(study_name="run", storage=study_storage(folder))
+    study = optuna.load_study(study_name="run", storage=optuna_study.study_storage(folder))
     assert sorted((t.params["x"], t.value) for t in study.trials) == [(1.0, 3.0), (7.0, 8.0)]
 
 
@@ -447,7 +448,11 @@ def test_a_search_continued_is_told_the_earlier_trials_and_runs_only_its_own(
     if search == "optuna":  # the study (its journal) holds the 3 told and the 2 run
         import optuna
 
-        study = optuna.load_study(study_name="e", storage=study_storage(RunLocation(folder)))
+        from tune_app.methods import optuna_study
+
+        study = optuna.load_study(
+            study_name="e", storage=optuna_study.study_storage(RunLocation(folder))
+        )
         told = sorted(t["metric"] for t in summary_of(earlier)["trials"])
         values = [t.value for t in study.trials]
         assert len(values) == 5 and sorted(values[:3]) == pytest.approx(told)

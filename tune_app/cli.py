@@ -321,7 +321,12 @@ COMMANDS: tuple[Command, ...] = (
         ("dir",),
         (
             arg("--format", choices=FORMATS, default="table", help="default: table"),
-            arg("--top", type=int, metavar="N", help="only the N best trials of each experiment"),
+            arg(
+                "--top",
+                type=int,
+                metavar="N",
+                help="only the N best trials of each experiment (a table: 100 unless given)",
+            ),
             arg(
                 "--importance",
                 action="store_true",

@@ -73,6 +73,7 @@ PICKLED_NAMES = frozenset(
         "tune_app.ray_internals.constraints:ToldConstraints",
         "tune_app.methods.told:Replayed",  # a warm start told to HyperOpt
         "tune_app.methods.told:ToldOnce",  # and to Optuna's stored study
+        "tune_app.methods.optuna_study:RunJournal",  # that study's journal (its path)
         # Schedulers
         "tune_app.ray_internals.wrapping:SkipsEnded",  # around every scheduler
         "tune_app.ray_internals.sparse:SparseASHA",

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from tune_app.methods.common import Context, Options
-
-if TYPE_CHECKING:
-    from tune_app.rundir.location import RunLocation
 
 
 class GridOptions(Options):
@@ -37,7 +34,8 @@ class HyperOptOptions(Options):
 
 class OptunaOptions(Options):
     """Optuna's samplers through Tune's OptunaSearch; the study is kept in the run folder's
-    optuna_journal.log, which `optuna-dashboard DIR/optuna_journal.log` opens."""
+    optuna_journal.log (`methods.optuna_study`), which `optuna-dashboard DIR/optuna_journal.log`
+    opens."""
 
     type: Literal["optuna"] = "optuna"
     sampler: Literal["tpe", "nsga2", "cmaes", "random", "qmc"] = Field(
@@ -117,6 +115,8 @@ def _optuna(options: Options, ctx: Context) -> Any:
         "random": lambda: optuna.samplers.RandomSampler(seed=seed),
         "qmc": lambda: optuna.samplers.QMCSampler(seed=seed),
     }
+    from tune_app.methods.optuna_study import study_storage
+
     storage = study_storage(ctx.folder) if ctx.folder is not None else None
     quiet_optuna()
     # Tune's OptunaSearch names a value by its path joined with "/" (failing on a domain inside
@@ -148,23 +148,6 @@ def _optuna(options: Options, ctx: Context) -> Any:
         assert points is not None and ctx.folder is not None
         searcher = ToldOnce(searcher, points, ctx.told, storage, ctx.folder.name)
     return SearchesByIndex(searcher)
-
-
-def study_storage(folder: RunLocation) -> Any:
-    """The Optuna study's storage in run folder `folder`: Optuna's journal file, an
-    append-only log (a trial's ask and tell took 1.5 ms where SQLite's commits
-    took 21, which held a 3,000-trial TPE search to 0.8 of a hand-written Tuner's rate), or the
-    SQLite file of a run begun before. A last line a killed driver left half-written is cut
-    first: a line appended to it would be lost with it."""
-    import optuna
-    from optuna.storages.journal import JournalFileBackend, JournalStorage
-
-    from tune_app.rundir.layout import cut_torn_tail
-
-    if folder.optuna_db.exists():
-        return optuna.storages.RDBStorage(f"sqlite:///{folder.optuna_db.resolve()}")
-    cut_torn_tail(folder.optuna_journal)
-    return JournalStorage(JournalFileBackend(str(folder.optuna_journal.resolve())))
 
 
 def quiet_optuna() -> None:

@@ -37,7 +37,8 @@ def render(
     top: int | None = None,
     importance: bool = False,
 ) -> str:
-    """The experiments in `fmt`, each with its `top` best trials (all when None); in JSON, with
+    """The experiments in `fmt`, each with its `top` best trials (when None: all, in a table
+    the best TABLE_ROWS); in JSON, with
     `importance`, each searched parameter's importance (models fitted: seconds, not a read)."""
     if fmt == "json":
         found = [as_dict(e, top, importance) for e in experiments]

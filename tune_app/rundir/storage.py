@@ -27,13 +27,26 @@ from tune_app.rundir.finding import newest_of_each, not_run_why, run_number
 from tune_app.rundir.layout import (
     CLONES_FILE,
     FINISHED_FILE,
+    OPTUNA_DB,
+    OPTUNA_JOURNAL,
     RESULTS_FILE,
     RUN_FILE,
     SPEC_FILE,
     SUMMARY_FILE,
 )
 
-APP_FILES = (RUN_FILE, SPEC_FILE, RESULTS_FILE, FINISHED_FILE, SUMMARY_FILE, CLONES_FILE)
+# The app's files of a run folder, mirrored to cloud storage (Optuna's study with them: a resume
+# pulls them into a fresh staging folder).
+APP_FILES = (
+    RUN_FILE,
+    SPEC_FILE,
+    RESULTS_FILE,
+    FINISHED_FILE,
+    SUMMARY_FILE,
+    CLONES_FILE,
+    OPTUNA_JOURNAL,
+    OPTUNA_DB,
+)
 STAGING = "~/.cache/tune_app/staging"  # TUNE_APP_STAGING overrides
 
 
