@@ -20,7 +20,7 @@ import ray
 import trainables
 import tune_app
 from tune_app.errors import SpecError
-from tune_app.interrupts import reclaim
+from tune_app.interrupts import deferred, reclaim
 from tune_app.plan.types import Plan
 from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
@@ -78,7 +78,11 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
         os.environ.setdefault(key, value)
     try:  # an interruption while Ray starts stops what did start
         with daemons_in_own_session(), node_on_loopback(), signals_left_to_the_driver():
-            ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
+            # A signal waits for the local Ray to have started, then interrupts: raised inside
+            # ray.init, once in a CI run, the process aborted ("terminate called without an
+            # active exception": a C++ thread of its core worker left running at exit).
+            with deferred():
+                ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
         reclaim()  # should a handler of Ray's have got through
         yield
     finally:
