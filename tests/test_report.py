@@ -359,6 +359,30 @@ def test_beyond_twelve_trials_only_the_best_five_are_in_colour(tmp_path, n, show
     assert len([line for line in ax.get_lines() if not line.get_label().startswith("_")]) == shown
 
 
+def test_beyond_max_faint_lines_as_many_are_drawn_spread_over_the_ranks(tmp_path, monkeypatch):
+    """A run of many trials draws MAX_FAINT_LINES of its faint ones, the best and the worst
+    among them and the rest evenly between, and says so in the legend."""
+    monkeypatch.setattr(plots, "MAX_FAINT_LINES", 8)
+    exp = results.read_experiment(write_search(tmp_path / "e", lr_search(40)))
+    colors = plots.trial_colors(exp)
+    faint = [t for t in exp.ranked() if colors[t.trial_id] == plots.FAINT_COLOR]
+    assert len(faint) == 35
+    rank_of_score = {round(t.score, 9): i for i, t in enumerate(faint)}
+
+    fig = plots.learning_curves(exp, colors)
+    ax = fig.axes[0]
+    segments = [seg for coll in ax.collections for seg in coll.get_segments()]
+    ranks = sorted(rank_of_score[round(float(seg[-1][1]), 9)] for seg in segments)
+    assert ranks == [0, 5, 10, 15, 19, 24, 29, 34]  # round(i * 34 / 7)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "35 other trials (8 drawn, spread over their ranks)" in labels
+
+    fig = parallel.parallel_coordinates(exp, colors)
+    assert sum(len(c.get_segments()) for c in fig.axes[0].collections) == 8
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "35 other trials (8 drawn, spread over their ranks)" in labels
+
+
 @pytest.mark.parametrize(
     ("x_key", "expected", "label"),
     [

@@ -43,6 +43,7 @@ LOGGED_AT = "logged_at"  # unix time the driver logged a result
 WIDTH_IN, DPI = 9.0, 110
 MAX_LEGEND_TRIALS = 12  # up to this many trials, each has a colour and a legend entry
 HIGHLIGHTED = 5  # beyond that, only the best this many do; the rest are drawn faint
+MAX_FAINT_LINES = 2000  # beyond that many faint trials, this many are drawn (`FaintLines`)
 FAILED_COLOR, EARLY_COLOR, FAINT_COLOR = "#c62828", "#222222", "#a9b2be"
 LOG, LINEAR, CATEGORY = "log", "linear", "category"  # how a parameter's axis is drawn
 MAX_VALUE_TICKS = 6  # a log axis of up to this many distinct values is labelled at each
@@ -140,7 +141,7 @@ def learning_curves(
         last = next(((x, y) for x, y in reversed(points) if not math.isnan(y)), None)
         if last and (t.failure or t.stopped_early):
             ends.setdefault(("X" if t.failure else "v", bold), []).append(last)
-    others = faint.draw(ax, linewidth=0.8, alpha=0.55, zorder=1)
+    faint.draw(ax, linewidth=0.8, alpha=0.55, zorder=1)
     _draw_ends(ax, ends)
     ax.autoscale_view()
     if not drawn:
@@ -152,10 +153,7 @@ def learning_curves(
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 200k, 1.5M
     ax.set_ylabel(_tex_safe(metric))
     handles = ax.get_legend_handles_labels()[0][::-1]  # best first
-    if others:
-        handles.append(
-            Line2D([], [], color=FAINT_COLOR, lw=0.8, label=counted(others, "other trial"))
-        )
+    handles += faint.legend(linewidth=0.8)
     handles += _marker_proxies(ranked)
     handles += marks.draw(ax, exp, x_key, metric)
     if handles:
@@ -165,19 +163,28 @@ def learning_curves(
 
 class FaintLines:
     """The trials not highlighted, drawn as one LineCollection per line style (a failed trial's
-    dashed), not one artist per trial: a figure of 10,000 trials drew for minutes."""
+    dashed), not one artist per trial: a figure of 10,000 trials drew for minutes. Beyond
+    MAX_FAINT_LINES, that many are drawn, evenly spaced in the order added (the callers add by
+    rank), so a live page of a 10,000-trial run renders in seconds: past a few thousand thin
+    grey lines the band they fill looks the same."""
 
     def __init__(self) -> None:
-        self._styles: dict[str, tuple[list[list[tuple[float, float]]], list[str]]] = {}
+        self._lines: list[tuple[list[tuple[float, float]], str, bool]] = []
 
     def add(self, points: list[tuple[float, float]], color: str, failed: bool) -> None:
-        lines, colors = self._styles.setdefault("--" if failed else "-", ([], []))
-        lines.append(points)
-        colors.append(color)
+        self._lines.append((points, color, failed))
+
+    def __len__(self) -> int:
+        return len(self._lines)
 
     def draw(self, ax: Any, linewidth: float, alpha: float, zorder: int) -> int:
         """Add the collections to `ax`; how many lines they hold."""
-        for style, (lines, colors) in self._styles.items():
+        styles: dict[str, tuple[list[list[tuple[float, float]]], list[str]]] = {}
+        for points, color, failed in evenly(self._lines, MAX_FAINT_LINES):
+            lines, colors = styles.setdefault("--" if failed else "-", ([], []))
+            lines.append(points)
+            colors.append(color)
+        for style, (lines, colors) in styles.items():
             ax.add_collection(
                 LineCollection(
                     lines,
@@ -188,7 +195,28 @@ class FaintLines:
                     zorder=zorder,
                 )
             )
-        return sum(len(lines) for lines, _ in self._styles.values())
+        return sum(len(lines) for lines, _ in styles.values())
+
+    def legend(self, linewidth: float) -> list[Line2D]:
+        """The legend's entry for the faint trials ([] for none): how many, and how many drawn
+        where not all are."""
+        if not self._lines:
+            return []
+        label = counted(len(self._lines), "other trial")
+        if len(self._lines) > MAX_FAINT_LINES:
+            label += f" ({MAX_FAINT_LINES:,} drawn, spread over their ranks)"
+        return [Line2D([], [], color=FAINT_COLOR, lw=linewidth, label=label)]
+
+
+def evenly(items: Sequence[Any], at_most: int) -> Sequence[Any]:
+    """`items` whole up to `at_most`, else `at_most` of them spaced evenly, the first and the
+    last among them."""
+    n = len(items)
+    if n <= at_most:
+        return items
+    if at_most <= 1:
+        return list(items[:at_most])
+    return [items[round(i * (n - 1) / (at_most - 1))] for i in range(at_most)]
 
 
 def _draw_ends(ax: Any, ends: dict[tuple[str, bool], list[tuple[float, float]]]) -> None:

@@ -10,12 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from tune_app import scoring
 from tune_app.readback.plots import (
     CATEGORY,
-    FAINT_COLOR,
     LINEAR,
     LOG,
     FaintLines,
@@ -32,7 +30,6 @@ from tune_app.readback.plots import (
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import TrialOutcome
 from tune_app.seeds import SEED_KEY
-from tune_app.words import counted
 
 
 @dataclass(frozen=True)
@@ -72,7 +69,7 @@ def parallel_coordinates(exp: ExperimentResults, colors: dict[str, str]) -> Figu
     shown = {t.trial_id for t in highlighted(exp)}
     fig, ax = new_figure(4.0)
     positions = range(len(axes))
-    _draw_trials(ax, trials, axes, colors, shown, exp.best_trial)
+    faint = _draw_trials(ax, trials, axes, colors, shown, exp.best_trial)
     for x, a in zip(positions, axes, strict=True):
         ax.axvline(x, color="#52606d", lw=1.0, zorder=1)
         for height, label in a.ticks:
@@ -95,11 +92,7 @@ def parallel_coordinates(exp: ExperimentResults, colors: dict[str, str]) -> Figu
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
     handles = ax.get_legend_handles_labels()[0][::-1]  # best first
-    faint = len(trials) - len(handles)
-    if faint:
-        handles.append(
-            Line2D([], [], color=FAINT_COLOR, lw=0.9, label=counted(faint, "other trial"))
-        )
+    handles += faint.legend(linewidth=0.9)
     if handles:
         fig.legend(handles=handles, loc="outside right upper", fontsize=8)
     return fig
@@ -148,7 +141,7 @@ def _draw_trials(
     colors: dict[str, str],
     shown: set[str],
     winner: TrialOutcome | None,
-) -> None:
+) -> FaintLines:
     """Each trial's line through `axes`: the highlighted (`shown`) each its own, labelled, the
     best (`winner`, the report's banner's: with seeds, the best configuration's) boldest; the
     others faint (`FaintLines`)."""
@@ -173,3 +166,4 @@ def _draw_trials(
             zorder=3,
         )
     faint.draw(ax, linewidth=0.9, alpha=0.5, zorder=2)
+    return faint
