@@ -26,7 +26,6 @@ RETURN_MEAN = "env_runners/episode_return_mean"
 # old `episode_reward_mean` / `episode_len_mean`), computed by the app across iterations.
 SMOOTHED_RETURN = "env_runners/episode_return_mean_smoothed"
 SMOOTHED_LEN = "env_runners/episode_len_mean_smoothed"
-SMOOTHED_KEYS = (SMOOTHED_RETURN, SMOOTHED_LEN)
 
 # Result groups whose statistics are per finished episode, and the count that says whether
 # any episode finished this iteration.

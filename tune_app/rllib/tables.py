@@ -237,8 +237,6 @@ SAC_OPTIMIZATION = {
     "critic_learning_rate": "critic_lr",
     "entropy_learning_rate": "alpha_lr",
 }
-# SAC's old per-network model configs; the new stack builds both from one model_config.
-SAC_MODEL_CONFIGS = ("q_model_config", "policy_model_config", "Q_model", "policy_model")
 # Old exploration_config types: the new stack's behaviour that matches, when one does.
 STOCHASTIC_SAMPLING = "StochasticSampling"
 EPSILON_GREEDY = "EpsilonGreedy"

@@ -204,18 +204,6 @@ class RunLocation:
         """A file of a trial as a user names it (a path or a URI): `name` in `trial_folder`."""
         return f"{self.where.rstrip('/')}/{trial_folder}/{name}"
 
-    def trial_error(self, trial_folder: str) -> str:
-        """The error file Tune writes for a failed trial, as a user names it."""
-        return self.trial_file(trial_folder, ERROR_FILE)
-
-    def trial_output(
-        self, trial_folder: str, log_to_file: bool | str | tuple[str, str]
-    ) -> str | None:
-        """Where a trial's stdout is kept under Tune's `log_to_file` (true: `stdout`; one name
-        for both; [stdout, stderr]); None when it is not kept."""
-        name = self.output_name(log_to_file)
-        return None if name is None else self.trial_file(trial_folder, name)
-
     def failed_trial_files(
         self, log_to_file: bool | str | tuple[str, str]
     ) -> tuple[str, tuple[str, ...]]:
@@ -226,7 +214,8 @@ class RunLocation:
 
     @staticmethod
     def output_name(log_to_file: bool | str | tuple[str, str]) -> str | None:
-        """The name of the file a trial's stdout is kept in (`trial_output`), or None."""
+        """The name of the file a trial's stdout is kept in under Tune's `log_to_file` (true:
+        `stdout`; one name for both; [stdout, stderr]), or None where it is not kept."""
         if log_to_file is False:
             return None
         if log_to_file is True:

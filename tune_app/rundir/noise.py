@@ -22,7 +22,6 @@ from tune_app.seeds import AGGREGATES, Configuration
 DRAWS = 2000
 SEED = 0
 LEVEL = 0.95  # the bound's one-sided confidence
-SELECTS = ("aggregate", "lcb")  # what ranks configurations: their aggregate, or their bound
 DEFAULT_SELECT = "aggregate"
 MIN_SEEDS = 2  # scored seeds a configuration needs for a chance or a bound
 
