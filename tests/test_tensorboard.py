@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams import api_pb2, metadata
 
@@ -36,6 +38,7 @@ from tune_app.tensorboard import (
     SPEC_GROUP,
     TagLayout,
     TrialBoard,
+    events,
     flat_result,
     hparam_info,
     hparam_value,
@@ -1019,6 +1022,20 @@ def test_a_results_scalars_are_one_event_and_read_back_under_each_tag(tmp_path: 
     }.items():
         shown = [(e.step, e.value) for e in accumulated.Scalars(tag)]
         assert shown == [(1, pytest.approx(values[0])), (2, pytest.approx(values[1]))], tag
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=3000))
+def test_a_record_is_framed_as_tensorboards_own_writer_frames_it(data: bytes) -> None:
+    """The app frames each event itself, its checksums in C; byte for byte as TensorBoard's
+    RecordWriter does, whose reader checks them."""
+    import io
+
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    theirs = io.BytesIO()
+    RecordWriter(theirs).write(data)
+    assert events.record(data) == theirs.getvalue()
 
 
 def test_a_trials_events_files_sort_in_the_order_they_were_made(

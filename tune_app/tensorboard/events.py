@@ -1,16 +1,35 @@
-"""A trial's TensorBoard events file, written by the driver in TensorBoard's own format (its
-RecordWriter; no TensorFlow, torch or tensorboardX imported), and read back."""
+"""A trial's TensorBoard events file, written by the driver in TensorBoard's own format (TFRecord
+framing of its Event protos; no TensorFlow, torch or tensorboardX imported), and read back."""
 
 from __future__ import annotations
 
 import itertools
 import os
 import socket
+import struct
 import time
 from pathlib import Path
 from typing import Any
 
 FLUSH_S = 1.0  # how late an event may reach the disk (Tune's writers take 30 s)
+_CRC_MASK = 0xA282EAD8  # TFRecord's mask of a CRC-32C, TensorFlow's own constant
+
+
+def record(data: bytes) -> bytes:
+    """`data` framed as a TFRecord, as TensorBoard's RecordWriter frames it: its length (u64),
+    the length's masked CRC-32C, the data, the data's masked CRC-32C (little-endian). The CRC
+    is google-crc32c's (C, 0.2 us a result): TensorBoard's own is pure Python (21 us), and
+    importing it imports `tensorboard.summary`, with boto3 where installed (10 MB)."""
+    import google_crc32c
+
+    header = struct.pack("<Q", len(data))
+    return b"".join(
+        (header, _masked(google_crc32c.value(header)), data, _masked(google_crc32c.value(data)))
+    )
+
+
+def _masked(crc: int) -> bytes:
+    return struct.pack("<I", (((crc >> 15) | (crc << 17)) + _CRC_MASK) & 0xFFFFFFFF)
 
 
 def ended_in_events(folder: Path) -> bool:
@@ -28,7 +47,7 @@ def ended_in_events(folder: Path) -> bool:
 
 
 class EventWriter:
-    """A trial's events file in TensorBoard's format (its RecordWriter): scalars as
+    """A trial's events file in TensorBoard's format (`record`): scalars as
     `simple_value`s, as TensorBoard and tensorboardX write them. Written in the driver's own
     thread, with no writer thread per trial (a search of many short trials starts a writer per
     trial); `TrialBoard.on_step_end` flushes what is older than `flush_secs`."""
@@ -37,7 +56,6 @@ class EventWriter:
 
     def __init__(self, logdir: str, flush_secs: float = FLUSH_S) -> None:
         from tensorboard.compat.proto.event_pb2 import Event
-        from tensorboard.summary.writer.record_writer import RecordWriter
 
         Path(logdir).mkdir(parents=True, exist_ok=True)
         # TensorBoard's own naming: time, host, process, a number unique in the process. Its
@@ -48,7 +66,6 @@ class EventWriter:
             f"{os.getpid()}.{next(self._made):08d}"
         )
         self._file = open(Path(logdir) / name, "wb")  # noqa: SIM115 - closed by close()
-        self._records = RecordWriter(self._file)
         self.flush_secs = min(flush_secs, FLUSH_S)
         self._unflushed_since: float | None = None
         self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
@@ -86,7 +103,7 @@ class EventWriter:
         )
 
     def _write(self, event: Any) -> None:
-        self._records.write(event.SerializeToString())
+        self._file.write(record(event.SerializeToString()))
         if self._unflushed_since is None:
             self._unflushed_since = time.monotonic()
 
