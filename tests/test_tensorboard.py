@@ -45,6 +45,7 @@ from tune_app.tensorboard import (
     metric_keys,
     searched_values,
 )
+from tune_app.tensorboard import hparams as hp
 from tune_app.tensorboard.server import DEFAULT_PORT, pick_port
 
 from .conftest import ROOT, SEARCH_SPACES, user_module
@@ -166,10 +167,7 @@ def test_searched_values_follow_the_dotted_paths_only() -> None:
     ],
 )
 def test_hparam_columns_carry_the_spec_domain(domain: Domain, kind: str | None, expected) -> None:
-    column = hparam_info("p", domain)
-    info = api_pb2.HParamInfo(name=column.name)
-    if column.domain is not None:
-        column.domain.update_hparam_info(info)
+    info = hparam_info("p", domain)
     assert info.name == "p"
     assert info.WhichOneof("domain") == kind
     if kind == "domain_discrete":
@@ -1022,6 +1020,57 @@ def test_a_results_scalars_are_one_event_and_read_back_under_each_tag(tmp_path: 
     }.items():
         shown = [(e.step, e.value) for e in accumulated.Scalars(tag)]
         assert shown == [(1, pytest.approx(values[0])), (2, pytest.approx(values[1]))], tag
+
+
+@pytest.mark.parametrize(
+    ("values", "interval"),
+    [
+        pytest.param(None, None, id="a name alone"),
+        pytest.param([0.3, 1.0, 0.1], None, id="numbers"),
+        pytest.param(["tanh", "relu"], None, id="strings"),
+        pytest.param([True, False], None, id="booleans"),
+        pytest.param(None, (1e-4, 0.1), id="interval"),
+    ],
+)
+def test_hparams_summaries_are_the_plugins_own_byte_for_byte(monkeypatch, values, interval):
+    """The app builds the HParams summaries from the plugin's protos, without importing the
+    plugin's builders (TensorFlow's stub with them): the same bytes as those builders make."""
+    from tensorboard.plugins.hparams import summary_v2
+
+    monkeypatch.setattr(time, "time", lambda: 1_795_000_000.25)
+    domain = (
+        summary_v2.Discrete(list(values))
+        if values
+        else summary_v2.RealInterval(*interval)
+        if interval
+        else None
+    )
+    theirs = summary_v2.hparams_config_pb(
+        hparams=[summary_v2.HParam("model.lr", domain), summary_v2.HParam("act")],
+        metrics=[summary_v2.Metric("0_spec/score", display_name="score")],
+        time_created_secs=1_795_000_000.0,
+    )
+    ours = hp.experiment(
+        [hp.column("model.lr", values, interval), hp.column("act")],
+        {"0_spec/score": "score"},
+        1_795_000_000.0,
+    )
+    assert ours.SerializeToString() == theirs.SerializeToString()
+
+    row = {"model.lr": 0.1, "act": "tanh", "flag": True, "n": 3.0}
+    theirs = summary_v2.hparams_pb(row, trial_id="f1c2e_00001", start_time_secs=time.time())
+    assert hp.session_start(row, "f1c2e_00001").SerializeToString() == theirs.SerializeToString()
+
+
+def test_a_session_end_is_read_as_the_plugin_reads_it(monkeypatch):
+    monkeypatch.setattr(time, "time", lambda: 1_795_000_000.25)
+    for failed, status in [(True, api_pb2.STATUS_FAILURE), (False, api_pb2.STATUS_SUCCESS)]:
+        (value,) = hp.session_end(failed).value
+        assert value.tag == metadata.SESSION_END_INFO_TAG
+        assert value.tensor.SerializeToString() == metadata.NULL_TENSOR.SerializeToString()
+        assert value.metadata.plugin_data.plugin_name == metadata.PLUGIN_NAME
+        info = metadata.parse_session_end_info_plugin_data(value.metadata.plugin_data.content)
+        assert (info.status, info.end_time_secs) == (status, 1_795_000_000.25)
 
 
 @settings(max_examples=200, deadline=None)

@@ -31,6 +31,7 @@ from tune_app.interrupts import stops_on_write_error
 from tune_app.rundir.layout import flatten, jsonable, latest_results, read_rows
 from tune_app.seeds import SEED_KEY
 from tune_app.space import Domain, iter_domains, value_at
+from tune_app.tensorboard import hparams as hp
 from tune_app.tensorboard.events import FLUSH_S, EventWriter, ended_in_events
 
 if TYPE_CHECKING:
@@ -229,7 +230,8 @@ class TrialBoard(LoggerCallback):
         # Also on a restart (resume, retry, unpause); TensorBoard keeps the first of each tag.
         self._write(trial, experiment_summary(self.hparams, self.shown_metrics, self.created))
         values = searched_values(trial.config, self.hparams)
-        self._write(trial, session_start(values, trial.trial_id))
+        # Its row named as `analyze`, the report and its folder spell the trial.
+        self._write(trial, hp.session_start(values, trial.trial_id))
         self.writers[trial].flush()  # listed in HParams at once, before any result
 
     @stops_on_write_error
@@ -270,7 +272,7 @@ class TrialBoard(LoggerCallback):
             self.log_trial_start(trial)
         last = flatten(trial.last_result or {}, "/")
         self._write(
-            trial, session_end(failed or diverged(last, self.ranked or self.metric) is not None)
+            trial, hp.session_end(failed or diverged(last, self.ranked or self.metric) is not None)
         )
         self.writers.pop(trial).close()
         self.last_step.pop(trial, None)
@@ -398,53 +400,18 @@ def searched_values(config: dict[str, Any], hparams: dict[str, Domain]) -> dict[
 
 def hparam_info(path: str, domain: Domain) -> Any:
     """The HParams column of a searched path: its discrete values, its range, or just its name."""
-    # The plugin's API; `hparams.api` re-exports it but imports Keras (TensorFlow) first.
-    from tensorboard.plugins.hparams import summary_v2 as hp
-
     if domain.kind in ("grid_search", "choice"):
         values = list(dict.fromkeys(hparam_value(v) for v in domain.args))
         nested = any(next(iter_domains(v), None) for v in domain.args)
         if not nested and len({type(v) for v in values}) == 1:
-            return hp.HParam(path, hp.Discrete(values))
+            return hp.column(path, values)
     elif domain.kind in _INTERVALS:
-        return hp.HParam(path, hp.RealInterval(float(domain.args[0]), float(domain.args[1])))
-    return hp.HParam(path)
+        return hp.column(path, interval=(float(domain.args[0]), float(domain.args[1])))
+    return hp.column(path)
 
 
 def experiment_summary(
-    hparams: dict[str, Domain], metrics: dict[str, str], created: float | None = None
+    searched: dict[str, Domain], metrics: dict[str, str], created: float | None = None
 ) -> Any:
     """The HParams experiment: the searched paths, and the metrics as scalar tags of each trial."""
-    from tensorboard.plugins.hparams import summary_v2 as hp
-
-    return hp.hparams_config_pb(
-        hparams=[hparam_info(p, d) for p, d in hparams.items()],
-        metrics=[hp.Metric(tag, display_name=name) for tag, name in metrics.items()],
-        time_created_secs=created,
-    )
-
-
-def session_start(values: dict[str, bool | float | str], name: str) -> Any:
-    """A trial's HParams session start, its row named `name`: the trial's id as `analyze`, the
-    report and its folder spell it, so a row is found by the id one reads elsewhere."""
-    from tensorboard.plugins.hparams import summary_v2 as hp
-
-    return hp.hparams_pb(values, trial_id=name, start_time_secs=time.time())
-
-
-def session_end(failed: bool) -> Any:
-    """A trial's HParams session end: success or failure."""
-    from tensorboard.compat.proto import summary_pb2
-    from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
-
-    # The plugin's own writer of this (`summary.session_end_pb`) needs TensorFlow; this is it.
-    status = api_pb2.STATUS_FAILURE if failed else api_pb2.STATUS_SUCCESS
-    info = plugin_data_pb2.SessionEndInfo(status=status, end_time_secs=time.time())
-    data = plugin_data_pb2.HParamsPluginData(session_end_info=info)
-    summary = summary_pb2.Summary()
-    summary.value.add(
-        tag=metadata.SESSION_END_INFO_TAG,
-        metadata=metadata.create_summary_metadata(data),
-        tensor=metadata.NULL_TENSOR,
-    )
-    return summary
+    return hp.experiment([hparam_info(p, d) for p, d in searched.items()], metrics, created)

@@ -35,13 +35,14 @@ def _masked(crc: int) -> bytes:
 def ended_in_events(folder: Path) -> bool:
     """Whether the trial's newest events file records its end (HParams' session end)."""
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
-    from tensorboard.plugins.hparams import metadata
+
+    from tune_app.tensorboard.hparams import SESSION_END_INFO_TAG
 
     files = sorted(folder.glob("events.out.tfevents.*"), key=lambda f: f.stat().st_mtime_ns)
     if not files:
         return False
     for event in EventFileLoader(str(files[-1])).Load():
-        if any(v.tag == metadata.SESSION_END_INFO_TAG for v in event.summary.value):
+        if any(v.tag == SESSION_END_INFO_TAG for v in event.summary.value):
             return True
     return False
 
