@@ -383,6 +383,29 @@ def test_beyond_max_faint_lines_as_many_are_drawn_spread_over_the_ranks(tmp_path
     assert "35 other trials (8 drawn, spread over their ranks)" in labels
 
 
+def test_the_end_marks_of_faint_trials_are_those_of_the_lines_drawn(monkeypatch):
+    """Past MAX_FAINT_LINES, a faint trial's end mark (failed, stopped early) is drawn only
+    where its line is: no mark ends a line that is not there."""
+    from matplotlib.figure import Figure
+
+    monkeypatch.setattr(plots, "MAX_FAINT_LINES", 4)
+    faint = plots.FaintLines()
+    for i in range(10):
+        end = ("X" if i % 2 else "v", (1.0, float(i))) if i != 6 else None
+        faint.add([(0.0, float(i)), (1.0, float(i))], plots.FAINT_COLOR, i % 2 == 1, end)
+    ax = Figure().add_subplot()
+    ends = faint.draw(ax, linewidth=0.8, alpha=0.5, zorder=1)
+    drawn = sorted(float(seg[-1][1]) for c in ax.collections for seg in c.get_segments())
+    assert drawn == [0.0, 3.0, 6.0, 9.0]  # round(i * 9 / 3)
+    assert sorted(ends, key=lambda e: e[1][1]) == [
+        ("v", (1.0, 0.0)),
+        ("X", (1.0, 3.0)),
+        ("X", (1.0, 9.0)),
+    ]
+    styles = {c.get_linestyle()[0][1] is None: len(c.get_segments()) for c in ax.collections}
+    assert sum(styles.values()) == 4 and len(ax.collections) == 2  # solid and dashed (failed)
+
+
 @pytest.mark.parametrize(
     ("x_key", "expected", "label"),
     [

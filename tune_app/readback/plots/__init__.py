@@ -44,6 +44,7 @@ WIDTH_IN, DPI = 9.0, 110
 MAX_LEGEND_TRIALS = 12  # up to this many trials, each has a colour and a legend entry
 HIGHLIGHTED = 5  # beyond that, only the best this many do; the rest are drawn faint
 MAX_FAINT_LINES = 2000  # beyond that many faint trials, this many are drawn (`FaintLines`)
+End = tuple[str, tuple[float, float]]  # a line's end mark: its marker ("X", "v"), and where
 FAILED_COLOR, EARLY_COLOR, FAINT_COLOR = "#c62828", "#222222", "#a9b2be"
 LOG, LINEAR, CATEGORY = "log", "linear", "category"  # how a parameter's axis is drawn
 MAX_VALUE_TICKS = 6  # a log axis of up to this many distinct values is labelled at each
@@ -121,27 +122,28 @@ def learning_curves(
         if not points:
             continue
         drawn += 1
-        best = t is winner
-        bold = t.trial_id in shown
-        if bold:
-            xs, ys = zip(*points, strict=True)
-            ax.plot(
-                xs,
-                ys,
-                color=colors[t.trial_id],
-                lw=2.4 if best else 1.4,
-                ls="--" if t.failure else "-",
-                marker="o" if len(xs) <= 30 else None,
-                ms=3,
-                label=legend_label(t, best),
-                zorder=3 if best else 2,
-            )
-        else:
-            faint.add(points, colors[t.trial_id], t.failure is not None)
         last = next(((x, y) for x, y in reversed(points) if not math.isnan(y)), None)
-        if last and (t.failure or t.stopped_early):
-            ends.setdefault(("X" if t.failure else "v", bold), []).append(last)
-    faint.draw(ax, linewidth=0.8, alpha=0.55, zorder=1)
+        end = ("X" if t.failure else "v", last) if last and (t.failure or t.stopped_early) else None
+        if t.trial_id not in shown:
+            faint.add(points, colors[t.trial_id], t.failure is not None, end)
+            continue
+        best = t is winner
+        xs, ys = zip(*points, strict=True)
+        ax.plot(
+            xs,
+            ys,
+            color=colors[t.trial_id],
+            lw=2.4 if best else 1.4,
+            ls="--" if t.failure else "-",
+            marker="o" if len(xs) <= 30 else None,
+            ms=3,
+            label=legend_label(t, best),
+            zorder=3 if best else 2,
+        )
+        if end:
+            ends.setdefault((end[0], True), []).append(end[1])
+    for marker, at in faint.draw(ax, linewidth=0.8, alpha=0.55, zorder=1):
+        ends.setdefault((marker, False), []).append(at)
     _draw_ends(ax, ends)
     ax.autoscale_view()
     if not drawn:
@@ -169,21 +171,28 @@ class FaintLines:
     grey lines the band they fill looks the same."""
 
     def __init__(self) -> None:
-        self._lines: list[tuple[list[tuple[float, float]], str, bool]] = []
+        self._lines: list[tuple[list[tuple[float, float]], str, bool, End | None]] = []
 
-    def add(self, points: list[tuple[float, float]], color: str, failed: bool) -> None:
-        self._lines.append((points, color, failed))
+    def add(
+        self, points: list[tuple[float, float]], color: str, failed: bool, end: End | None = None
+    ) -> None:
+        """A trial's line; `end`: the mark at its end (failed, or stopped early), drawn where
+        the line is."""
+        self._lines.append((points, color, failed, end))
 
     def __len__(self) -> int:
         return len(self._lines)
 
-    def draw(self, ax: Any, linewidth: float, alpha: float, zorder: int) -> int:
-        """Add the collections to `ax`; how many lines they hold."""
+    def draw(self, ax: Any, linewidth: float, alpha: float, zorder: int) -> list[End]:
+        """Add the collections to `ax`; the end marks of the lines drawn."""
         styles: dict[str, tuple[list[list[tuple[float, float]]], list[str]]] = {}
-        for points, color, failed in evenly(self._lines, MAX_FAINT_LINES):
+        ends = []
+        for points, color, failed, end in evenly(self._lines, MAX_FAINT_LINES):
             lines, colors = styles.setdefault("--" if failed else "-", ([], []))
             lines.append(points)
             colors.append(color)
+            if end is not None:
+                ends.append(end)
         for style, (lines, colors) in styles.items():
             ax.add_collection(
                 LineCollection(
@@ -195,7 +204,7 @@ class FaintLines:
                     zorder=zorder,
                 )
             )
-        return sum(len(lines) for lines, _ in styles.values())
+        return ends
 
     def legend(self, linewidth: float) -> list[Line2D]:
         """The legend's entry for the faint trials ([] for none): how many, and how many drawn
