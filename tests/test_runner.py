@@ -627,9 +627,10 @@ def test_a_run_refused_before_any_trial_reported_leaves_no_folder(tmp_path, file
 
 
 @pytest.mark.parametrize(("verbosity", "shown"), [(0, False), (1, True)])
-def test_quiet_runs_hide_optunas_experimental_warnings(verbosity, shown):
-    """-q hides Optuna's ExperimentalWarning (known by its words, without importing Optuna for
-    its class); otherwise it is shown as Python shows it."""
+@pytest.mark.parametrize("form", ["function", "argument"])
+def test_quiet_runs_hide_optunas_experimental_warnings(verbosity, shown, form):
+    """-q hides Optuna's ExperimentalWarning in both its forms (known by its words, without
+    importing Optuna for its class); otherwise it is shown as Python shows it."""
     optuna = pytest.importorskip("optuna")
     from optuna.exceptions import ExperimentalWarning
 
@@ -637,6 +638,14 @@ def test_quiet_runs_hide_optunas_experimental_warnings(verbosity, shown):
         warnings.simplefilter("always")  # every warning shown, unless the run hides it
         with runner._library_warnings(verbosity), warnings.catch_warnings(record=True) as seen:
             # Said where it is called (here, as in Ray's searcher): no module filter hides it.
-            optuna.storages.fail_stale_trials(optuna.create_study())
+            if form == "function":
+                optuna.storages.fail_stale_trials(optuna.create_study())
+            else:  # optuna._experimental.warn_experimental_argument's words
+                warnings.warn(
+                    "Argument ``constraints_func`` is an experimental feature. The interface can "
+                    "change in the future.",
+                    ExperimentalWarning,
+                    stacklevel=1,
+                )
     experimental = [w for w in seen if issubclass(w.category, ExperimentalWarning)]
     assert len(experimental) == (1 if shown else 0), [str(w.message) for w in experimental]

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import google_crc32c
+
 FLUSH_S = 1.0  # how late an event may reach the disk (Tune's writers take 30 s)
 _CRC_MASK = 0xA282EAD8  # TFRecord's mask of a CRC-32C, TensorFlow's own constant
 
@@ -20,8 +22,6 @@ def record(data: bytes) -> bytes:
     the length's masked CRC-32C, the data, the data's masked CRC-32C (little-endian). The CRC
     is google-crc32c's (C, 0.2 us a result): TensorBoard's own is pure Python (21 us), and
     importing it imports `tensorboard.summary`, with boto3 where installed (10 MB)."""
-    import google_crc32c
-
     header = struct.pack("<Q", len(data))
     return b"".join(
         (header, _masked(google_crc32c.value(header)), data, _masked(google_crc32c.value(data)))

@@ -25,13 +25,15 @@ def column(
     values: Sequence[Any] | None = None,
     interval: tuple[float, float] | None = None,
 ) -> Any:
-    """An HParams column (`HParamInfo`): its discrete `values` (all of one type), or its real
-    `interval`, or only its name."""
+    """An HParams column (`HParamInfo`): its discrete `values` (all of one type, as the plugin
+    requires), or its real `interval`, or only its name."""
     from tensorboard.plugins.hparams import api_pb2
 
     info = api_pb2.HParamInfo(name=name)
     if values:
         kind = type(values[0])
+        if any(type(v) is not kind for v in values):
+            raise TypeError(f"HParams column {name!r}: values of more than one type: {values!r}")
         info.type = (
             api_pb2.DATA_TYPE_BOOL
             if kind is bool
@@ -69,6 +71,8 @@ def session_start(values: Mapping[str, bool | float | str], name: str) -> Any:
     info = plugin_data_pb2.SessionStartInfo(group_name=name, start_time_secs=time.time())
     for key in sorted(values):
         value = values[key]
+        if not isinstance(value, bool | float | int | str) and hasattr(value, "item"):
+            value = value.item()  # a numpy scalar, as the plugin takes it
         if isinstance(value, bool):
             info.hparams[key].bool_value = value
         elif isinstance(value, str):
