@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tune_app.readback import plots, report
+from tune_app.readback.plots import faint as faint_lines
 from tune_app.readback.plots import parallel
 from tune_app.rundir import read as results
 from tune_app.rundir.write import log_scaled
@@ -362,7 +363,7 @@ def test_beyond_twelve_trials_only_the_best_five_are_in_colour(tmp_path, n, show
 def test_beyond_max_faint_lines_as_many_are_drawn_spread_over_the_ranks(tmp_path, monkeypatch):
     """A run of many trials draws MAX_FAINT_LINES of its faint ones, the best and the worst
     among them and the rest evenly between, and says so in the legend."""
-    monkeypatch.setattr(plots, "MAX_FAINT_LINES", 8)
+    monkeypatch.setattr(faint_lines, "MAX_FAINT_LINES", 8)
     exp = results.read_experiment(write_search(tmp_path / "e", lr_search(40)))
     colors = plots.trial_colors(exp)
     faint = [t for t in exp.ranked() if colors[t.trial_id] == plots.FAINT_COLOR]
@@ -388,8 +389,8 @@ def test_the_end_marks_of_faint_trials_are_those_of_the_lines_drawn(monkeypatch)
     where its line is: no mark ends a line that is not there."""
     from matplotlib.figure import Figure
 
-    monkeypatch.setattr(plots, "MAX_FAINT_LINES", 4)
-    faint = plots.FaintLines()
+    monkeypatch.setattr(faint_lines, "MAX_FAINT_LINES", 4)
+    faint = faint_lines.FaintLines()
     for i in range(10):
         end = ("X" if i % 2 else "v", (1.0, float(i))) if i != 6 else None
         faint.add([(0.0, float(i)), (1.0, float(i))], plots.FAINT_COLOR, i % 2 == 1, end)

@@ -20,7 +20,6 @@ from typing import Any
 
 from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import LineCollection
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -29,12 +28,12 @@ from matplotlib.ticker import EngFormatter, LogLocator, MaxNLocator, NullFormatt
 from tune_app import scoring
 from tune_app.readback.front import best_first
 from tune_app.readback.plots import marks
+from tune_app.readback.plots.faint import FAINT_COLOR, FaintLines
 from tune_app.rundir import budget
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import UNFINISHED, TrialOutcome
 from tune_app.scoring import finite
 from tune_app.seeds import SEED_KEY
-from tune_app.words import counted
 
 ITERATION = "training_iteration"
 # RLlib's count of environment steps sampled so far: its learning curves' x axis.
@@ -43,9 +42,7 @@ LOGGED_AT = "logged_at"  # unix time the driver logged a result
 WIDTH_IN, DPI = 9.0, 110
 MAX_LEGEND_TRIALS = 12  # up to this many trials, each has a colour and a legend entry
 HIGHLIGHTED = 5  # beyond that, only the best this many do; the rest are drawn faint
-MAX_FAINT_LINES = 2000  # beyond that many faint trials, this many are drawn (`FaintLines`)
-End = tuple[str, tuple[float, float]]  # a line's end mark: its marker ("X", "v"), and where
-FAILED_COLOR, EARLY_COLOR, FAINT_COLOR = "#c62828", "#222222", "#a9b2be"
+FAILED_COLOR, EARLY_COLOR = "#c62828", "#222222"
 LOG, LINEAR, CATEGORY = "log", "linear", "category"  # how a parameter's axis is drawn
 MAX_VALUE_TICKS = 6  # a log axis of up to this many distinct values is labelled at each
 
@@ -161,71 +158,6 @@ def learning_curves(
     if handles:
         fig.legend(handles=handles, loc="outside right upper", fontsize=8)
     return fig
-
-
-class FaintLines:
-    """The trials not highlighted, drawn as one LineCollection per line style (a failed trial's
-    dashed), not one artist per trial: a figure of 10,000 trials drew for minutes. Beyond
-    MAX_FAINT_LINES, that many are drawn, evenly spaced in the order added (the callers add by
-    rank), so a live page of a 10,000-trial run renders in seconds: past a few thousand thin
-    grey lines the band they fill looks the same."""
-
-    def __init__(self) -> None:
-        self._lines: list[tuple[list[tuple[float, float]], str, bool, End | None]] = []
-
-    def add(
-        self, points: list[tuple[float, float]], color: str, failed: bool, end: End | None = None
-    ) -> None:
-        """A trial's line; `end`: the mark at its end (failed, or stopped early), drawn where
-        the line is."""
-        self._lines.append((points, color, failed, end))
-
-    def __len__(self) -> int:
-        return len(self._lines)
-
-    def draw(self, ax: Any, linewidth: float, alpha: float, zorder: int) -> list[End]:
-        """Add the collections to `ax`; the end marks of the lines drawn."""
-        styles: dict[str, tuple[list[list[tuple[float, float]]], list[str]]] = {}
-        ends = []
-        for points, color, failed, end in evenly(self._lines, MAX_FAINT_LINES):
-            lines, colors = styles.setdefault("--" if failed else "-", ([], []))
-            lines.append(points)
-            colors.append(color)
-            if end is not None:
-                ends.append(end)
-        for style, (lines, colors) in styles.items():
-            ax.add_collection(
-                LineCollection(
-                    lines,
-                    colors=colors,
-                    linewidths=linewidth,
-                    alpha=alpha,
-                    linestyles=style,
-                    zorder=zorder,
-                )
-            )
-        return ends
-
-    def legend(self, linewidth: float) -> list[Line2D]:
-        """The legend's entry for the faint trials ([] for none): how many, and how many drawn
-        where not all are."""
-        if not self._lines:
-            return []
-        label = counted(len(self._lines), "other trial")
-        if len(self._lines) > MAX_FAINT_LINES:
-            label += f" ({MAX_FAINT_LINES:,} drawn, spread over their ranks)"
-        return [Line2D([], [], color=FAINT_COLOR, lw=linewidth, label=label)]
-
-
-def evenly(items: Sequence[Any], at_most: int) -> Sequence[Any]:
-    """`items` whole up to `at_most`, else `at_most` of them spaced evenly, the first and the
-    last among them."""
-    n = len(items)
-    if n <= at_most:
-        return items
-    if at_most <= 1:
-        return list(items[:at_most])
-    return [items[round(i * (n - 1) / (at_most - 1))] for i in range(at_most)]
 
 
 def _draw_ends(ax: Any, ends: dict[tuple[str, bool], list[tuple[float, float]]]) -> None:

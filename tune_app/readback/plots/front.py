@@ -8,7 +8,8 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from tune_app.readback.front import on_front, several
-from tune_app.readback.plots import DPI, FAILED_COLOR, FAINT_COLOR, WIDTH_IN
+from tune_app.readback.plots import DPI, FAILED_COLOR, WIDTH_IN
+from tune_app.readback.plots.faint import FAINT_COLOR
 from tune_app.rundir.read import ExperimentResults
 
 FRONT_COLOR = "#1565c0"

@@ -16,7 +16,6 @@ from tune_app.readback.plots import (
     CATEGORY,
     LINEAR,
     LOG,
-    FaintLines,
     category,
     highlighted,
     legend_label,
@@ -27,6 +26,7 @@ from tune_app.readback.plots import (
     short,
     ticks_of,
 )
+from tune_app.readback.plots.faint import FaintLines
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import TrialOutcome
 from tune_app.seeds import SEED_KEY
