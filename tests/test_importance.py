@@ -493,3 +493,43 @@ def test_a_process_that_dies_is_done_again_here(tmp_path, monkeypatch):
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Dead)
     monkeypatch.setattr(imports_run, "BESIDE_FROM_TRIALS", 10)
     assert imports_run.begun(exp, ["lr"])() == of_run(exp, ["lr"])
+
+
+def test_a_live_page_learns_its_importances_again_only_as_the_trials_grow(tmp_path, monkeypatch):
+    """`Kept`: a live page rewritten every few seconds computes its importances again once its
+    scored trials have grown by REFRESH_GROWTH (or a rewritten run has fewer), else shows what
+    it showed, which says from how many trials it was learnt."""
+    fitted = []
+    real = imports_run.of_run
+
+    def counting(exp, log_scaled=None):
+        fitted.append(len(exp.trials))
+        return real(exp, log_scaled)
+
+    monkeypatch.setattr(imports_run, "of_run", counting)
+    kept = imports_run.Kept()
+    runs = {n: results.read_experiment(write_search(tmp_path / f"{n}" / "e", lr_search(n)))
+            for n in (20, 21, 22, 19)}  # fmt: skip
+    first = kept.begun(runs[20], ["lr"])()
+    assert first is not None and first.permutation.trials == 20 and fitted == [20]
+    assert kept.begun(runs[21], ["lr"])() is first  # 5% more: as shown
+    assert fitted == [20]
+    assert kept.begun(runs[22], ["lr"])().permutation.trials == 22  # 10% more: again
+    assert kept.begun(runs[19], ["lr"])().permutation.trials == 19  # fewer: again
+    assert fitted == [20, 22, 19]
+    assert report_with(kept, runs[20], tmp_path) == 19  # the page passes its Kept on
+    assert fitted == [20, 22, 19]
+
+
+def report_with(kept, exp, tmp_path) -> int:
+    """How many trials the importances of `exp`'s page were learnt from, written with `kept`."""
+    shown = []
+    real = kept.begun
+
+    def begun(exp, log_scaled=None):
+        got = real(exp, log_scaled)
+        return lambda: shown.append(got()) or shown[-1]
+
+    kept.begun = begun
+    report.write([exp], tmp_path / "page.html", "src", importances=kept)
+    return shown[-1].permutation.trials

@@ -25,6 +25,7 @@ from tune_app.command import APP
 from tune_app.readback import front, importance, plots
 from tune_app.readback.analyze import cell as _shown  # the same cells as `analyze` prints
 from tune_app.readback.analyze import clone_lines, configuration_cells, rung_checks
+from tune_app.readback.importance import table as importance_table
 from tune_app.readback.plots import front as front_plot
 from tune_app.readback.plots import parallel as plots_parallel
 from tune_app.readback.plots import timeline
@@ -82,29 +83,6 @@ class FailureGroup:
 
 
 @dataclass(frozen=True)
-class ImportanceRow:
-    """One parameter's line of the importance table."""
-
-    param: str
-    share: str  # its share of the permutation importance, as a percentage ("-": none)
-    bar: int  # the bar's width, in percent of the most important parameter's
-    others: tuple[str, ...] = ()  # its share by each of `ParamImportance.methods`
-
-
-@dataclass(frozen=True)
-class ParamImportance:
-    """Which parameters matter: the table (most important first), how it was computed, and a
-    note (why there is no table, or a caveat)."""
-
-    rows: tuple[ImportanceRow, ...]
-    basis: str
-    note: str
-    doubtful: bool = False  # the parameters do not predict the score: the note is a warning
-    methods: tuple[str, ...] = ()  # Optuna's evaluators, a column each after the bar
-    notes: tuple[str, ...] = ()  # their notes that the first note does not already say
-
-
-@dataclass(frozen=True)
 class TrialRow:
     """One row of the trials table, every cell already shown as text."""
 
@@ -140,7 +118,9 @@ class Section:
     clones: tuple[str, ...] = ()  # PBT's exploits: who copied whom, when, what changed
     configurations: tuple[dict[str, str], ...] = ()  # with seeds: aggregates, best first
     aggregate: str = ""  # how a configuration's seeds are judged
-    importance: ParamImportance | None = None  # None without a metric or a searched parameter
+    importance: importance_table.ParamImportance | None = (
+        None  # None without a metric or a searched parameter
+    )
     select: str = "aggregate"  # what ranks configurations over seeds: aggregate or lcb
     bound: str = ""  # what their lcb is, in words
     rungs: tuple[rungs.RungCheck, ...] = ()  # ASHA's and HyperBand's rungs, checked
@@ -170,10 +150,16 @@ class Page:
 
 
 def write(
-    experiments: list[ExperimentResults], out: Path, source: str, *, live: LiveNote | None = None
+    experiments: list[ExperimentResults],
+    out: Path,
+    source: str,
+    *,
+    live: LiveNote | None = None,
+    importances: importance.Kept | None = None,
 ) -> Path:
     """Write the page for `experiments` (read from `source`) to `out`, its PNGs beside it; a
-    `live` page says so at its top and reloads itself. The figures are written into a folder of
+    `live` page says so at its top and reloads itself (`importances`: what the live page showed
+    before, computed again only as the trials grow). The figures are written into a folder of
     their own and the page to a temporary file, each then renamed into place; a write that fails
     (a full disk, a read-only folder) leaves the earlier page as it was and nothing
     half-written, and raises WriteError (exit 74)."""
@@ -186,7 +172,8 @@ def write(
             shutil.rmtree(staged, ignore_errors=True)
             sections = []
             for exp in experiments:
-                ranked = importance.begun(exp, _log_axes(exp))  # beside the figures
+                begin = importances.begun if importances else importance.begun
+                ranked = begin(exp, _log_axes(exp))  # beside the figures
                 figures = _figures(exp)
                 if figures:
                     staged.mkdir(exist_ok=True)
@@ -330,7 +317,7 @@ def _section(
         rungs=tuple(checks),
         rung_warning=rungs.warning(checks, exp.scheduler) or "",
         rung_bound=rungs.cut_words(exp.reduction_factor) if checks else "",
-        importance=_importance(exp, ranked()),
+        importance=importance_table.table(exp, ranked()),
         best=_best(exp),
         failures=_failures(exp),
         figures=figures,
@@ -403,51 +390,6 @@ def _log_axes(exp: ExperimentResults) -> list[str]:
     """The searched parameters the page draws on a log axis (the seed is noise, not a choice)."""
     params = [k for k in exp.searched if k != SEED_KEY]
     return [k for k in params if plots.param_scale(exp, k, _values(exp, k)) == plots.LOG]
-
-
-def _importance(
-    exp: ExperimentResults, every: importance.RunImportance | None
-) -> ParamImportance | None:
-    if every is None:
-        return None
-    found = every.permutation
-    top = max((i.share for i in found.params), default=0.0)
-    rows = []
-    for param in every.params:
-        share, *others = every.shares(param).values()
-        rows.append(
-            ImportanceRow(
-                param=param,
-                share="-" if share is None else f"{share:.0%}",
-                bar=round(100 * share / top) if share and top else 0,
-                others=tuple("-" if v is None else f"{v:.0%}" for v in others),
-            )
-        )
-    basis = ""
-    if found.params:
-        basis = (
-            f"Randomized trees learnt {exp.metric} ({scoring.describe(exp.scope)}) from the "
-            f"searched parameters of {found.trials} scored trials (cross-validated R² = "
-            f"{found.fit:.2f}); a parameter's importance is how much their fit drops when "
-            "its values are shuffled among the trials, shown as its share of the total. With few "
-            "trials, a parameter that does not matter can still take a share by chance."
-        )
-    if any(e.shares for e in every.evaluated):
-        basis += (
-            " Beside it, Optuna's evaluators: fANOVA, each parameter's share of the variance a "
-            "random forest's fit explains on its own; PED-ANOVA, how differently a parameter is "
-            "spread in the best trials than in all."
-        )
-    doubtful = found.fit is not None and found.fit <= 0
-    notes = tuple(dict.fromkeys(e.note for e in every.evaluated if e.note and e.note != found.note))
-    return ParamImportance(
-        rows=tuple(rows),
-        basis=basis.strip(),
-        note=found.note,
-        doubtful=doubtful,
-        methods=tuple(e.label for e in importance.EVALUATORS),
-        notes=notes,
-    )
 
 
 def _values(exp: ExperimentResults, key: str) -> list[object]:

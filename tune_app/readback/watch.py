@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tune_app import eta
 from tune_app.errors import TuneAppError
-from tune_app.readback import report
+from tune_app.readback import importance, report
 from tune_app.readback.plots import timeline
 from tune_app.readback.report import LiveNote
 from tune_app.rundir import read
@@ -57,10 +57,13 @@ def page(folder: str, out: str | None, every: float | None = None) -> Path:
     else:
         print(f"note: no process is writing {source}: the page is written once", file=sys.stderr)
     followers: read.Followers = {}  # while the run lives, its results read on, not again
+    shown = importance.Kept()  # while it lives, importances again only as its trials grow
     return watch(
         experiments,
         lambda live: read.load(folder, followers if live else None),
-        lambda exps, live: report.write(exps, path, source=source, live=live),
+        lambda exps, live: report.write(
+            exps, path, source=source, live=live, importances=shown if live else None
+        ),
         every=every,
     )
 

@@ -16,6 +16,7 @@ from tune_app.readback.importance.permutation import (
 )
 from tune_app.readback.importance.run import (
     PERMUTATION,
+    Kept,
     RunImportance,
     as_json,
     begun,
@@ -29,6 +30,7 @@ __all__ = [
     "Evaluated",
     "Importance",
     "Importances",
+    "Kept",
     "RunImportance",
     "as_json",
     "begun",

@@ -110,6 +110,37 @@ def begun(
     return result
 
 
+# A live page computes its importances again once the scored trials have grown this much.
+REFRESH_GROWTH = 0.1
+
+
+class Kept:
+    """The importances a live page showed, by experiment: `begun` computes them again only once
+    the experiment's scored trials have grown by REFRESH_GROWTH since (or shrunk: a rewritten
+    run). A live page of a large run is rewritten every few seconds, and each computation takes
+    a process's seconds beside the run it watches; the page says from how many trials its
+    importances were learnt."""
+
+    def __init__(self) -> None:
+        self._shown: dict[str, tuple[int, RunImportance | None]] = {}
+
+    def begun(
+        self, exp: ExperimentResults, log_scaled: Collection[str] | None = None
+    ) -> Callable[[], RunImportance | None]:
+        scored = len(scored_trials(exp.trials))
+        shown = self._shown.get(exp.name)
+        if shown is not None and shown[0] <= scored < shown[0] * (1 + REFRESH_GROWTH):
+            return lambda: shown[1]
+        pending = begun(exp, log_scaled)
+
+        def result() -> RunImportance | None:
+            found = pending()
+            self._shown[exp.name] = (scored, found)
+            return found
+
+        return result
+
+
 def as_json(exp: ExperimentResults) -> dict[str, Any] | None:
     """`exp`'s importances as `analyze --format json` prints them (None: `of_run`'s None)."""
     found = of_run(exp)
