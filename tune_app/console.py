@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from tune_app.contract import TrainableInfo
     from tune_app.expect import Outcome
     from tune_app.rundir.records import RunSummary
-    from tune_app.spec.models import Spec
+    from tune_app.spec.resolved import Spec
 
 
 def trainables_text(infos: Iterable[TrainableInfo]) -> str:

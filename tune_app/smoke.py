@@ -12,7 +12,7 @@ from typing import Any
 
 from tune_app.registry import TrainableRef
 from tune_app.space import Domain, map_domains
-from tune_app.spec.models import Experiment
+from tune_app.spec.resolved import Experiment
 
 MAX_SAMPLES = 2
 MAX_GRID_VALUES = 2

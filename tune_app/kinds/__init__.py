@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from tune_app.envs import EnvRef
     from tune_app.errors import SpecError
     from tune_app.resources import Machine
-    from tune_app.spec.models import Experiment
+    from tune_app.spec.resolved import Experiment
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from tune_app.user_code import CodeRef, defined_as
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tune_app.spec.models import Experiment
+    from tune_app.spec.resolved import Experiment
 
 
 class KindDefaults:

@@ -20,7 +20,7 @@ from tune_app.methods.searchers import OPTUNA_CONSTRAINED, reads_constraints
 from tune_app.objectives import describe
 from tune_app.seeds import SEED_KEY
 from tune_app.space import iter_domains
-from tune_app.spec.models import Experiment
+from tune_app.spec.resolved import Experiment
 
 
 def check_reported(exp: Experiment, kind: TrainableKind, metric: str | None) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tune_app.plan.types import Plan
-from tune_app.spec.models import Experiment
+from tune_app.spec.resolved import Experiment
 
 
 def layout_lines(plan: Plan) -> list[str]:

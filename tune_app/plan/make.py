@@ -22,7 +22,8 @@ from tune_app.rundir.location import RunLocation
 from tune_app.seeds import SEED_KEY
 from tune_app.smoke import shrink
 from tune_app.space import searched_paths
-from tune_app.spec.models import Experiment, Mode, Spec
+from tune_app.spec.models import Mode
+from tune_app.spec.resolved import Experiment, Spec
 from tune_app.trackers import check as check_trackers
 from tune_app.warmstart.earlier import read_warm_start
 

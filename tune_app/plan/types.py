@@ -12,7 +12,8 @@ from tune_app.kinds import Layout
 from tune_app.registry import TrainableRef
 from tune_app.resources import Machine, trials_at_once
 from tune_app.rundir.location import RunLocation
-from tune_app.spec.models import Experiment, Mode, Spec
+from tune_app.spec.models import Mode
+from tune_app.spec.resolved import Experiment, Spec
 from tune_app.warmstart.earlier import WarmStart
 
 

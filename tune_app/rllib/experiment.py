@@ -12,7 +12,7 @@ from tune_app.rllib.code import check_code
 from tune_app.rllib.keys import algorithm_keys
 from tune_app.rllib.tables import SHOWN_KNOBS
 from tune_app.rllib.translation import Translated, translate_config, translate_metric
-from tune_app.spec.models import Experiment
+from tune_app.spec.resolved import Experiment
 
 
 def translate_experiment(  # noqa: C901

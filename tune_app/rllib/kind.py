@@ -31,7 +31,7 @@ from tune_app.space import Domain
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from tune_app.spec.models import Experiment
+    from tune_app.spec.resolved import Experiment
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from tune_app.resources import Machine, gpu_sharing, misfit, trials_at_once
 from tune_app.rllib.keys import algorithm_keys
 from tune_app.rllib.resources import resources
 from tune_app.rllib.tables import LAYOUT_FAMILY
-from tune_app.spec.models import Experiment
+from tune_app.spec.resolved import Experiment
 
 # The keys a layout sets where the spec does not (legacy names are already translated to these).
 RUNNERS, ENVS, LEARNERS = "num_env_runners", "num_envs_per_env_runner", "num_learners"

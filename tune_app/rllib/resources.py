@@ -15,7 +15,7 @@ from tune_app.rllib.keys import algorithm_keys
 from tune_app.rllib.tables import RESOURCE_KEYS, SIZING_KEYS
 from tune_app.rllib.value_types import check_size
 from tune_app.space import Domain
-from tune_app.spec.models import Experiment
+from tune_app.spec.resolved import Experiment
 
 
 @dataclass(frozen=True)

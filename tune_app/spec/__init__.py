@@ -4,7 +4,8 @@ The classic form (every top-level key an experiment, as in Tune's `run_experimen
 tuned examples) and the app form (file-level settings plus `experiments:`) both end as a `Spec`
 of fully resolved `Experiment`s. No Ray import here, so `validate` and `--help` stay instant.
 
-- `models`: the models of a file as written and the resolved `Experiment` and `Spec`;
+- `models`: the models of a file as written;
+- `resolved`: the resolved `Experiment` and `Spec`, what the plan and the run are given;
 - `loading`: safe, bounded YAML reading (`read_yaml`, `read_yaml_text`);
 - `resolve`: the entry points `load`, `loads` and `parse`, and the resolution of experiments;
 - `legacy`: Tune's old keys and the aliases, translated with a warning;
@@ -13,16 +14,9 @@ of fully resolved `Experiment`s. No Ray import here, so `validate` and `--help` 
 """
 
 from tune_app.spec.loading import read_yaml, read_yaml_text
-from tune_app.spec.models import (
-    SCHEDULER_NAMES,
-    SEARCHES,
-    CheckpointSpec,
-    Experiment,
-    Mode,
-    ResourcesSpec,
-    Spec,
-)
+from tune_app.spec.models import SCHEDULER_NAMES, SEARCHES, CheckpointSpec, Mode, ResourcesSpec
 from tune_app.spec.resolve import load, loads, parse
+from tune_app.spec.resolved import Experiment, Spec
 from tune_app.spec.schema import json_schema
 
 __all__ = [

@@ -24,12 +24,11 @@ from tune_app.spec.models import (
     AppSpec,
     EnvGridSpec,
     ExpectSpec,
-    Experiment,
     ExperimentSpec,
     Settings,
-    Spec,
     TensorBoardSpec,
 )
+from tune_app.spec.resolved import Experiment, Spec
 from tune_app.trackers import chosen
 
 

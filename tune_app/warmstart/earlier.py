@@ -22,7 +22,7 @@ from tune_app.rundir.read import FINISHED, ExperimentResults, read_experiment
 from tune_app.rundir.records import TrialOutcome, WarmStartRecord, warm_start_line
 from tune_app.seeds import SEED_KEY, aggregate
 from tune_app.space import Domain, grid_size, outer_domains, same_value, value_at
-from tune_app.spec.models import Experiment
+from tune_app.spec.resolved import Experiment
 
 SHOWN = 10  # trials outside the space named one a line, per run; the rest counted in one
 _MISSING = object()
