@@ -1,8 +1,10 @@
 """Results at full rate: a few trials that report as fast as they can, through the app with
-every output on (results.jsonl, TensorBoard, Tune's CSV and JSON logs, the progress line),
+every output on (results.jsonl, TensorBoard, Tune's CSV and JSON logs, the progress line) and
+`result_buffer: BUFFER` (Tune's result buffering: up to that many results per actor call),
 against a hand-written Tuner with Tune's default loggers, in results per second that the
-driver takes in. Tune alone (the same script, its loggers off) runs in turn with them: the
-most any set of outputs can reach while Tune hands the driver one result per actor call.
+driver takes in. The app without the buffer, and Tune alone (the hand-written script, its
+loggers off), run in turn with them: the most any set of outputs can reach while Tune hands
+the driver one result per actor call.
 
 Every result is checked: each trial's results.jsonl rows and its TensorBoard steps are its
 indices in order, none lost, none twice. The driver's peak memory grows with the results; what
@@ -31,6 +33,7 @@ from benchmarks.common import (
 from benchmarks.overhead import hand_written
 
 TRIALS = 2  # one per core of the smallest machine: the driver, not the trials, is the bound
+BUFFER = 1000  # the app's result_buffer: results a trial hands the driver per call
 
 SPEC = """
 e:
@@ -38,15 +41,17 @@ e:
   metric: score
   mode: max
   num_samples: {trials}
+  result_buffer: {buffer}
   config: {{x: {{uniform: [0, 1]}}, results: {results}}}
 """
 
 
-def _app(tmp: Path, results: int) -> tuple[Measured, float]:
-    """The app with its outputs on (the progress line too: not `-q`); its fit time."""
+def _app(tmp: Path, results: int, buffer: int = BUFFER) -> tuple[Measured, float]:
+    """The app with its outputs on (the progress line too: not `-q`); its fit time. `buffer`:
+    its result_buffer (1: one result per call)."""
     tmp.mkdir(parents=True, exist_ok=True)
     spec = tmp / f"flood{results}.yaml"
-    spec.write_text(SPEC.format(trials=TRIALS, results=results))
+    spec.write_text(SPEC.format(trials=TRIALS, results=results, buffer=buffer))
     measured = tune_app("run", str(spec), "--storage-path", str(tmp / f"s{results}"), cwd=ROOT)
     folder = tmp / f"s{results}" / "e"
     summary = read_summary(folder)
@@ -105,16 +110,18 @@ def run(quick: bool = False, results: int | None = None, repeats: int = REPEATS)
     results = results or (1000 if quick else 5000)
     few = max(10, results // 4)
     total = TRIALS * results
-    apps, smalls, hands, bares, small_bares = [], [], [], [], []
+    apps, singles, smalls, hands, bares, small_bares = [], [], [], [], [], []
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
-        for i in range(repeats):  # in turn: the app, hand-written, Tune alone, both small
+        for i in range(repeats):  # in turn: the app, unbuffered, hand-written, Tune alone, small
             apps.append(_app(tmp / f"app{i}", results))
+            singles.append(_app(tmp / f"single{i}", results, buffer=1))
             hands.append(_hand(tmp / f"hand{i}", results, cpus, loggers=True))
             bares.append(_hand(tmp / f"bare{i}", results, cpus, loggers=False))
             smalls.append(_app(tmp / f"small{i}", few))
             small_bares.append(_hand(tmp / f"small_bare{i}", few, cpus, loggers=False))
     app_rate = tuple(total / fit for _, fit in apps)
+    single_rate = tuple(total / fit for _, fit in singles)
     hand_rate = tuple(total / h.extra["fit_s"] for h in hands)
     bare_rate = tuple(total / b.extra["fit_s"] for b in bares)
     what = f"{TRIALS} trials x {results} results"
@@ -130,8 +137,16 @@ def run(quick: bool = False, results: int | None = None, repeats: int = REPEATS)
             ">= 3",
             "app {:.0f} results/s",
             "hand-written {:.0f} results/s",
-            note="every output of the app on; each result checked in results.jsonl and "
-            "TensorBoard, in order",
+            note=f"every output of the app on, result_buffer: {BUFFER}; each result checked in "
+            "results.jsonl and TensorBoard, in order",
+        ),
+        Paired(app_rate, single_rate).figure(
+            "full_rate",
+            f"app with result_buffer: {BUFFER} / app one result per call, results per second",
+            "",
+            "buffered {:.0f} results/s",
+            "one per call {:.0f} results/s",
+            note="what Tune's result buffering gives the app",
         ),
         Paired(bare_rate, hand_rate).figure(
             "full_rate",
@@ -141,13 +156,13 @@ def run(quick: bool = False, results: int | None = None, repeats: int = REPEATS)
             "hand-written {:.0f} results/s",
             note="the most any outputs reach while Tune hands over one result per actor call",
         ),
-        Paired(app_rate, bare_rate).figure(
+        Paired(single_rate, bare_rate).figure(
             "full_rate",
-            "app / Tune alone (no loggers), results per second",
+            "app one result per call / Tune alone (no loggers), results per second",
             "",
             "app {:.0f} results/s",
             "Tune alone {:.0f} results/s",
-            note="what the app's outputs cost the driver",
+            note="what the app's outputs cost the driver, at one result per call",
         ),
         Paired(
             tuple(

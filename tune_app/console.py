@@ -13,6 +13,7 @@ from tune_app.command import APP
 from tune_app.errors import clip
 from tune_app.plan.describe import describe_scheduler, describe_search
 from tune_app.plan.types import Plan
+from tune_app.ray_internals.buffering import WINDOW_S
 from tune_app.readback import front
 from tune_app.resources import gpu_sharing
 from tune_app.rundir import noise, rungs
@@ -325,6 +326,10 @@ def _time_limits(exp: Any) -> str:
     if exp.result_timeout_s is not None:
         parts.append(
             f"a trial with no result for {exp.result_timeout_s:g} s fails (result_timeout_s)"
+        )
+    if exp.result_buffer is not None and exp.result_buffer > 1:
+        parts.append(
+            f"up to {exp.result_buffer} results a call, up to {WINDOW_S} s late (result_buffer)"
         )
     return "; ".join(parts) or "no limit (time_budget_s, result_timeout_s)"
 

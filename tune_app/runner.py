@@ -310,7 +310,10 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
                 tuner = _restore(ep, trainable, loaded.space, legacy)
         else:
             tuner = build_tuner(ep, trainable, loaded.space, opts.verbosity)
-        with patched_while_fitting(opts.local_ray), given_loggers_only():
+        with (
+            patched_while_fitting(opts.local_ray, ep.experiment.result_buffer),
+            given_loggers_only(),
+        ):
             try:
                 grid = tuner.fit()
             except Exception as err:

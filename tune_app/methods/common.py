@@ -26,6 +26,11 @@ class Options(BaseModel):
         """The options without `type`, as Tune's constructor takes them."""
         return self.model_dump(exclude={"type"})
 
+    @property
+    def pauses(self) -> bool:
+        """Whether these options make the scheduler pause trials, where its entry does not."""
+        return False
+
 
 @dataclass(frozen=True)
 class Context:

@@ -63,6 +63,10 @@ class MedianOptions(Options):
     min_time_slice: int = Field(0, ge=0, description="time units a trial runs before it can pause")
     hard_stop: bool = Field(True, description="stop (not pause) trials below the median")
 
+    @property
+    def pauses(self) -> bool:
+        return not self.hard_stop
+
 
 class PbtOptions(Options):
     """Population-based training: every `perturbation_interval`, trials in the bottom quantile

@@ -93,6 +93,31 @@ def check_population(exp: Experiment, kind: TrainableKind, warnings: list[str]) 
     kind.check_population(exp, warnings)
 
 
+def check_result_buffer(exp: Experiment) -> None:
+    """Tune buffers results only where no decision needs a trial's checkpoint at once: never
+    beside a scheduler that pauses trials or copies them, nor a checkpoint at each trial's end
+    (Tune would turn its buffering off without a word)."""
+    if exp.result_buffer is None or exp.result_buffer < 2:
+        return
+    entry = scheduler_of(exp.scheduler)
+    if entry.pauses or entry.population or exp.scheduler.pauses:
+        allowed = names_where(SCHEDULERS, lambda s: not (s.pauses or s.population))
+        raise SpecError(
+            f"scheduler {entry.name} pauses trials and resumes them from checkpoints, which Tune "
+            "cannot do while a trial's results are buffered",
+            path=f"{exp.key_path}.result_buffer",
+            allowed=allowed,
+            suggestion="remove result_buffer, or use scheduler: "
+            + ("median with hard_stop: true" if entry.name == "median" else _or(allowed)),
+        )
+    if exp.checkpoint.checkpoint_at_end:
+        raise SpecError(
+            "Tune does not buffer the results of a trial that checkpoints at its end",
+            path=f"{exp.key_path}.checkpoint_config.checkpoint_at_end",
+            suggestion="set checkpoint_at_end: false, or remove result_buffer",
+        )
+
+
 def check_seeds(exp: Experiment, kind: TrainableKind) -> None:
     """The seeds axis passes each seed as config.seed: the trainable must read it, the config
     must not set it too, and the searcher must take repeated configurations."""

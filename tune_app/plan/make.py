@@ -129,6 +129,7 @@ def _plan_experiment(
         lambda: kind.check_checkpoint_keys(exp),
         lambda: checks.check_population(exp, kind, warnings),
         lambda: checks.check_seeds(exp, kind),
+        lambda: checks.check_result_buffer(exp),
         lambda: checks.check_dotted_keys(exp),
         lambda: check_trackers(exp.trackers),
         lambda: check_methods(exp.search, exp.scheduler, exp.key_path),

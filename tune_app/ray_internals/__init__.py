@@ -45,6 +45,9 @@ rewritten results and read its tables, never replace its methods.
   Tune's copies of its state and trial files to the run folder replace files whole).
 - `telemetry`: `ray.air._internal.usage.tag_callbacks` (replaced while a Tuner fits, so a
   run's start does not import the MLflow and W&B integrations to tag its callbacks).
+- `buffering`: no symbol; the order in which `TuneController._schedule_trial_train` hands
+  Tune's result-buffering settings to `Trainable.train_buffered` (swapped), set to match
+  while a Tuner fits with `result_buffer`.
 - `fitting`: no symbol of its own; enters every patch above that holds while a Tuner fits.
 
 - `versions`: the range of Ray releases checked, the warning outside it, and each behaviour

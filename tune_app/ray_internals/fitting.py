@@ -7,8 +7,10 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def patched_while_fitting(local_ray: bool) -> Iterator[None]:
-    """Every private reach a fit needs; `local_ray`: this process started the Ray it runs on."""
+def patched_while_fitting(local_ray: bool, result_buffer: int | None = None) -> Iterator[None]:
+    """Every private reach a fit needs; `local_ray`: this process started the Ray it runs on;
+    `result_buffer`: the experiment's (`buffering`)."""
+    from tune_app.ray_internals.buffering import results_buffered
     from tune_app.ray_internals.memory import trial_oom_is_actor_death
     from tune_app.ray_internals.placement import deferred_group_removal
     from tune_app.ray_internals.startup import trials_on_prestarted_workers
@@ -21,5 +23,6 @@ def patched_while_fitting(local_ray: bool) -> Iterator[None]:
         trial_oom_is_actor_death(),
         trials_on_prestarted_workers() if local_ray else contextlib.nullcontext(),
         callbacks_tagged_if_imported(),
+        results_buffered(result_buffer),
     ):
         yield

@@ -282,6 +282,13 @@ class Settings(_Strict):
         description="a running trial that reports no result for this many seconds fails ('no "
         "result for N s') and is retried under max_failures (none: a hung trial runs forever)",
     )
+    result_buffer: int | None = Field(
+        None,
+        ge=1,
+        description="results a trial hands the driver at a time, gathered for at most 2 s "
+        "(Tune's result buffering), for trials that report many a second; the scheduler's "
+        "decisions then come up to 2 s late (none or 1: one at a time)",
+    )
     trackers: TrackersSpec | None = Field(
         None,
         description="experiment trackers every trial is logged to: mlflow, wandb (an "

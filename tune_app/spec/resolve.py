@@ -252,6 +252,7 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         tensorboard=pick("tensorboard", TensorBoardSpec()),
         time_budget_s=pick("time_budget_s"),
         result_timeout_s=pick("result_timeout_s"),
+        result_buffer=pick("result_buffer"),
         layout=pick("layout", "app"),
         trackers=chosen(exp.trackers, top.trackers, path),
         warm_start=exp.warm_start,

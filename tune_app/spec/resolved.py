@@ -49,6 +49,7 @@ class Experiment:
     tensorboard: TensorBoardSpec = TensorBoardSpec()  # result keys shown beyond the spec's
     time_budget_s: float | None = None  # Tune's: the search ends after this many seconds
     result_timeout_s: float | None = None  # a running trial silent this long fails
+    result_buffer: int | None = None  # results a trial hands over per call (Tune's buffering)
     layout: str = "app"  # RLlib's sampling layout: the app's choice, or "rllib" (its defaults)
     trackers: tuple[Chosen, ...] = ()  # the trackers its trials are logged to
     # Several objectives (`metric: [a, b]`): metric and mode are then None, as Tune runs it.
