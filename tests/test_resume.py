@@ -228,6 +228,42 @@ def test_a_torn_tune_state_file_is_left_alone_after_the_run(tmp_path, torn):
     assert state.read_text() == torn  # not rewritten
 
 
+@pytest.mark.parametrize("chunk", [1, 5, 1 << 18])
+@pytest.mark.parametrize("indent", [None, 2])
+def test_the_saved_trials_read_one_at_a_time_are_the_whole_parse_and_a_cut_file_raises(
+    tmp_path, monkeypatch, indent, chunk
+):
+    """`newest_trial_entries` reads the state a chunk at a time rather than parsing it whole:
+    its items are json.loads' "trial_data" whatever the keys around it and wherever a chunk
+    ends (in a number too), and a file cut anywhere raises."""
+    from tune_app.rundir import layout
+    from tune_app.rundir.layout import newest_trial_entries
+
+    monkeypatch.setattr(layout._JsonIn, "CHUNK", chunk)
+
+    trials = [
+        [json.dumps({"trial_id": t, "status": "PAUSED", "k": ["[", "]"]}), "{}"] for t in "ab"
+    ]
+    data = {
+        "runner_data": {"trial_data": ["not these"], "n": [1, {"x": "}"}], "big": 123456789},
+        "trial_data": trials,
+        "stats": {"t": 1234.5678},
+    }
+    text = json.dumps(data, indent=indent)
+    state = tmp_path / "experiment_state-2026-01-01_00-00-00.json"
+    state.write_text(text + "\n")
+    assert list(newest_trial_entries(tmp_path)) == trials
+    state.write_text(json.dumps({"stats": {}}))
+    assert list(newest_trial_entries(tmp_path)) == []
+    for cut in range(len(text)):
+        state.write_text(text[:cut])
+        with pytest.raises(ValueError):
+            list(newest_trial_entries(tmp_path))
+    state.write_text(text + " {}")
+    with pytest.raises(ValueError):
+        list(newest_trial_entries(tmp_path))
+
+
 def test_a_trials_failures_are_what_tune_counted_when_the_journal_saw_it_end(tmp_path):
     """Failures come from Tune's saved state, or from the journal where it counted more (its
     count is taken when Tune reports the trial's end); a journal row of an older run, without a

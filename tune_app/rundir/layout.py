@@ -235,26 +235,101 @@ def read_newest_state(folder: Path) -> tuple[Path, dict[str, Any]] | None:
     return (state, data) if isinstance(data, dict) else None
 
 
+def newest_trial_entries(folder: Path) -> Iterator[Any]:
+    """The items of "trial_data" in Tune's newest experiment state (a trial's JSON and its
+    metadata's, as two strings), read and decoded one at a time: the state parsed whole holds
+    its text and every trial's text again (10 KB a trial), which after a search of thousands
+    was the driver's peak. Nothing where there is no state. OSError or ValueError where it
+    cannot be read or is torn, which may come after items: a caller keeps none."""
+    state = newest_state(folder)
+    if state is None:
+        return
+    with state.open(encoding="utf-8") as file:
+        json_in = _JsonIn(file)
+        if not json_in.take("{"):
+            raise ValueError(f"{state.name} holds no JSON object")
+        while not json_in.take("}"):
+            key = json_in.value()
+            if not json_in.take(":"):
+                raise ValueError(f"{state.name} is torn")
+            if key == "trial_data" and json_in.take("["):
+                while not json_in.take("]"):
+                    yield json_in.value()
+                    json_in.take(",")
+            else:
+                json_in.value()
+            json_in.take(",")
+        if json_in.peek():
+            raise ValueError(f"{state.name} holds more than one JSON value")
+
+
+_DECODE = json.JSONDecoder().raw_decode
+_JSON_SPACE = (" ", "\t", "\n", "\r")
+
+
+class _JsonIn:
+    """A JSON text read a chunk at a time, its values decoded where the reading stands: what is
+    held is the chunk and the value being decoded, not the text."""
+
+    CHUNK = 1 << 18
+
+    def __init__(self, file: io.TextIOBase) -> None:
+        self.file, self.text, self.at = file, "", 0
+
+    def _more(self) -> bool:
+        chunk = self.file.read(self.CHUNK)
+        if chunk:  # at the end, the text and the place in it stay as they are
+            self.text, self.at = self.text[self.at :] + chunk, 0
+        return bool(chunk)
+
+    def peek(self) -> str:
+        """The next character past white space; "" at the end of the text."""
+        while True:
+            while self.text[self.at : self.at + 1] in _JSON_SPACE:
+                self.at += 1
+            if self.at < len(self.text) or not self._more():
+                return self.text[self.at : self.at + 1]
+
+    def take(self, sign: str) -> bool:
+        """Whether `sign` comes next, and past it if so."""
+        if self.peek() != sign:
+            return False
+        self.at += 1
+        return True
+
+    def value(self) -> Any:
+        """The JSON value that comes next (ValueError where the text is torn or no JSON)."""
+        self.peek()
+        while True:
+            try:
+                value, end = _DECODE(self.text, self.at)
+            except ValueError:
+                if self._more():  # cut by the chunk's end: read on
+                    continue
+                raise
+            # A number at the chunk's end may go on in the next ("12" of "125").
+            if end < len(self.text) or not self._more():
+                self.at = end
+                return value
+
+
 def saved_trials(folder: Path) -> dict[str, tuple[str, int]]:
     """Trial id -> (status, failures so far) in Tune's newest saved experiment state; for a
     trial the journal saw end, at least the failures Tune had counted then (its count is taken
     after Tune handled the failure; the saved state is written on Tune's own schedule)."""
-    found = read_newest_state(folder)
-    if found is None:
-        return {}
-    try:
-        entries = [(json.loads(e[0]), json.loads(e[1])) for e in found[1].get("trial_data", [])]
-    except (ValueError, TypeError, IndexError):
-        return {}
     counted = _journaled_failures(Path(folder) / FINISHED_FILE)
-    return {
-        t["trial_id"]: (
-            str(t.get("status", "UNKNOWN")),
-            max(int(m.get("num_failures", 0) or 0), counted.get(t["trial_id"], 0)),
-        )
-        for t, m in entries
-        if isinstance(t, dict) and isinstance(m, dict) and "trial_id" in t
-    }
+    saved: dict[str, tuple[str, int]] = {}
+    try:
+        # A trial at a time: parsed, each holds its metadata (its checkpoints, its last result),
+        # several times its text.
+        for entry in newest_trial_entries(folder):
+            t, m = json.loads(entry[0]), json.loads(entry[1])
+            if isinstance(t, dict) and isinstance(m, dict) and "trial_id" in t:
+                failures = max(int(m.get("num_failures", 0) or 0), counted.get(t["trial_id"], 0))
+                saved[t["trial_id"]] = (str(t.get("status", "UNKNOWN")), failures)
+    except (OSError, ValueError, TypeError, IndexError, KeyError):
+        return {}
+    return saved
 
 
 def journaled_ends(folder: Path) -> set[str]:

@@ -18,6 +18,7 @@ import tune_app
 from tune_app.errors import SpecError
 from tune_app.rundir.layout import (
     FINISHED_FILE,
+    newest_trial_entries,
     read_newest_state,
     read_rows,
     write_json,
@@ -42,13 +43,19 @@ def mark_finished_trials(folder: Path) -> list[str]:
     state, with their last result: after a run, so the state on disk is final; before a resume,
     so Tune does not run them again. Returns their ids."""
     journal = Path(folder) / FINISHED_FILE
-    found = read_newest_state(folder)
-    if not journal.exists() or found is None:  # nothing to correct, or nothing Tune can resume
+    if not journal.exists():  # nothing to correct
         return []
-    state, data = found
     finished = {
         row["trial_id"]: row for row in read_rows(journal.read_bytes()) if "trial_id" in row
     }
+    try:  # Tune's own final save is most often right: read whole only a state to correct
+        stale = any(_stale(entry, finished) for entry in newest_trial_entries(folder))
+    except (OSError, ValueError, TypeError, IndexError):
+        return []  # nothing Tune can resume
+    found = read_newest_state(folder) if stale else None
+    if found is None:
+        return []
+    state, data = found
     marked = []
     for entry in data.get("trial_data", []):
         trial = json.loads(entry[0])
@@ -63,6 +70,12 @@ def mark_finished_trials(folder: Path) -> list[str]:
     if marked:
         write_text(state, json.dumps(data, indent=2))
     return marked
+
+
+def _stale(entry: Any, finished: dict[str, Any]) -> bool:
+    """Whether a saved trial (its JSON text first) ended in the journal but not in the state."""
+    trial = json.loads(entry[0])
+    return trial.get("trial_id") in finished and trial.get("status") not in ENDED
 
 
 def package_versions() -> dict[str, str]:
