@@ -61,7 +61,10 @@ def test_a_user_setting_is_restored_after_the_fit(monkeypatch):
         assert os.environ[buffering.MIN_TIME] == os.environ[buffering.MAX_TIME] == "50"
     assert os.environ[buffering.LENGTH] == "7"
     assert buffering.MIN_TIME not in os.environ
-    with buffering.results_buffered(1):  # one at a time: Tune's own meaning of 1
+    with buffering.results_buffered(1):  # one at a time, Tune's own 1, whatever the user set
+        assert os.environ[buffering.LENGTH] == "1"
+    assert os.environ[buffering.LENGTH] == "7"
+    with buffering.results_buffered(None):  # unset: the environment as it is
         assert os.environ[buffering.LENGTH] == "7"
 
 
@@ -124,12 +127,17 @@ def test_asha_with_a_buffer_logs_each_result_once_and_none_past_a_stop(
         (
             "scheduler: {type: median, hard_stop: false}",
             "e.result_buffer",
-            "median with hard_stop: true",
+            "median with hard_stop: false pauses trials",
         ),
         (
             "checkpoint_config: {checkpoint_at_end: true}",
             "e.checkpoint_config.checkpoint_at_end",
-            "checkpoints at its end",
+            "a trial it checkpoints (checkpoint_at_end: True)",
+        ),
+        (
+            "checkpoint_config: {checkpoint_frequency: 5, checkpoint_at_end: false}",
+            "e.checkpoint_config.checkpoint_frequency",
+            "a trial it checkpoints (checkpoint_frequency: 5)",
         ),
     ],
 )
@@ -145,6 +153,23 @@ def test_a_buffer_beside_what_needs_a_checkpoint_at_once_is_refused(
     assert result.code == 2
     assert f"{path}: " in result.err and words in result.err, result.err
     assert "Traceback" not in result.err
+
+
+def test_a_class_checkpointed_at_its_end_by_tune_s_default_is_refused_before_ray_starts(
+    cli, write_spec, tmp_path
+):
+    """Tune checkpoints a class that saves checkpoints at each trial's end unless told not to,
+    and then hands over one result a call: the buffer would do nothing, silently."""
+    user_module("class_trainables.py", tmp_path)
+    spec = write_spec(
+        "e:\n  run: class_trainables:Counter\n  metric: score\n  mode: max\n"
+        "  result_buffer: 10\n  stop: {training_iteration: 3}\n  config: {a: 1.0}\n"
+    )
+    result = cli("run", spec, "--storage-path", tmp_path / "out", "-q")
+    assert result.code == 2
+    assert "e.checkpoint_config.checkpoint_at_end: class 'class_trainables:Counter'" in result.err
+    assert "set checkpoint_config.checkpoint_at_end: false" in result.err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("value", ["0", "true", "'100'", "2.5"])

@@ -248,6 +248,7 @@ def test_the_saved_trials_read_one_at_a_time_are_the_whole_parse_and_a_cut_file_
         "runner_data": {"trial_data": ["not these"], "n": [1, {"x": "}"}], "big": 123456789},
         "trial_data": trials,
         "stats": {"t": 1234.5678},
+        "top": 1.25e300,  # a number of its own, which a chunk may end in: 1.|25e+300
     }
     text = json.dumps(data, indent=indent)
     state = tmp_path / "experiment_state-2026-01-01_00-00-00.json"

@@ -19,6 +19,7 @@ from tune_app.divergence import diverged
 from tune_app.kinds.builtin import saves_checkpoints
 from tune_app.methods import Context, scheduler_of, searcher_of
 from tune_app.plan.types import ExperimentPlan
+from tune_app.ray_internals.buffering import WINDOW_S
 from tune_app.ray_internals.wrapping import SkipsEnded
 from tune_app.rllib.tables import RESULT_GROUPS
 from tune_app.rundir.outcome import flatten_result
@@ -155,8 +156,10 @@ def _callbacks(ep: ExperimentPlan) -> list[tune.Callback]:
     # and the app, read their files back. Tune adds none while `given_loggers_only` holds.
     callbacks: list[tune.Callback] = []
     if ep.experiment.result_timeout_s is not None:
-        # First: it records why the trials it fails failed, which the others read.
-        callbacks.append(ResultTimeout(ep.experiment.result_timeout_s))
+        # First: it records why the trials it fails failed, which the others read. Buffered
+        # results reach the driver up to a gathering window late.
+        late = WINDOW_S if (ep.experiment.result_buffer or 1) > 1 else 0
+        callbacks.append(ResultTimeout(ep.experiment.result_timeout_s + late))
     callbacks += [
         JsonlResults(ep.folder, ep.name),
         TrialBoard.for_experiment(ep),

@@ -27,9 +27,10 @@ class Options(BaseModel):
         return self.model_dump(exclude={"type"})
 
     @property
-    def pauses(self) -> bool:
-        """Whether these options make the scheduler pause trials, where its entry does not."""
-        return False
+    def pauses(self) -> str | None:
+        """The option, as a spec writes it, that makes the scheduler pause trials where its
+        entry does not ("hard_stop: false"); None where none does."""
+        return None
 
 
 @dataclass(frozen=True)

@@ -64,8 +64,8 @@ class MedianOptions(Options):
     hard_stop: bool = Field(True, description="stop (not pause) trials below the median")
 
     @property
-    def pauses(self) -> bool:
-        return not self.hard_stop
+    def pauses(self) -> str | None:
+        return None if self.hard_stop else "hard_stop: false"
 
 
 class PbtOptions(Options):

@@ -94,27 +94,49 @@ def check_population(exp: Experiment, kind: TrainableKind, warnings: list[str]) 
 
 
 def check_result_buffer(exp: Experiment) -> None:
-    """Tune buffers results only where no decision needs a trial's checkpoint at once: never
-    beside a scheduler that pauses trials or copies them, nor a checkpoint at each trial's end
-    (Tune would turn its buffering off without a word)."""
+    """Tune buffers a trial's results only where nothing needs its checkpoint between them:
+    never beside a scheduler that pauses trials or copies them, nor with checkpoints Tune takes
+    every few iterations or at each trial's end (it turns its buffering off for those; a class
+    that checkpoints at its end by Tune's default is checked once loaded, `check_loaded_buffer`)."""
     if exp.result_buffer is None or exp.result_buffer < 2:
         return
     entry = scheduler_of(exp.scheduler)
-    if entry.pauses or entry.population or exp.scheduler.pauses:
+    option = exp.scheduler.pauses
+    if entry.pauses or entry.population or option:
         allowed = names_where(SCHEDULERS, lambda s: not (s.pauses or s.population))
         raise SpecError(
-            f"scheduler {entry.name} pauses trials and resumes them from checkpoints, which Tune "
-            "cannot do while a trial's results are buffered",
+            f"scheduler {entry.name}{f' with {option}' if option else ''} pauses trials and "
+            "resumes them from checkpoints, which Tune cannot do while a trial's results are "
+            "buffered",
             path=f"{exp.key_path}.result_buffer",
             allowed=allowed,
-            suggestion="remove result_buffer, or use scheduler: "
-            + ("median with hard_stop: true" if entry.name == "median" else _or(allowed)),
+            suggestion="remove result_buffer, or "
+            + (f"change {option}" if option else f"use scheduler: {_or(allowed)}"),
         )
-    if exp.checkpoint.checkpoint_at_end:
+    for key, value in (
+        ("checkpoint_at_end", exp.checkpoint.checkpoint_at_end),
+        ("checkpoint_frequency", exp.checkpoint.checkpoint_frequency),
+    ):
+        if value:
+            raise SpecError(
+                f"Tune does not buffer the results of a trial it checkpoints ({key}: {value})",
+                path=f"{exp.key_path}.checkpoint_config.{key}",
+                suggestion=f"remove {key}, or remove result_buffer",
+            )
+
+
+def check_loaded_buffer(exp: Experiment, trainable: Any) -> None:
+    """A `tune.Trainable` class that saves checkpoints is checkpointed at each trial's end by
+    Tune's default, which turns Tune's result buffering off without a word the app shows."""
+    from tune_app.kinds.builtin import saves_checkpoints
+
+    buffered = exp.result_buffer is not None and exp.result_buffer > 1
+    if buffered and exp.checkpoint.checkpoint_at_end is None and saves_checkpoints(trainable):
         raise SpecError(
-            "Tune does not buffer the results of a trial that checkpoints at its end",
-            path=f"{exp.key_path}.checkpoint_config.checkpoint_at_end",
-            suggestion="set checkpoint_at_end: false, or remove result_buffer",
+            f"class '{exp.run}' is checkpointed at each trial's end (Tune's default for a class "
+            "that saves checkpoints), and Tune does not buffer such a trial's results",
+            path="checkpoint_config.checkpoint_at_end",
+            suggestion="set checkpoint_config.checkpoint_at_end: false, or remove result_buffer",
         )
 
 

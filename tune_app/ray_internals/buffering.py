@@ -33,15 +33,19 @@ WINDOW_S = 2
 
 def settings(results: int) -> dict[str, str]:
     """The environment that makes each of a trial's calls hand over up to `results` results,
-    gathered for at most `WINDOW_S` seconds."""
+    gathered until the first result past `WINDOW_S` seconds; 1: one result a call, as Tune's
+    length of 1 says whatever the other two."""
+    if results < 2:
+        return {LENGTH: "1"}
     return {LENGTH: str(WINDOW_S), MIN_TIME: str(results), MAX_TIME: str(results)}
 
 
 @contextlib.contextmanager
 def results_buffered(results: int | None) -> Iterator[None]:
     """While this holds (a Tuner's fit, where Tune reads them), Tune's buffering variables are
-    `settings(results)`; None or 1: they are left as they are. Restored afterwards."""
-    if results is None or results < 2:
+    `settings(results)`; None: they are left as the environment has them. Restored afterwards.
+    (A resumed fit keeps the buffering its run began with: Tune restores it with its state.)"""
+    if results is None:
         yield
         return
     wanted = settings(results)

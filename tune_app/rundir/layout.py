@@ -265,6 +265,7 @@ def newest_trial_entries(folder: Path) -> Iterator[Any]:
 
 _DECODE = json.JSONDecoder().raw_decode
 _JSON_SPACE = (" ", "\t", "\n", "\r")
+_NUMBER_GOES_ON = ("", ".", "e", "E", "+", "-")  # what may follow a number's cut prefix
 
 
 class _JsonIn:
@@ -277,7 +278,9 @@ class _JsonIn:
         self.file, self.text, self.at = file, "", 0
 
     def _more(self) -> bool:
-        chunk = self.file.read(self.CHUNK)
+        # At least as much again as is held: a value longer than a chunk is decoded again only
+        # as often as the text held doubles.
+        chunk = self.file.read(max(self.CHUNK, len(self.text) - self.at))
         if chunk:  # at the end, the text and the place in it stay as they are
             self.text, self.at = self.text[self.at :] + chunk, 0
         return bool(chunk)
@@ -307,8 +310,10 @@ class _JsonIn:
                 if self._more():  # cut by the chunk's end: read on
                     continue
                 raise
-            # A number at the chunk's end may go on in the next ("12" of "125").
-            if end < len(self.text) or not self._more():
+            # A number at the chunk's end may go on in the next ("12" of "125", "12." of
+            # "12.5", "1e" of "1e5").
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not (number and self.text[end : end + 1] in _NUMBER_GOES_ON) or not self._more():
                 self.at = end
                 return value
 

@@ -19,6 +19,7 @@ from pydantic import (
 
 from tune_app.errors import did_you_mean
 from tune_app.methods import SCHEDULERS, SEARCHERS
+from tune_app.ray_internals.buffering import WINDOW_S
 from tune_app.rundir.allowed import file_name_problem
 from tune_app.scoring import SCOPE_PATTERN
 from tune_app.trackers.options import TrackersSpec
@@ -285,9 +286,9 @@ class Settings(_Strict):
     result_buffer: int | None = Field(
         None,
         ge=1,
-        description="results a trial hands the driver at a time, gathered for at most 2 s "
-        "(Tune's result buffering), for trials that report many a second; the scheduler's "
-        "decisions then come up to 2 s late (none or 1: one at a time)",
+        description="results a trial hands the driver at a time, gathered until the first "
+        f"past {WINDOW_S} s (Tune's result buffering), for trials that report many a second; the "
+        f"scheduler's decisions then come up to {WINDOW_S} s late (none or 1: one at a time)",
     )
     trackers: TrackersSpec | None = Field(
         None,
