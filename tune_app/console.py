@@ -327,7 +327,7 @@ def _time_limits(exp: Any) -> str:
         parts.append(
             f"a trial with no result for {exp.result_timeout_s:g} s fails (result_timeout_s)"
         )
-    if exp.result_buffer is not None and exp.result_buffer > 1:
+    if exp.buffered:
         parts.append(
             f"up to {exp.result_buffer} results a call, up to {WINDOW_S} s late (result_buffer)"
         )

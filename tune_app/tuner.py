@@ -158,7 +158,7 @@ def _callbacks(ep: ExperimentPlan) -> list[tune.Callback]:
     if ep.experiment.result_timeout_s is not None:
         # First: it records why the trials it fails failed, which the others read. Buffered
         # results reach the driver up to a gathering window late.
-        late = WINDOW_S if (ep.experiment.result_buffer or 1) > 1 else 0
+        late = WINDOW_S if ep.experiment.buffered else 0
         callbacks.append(ResultTimeout(ep.experiment.result_timeout_s + late))
     callbacks += [
         JsonlResults(ep.folder, ep.name),

@@ -98,7 +98,7 @@ def check_result_buffer(exp: Experiment) -> None:
     never beside a scheduler that pauses trials or copies them, nor with checkpoints Tune takes
     every few iterations or at each trial's end (it turns its buffering off for those; a class
     that checkpoints at its end by Tune's default is checked once loaded, `check_loaded_buffer`)."""
-    if exp.result_buffer is None or exp.result_buffer < 2:
+    if not exp.buffered:
         return
     entry = scheduler_of(exp.scheduler)
     option = exp.scheduler.pauses
@@ -130,8 +130,7 @@ def check_loaded_buffer(exp: Experiment, trainable: Any) -> None:
     Tune's default, which turns Tune's result buffering off without a word the app shows."""
     from tune_app.kinds.builtin import saves_checkpoints
 
-    buffered = exp.result_buffer is not None and exp.result_buffer > 1
-    if buffered and exp.checkpoint.checkpoint_at_end is None and saves_checkpoints(trainable):
+    if exp.buffered and exp.checkpoint.checkpoint_at_end is None and saves_checkpoints(trainable):
         raise SpecError(
             f"class '{exp.run}' is checkpointed at each trial's end (Tune's default for a class "
             "that saves checkpoints), and Tune does not buffer such a trial's results",

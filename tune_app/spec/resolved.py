@@ -57,6 +57,11 @@ class Experiment:
     constraints: tuple[Limit, ...] = ()  # bounds a trial keeps to be best or on the front
     warm_start: tuple[str, ...] = ()  # earlier runs the search starts from (tune_app.warmstart)
 
+    @property
+    def buffered(self) -> bool:
+        """Whether a trial hands the driver more than one result a call (`result_buffer`)."""
+        return self.result_buffer is not None and self.result_buffer > 1
+
     def trials(self, envs: int = 1) -> int:
         """The trials its search makes: grid points (an env grid in the config among them) x
         `envs` (an env grid taken out of it) x samples x seeds."""
