@@ -29,6 +29,10 @@ rewritten results and read its tables, never replace its methods.
   `_pg_to_request`, `_pg_to_staging_future`, `_staging_future_to_pg`,
   `_request_to_staged_pgs`; the module attribute `ray.tune.execution.tune_controller.
   PlacementGroupResourceManager` (replaced while a Tuner is built).
+- `reuse`: `TuneController._maybe_reuse_cached_actor` (replaced while a Tuner fits) and the
+  controller's `_trial_to_actor`, `_staged_trials`, `_resetting_trials`, `_actor_cache`,
+  `_actor_manager` (read): a cached actor goes to a trial still waiting for resources, not to
+  one whose own actor is starting.
 - `startup`: `ray._private.services.ConsolePopen` (its processes started in their own session),
   `ray._private.ray_constants.ENABLE_RAY_CLUSTER` (off while a local Ray starts: loopback),
   `ray.tune.execution.class_cache.DEFAULT_ENV_VARS` and `ENV_VARS_TO_PROPAGATE`,

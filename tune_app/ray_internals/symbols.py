@@ -80,6 +80,11 @@ SYMBOLS: tuple[Symbol, ...] = (
         "placement",
     ),
     Symbol("ray.tune.execution.tune_controller:PlacementGroupResourceManager", None, "placement"),
+    Symbol(
+        "ray.tune.execution.tune_controller:TuneController._maybe_reuse_cached_actor",
+        ("self", "trial"),
+        "reuse",
+    ),
     Symbol("ray._private.services:ConsolePopen", ("args",), "startup"),
     Symbol("ray._private.ray_constants:ENABLE_RAY_CLUSTER", None, "startup"),
     Symbol("ray._private.utils:set_sigterm_handler", ("sigterm_handler",), "startup"),
