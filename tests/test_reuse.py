@@ -22,11 +22,11 @@ class _Manager:
 
 
 class _Cache:
-    def __init__(self, objects: int) -> None:
-        self.objects = objects
+    def __init__(self, keys: set[str]) -> None:
+        self.keys = keys
 
-    def has_cached_object(self, key: object) -> bool:
-        return self.objects > 0
+    def has_cached_object(self, key: str) -> bool:
+        return key in self.keys
 
 
 class _Trial:  # hashed by identity, as Tune's trials are
@@ -37,7 +37,9 @@ class _Trial:  # hashed by identity, as Tune's trials are
 _trial = _Trial
 
 
-def _controller(trials, actors: dict, started: set[str], cached: int = 1) -> SimpleNamespace:
+def _controller(
+    trials, actors: dict, started: set[str], cached: frozenset = frozenset({"1 CPU"})
+) -> SimpleNamespace:
     """A stand-in for Tune's controller: the attributes the patch reads, and a record of the
     trials Tune's own method was called for."""
     return SimpleNamespace(
@@ -45,7 +47,7 @@ def _controller(trials, actors: dict, started: set[str], cached: int = 1) -> Sim
         _staged_trials=set(trials.values()),
         _resetting_trials=set(),
         _actor_manager=_Manager(started),
-        _actor_cache=_Cache(cached),
+        _actor_cache=_Cache(set(cached)),
         reused=[],
     )
 
@@ -68,16 +70,20 @@ def test_a_trial_whose_actor_holds_its_cpu_keeps_it_and_a_waiting_trial_takes_th
 
 
 @pytest.mark.parametrize(
-    ("actors", "started", "cached"),
+    ("actors", "started", "cached", "resetting"),
     [
-        ({}, set(), 1),  # no actor of its own yet: Tune's choice
-        ({"starting": "a1"}, set(), 1),  # its actor waits for resources: cheap to drop
-        ({"starting": "a1"}, {"a1"}, 0),  # nothing cached: Tune's own method, unchanged
+        ({}, set(), {"1 CPU"}, False),  # no actor of its own yet: Tune's choice
+        ({"starting": "a1"}, set(), {"1 CPU"}, False),  # its actor waits for resources
+        ({"starting": "a1"}, {"a1"}, set(), False),  # nothing cached: Tune's own method
+        ({"starting": "a1"}, {"a1"}, {"2 CPUs"}, False),  # cached, but for other resources
+        ({"starting": "a1"}, {"a1"}, {"1 CPU"}, True),  # already taking a cached actor
     ],
 )
-def test_otherwise_tunes_own_choice_stands(actors, started, cached):
-    trials = {"starting": _trial("starting")}
-    controller = _controller(trials, actors, started, cached)
+def test_otherwise_tunes_own_choice_stands(actors, started, cached, resetting):
+    trials = {n: _trial(n) for n in ("starting", "waiting")}
+    controller = _controller(trials, actors, started, frozenset(cached))
+    if resetting:
+        controller._resetting_trials.add(trials["starting"])
     assert _patched()(controller, trials["starting"]) is True
     assert controller.reused == ["starting"]
 
@@ -91,6 +97,8 @@ def test_no_trial_is_given_the_cached_actor_when_none_waits_alike():
     }
     actors = {"starting": "a1", "also_started": "a2", "bigger": "a3"}
     controller = _controller(trials, actors, started={"a1", "a2"})
+    controller._staged_trials.add(resetting := _trial("resetting"))
+    controller._resetting_trials.add(resetting)  # taking a cached actor already
     assert _patched()(controller, trials["starting"]) is False
     assert controller.reused == []
 
@@ -115,9 +123,11 @@ def test_tunes_controller_is_patched_only_while_asked(fails):
 
 
 def test_short_trials_run_in_as_many_actors_as_there_are_cpus(ray_session, tmp_path):
-    """Tune's own choice ran every trial of this search in one process in most runs (4 of 5
-    runs of 600 trials); with the patch, both CPUs' actors run trials. Fails if a Tune release
-    renames what the patch reads (it then leaves Tune's choice)."""
+    """Tune's own choice ran every trial of such a search in one process in most runs (4 of 5
+    runs of 600 trials; 2 of 3 of this test without the patch); with the patch, the second
+    actor runs trials from when it has started. Fails, in most runs, if a Tune release renames
+    what the patch reads (it then leaves Tune's choice); the stand-in tests above pin the
+    choice itself."""
     from ray import tune
 
     from benchmarks.workloads import busy
@@ -125,11 +135,11 @@ def test_short_trials_run_in_as_many_actors_as_there_are_cpus(ray_session, tmp_p
     tuner = tune.Tuner(
         busy,
         param_space={"x": tune.uniform(0, 1), "seconds": 0.05},
-        tune_config=tune.TuneConfig(metric="score", mode="max", num_samples=40, reuse_actors=True),
+        tune_config=tune.TuneConfig(metric="score", mode="max", num_samples=60, reuse_actors=True),
         run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
     )
     with starting_actors_kept():
         grid = tuner.fit()
-    assert grid.num_errors == 0 and len(grid) == 40
+    assert grid.num_errors == 0 and len(grid) == 60
     pids = collections.Counter(result.metrics["pid"] for result in grid)
-    assert len(pids) == 2 and min(pids.values()) >= 10, pids
+    assert len(pids) == 2 and min(pids.values()) >= 5, pids

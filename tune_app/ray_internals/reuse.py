@@ -47,15 +47,16 @@ def _waiting_for_resources(controller: Any, like: Any) -> Any | None:
 def _keeping_starting_actors(reuse: Any) -> Any:
     def maybe_reuse_cached_actor(controller: Any, trial: Any) -> bool:
         try:
-            keep_own = trial not in controller._resetting_trials and _holds_resources(
-                controller, trial
+            keep_own = (
+                trial not in controller._resetting_trials
+                and _holds_resources(controller, trial)
+                and controller._actor_cache.has_cached_object(trial.placement_group_factory)
             )
-            cached = controller._actor_cache.has_cached_object(trial.placement_group_factory)
+            waiting = _waiting_for_resources(controller, trial) if keep_own else None
         except AttributeError:  # a Tune without these attributes: its own choice
+            keep_own = False
+        if not keep_own:
             return bool(reuse(controller, trial))
-        if not keep_own or not cached:
-            return bool(reuse(controller, trial))
-        waiting = _waiting_for_resources(controller, trial)
         if waiting is not None:
             reuse(controller, waiting)
         return False  # `trial` runs in its own actor once that has started
