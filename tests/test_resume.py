@@ -301,7 +301,7 @@ experiments:
     config:
       x: {{uniform: [0, 1]}}
       steps: 9
-      sleep: 0.3
+      sleep: 0.2
 """
 
 
