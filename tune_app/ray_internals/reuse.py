@@ -10,7 +10,7 @@ start-up (0.05 s against 0.2-2 s), the first actor to start then runs every tria
 beside it starts actor after actor that is removed before it runs a trial. Whether a search runs
 this way is decided by which actor starts first: 600 trials of 0.05 s with a hand-written Tuner
 on 2 CPUs ran at 10.4-11.7 trials/s in one actor's process in 4 of 5 runs, and at 19.8 with two;
-with this patch, 19.7-20.7 in two processes in 4 of 4.
+with this patch, 19.7-22.4 in two processes in 7 of 7 (benchmarks/README.md, `scale`).
 
 A patch: Tune has no option or hook for which trial takes a cached actor. Without
 the attributes it reads, Tune's own choice stands.
