@@ -20,6 +20,7 @@ from tune_app.kinds.builtin import saves_checkpoints
 from tune_app.methods import Context, scheduler_of, searcher_of
 from tune_app.plan.types import ExperimentPlan
 from tune_app.ray_internals.buffering import WINDOW_S
+from tune_app.ray_internals.replacing import environment
 from tune_app.ray_internals.wrapping import SkipsEnded
 from tune_app.rllib.tables import RESULT_GROUPS
 from tune_app.rundir.outcome import flatten_result
@@ -140,15 +141,8 @@ def given_loggers_only() -> Iterator[None]:
     """While this holds (a Tuner's fit), Tune adds no logger of its own: `_callbacks` gives
     all three, TrialBoard in place of Tune's TensorBoard logger (which writes every key under
     `ray/tune/`). The environment is as it was afterwards."""
-    saved = os.environ.get(AUTO_LOGGERS_ENV)
-    os.environ[AUTO_LOGGERS_ENV] = "1"
-    try:
+    with environment({AUTO_LOGGERS_ENV: "1"}):
         yield
-    finally:
-        if saved is None:
-            os.environ.pop(AUTO_LOGGERS_ENV, None)
-        else:
-            os.environ[AUTO_LOGGERS_ENV] = saved
 
 
 def _callbacks(ep: ExperimentPlan) -> list[tune.Callback]:

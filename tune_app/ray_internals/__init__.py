@@ -53,6 +53,8 @@ rewritten results and read its tables, never replace its methods.
   Tune's result-buffering settings to `Trainable.train_buffered` (swapped), set to match
   while a Tuner fits with `result_buffer`.
 - `fitting`: no symbol of its own; enters every patch above that holds while a Tuner fits.
+- `replacing`: no symbol; how every patch above sets a Ray attribute or an environment variable
+  for the length of a `with` block and puts it back.
 
 - `versions`: the range of Ray releases checked, the warning outside it, and each behaviour
   that differs between the releases of the range, decided by the installed version.

@@ -19,8 +19,9 @@ under these settings and fails when a release hands the values over otherwise.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
+
+from tune_app.ray_internals.replacing import environment
 
 LENGTH = "TUNE_RESULT_BUFFER_LENGTH"
 MIN_TIME = "TUNE_RESULT_BUFFER_MIN_TIME_S"
@@ -48,14 +49,5 @@ def results_buffered(results: int | None) -> Iterator[None]:
     if results is None:
         yield
         return
-    wanted = settings(results)
-    saved = {name: os.environ.get(name) for name in wanted}
-    os.environ.update(wanted)
-    try:
+    with environment(settings(results)):
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value

@@ -20,6 +20,8 @@ from typing import Any
 
 from ray.exceptions import OutOfMemoryError, RayActorError
 
+from tune_app.ray_internals.replacing import replaced
+
 
 class ActorOutOfMemoryError(RayActorError):
     """Ray's memory monitor killed the actor (a trial's process) while it ran a task."""
@@ -42,8 +44,5 @@ def trial_oom_is_actor_death() -> Iterator[None]:
             exception = ActorOutOfMemoryError(str(exception))
         original(self, tracked_actor_task, exception)
 
-    RayActorManager._actor_task_failed = task_failed  # type: ignore[method-assign]
-    try:
+    with replaced(RayActorManager, "_actor_task_failed", task_failed):
         yield
-    finally:
-        RayActorManager._actor_task_failed = original  # type: ignore[method-assign]

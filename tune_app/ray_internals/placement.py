@@ -25,6 +25,8 @@ from typing import Any
 import ray
 from ray.air.execution.resources.placement_group import PlacementGroupResourceManager
 
+from tune_app.ray_internals.replacing import replaced
+
 # How long `clear` (the end of a Tuner's fit) waits for groups still being created before it
 # removes them anyway.
 CLEAR_WAIT_S = 2.0
@@ -106,9 +108,5 @@ def deferred_group_removal() -> Iterator[None]:
     (Tune's controller takes its manager class from its module; Tune has no option for it)."""
     from ray.tune.execution import tune_controller
 
-    saved = tune_controller.PlacementGroupResourceManager
-    tune_controller.PlacementGroupResourceManager = DeferredRemovalManager  # type: ignore[misc]
-    try:
+    with replaced(tune_controller, "PlacementGroupResourceManager", DeferredRemovalManager):
         yield
-    finally:
-        tune_controller.PlacementGroupResourceManager = saved  # type: ignore[misc]

@@ -22,6 +22,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from tune_app.ray_internals.replacing import replaced
+
 
 def _holds_resources(controller: Any, trial: Any) -> bool:
     """Whether `trial` has an actor of its own that already holds its resources (Ray starts the
@@ -71,9 +73,6 @@ def starting_actors_kept() -> Iterator[None]:
     does not hold resources yet (the module's docstring says why)."""
     from ray.tune.execution.tune_controller import TuneController
 
-    saved = TuneController.__dict__["_maybe_reuse_cached_actor"]
-    TuneController._maybe_reuse_cached_actor = _keeping_starting_actors(saved)  # type: ignore[method-assign]
-    try:
+    own = _keeping_starting_actors(TuneController._maybe_reuse_cached_actor)
+    with replaced(TuneController, "_maybe_reuse_cached_actor", own):
         yield
-    finally:
-        TuneController._maybe_reuse_cached_actor = saved  # type: ignore[method-assign]

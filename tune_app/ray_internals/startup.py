@@ -14,6 +14,8 @@ from typing import Any
 
 import ray
 
+from tune_app.ray_internals.replacing import replaced
+
 # What Tune gives each trial actor as its runtime env (ray.tune.execution.class_cache, checked
 # once Tune is imported): a local Ray's workers inherit it instead.
 TUNE_TRIAL_ENV = {"PL_DISABLE_FORK": "1"}
@@ -42,17 +44,11 @@ def trials_on_prestarted_workers() -> Iterator[None]:
     if not class_cache.DEFAULT_ENV_VARS.items() <= os.environ.items():
         yield  # Tune now sets more than TUNE_TRIAL_ENV: its actors keep their runtime env
         return
-    saved = {
-        name: getattr(class_cache, name, None)
-        for name in ("DEFAULT_ENV_VARS", "ENV_VARS_TO_PROPAGATE")
-    }
-    class_cache.DEFAULT_ENV_VARS = {}
-    class_cache.ENV_VARS_TO_PROPAGATE = set()
-    try:
+    with (
+        replaced(class_cache, "DEFAULT_ENV_VARS", {}),
+        replaced(class_cache, "ENV_VARS_TO_PROPAGATE", set()),
+    ):
         yield
-    finally:
-        for name, value in saved.items():
-            setattr(class_cache, name, value)
 
 
 @contextlib.contextmanager
@@ -76,11 +72,8 @@ def daemons_in_own_session() -> Iterator[None]:
             kwargs.setdefault("start_new_session", True)
             super().__init__(*args, **kwargs)
 
-    services.ConsolePopen = InOwnSession
-    try:
+    with replaced(services, "ConsolePopen", InOwnSession):
         yield
-    finally:
-        services.ConsolePopen = original
 
 
 @contextlib.contextmanager
@@ -99,12 +92,8 @@ def node_on_loopback() -> Iterator[None]:
     if not hasattr(ray_constants, "ENABLE_RAY_CLUSTER"):
         yield
         return
-    saved = ray_constants.ENABLE_RAY_CLUSTER
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
+    with replaced(ray_constants, "ENABLE_RAY_CLUSTER", False):
         yield
-    finally:
-        ray_constants.ENABLE_RAY_CLUSTER = saved
 
 
 @contextlib.contextmanager
@@ -122,19 +111,14 @@ def signals_left_to_the_driver() -> Iterator[None]:
     threads (a background import, a native one) took SIGTERM and ran Ray's handler (exit 15)."""
     from ray._private import ray_constants, utils
 
-    saved_set = getattr(utils, "set_sigterm_handler", None)
-    saved_flag = getattr(ray_constants, "RAY_DISABLE_FAILURE_SIGNAL_HANDLER", None)
-    if saved_set is not None:
-        utils.set_sigterm_handler = _install_nothing
-    if saved_flag is not None:
-        ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
-    try:
+    with contextlib.ExitStack() as patches:
+        if hasattr(utils, "set_sigterm_handler"):
+            patches.enter_context(replaced(utils, "set_sigterm_handler", _install_nothing))
+        if hasattr(ray_constants, "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"):
+            patches.enter_context(
+                replaced(ray_constants, "RAY_DISABLE_FAILURE_SIGNAL_HANDLER", True)
+            )
         yield
-    finally:
-        if saved_set is not None:
-            utils.set_sigterm_handler = saved_set
-        if saved_flag is not None:
-            ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = saved_flag
 
 
 def _install_nothing(handler: Any) -> None:

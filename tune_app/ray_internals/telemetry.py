@@ -22,6 +22,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from tune_app.ray_internals.replacing import replaced
+
 # The modules `tag_callbacks` imports to name Tune's built-in callbacks.
 INTEGRATIONS = (
     "ray.air.integrations.comet",
@@ -46,8 +48,5 @@ def callbacks_tagged_if_imported() -> Iterator[None]:
             return bool(original(callbacks))
         return False
 
-    usage.tag_callbacks = tag_callbacks
-    try:
+    with replaced(usage, "tag_callbacks", tag_callbacks):
         yield
-    finally:
-        usage.tag_callbacks = original

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tune_app.ray_internals.replacing import replaced
+
 # What `upload` has copied in this process, and Ray's own function it stands in for. Module
 # state, not a closure's: Tune keeps the last copy command in the syncer of every trial's storage
 # and pickles that storage into each reused actor's `reset`; a closure went by value, its `copied`
@@ -47,11 +49,8 @@ def whole_file_uploads() -> Iterator[None]:
         return
     _original[:] = [original]
     _copied.clear()
-    storage._upload_to_fs_path = upload
-    try:
+    with replaced(storage, "_upload_to_fs_path", upload):
         yield
-    finally:
-        storage._upload_to_fs_path = original
 
 
 def upload(local_path: str, fs: Any, fs_path: str, exclude: list[str] | None = None) -> None:
