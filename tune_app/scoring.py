@@ -22,12 +22,6 @@ from typing import Any
 DEFAULT_SCOPE = "last"
 SCOPE_PATTERN = r"^(last|all|avg|last-[1-9][0-9]*-avg)$"
 SCOPES = ("last", "all", "avg", "last-N-avg")
-SCOPE_DOC = {
-    "last": "the trial's last reported value",
-    "all": "the best value the trial ever reported",
-    "avg": "the mean of all its reported values",
-    "last-N-avg": "the mean of its last N reported values (e.g. last-5-avg)",
-}
 
 
 def number(value: Any) -> float | None:
