@@ -35,6 +35,7 @@ def grown(trials: int, folder: Path, frames: int) -> collections.Counter[str]:
     from ray import tune
 
     from tune_app.cli import main
+    from tune_app.ray_internals.replacing import replaced
 
     spec = folder / f"s{trials}.yaml"
     spec.write_text(SPEC.format(trials=trials))
@@ -51,11 +52,8 @@ def grown(trials: int, folder: Path, frames: int) -> collections.Counter[str]:
             snaps.append(tracemalloc.take_snapshot())
             tracemalloc.stop()
 
-    tune.Tuner.fit = traced  # type: ignore[method-assign]
-    try:
+    with replaced(tune.Tuner, "fit", traced):
         code = main(["run", str(spec), "--storage-path", str(folder / f"out{trials}"), "-q"])
-    finally:
-        tune.Tuner.fit = fit  # type: ignore[method-assign]
     if code != 0:
         raise SystemExit(f"the {trials}-trial search exited {code}")
     keep = [tracemalloc.Filter(False, tracemalloc.__file__)]
