@@ -305,7 +305,7 @@ def test_usage_error_exits_2(cli):
 def test_shared_flags_read_the_same_in_every_command(capsys):
     """A flag several commands take is defined once (a parent parser): its help is the same
     everywhere, never "as for run"."""
-    from tune_app.cli import COMMANDS, main
+    from tune_app.cli.commands import COMMANDS, main
 
     helps = {}
     for command in COMMANDS:
@@ -442,7 +442,7 @@ def test_validate_says_where_run_writes_when_the_results_folder_holds_a_run(
 
 def test_the_summary_table_fits_80_columns_without_cutting_trial_ids(write_spec, capsys):
     from tune_app import spec
-    from tune_app.console import print_summaries
+    from tune_app.cli.console import print_summaries
     from tune_app.plan.make import make_plan
     from tune_app.rundir.records import RunSummary, TrialOutcome
 
@@ -478,7 +478,7 @@ def test_a_relative_storage_path_is_shown_resolved(cli, write_spec, tmp_path, mo
 
 def test_the_summary_of_a_search_of_nothing_names_what_ran_not_its_whole_config(write_spec, capsys):
     from tune_app import spec
-    from tune_app.console import print_summaries
+    from tune_app.cli.console import print_summaries
     from tune_app.plan.make import make_plan
     from tune_app.rundir.records import RunSummary, TrialOutcome
 

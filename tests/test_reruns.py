@@ -127,7 +127,7 @@ def test_resume_continues_a_numbered_run_as_its_experiment(tmp_path, write_spec)
 
 
 def test_run_and_validate_say_where_a_rerun_writes(cli, write_spec, tmp_path):
-    from tune_app.console import start_line
+    from tune_app.cli.console import start_line
     from tune_app.spec.resolve import load
 
     spec_file = write_spec(GOOD)

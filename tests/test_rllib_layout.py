@@ -260,7 +260,7 @@ def test_an_older_run_json_reads_without_a_layout():
 
 
 def test_run_prints_the_layout_once_planned_unless_quiet(write_spec, capsys):
-    from tune_app.printing import print_plan_start
+    from tune_app.cli.printing import print_plan_start
 
     plan = plan_of(write_spec, exp_text("PPO", "  num_samples: 4\n"))
     print_plan_start(plan)

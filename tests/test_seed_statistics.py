@@ -53,7 +53,7 @@ def test_mixed_budgets_are_marked_in_analyze_report_and_the_summary(capsys):
     header = report._best(exp)
     assert header is not None and "mixed budgets: 1-6 iterations" in header.scope
 
-    from tune_app.console import print_summaries
+    from tune_app.cli.console import print_summaries
     from tune_app.plan.make import make_plan
     from tune_app.spec.resolve import loads
 

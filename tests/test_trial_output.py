@@ -150,7 +150,7 @@ def test_analyze_lists_failed_trials_with_their_frame_error_file_and_output(cli,
 
 
 def test_trials_keep_their_output_by_default_and_the_start_line_says_where(write_spec, tmp_path):
-    from tune_app.console import start_line
+    from tune_app.cli.console import start_line
     from tune_app.spec.resolve import load
 
     spec = load(write_spec("e:\n  run: my_func\n  config: {alpha: 0.5, beta: 1}\n"))

@@ -1,5 +1,5 @@
 """docs/reference/cli.md: every command, its usage and arguments, from the parser that
-tune_app.cli builds out of its COMMANDS table."""
+tune_app.cli.commands builds out of its COMMANDS table."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import os
 
 from docs.gen.common import HEADER, code, table
-from tune_app import cli
+from tune_app.cli import commands as cli
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from docs.gen.cli_ref import subparsers
 from docs.gen.common import table
 from docs.gen.shell import tune_app
-from tune_app import cli
+from tune_app.cli import commands as cli
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 EXAMPLE = "search_spaces/grid.yaml"

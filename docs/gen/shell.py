@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from unittest import mock
 
-from tune_app import cli
+from tune_app.cli import commands as cli
 
 CPUS = 2  # the machine the docs describe, so the pages do not change with the one building them
 

@@ -59,7 +59,7 @@ def shown(run: Callable[[], RunResult]) -> int:
 
 
 def print_result(result: RunResult) -> None:
-    from tune_app.console import print_outcomes, print_summaries, same_failures_line
+    from tune_app.cli.console import print_outcomes, print_summaries, same_failures_line
 
     print_summaries(result.plan, result.summaries)
     print_outcomes(result.outcomes)

@@ -20,10 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tune_app import interrupts
-from tune_app.cli_table import Argument, Command, arg, parent_parser
-from tune_app.errors import SpecErrors, TuneAppError
-from tune_app.interrupts import as_interrupts
-from tune_app.printing import (
+from tune_app.cli.printing import (
     earlier_runs,
     interrupted_line,
     one_line_warnings,
@@ -33,6 +30,9 @@ from tune_app.printing import (
     print_warnings,
     shown,
 )
+from tune_app.cli.table import Argument, Command, arg, parent_parser
+from tune_app.errors import SpecErrors, TuneAppError
+from tune_app.interrupts import as_interrupts
 from tune_app.readback.analyze import FORMATS
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ SHOW_TRACEBACKS = "show tracebacks of errors"
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from tune_app import api
-    from tune_app.console import plan_text
+    from tune_app.cli.console import plan_text
 
     plan = api.validate(
         args.spec,
@@ -67,7 +67,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     def run() -> RunResult:
         loaded = load(args.spec)
         if not args.quiet:  # at once: planning imports the trainables, which may import Ray
-            from tune_app.console import start_line
+            from tune_app.cli.console import start_line
 
             print(start_line(loaded, args.storage_path, args.smoke), flush=True)
         return api.run(
@@ -108,7 +108,7 @@ def _verbosity(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from tune_app import console
+    from tune_app.cli import console
     from tune_app.registry import registered
     from tune_app.rllib.tables import ALGORITHMS
 
@@ -179,7 +179,7 @@ def cmd_best(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from tune_app.api import run
-    from tune_app.console import evaluation_text, print_outcomes
+    from tune_app.cli.console import evaluation_text, print_outcomes
     from tune_app.readback import best
     from tune_app.rundir.layout import for_the_user, write_text
 
@@ -199,7 +199,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from tune_app.doctor import diagnose, lines
+    from tune_app.cli.doctor import diagnose, lines
 
     found = diagnose()
     print("\n".join(lines(found)))
