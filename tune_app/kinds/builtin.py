@@ -48,21 +48,10 @@ class KindDefaults:
     def declared_metrics(self) -> tuple[str, ...]:
         return ()
 
-    @property
-    def reuses_actors(self) -> bool:
-        return True
-
-    @property
-    def sizes_own_placement(self) -> bool:
-        return False
-
-    @property
-    def reports_late(self) -> bool:
-        return False
-
-    @property
-    def frequent_state_saves(self) -> bool:
-        return True
+    reuses_actors = True
+    sizes_own_placement = False
+    reports_late = False
+    frequent_state_saves = True
 
     @property
     def user_modules(self) -> tuple[str, ...]:
@@ -135,9 +124,7 @@ class RegisteredKind(KindDefaults):
 
     info: TrainableInfo
 
-    @property
-    def name(self) -> str:
-        return "registered"
+    name = "registered"
 
     @property
     def describe(self) -> str:
@@ -263,9 +250,7 @@ class FunctionKind(KindDefaults):
     def run(self) -> str:
         return self.ref.text
 
-    @property
-    def name(self) -> str:
-        return "function"
+    name = "function"
 
     @property
     def describe(self) -> str:

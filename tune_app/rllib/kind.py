@@ -41,33 +41,17 @@ class RLlibKind(KindDefaults):
     algorithm: str
     search_path: tuple[str, ...] = ()  # where the config's module:name code is found
 
-    @property
-    def name(self) -> str:
-        return "rllib"
-
-    @property
-    def describe(self) -> str:
-        return "RLlib algorithm"
+    name = "rllib"
+    describe = "RLlib algorithm"
 
     @property
     def default_metric(self) -> tuple[str | None, Literal["min", "max"] | None]:
         return METRIC, "max"  # the return is maximised (tables.MODE)
 
-    @property
-    def reuses_actors(self) -> bool:
-        return False  # an algorithm cannot reset its env runners to a new config
-
-    @property
-    def sizes_own_placement(self) -> bool:
-        return True  # from its config (default_resource_request)
-
-    @property
-    def reports_late(self) -> bool:
-        return True
-
-    @property
-    def frequent_state_saves(self) -> bool:
-        return False
+    reuses_actors = False  # an algorithm cannot reset its env runners to a new config
+    sizes_own_placement = True  # from its config (default_resource_request)
+    reports_late = True
+    frequent_state_saves = False
 
     @property
     def smoke_overrides(self) -> dict[str, Any]:
