@@ -19,7 +19,7 @@ import ray
 
 import trainables
 import tune_app
-from tune_app.errors import SpecError
+from tune_app.errors import SpecError, first_line
 from tune_app.interrupts import deferred, reclaim
 from tune_app.plan.types import Plan
 from tune_app.ray_internals.startup import (
@@ -139,7 +139,7 @@ def machine_at(address: str) -> Machine:
             )
     except (ConnectionError, ValueError, RuntimeError) as err:
         raise SpecError(
-            f"cannot join the cluster at {address}: {str(err).splitlines()[0]}",
+            f"cannot join the cluster at {address}: {first_line(err)}",
             path="--address",
             suggestion="start it with ray start --head, or check the address (ray status)",
         ) from None
@@ -203,7 +203,7 @@ def local_pythonpath(plan: Plan) -> str | None:
     """PYTHONPATH for a local Ray this process starts: the user modules' folders first. Workers
     inherit it, so Ray's pre-started workers serve the first trials (a runtime env would make
     every worker start afresh: about 2 s before the first result)."""
-    folders = sorted({f for ep in plan.experiments for f in _search_path(ep)})
+    folders = sorted({f for ep in plan.experiments for f in ep.search_path})
     if not folders:
         return None
     existing = os.environ.get("PYTHONPATH", "")
@@ -215,21 +215,9 @@ def runtime_env(plan: Plan) -> dict[str, Any]:
     `worker_env`."""
     modules = [_package_dir(tune_app), _package_dir(trainables)]
     for ep in plan.experiments:
-        for name in _user_modules(ep):
-            modules += _module_files(name.split(".")[0], _search_path(ep))
+        for name in [*ep.trainable.kind.user_modules, *ep.env_modules]:
+            modules += _module_files(name.split(".")[0], ep.search_path)
     return {"py_modules": list(dict.fromkeys(modules)), "env_vars": worker_env()}
-
-
-def _search_path(ep: Any) -> tuple[str, ...]:
-    env_path = ep.env.search_path if ep.env is not None else ()
-    return (*ep.trainable.kind.search_path, *env_path)
-
-
-def _user_modules(ep: Any) -> list[str]:
-    names = list(ep.trainable.kind.user_modules)
-    if ep.env is not None:
-        names += [e.env.split(":")[0] for e in ep.env.members if e.kind == "class"]
-    return names
 
 
 def _module_files(top: str, folders: tuple[str, ...]) -> list[str]:

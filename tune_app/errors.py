@@ -210,7 +210,7 @@ class TuneFailure(RunStopped):
     @classmethod
     def loop_raised(cls, error: BaseException, summaries: Any = ()) -> TuneFailure:
         """Tune's own loop raised `error`: its type and first line name the cause."""
-        first = (str(error).strip().splitlines() or [""])[0]
+        first = first_line(error)
         what = f"{type(error).__name__}: {first}" if first else type(error).__name__
         return cls(f"Tune's own loop failed ({clip(what, MAX_PART_CHARS)})", None, summaries)
 
@@ -263,6 +263,17 @@ MAX_PATH_CHARS = 200
 MAX_ALLOWED_CHARS = 1_000
 
 
+def first_line(text: object) -> str:
+    """The first line of `text` (an error, a YAML problem), stripped; "" where it is blank."""
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def error_line(err: BaseException) -> str:
+    """An exception's first line, or its type's name where its text is blank."""
+    return first_line(err) or type(err).__name__
+
+
 def clip(text: str, limit: int) -> str:
     """`text`, or its two ends with the number of characters left out between them."""
     if len(text) <= limit:
@@ -310,7 +321,7 @@ def import_failure(err: BaseException) -> str:
     (`RuntimeError: broken install (at cmaes/__init__.py:3)`), the frame deepest in the
     imported code (importlib's own frames left out); a SyntaxError's own file and line."""
     text = str(err.msg) if isinstance(err, SyntaxError) else str(err)
-    first = (text.strip().splitlines() or [""])[0]
+    first = first_line(text)
     what = clip(f"{type(err).__name__}: {first}" if first else type(err).__name__, MAX_PART_CHARS)
     if isinstance(err, SyntaxError) and err.filename:
         file, line = err.filename, err.lineno

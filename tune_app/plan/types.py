@@ -60,6 +60,18 @@ class ExperimentPlan:
         return tuple(o.name for o in self.experiment.objectives)
 
     @property
+    def search_path(self) -> tuple[str, ...]:
+        """The folders its user code is found in: its trainable's, then its env's."""
+        env_path = self.env.search_path if self.env is not None else ()
+        return tuple(dict.fromkeys([*self.trainable.kind.search_path, *env_path]))
+
+    @property
+    def env_modules(self) -> list[str]:
+        """The modules of the user env classes it names."""
+        envs = self.env.members if self.env is not None else ()
+        return [e.env.partition(":")[0] for e in envs if e.kind == "class"]
+
+    @property
     def trial_cpus(self) -> float:
         return sum(b.get("CPU", 0.0) for b in self.bundles)
 

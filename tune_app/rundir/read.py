@@ -19,6 +19,7 @@ from typing import Any
 
 from tune_app import failures, objectives, scoring
 from tune_app.config_keys import restore_private_keys
+from tune_app.errors import error_line
 from tune_app.failures import Failure
 from tune_app.rundir.layout import (
     CLONES_FILE,
@@ -368,7 +369,7 @@ def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
         problems.append(f"{path}: missing")
         return None
     except (OSError, ValueError) as err:
-        problems.append(f"{path}: unreadable ({_short(err)}); skipped")
+        problems.append(f"{path}: unreadable ({error_line(err)}); skipped")
         return None
     if not isinstance(data, dict):
         problems.append(f"{path}: not a JSON object; skipped")
@@ -410,7 +411,3 @@ def _varying(configs: dict[str, dict[str, Any]]) -> list[str]:
         for k, v in config.items():
             keys.setdefault(k, set()).add(json.dumps(v, sort_keys=True, default=str))
     return sorted(k for k, values in keys.items() if len(values) > 1)
-
-
-def _short(err: BaseException) -> str:
-    return str(err).splitlines()[0] if str(err) else type(err).__name__

@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from tune_app import scoring
+from tune_app.errors import error_line
 
 __all__ = [
     "CURVE_POINTS",
@@ -53,7 +54,7 @@ def read_jsonl(path: Path, problems: list[str]) -> Iterator[dict[str, Any]]:
     except FileNotFoundError:
         return
     except OSError as err:
-        problems.append(f"{path}: unreadable ({_short(err)}); skipped")
+        problems.append(f"{path}: unreadable ({error_line(err)}); skipped")
         return
     with file:
         number = 0
@@ -63,7 +64,9 @@ def read_jsonl(path: Path, problems: list[str]) -> Iterator[dict[str, Any]]:
                 if row is not None:
                     yield row
         except OSError as err:
-            problems.append(f"{path}: unreadable after line {number} ({_short(err)}); cut there")
+            problems.append(
+                f"{path}: unreadable after line {number} ({error_line(err)}); cut there"
+            )
 
 
 def _object(line: str, path: Path, number: int, problems: list[str]) -> dict[str, Any] | None:
@@ -430,7 +433,7 @@ class ResultsFollower:
             return {}
         except OSError as err:
             self._start(None)
-            problems.append(f"{self.path}: unreadable ({_short(err)}); skipped")
+            problems.append(f"{self.path}: unreadable ({error_line(err)}); skipped")
             return {}
         touched: set[str] = set()
         with file:
@@ -438,7 +441,8 @@ class ResultsFollower:
                 self._read_on(file, touched)
             except OSError as err:
                 problems.append(
-                    f"{self.path}: unreadable after line {self._lines} ({_short(err)}); cut there"
+                    f"{self.path}: unreadable after line {self._lines} "
+                    f"({error_line(err)}); cut there"
                 )
         for trial_id in touched:
             self._done[trial_id] = self._trials[trial_id].done()
@@ -470,7 +474,3 @@ class ResultsFollower:
             if row is not None:
                 touched.add(_add(self._trials, self._rows, row, metric, mode, keys, self.limit))
                 self._rows += 1
-
-
-def _short(err: BaseException) -> str:
-    return str(err).splitlines()[0] if str(err) else type(err).__name__

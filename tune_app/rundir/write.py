@@ -124,7 +124,7 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         cwd=os.getcwd(),
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         versions=package_versions(),
-        sources=module_fingerprints(code_modules(ep), _search_path(ep)),
+        sources=module_fingerprints(code_modules(ep), ep.search_path),
         app_code=app_fingerprint(),
         warm_start=ep.warm.runs if ep.warm is not None else (),
     )
@@ -133,14 +133,8 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
 
 def code_modules(ep: ExperimentPlan) -> tuple[str, ...]:
     """The modules of user code the experiment's trials import: its kind's and its env's."""
-    envs = ep.env.members if ep.env is not None else ()
-    env_modules = [e.env.partition(":")[0] for e in envs if e.kind == "class"]
-    return tuple(dict.fromkeys([*ep.trainable.kind.code_modules(ep.experiment), *env_modules]))
-
-
-def _search_path(ep: ExperimentPlan) -> tuple[str, ...]:
-    env_path = ep.env.search_path if ep.env is not None else ()
-    return tuple(dict.fromkeys([*ep.trainable.kind.search_path, *env_path]))
+    kind_modules = ep.trainable.kind.code_modules(ep.experiment)
+    return tuple(dict.fromkeys([*kind_modules, *ep.env_modules]))
 
 
 def read_run_record(location: RunLocation) -> RunRecord:

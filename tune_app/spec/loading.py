@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tune_app.errors import SpecError
+from tune_app.errors import SpecError, first_line
 
 DICT_SPEC = "<dict>"  # the file name a spec given as a mapping goes by (run.json, messages)
 
@@ -193,26 +193,20 @@ def read_yaml_text(text: str, path: Path) -> Any:
                 "too many: `x: {grid_search: [1]}`",
             ) from None
         raise SpecError(
-            f"unsupported YAML tag ({_first_line(err.problem)}){_at(err.problem_mark)}",
+            f"unsupported YAML tag ({first_line(err.problem)}){_at(err.problem_mark)}",
             file=file,
             suggestion="specs are plain YAML; python tags are never evaluated",
         ) from None
     except yaml.YAMLError as err:
         problem = getattr(err, "problem", None) or str(err)
         raise SpecError(
-            f"is not valid YAML: {_first_line(problem)}{_at(getattr(err, 'problem_mark', None))}",
+            f"is not valid YAML: {first_line(problem)}{_at(getattr(err, 'problem_mark', None))}",
             file=file,
         ) from None
     except ValueError as err:  # a constructor's own: an integer of more than 4,300 digits
-        raise SpecError(
-            f"holds a value Python cannot read: {_first_line(err)}", file=file
-        ) from None
+        raise SpecError(f"holds a value Python cannot read: {first_line(err)}", file=file) from None
     return data
 
 
 def _at(mark: Any) -> str:
     return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-
-
-def _first_line(text: Any) -> str:
-    return str(text).strip().splitlines()[0] if str(text).strip() else ""

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tune_app.errors import error_line
 from tune_app.rundir.layout import latest_results, read_rows
 from tune_app.rundir.write import read_run_record
 from tune_app.trackers import naming
@@ -55,10 +56,6 @@ def warn(tracker: str, what: str) -> None:
         file=sys.stderr,
         flush=True,
     )
-
-
-def _first_line(err: BaseException) -> str:
-    return (str(err).splitlines() or [type(err).__name__])[0][:200]
 
 
 @dataclass(frozen=True)
@@ -221,7 +218,7 @@ class Mirror:
 
     def _fail(self, err: BaseException) -> None:
         self.failed = True
-        warn(self.sink.name, f"failed ({_first_line(err)})")
+        warn(self.sink.name, f"failed ({error_line(err)[:200]})")
 
     def _known(self, trial_id: str, config: dict[str, Any]) -> list[int]:
         if trial_id not in self.held:
