@@ -20,7 +20,7 @@ from tune_app.contract import TrainableInfo
 from tune_app.errors import SpecError, did_you_mean
 from tune_app.kinds import TrainableKind
 from tune_app.kinds.builtin import FunctionKind, RegisteredKind
-from tune_app.legacy_api import check_removed_tune_api
+from tune_app.kinds.legacy_api import check_removed_tune_api
 from tune_app.ray_internals import TESTED_RAY
 from tune_app.user_code import TRAINABLE, check, entry_point, source_tree, user_path
 

@@ -15,12 +15,12 @@ from tune_app.extras import check_methods
 from tune_app.kinds import TrainableKind
 from tune_app.methods import mutated_paths, scheduler_of, searcher_of
 from tune_app.plan import checks
+from tune_app.plan.smoke import shrink
 from tune_app.plan.types import ExperimentPlan, Plan
 from tune_app.registry import resolve
 from tune_app.resources import Machine
 from tune_app.rundir.location import RunLocation
 from tune_app.seeds import SEED_KEY
-from tune_app.smoke import shrink
 from tune_app.space import searched_paths
 from tune_app.spec.models import Mode
 from tune_app.spec.resolved import Experiment, Spec
@@ -41,7 +41,7 @@ def make_plan(
     """Check and size every experiment of `spec` against `machine`, by default this one (or
     one of `cpus` CPUs and `gpus` GPUs; infinite `cpus`: a cluster known only once joined).
 
-    With `smoke`, every experiment is shrunk to a tiny run (see `tune_app.smoke`) whose results
+    With `smoke`, every experiment is shrunk to a tiny run (see `tune_app.plan.smoke`) whose results
     go to a `smoke/` folder under the storage path. With `rllib_checks`, RLlib itself (imported
     for it) also validates each RLlib experiment's config, as `run` does. Every problem of every
     experiment is reported at once.
