@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -149,6 +150,19 @@ def cli(capsys):
     return invoke
 
 
+def refused(result: CliResult, *words: str, file: object = None, path: str | None = None) -> str:
+    """`result` is a refusal: exit 2, one line on stderr and no traceback, the line beginning
+    `error: FILE: PATH: ` (as far as they are given) and holding every word. Returns the line."""
+    lines = result.err.strip().splitlines()
+    assert result.code == 2 and len(lines) == 1 and result.err.count("\n") == 1, result.err
+    assert "Traceback" not in result.err
+    prefix = "error: " + "".join(f"{part}: " for part in (file, path) if part)
+    assert lines[0].startswith(prefix), lines[0]
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
 @pytest.fixture
 def write_spec(tmp_path):
     """Write YAML text to a spec file in a fresh folder and return its path."""
@@ -159,6 +173,11 @@ def write_spec(tmp_path):
         return path
 
     return write
+
+
+def results_of(folder: Path) -> list[dict]:
+    """The rows of `folder`/results.jsonl, in order."""
+    return [json.loads(line) for line in (Path(folder) / "results.jsonl").read_text().splitlines()]
 
 
 def free_port() -> int:

@@ -4,14 +4,13 @@ the rows its results.jsonl holds, and the GCS server the process started for its
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import user_module
+from tests.conftest import results_of, user_module
 
 
 def grid_spec(
@@ -65,8 +64,7 @@ def started(
 
 def rows(folder: Path) -> list[tuple[str, int]]:
     """results.jsonl's rows in `folder`, as (trial id, training_iteration), in order."""
-    lines = (folder / "results.jsonl").read_text().splitlines()
-    return [(r["trial_id"], r["training_iteration"]) for r in map(json.loads, lines)]
+    return [(r["trial_id"], r["training_iteration"]) for r in results_of(folder)]
 
 
 def gcs_of(pid: int) -> int | None:

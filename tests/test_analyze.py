@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from .conftest import refused
+
 
 def _experiment(folder, name="e", torn=True):
     """A run folder as a killed run leaves it: no summary.json, a torn last line, a trial that
@@ -127,19 +129,22 @@ def test_a_table_of_many_trials_shows_the_best_hundred_and_says_how_to_see_more(
 
 def test_bad_top(cli, tmp_path):
     _experiment(tmp_path)
-    result = cli("analyze", tmp_path, "--top", "0")
-    assert result.code == 2 and "--top must be at least 1" in result.err
+    refused(cli("analyze", tmp_path, "--top", "0"), "--top must be at least 1")
 
 
-def test_analyze_never_imports_ray(tmp_path):
+@pytest.mark.parametrize("command, options", [("analyze", ["--format", "json"]), ("report", [])])
+def test_analyze_and_report_never_import_ray(tmp_path, command, options):
     exp = _experiment(tmp_path)
     probe = (
         "import sys; from tune_app.cli import main;"
-        f"code = main(['analyze', {str(exp)!r}, '--format', 'json']);"
+        f"code = main([{command!r}, {str(exp)!r}, *{options!r}]);"
         "print(code, 'ray' in sys.modules, file=sys.stderr)"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stderr.split()[-2:] == ["0", "False"]
+    assert (exp / "report.html").exists() == (command == "report")
 
 
 @pytest.mark.parametrize(

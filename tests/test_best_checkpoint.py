@@ -12,6 +12,8 @@ import tune_app
 from tune_app.errors import SpecError
 from tune_app.rundir.records import ERRORED, FINISHED, RunRecord, RunSummary, TrialOutcome
 
+from .conftest import refused
+
 
 def _run(folder: Path, checkpoints: dict[str, list[int]]) -> Path:
     """An experiment folder of three trials (`b` scores best, `c` failed after scoring more),
@@ -67,8 +69,7 @@ def test_a_best_trial_without_checkpoint_is_one_line_saying_how_to_keep_one(tmp_
     with pytest.raises(SpecError, match="best trial aaaaa_00001 kept no checkpoint") as err:
         tune_app.best_checkpoint(folder)
     assert "checkpoint_at_end: true" in str(err.value)
-    done = cli("best", str(folder), "--format", "checkpoint")
-    assert done.code == 2 and len(done.err.strip().splitlines()) == 1, done.err
+    refused(cli("best", str(folder), "--format", "checkpoint"))
 
 
 def test_a_folder_of_several_experiments_asks_for_one(tmp_path):

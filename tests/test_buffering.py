@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
 from tune_app.ray_internals import buffering
 
-from .conftest import user_module
+from .conftest import refused, results_of, user_module
 
 
 def _fit_flood(tmp_path, results: int | None) -> list[tuple[int, int]]:
@@ -97,13 +96,9 @@ def test_asha_with_a_buffer_logs_each_result_once_and_none_past_a_stop(
     assert result.code == 0, result.err
     assert given == [100]
     rows: dict[str, list[tuple[int, int]]] = {}
-    with (tmp_path / "out" / "e" / "results.jsonl").open() as lines:
-        for line in lines:
-            row = json.loads(line)
-            if "index" in row:
-                rows.setdefault(row["trial_id"], []).append(
-                    (row["training_iteration"], row["index"])
-                )
+    for row in results_of(tmp_path / "out" / "e"):
+        if "index" in row:
+            rows.setdefault(row["trial_id"], []).append((row["training_iteration"], row["index"]))
     assert len(rows) == 4
     ends = []
     for trial_id in sorted(rows):  # grid order: x 0.4, 0.3, 0.2, 0.1
@@ -149,10 +144,7 @@ def test_a_buffer_beside_what_needs_a_checkpoint_at_once_is_refused(
         "e:\n  run: class_trainables:Counter\n  metric: score\n  mode: max\n"
         f"  result_buffer: 10\n  config: {{a: {{uniform: [0, 1]}}}}\n  {setting}\n"
     )
-    result = cli("validate", spec)
-    assert result.code == 2
-    assert f"{path}: " in result.err and words in result.err, result.err
-    assert "Traceback" not in result.err
+    refused(cli("validate", spec), words, file=spec, path=path)
 
 
 def test_a_class_checkpointed_at_its_end_by_tune_s_default_is_refused_before_ray_starts(
@@ -165,19 +157,18 @@ def test_a_class_checkpointed_at_its_end_by_tune_s_default_is_refused_before_ray
         "e:\n  run: class_trainables:Counter\n  metric: score\n  mode: max\n"
         "  result_buffer: 10\n  stop: {training_iteration: 3}\n  config: {a: 1.0}\n"
     )
-    result = cli("run", spec, "--storage-path", tmp_path / "out", "-q")
-    assert result.code == 2
-    assert "e.checkpoint_config.checkpoint_at_end: class 'class_trainables:Counter'" in result.err
-    assert "set checkpoint_config.checkpoint_at_end: false" in result.err
+    refused(
+        cli("run", spec, "--storage-path", tmp_path / "out", "-q"),
+        "e.checkpoint_config.checkpoint_at_end: class 'class_trainables:Counter'",
+        "set checkpoint_config.checkpoint_at_end: false",
+    )
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("value", ["0", "true", "'100'", "2.5"])
 def test_a_buffer_is_a_whole_number_of_results(cli, write_spec, value):
     spec = write_spec(f"e: {{run: my_func, result_buffer: {value}}}\n")
-    result = cli("validate", spec)
-    assert result.code == 2
-    assert "e.result_buffer" in result.err, result.err
+    refused(cli("validate", spec), file=spec, path="e.result_buffer")
 
 
 def test_a_buffer_of_one_is_one_at_a_time_beside_any_scheduler(cli, write_spec, tmp_path):

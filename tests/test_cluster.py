@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, free_port, user_module
+from tests.conftest import ROOT, free_port, results_of
+from tests.runs import with_nodes
 from tests.s3_server import keys, moto_s3, read
 from tests.test_tutorials import TUTORIALS, commands, shell_env
 
@@ -140,14 +141,9 @@ def _tune_app(*args, cwd, **kw):
     )
 
 
-def _rows(path):
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 @pytest.fixture
 def spec_dir(tmp_path):
-    user_module("nodes.py", tmp_path, "nodes.py")
-    user_module("helper.py", tmp_path)
+    with_nodes(tmp_path)
     return tmp_path
 
 
@@ -163,7 +159,7 @@ def test_trials_spread_over_the_cluster_nodes_with_shipped_modules(cluster, spec
     )
     out, err = run.communicate(timeout=240)
     assert run.returncode == 0, err
-    rows = _rows(spec_dir / "out" / "spread" / "results.jsonl")
+    rows = results_of(spec_dir / "out" / "spread")
     assert len({r["trial_id"] for r in rows}) == 4
     assert len({r["node"] for r in rows}) == 2  # both nodes ran trials
     # The workers imported the spec folder's modules from Ray's runtime env, not from the folder.

@@ -3,8 +3,6 @@ declares, its bundles follow `simulations`, and the same seed gives the same res
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import yaml
 
@@ -13,6 +11,8 @@ from tune_app.contract import AUTO_METRICS
 from tune_app.plan.make import make_plan
 from tune_app.registry import registered
 from tune_app.runner import RunOptions, run
+
+from .conftest import results_of
 
 NAMES = sorted(registered())
 
@@ -45,11 +45,6 @@ def _smoke_spec(write_spec, name, sims):
     return write_spec(yaml.safe_dump({"contract": experiment}), f"{name}.yaml")
 
 
-def _rows(folder):
-    lines = (folder / "contract" / "results.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
-
-
 @pytest.mark.parametrize(
     "name",
     # One in-process run in the first tier; the other trainables' in the second.
@@ -69,7 +64,7 @@ def test_smoke_run_reports_declared_metrics_and_repeats_with_the_same_seed(
         assert ep.bundles[0] == {"CPU": info.head_cpu}
         (summary,) = run(plan, RunOptions(verbosity=0))
         assert summary.counts == {"TERMINATED": 1}, summary.trials
-        rows = _rows(tmp_path / attempt)
+        rows = results_of(tmp_path / attempt / "contract")
         assert [r["training_iteration"] for r in rows] == [1, 2]
         for row in rows:
             assert set(info.metrics) <= set(row), set(info.metrics) - set(row)

@@ -11,7 +11,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from trainables.my_func import accuracy
 
-from .conftest import SEARCH_SPACES
+from .conftest import SEARCH_SPACES, results_of
 
 GRID = SEARCH_SPACES / "grid.yaml"
 
@@ -78,7 +78,7 @@ def test_every_result_line_parses(grid_run):
 
 def test_results_jsonl_has_every_result_and_config_once_per_trial(grid_run):
     _, folder = grid_run
-    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    rows = results_of(folder)
     summary = json.loads((folder / "summary.json").read_text())
     by_trial: dict[str, list[dict]] = {}
     for row in rows:

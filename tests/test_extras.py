@@ -9,6 +9,8 @@ import pytest
 
 from tune_app.methods import SCHEDULERS, SEARCHERS
 
+from .conftest import refused
+
 SPEC = """
 metric: episode_return_mean
 mode: max
@@ -75,13 +77,7 @@ def test_a_missing_optional_package_is_one_line_naming_its_extra(
     monkeypatch.setitem(sys.modules, blocked, None)  # not installed: its import fails
     spec_file = write_spec(SPEC.format(search=search, scheduler=scheduler))
     out = tmp_path / "out"
-    result = cli(command, spec_file, "--storage-path", out)
-    assert result.code == 2, result.err
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1, result.err
-    assert lines[0].startswith(f"error: {spec_file}: {path}: "), lines[0]
-    for word in words:
-        assert word in lines[0], lines[0]
+    refused(cli(command, spec_file, "--storage-path", out), *words, file=spec_file, path=path)
     assert not out.exists()
 
 
@@ -152,10 +148,8 @@ def test_a_trainable_whose_package_is_missing_is_refused_with_its_extra(
     spec_file = write_spec("e:\n  run: lcbench\n  stop: {training_iteration: 2}\n")
     for command in ("validate", "run"):
         result = cli(command, spec_file, "--storage-path", tmp_path / "o")
-        lines = result.err.strip().splitlines()
-        assert result.code == 2 and len(lines) == 1, result.err
-        assert "e.run: trainable 'lcbench' needs the onnxruntime package" in lines[0]
-        assert 'pip install -e ".[bench]"' in lines[0]
+        needs = "e.run: trainable 'lcbench' needs the onnxruntime package"
+        refused(result, needs, 'pip install -e ".[bench]"')
     assert not (tmp_path / "o").exists()
 
 
@@ -230,14 +224,14 @@ def test_a_package_whose_import_raises_is_named_with_its_error_and_the_reinstall
         else f"experiments:\n  exp:\n    run: {run}\n    stop: {{training_iteration: 2}}\n"
     )
     out = tmp_path / "out"
-    result = cli(command, spec_file, "--storage-path", out)
-    lines = result.err.strip().splitlines()
-    assert result.code == 2 and len(lines) == 1, result.err
-    assert lines[0].startswith(f"error: {spec_file}: {where}, whose import fails: "), lines[0]
-    assert "RuntimeError: broken install" in lines[0]
-    assert f"(at {package}/__init__.py:4)" in lines[0]  # where it raised, short
-    assert f"reinstall it: pip install --force-reinstall --no-deps {package}" in lines[0]
-    assert "Traceback" not in result.err and not out.exists()
+    line = refused(
+        cli(command, spec_file, "--storage-path", out),
+        "RuntimeError: broken install",
+        f"(at {package}/__init__.py:4)",  # where it raised, short
+        f"reinstall it: pip install --force-reinstall --no-deps {package}",
+    )
+    assert line.startswith(f"error: {spec_file}: {where}, whose import fails: "), line
+    assert not out.exists()
 
 
 def test_an_import_failure_names_the_file_and_line_it_was_raised_at(tmp_path, monkeypatch):
@@ -267,11 +261,9 @@ def test_a_user_module_whose_import_raises_is_one_line_naming_it(
     user_module("broken_install.py", tmp_path, "badmod.py")
     spec_file = write_spec("e:\n  run: badmod:train\n  stop: {training_iteration: 2}\n")
     out = tmp_path / "out"
-    result = cli("run", spec_file, "--storage-path", out, "-q")
-    lines = result.err.strip().splitlines()
-    assert result.code == 2 and len(lines) == 1, result.err
-    assert lines[0] == (
+    line = refused(cli("run", spec_file, "--storage-path", out, "-q"))
+    assert line == (
         f"error: {spec_file}: e.run: importing module 'badmod' failed: RuntimeError: broken "
         f"install (at {tmp_path.name}/badmod.py:4)"  # outside the working directory: 2 parts
-    ), lines[0]
-    assert "Traceback" not in result.err and not out.exists()
+    ), line
+    assert not out.exists()

@@ -12,7 +12,7 @@ import pytest
 
 from tune_app import failures
 
-from .conftest import user_module
+from .conftest import results_of, user_module
 
 
 @pytest.mark.slow  # an in-process run: the second tier
@@ -60,8 +60,7 @@ experiments:
 
     # Each recovered trial logged steps 1, 2, 3 once: nothing lost or repeated by the retry.
     steps = defaultdict(list)
-    for line in (folder / "results.jsonl").open():
-        row = json.loads(line)
+    for row in results_of(folder):
         steps[row["trial_id"]].append(row["training_iteration"])
     for mode in ("raise_once", "kill_once"):
         assert steps[by_mode[mode]["trial_id"]] == [1, 2, 3]

@@ -6,14 +6,13 @@ CUDA_VISIBLE_DEVICES set and empty, beside a trial that holds a quarter of the G
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, free_port, user_module
+from tests.conftest import ROOT, free_port, results_of, user_module
 from tests.test_cluster import RAY, _env, _stop, _wait_for_nodes
 
 # These start a Ray node and drivers of their own.
@@ -74,9 +73,7 @@ def _tune_app(*args):
 
 
 def _seen(out: Path, experiment: str) -> list[tuple[str, str]]:
-    text = (out / experiment / "results.jsonl").read_text()
-    rows = [json.loads(line) for line in text.splitlines()]
-    return sorted({(r["trial_sees"], r["task_sees"]) for r in rows})
+    return sorted({(r["trial_sees"], r["task_sees"]) for r in results_of(out / experiment)})
 
 
 @pytest.fixture

@@ -11,11 +11,12 @@ import pytest
 from trainables.es_cartpole import centered_ranks, es_update, rollout
 from tune_app.nested import max_overlap
 
+from .conftest import results_of
+
 
 def rows_by_trial(folder: Path) -> dict[str, list[dict]]:
     rows: dict[str, list[dict]] = {}
-    for line in (folder / "results.jsonl").read_text().splitlines():
-        row = json.loads(line)
+    for row in results_of(folder):
         rows.setdefault(row["trial_id"], []).append(row)
     return rows
 

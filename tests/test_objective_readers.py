@@ -16,6 +16,8 @@ import pytest
 
 from tune_app.readback.analyze import cell
 
+from .conftest import results_of
+
 # gain = x * step grows with x, cost = x + y too: with y = 0 each x is on the front (more gain
 # for more cost); y = 2 costs more for the same gain, so each is dominated by its y = 0 twin.
 # cost <= 4.5 leaves x = 3, y = 2 (cost 5) off the front twice over: dominated and broken.
@@ -57,7 +59,7 @@ def front_run(ray_session, tmp_path_factory) -> Path:
 def expected(front_run) -> tuple[dict[str, dict], set[str]]:
     """Each trial's last values of the objectives from results.jsonl, and the front's ids (the
     trials of y = 0, read from the configs the rows carry)."""
-    rows = [json.loads(line) for line in (front_run / "results.jsonl").read_text().splitlines()]
+    rows = results_of(front_run)
     configs = {r["trial_id"]: r["config"] for r in rows if "config" in r}
     last: dict[str, dict] = {}
     for r in sorted(rows, key=lambda r: r["training_iteration"]):  # the last row wins

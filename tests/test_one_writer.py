@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT, user_module
+from tests.conftest import ROOT, results_of
+from tests.runs import grid_spec, with_nodes
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import FolderBusy, hold
 
@@ -95,28 +96,12 @@ def test_locks_are_all_or_none(tmp_path):
             pass
 
 
-SLOW = """
-metric: score
-mode: max
-experiments:
-  e:
-    run: nodes:train
-    config:
-      x: {grid_search: [1, 2]}
-      steps: 4
-      sleep: 1.5
-"""
-
-
 @pytest.mark.e2e
 @pytest.mark.ray
 def test_two_runs_of_one_spec_never_merge_and_a_live_run_is_not_resumed(tmp_path):
     """Two runs started together into one folder merged their trials; a resume of a live run
     re-ran its finished trials and the original exited 130. A second run now writes beside."""
-    for name in ("nodes.py", "helper.py"):
-        user_module(name, tmp_path)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(SLOW)
+    spec = with_nodes(tmp_path, grid_spec(xs=(1, 2), steps=4, sleep=1.5))
     command = [sys.executable, "-m", "tune_app", "run", str(spec), "-q"]
     command += ["--storage-path", str(tmp_path / "out")]
     first = subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
@@ -134,7 +119,7 @@ def test_two_runs_of_one_spec_never_merge_and_a_live_run_is_not_resumed(tmp_path
     assert second.returncode == 0, second.stderr
     assert first.wait(timeout=300) == 0, first.stderr.read() if first.stderr else ""
     for each in (folder, tmp_path / "out" / "e_2"):
-        rows = [json.loads(line) for line in (each / "results.jsonl").read_text().splitlines()]
+        rows = results_of(each)
         seen = [(r["trial_id"], r["training_iteration"]) for r in rows]
         assert len(seen) == len(set(seen)) == 8  # 2 trials x 4 steps, written once
         assert json.loads((each / "summary.json").read_text())["counts"] == {"TERMINATED": 2}

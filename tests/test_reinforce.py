@@ -3,13 +3,14 @@ short run through the app that learns with a good step size and not with a tiny 
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import numpy as np
 import pytest
 
 from trainables.reinforce import WINDOW, policy_gradient, returns_to_go, softmax
+
+from .conftest import results_of
 
 
 def objective(weights, features, actions, advantages, entropy_coeff) -> float:
@@ -64,8 +65,7 @@ def test_reinforce_learns_cartpole_with_a_good_step_size(ray_session, cli, write
     assert cli("run", write_spec(SPEC), "--storage-path", tmp_path / "o", "-q").code == 0
     rows: dict[float, list[dict]] = {}
     lr_of: dict[str, float] = {}  # trial id -> lr (the config comes on a trial's first row)
-    for line in (tmp_path / "o" / "pg" / "results.jsonl").read_text().splitlines():
-        row = json.loads(line)
+    for row in results_of(tmp_path / "o" / "pg"):
         lr = lr_of.setdefault(row["trial_id"], row.get("config", {}).get("lr"))
         rows.setdefault(lr, []).append(row)
     good, tiny = rows[0.3], rows[0.0001]

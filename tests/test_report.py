@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -194,27 +193,6 @@ def test_user_text_is_escaped(cli, tmp_path):
     html = (exp / "report.html").read_text()
     assert "&lt;i&gt;e&lt;/i&gt; &amp; co" in html and "<i>e</i>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
-
-
-def test_a_folder_that_is_not_a_run_is_one_line_and_writes_nothing(cli, tmp_path):
-    result = cli("report", tmp_path)
-    lines = result.err.strip().splitlines()
-    assert result.code == 2 and len(lines) == 1 and "holds no tune_app run" in lines[0]
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_report_never_imports_ray(tmp_path):
-    exp = _experiment(tmp_path)
-    probe = (
-        "import sys; from tune_app.cli import main;"
-        f"code = main(['report', {str(exp)!r}]);"
-        "print(code, 'ray' in sys.modules, file=sys.stderr)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert out.stderr.split()[-2:] == ["0", "False"]
-    assert (exp / "report.html").exists()
 
 
 # ---- which parameters matter, and figures that stay readable (Ray-free) --------------------------

@@ -4,15 +4,17 @@ bundles from the algorithm config, envs by gymnasium id or module:Class, one PPO
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from tune_app import rllib, spec
+from tune_app.cluster import local_pythonpath, runtime_env
 from tune_app.errors import SpecError
 from tune_app.plan.make import make_plan
 from tune_app.space import Domain
 
-from .conftest import user_module
+from .conftest import results_of, user_module
 
 
 def plan_of(write_spec, text):
@@ -258,12 +260,6 @@ def test_simulations_are_env_runners(write_spec):
             "e.simulations",
             "set only one",
         ),
-        (
-            "e:\n  run: PPO\n  env: CartPole-v1\n  simulations: 1\n"
-            "  config: {train_batch_size: 100, minibatch_size: 500}\n",
-            "e.config",
-            "PPO refuses this config",
-        ),
         ("e:\n  run: PP0\n", "e.run", "did you mean 'PPO'"),
         (
             "e:\n  run: PPO\n  config: {env: {grid_search: [CartPole-v1, CartPol-v1]}}\n",
@@ -398,6 +394,10 @@ def test_custom_env_class_beside_the_spec_is_loaded(write_spec, tmp_path):
     assert ep.env.kind == "class"
     cls = ep.env.load()
     assert cls.__name__ == "Corridor" and cls().action_space.n == 2
+    # Its module reaches Ray's workers: on PYTHONPATH first, or shipped to a cluster.
+    assert ep.env_modules == ["corridor_env"] and ep.search_path[0] == str(tmp_path)
+    assert local_pythonpath(plan).split(os.pathsep)[0] == str(tmp_path)
+    assert str(tmp_path / "corridor_env.py") in runtime_env(plan)["py_modules"]
     # A name the module never binds is refused before Ray starts, read from its source.
     with pytest.raises(SpecError, match="did you mean 'Corridor'"):
         plan_of(write_spec, "e:\n  run: PPO\n  env: corridor_env:Coridor\n  simulations: 1\n")
@@ -435,7 +435,7 @@ def test_ppo_runs_through_the_cli(ray_session, cli, write_spec, tmp_path):
     assert {t["iterations"] for t in summary["trials"]} == {2}
     assert [t["config"]["lr"] for t in summary["trials"]] == [0.001]
     assert summary["best"]["metric"] > 0
-    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    rows = results_of(folder)
     assert len(rows) == 2
     for row in rows:
         # The translated keys reached RLlib: 200 steps per iteration from one env runner.

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, results_of
 
 SPECS = ROOT / "tests" / "rllib_specs"
 # Published files asking for something RLlib 2.60 cannot do, and the words of the refusal.
@@ -39,10 +38,6 @@ def test_published_rllib_yaml_validates_or_says_what_has_no_equivalent(cli, name
         )
 
 
-def rows_of(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
-
-
 @pytest.mark.ray
 @pytest.mark.e2e
 @pytest.mark.parametrize("name", RUNNABLE)
@@ -55,7 +50,7 @@ def test_published_rllib_yaml_runs_under_smoke(ray_session, cli, tmp_path, name)
     summary = json.loads((folder / "summary.json").read_text())
     assert set(summary["counts"]) == {"TERMINATED"}, summary["counts"]
     assert all(t["iterations"] == 2 for t in summary["trials"])
-    rows = rows_of(folder)
+    rows = results_of(folder)
     assert rows and all(r["num_env_steps_sampled_lifetime"] > 0 for r in rows)
     for row in rows:  # no NaN reached the log: a no-episode iteration simply lacks the key
         runners = row["env_runners"]
@@ -93,7 +88,7 @@ def test_sac_does_not_fail_on_iterations_without_a_finished_episode(
     assert summary["counts"] == {"TERMINATED": 1}
     (trial,) = summary["trials"]
     assert trial["iterations"] == 30 and trial["cause"] is None
-    rows = rows_of(folder)
+    rows = results_of(folder)
     empty = [r for r in rows if not r["env_runners"].get("num_episodes")]
     full = [r for r in rows if r["env_runners"].get("num_episodes")]
     assert empty and full  # the run did have iterations without a finished episode

@@ -373,8 +373,9 @@ def test_run_has_rllib_check_the_config_before_ray_starts(write_spec):
     )
     path = write_spec(text)
     make_plan(spec.load(path), cpus=2)  # validate: the snapshot knows both keys
-    with pytest.raises(SpecError, match="PPO refuses this config"):
+    with pytest.raises(SpecError, match="PPO refuses this config") as err:
         make_plan(spec.load(path), cpus=2, rllib_checks=True)
+    assert err.value.path == "e.config"
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from tune_app.errors import SpecError
 from tune_app.plan.make import make_plan
 from tune_app.tuner import REPORT_GRACE, _scheduler
 
-from .conftest import user_module
+from .conftest import results_of, user_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -157,7 +157,7 @@ train_api:
     summary = summary_of(tmp_path / "o" / "train_api")
     assert summary["counts"] == {"TERMINATED": 2}
     assert {t["config"]["x"]: t["failures"] for t in summary["trials"]} == {1: 1, 2: 1}
-    rows = [json.loads(line) for line in (tmp_path / "o" / "train_api" / "results.jsonl").open()]
+    rows = results_of(tmp_path / "o" / "train_api")
     # After its failure each trial went on from step 3, restored from its step-2 checkpoint.
     x_of = {t["trial_id"]: t["config"]["x"] for t in summary["trials"]}
     assert sorted(r["score"] / x_of[r["trial_id"]] for r in rows if r["restored"]) == [3, 3, 4, 4]
@@ -237,17 +237,6 @@ def test_scheduler_options_reach_tune(written, cls, attrs, tmp_path):
         assert math.isclose(getattr(tunes, attr), value)
 
 
-def test_a_user_module_that_fails_to_import_is_named_with_its_error(cli, write_spec, tmp_path):
-    (tmp_path / "broken.py").write_text(
-        "import no_such_dependency_xyz\n\n\ndef train(config):\n    pass\n"
-    )
-    result = cli("run", write_spec("e: {run: 'broken:train'}\n"), "--storage-path", tmp_path / "o")
-    assert result.code == 2
-    assert "e.run: importing module 'broken' failed: ModuleNotFoundError" in result.err
-    assert "no_such_dependency_xyz" in result.err and "Traceback" not in result.err
-    assert not (tmp_path / "o").exists()
-
-
 def test_hyperband_pauses_and_resumes_trials_from_their_checkpoints(
     ray_session, cli, write_spec, tmp_path
 ):
@@ -266,7 +255,7 @@ experiments:
     config: {population: 8, lr: {uniform: [0.05, 0.3]}}
 """)
     assert cli("run", spec_file, "--storage-path", tmp_path / "o", "-q").code == 0
-    rows = [json.loads(line) for line in (tmp_path / "o" / "hb" / "results.jsonl").open()]
+    rows = results_of(tmp_path / "o" / "hb")
     by_trial: dict[str, list[dict]] = {}
     for row in rows:
         by_trial.setdefault(row["trial_id"], []).append(row)
@@ -563,8 +552,7 @@ experiments:
     result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
     assert result.code == 0, result.err
     for name, cpus in (("one", 1), ("two", 2)):
-        rows = (tmp_path / "o" / name / "results.jsonl").read_text().splitlines()
-        assert [json.loads(r)["cpus"] for r in rows] == [cpus], name
+        assert [r["cpus"] for r in results_of(tmp_path / "o" / name)] == [cpus], name
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ spec of many experiments runs at most `driver_slots` drivers at once, the rest q
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, results_of
 from tune_app.callbacks import JsonlResults
 from tune_app.ray_internals import uploads
 from tune_app.rundir.location import RunLocation
@@ -121,7 +120,7 @@ def test_experiments_beyond_the_slots_wait_their_turn(tmp_path):
     assert out.returncode == 0, out.stderr
     spans = []
     for name in names:
-        rows = [json.loads(r) for r in (tmp_path / "out" / name / "results.jsonl").open()]
+        rows = results_of(tmp_path / "out" / name)
         assert len(rows) == 3
         spans.append((min(r["at"] for r in rows), max(r["at"] for r in rows)))
     # One driver at a time: each experiment's results all come before the next one's.
@@ -143,5 +142,5 @@ def test_the_results_writer_keeps_no_config_of_an_ended_trial(tmp_path):
         trial.last_result = {"training_iteration": 1}
         (log.on_trial_complete if n % 2 else log.on_trial_error)(0, [], trial)
     assert log._configs == {}
-    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    rows = results_of(tmp_path)
     assert [r["config"]["lr"] for r in rows] == list(range(100))  # each written once, whole

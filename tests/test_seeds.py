@@ -15,7 +15,7 @@ from tune_app import seeds, spec
 from tune_app.errors import SpecError
 from tune_app.plan.make import make_plan
 
-from .conftest import user_module
+from .conftest import refused, user_module
 
 
 @pytest.mark.parametrize(
@@ -163,12 +163,14 @@ def test_select_lcb_over_fewer_than_two_seeds_is_refused_at_validate_in_one_line
     (tmp_path / "spec.yaml").write_text(
         f"{settings}experiments:\n  e: {{run: es_cartpole, {experiment}config: {{lr: 0.1}}}}\n"
     )
-    result = cli("validate", tmp_path / "spec.yaml")
-    assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
-    assert f"{tmp_path / 'spec.yaml'}: {path}: lcb ranks configurations" in result.err
-    assert f"experiment 'e' {has}" in result.err
-    assert "allowed: aggregate, lcb (with 2 or more seeds)" in result.err
-    assert "write seeds: 5" in result.err and "or select: aggregate" in result.err
+    refused(
+        cli("validate", tmp_path / "spec.yaml"),
+        f"{tmp_path / 'spec.yaml'}: {path}: lcb ranks configurations",
+        f"experiment 'e' {has}",
+        "allowed: aggregate, lcb (with 2 or more seeds)",
+        "write seeds: 5",
+        "or select: aggregate",
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.yaml"]  # nothing written
 
 

@@ -14,7 +14,7 @@ from tune_app.space import Domain
 from tune_app.spec.models import ExperimentSpec
 from tune_app.trackers.options import TrackersSpec
 
-from .conftest import SEARCH_SPACES, user_module
+from .conftest import SEARCH_SPACES, refused, user_module
 
 CLASSIC = """
 my_experiment:
@@ -767,7 +767,4 @@ def _validated(data: object) -> dict[str, ExperimentSpec]:
     ],
 )
 def test_a_value_of_the_wrong_kind_says_what_to_write(cli, write_spec, tmp_path, line, expected):
-    result = cli("validate", write_spec(f"e:\n  run: my_func\n  {line}\n"))
-    lines = result.err.strip().splitlines()
-    assert result.code == 2 and len(lines) == 1 and expected in lines[0], result.err
-    assert "Traceback" not in result.err
+    refused(cli("validate", write_spec(f"e:\n  run: my_func\n  {line}\n")), expected)

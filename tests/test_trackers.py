@@ -29,7 +29,7 @@ from tune_app.trackers.mirror import Mirror
 from tune_app.trackers.options import MlflowOptions, WandbOptions
 
 from .browser import chromium, needs_chromium
-from .conftest import ROOT, free_port, user_module
+from .conftest import ROOT, free_port, refused, user_module
 from .runs import started
 
 # ---- checked before Ray starts ---------------------------------------------------------------
@@ -113,13 +113,7 @@ def test_bad_trackers_give_one_line_before_anything_runs(
         monkeypatch.setitem(sys.modules, module, value)
     spec_file = write_spec(BASE.format(trackers=trackers))
     out = tmp_path / "out"
-    result = cli("run", spec_file, "--storage-path", out)
-    assert result.code == 2, result.err
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1, result.err
-    assert lines[0].startswith(f"error: {spec_file}: {path}: "), lines[0]
-    for word in words:
-        assert word in lines[0]
+    refused(cli("run", spec_file, "--storage-path", out), *words, file=spec_file, path=path)
     assert not out.exists()
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, results_of
 
 TUTORIALS = ROOT / "docs/tutorials"
 BLOCK = re.compile(
@@ -192,7 +192,7 @@ def test_keep_and_reload_the_best_model(checkout):
     printed = run_python(checkout, "tutorial/load_best.py")
     assert printed.startswith(f"trial {best['trial_id']}: accuracy {best['metric']:.3f}")
     # Every trial read the one copy of the dataset in the object store.
-    rows = [json.loads(line) for line in (checkout / "results/digits/results.jsonl").open()]
+    rows = results_of(checkout / "results/digits")
     assert len({r["trial_id"] for r in rows}) == 4 and len({r["dataset"] for r in rows}) == 1
     # The conditional space: each optimizer drawn is one of the choices, momentum only for SGD.
     drawn = [t["config"]["optimizer"] for t in summary["trials"]]
