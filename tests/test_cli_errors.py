@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from tune_app.errors import error_line, first_line
+
 from .conftest import refused, user_module
 
 GOOD = "e:\n  run: my_func\n  stop: {training_iteration: 2}\n  config: {alpha: 0.5, beta: 1}\n"
@@ -571,3 +573,17 @@ def test_the_docstring_args_parser_reads_each_parameter_s_first_sentence():
     assert _first_sentence(found["lambda_"]) == "The lambda parameter, i.e. the GAE weight."
     assert _first_sentence(found["lr"]) == "The learning rate of the optimizer."
     assert _first_sentence("x " * 200).endswith("...") and len(_first_sentence("x " * 200)) == 160
+
+
+@pytest.mark.parametrize(
+    "error, first, line",
+    [
+        pytest.param(ConnectionError(), "", "ConnectionError", id="no-text"),
+        pytest.param(ValueError("\n  bad value \nmore"), "bad value", "bad value", id="padded"),
+        pytest.param(OSError("one line"), "one line", "one line", id="one-line"),
+    ],
+)
+def test_an_errors_line_is_its_first_text_or_else_its_type(error, first, line):
+    """A message built from an error's text never fails on one that has none (joining a
+    cluster whose `ray.init` raised a bare ConnectionError raised IndexError)."""
+    assert first_line(error) == first and error_line(error) == line

@@ -266,7 +266,7 @@ MAX_ALLOWED_CHARS = 1_000
 def first_line(text: object) -> str:
     """The first line of `text` (an error, a YAML problem), stripped; "" where it is blank."""
     lines = str(text).strip().splitlines()
-    return lines[0] if lines else ""
+    return lines[0].rstrip() if lines else ""
 
 
 def error_line(err: BaseException) -> str:
