@@ -452,6 +452,7 @@ def test_a_pbt_run_killed_twice_logs_each_iteration_and_clone_once(tmp_path):
     # At once after the first exploit: Tune saves its state every second.
     _wait_for(lambda: count(clones) >= 1, proc, every=0.02)
     os.killpg(proc.pid, signal.SIGKILL)
+    kills = [time.time()]
     proc.wait()
     assert count(journal) == 0
 
@@ -460,8 +461,9 @@ def test_a_pbt_run_killed_twice_logs_each_iteration_and_clone_once(tmp_path):
     # one another: PBT takes turns with the two CPUs).
     _wait_for(lambda: count(journal) >= 1, proc)
     os.killpg(proc.pid, signal.SIGKILL)
+    kills.append(time.time())
     proc.wait()
-    last_kill = time.time()
+    last_kill = kills[-1]
     ended = {row["trial_id"] for row in _rows(journal)}
     before = _by_trial(_rows(results))
 
@@ -501,7 +503,19 @@ def test_a_pbt_run_killed_twice_logs_each_iteration_and_clone_once(tmp_path):
             not_made_again = clone["logged_at"] < last_kill and all(
                 r["lr_seen"] == pytest.approx(lr_before) for r in later
             )
-            assert made or not_made_again, (clone, later)
+            # On failure, the whole story of the trial: its clones, its rows and the kills.
+            assert made or not_made_again, _story(own, trial_rows, kills, n)
+
+
+def _story(clones: list[dict], rows: list[dict], kills: list[float], n: int) -> str:
+    """A trial's clones (the n-th marked), rows and the kills, in order of time, one per line."""
+    lines = [(k, f"kill {k:.2f}") for k in kills]
+    for i, c in enumerate(clones):
+        mark = " <- this one" if i == n else ""
+        lines.append((c["logged_at"], f"clone at {c['iteration']} lr {c['changed']['lr']}{mark}"))
+    for r in rows:
+        lines.append((r["logged_at"], f"row {r['training_iteration']} lr_seen {r['lr_seen']}"))
+    return "\n" + "\n".join(f"{t:.2f} {text}" for t, text in sorted(lines))
 
 
 def test_tune_is_given_an_absolute_folder_to_restore_from(tmp_path, monkeypatch):
