@@ -387,8 +387,10 @@ def test_atari_ids_are_found_once_ale_py_registers_them(write_spec, tmp_path, mo
         sys.modules.pop("ale_py", None)
 
 
-def test_custom_env_class_beside_the_spec_is_loaded(write_spec, tmp_path):
+def test_custom_env_class_beside_the_spec_is_loaded(write_spec, tmp_path, monkeypatch):
     user_module("corridor_env.py", tmp_path, "corridor_env.py")
+    # A working directory whose name sorts before the spec's folder: the spec's stays first.
+    monkeypatch.chdir(tmp_path.parent)
     plan = plan_of(write_spec, "e:\n  run: PPO\n  env: corridor_env:Corridor\n  simulations: 1\n")
     (ep,) = plan.experiments
     assert ep.env.kind == "class"
@@ -396,7 +398,7 @@ def test_custom_env_class_beside_the_spec_is_loaded(write_spec, tmp_path):
     assert cls.__name__ == "Corridor" and cls().action_space.n == 2
     # Its module reaches Ray's workers: on PYTHONPATH first, or shipped to a cluster.
     assert ep.env_modules == ["corridor_env"] and ep.search_path[0] == str(tmp_path)
-    assert local_pythonpath(plan).split(os.pathsep)[0] == str(tmp_path)
+    assert local_pythonpath(plan).split(os.pathsep)[:2] == [str(tmp_path), str(tmp_path.parent)]
     assert str(tmp_path / "corridor_env.py") in runtime_env(plan)["py_modules"]
     # A name the module never binds is refused before Ray starts, read from its source.
     with pytest.raises(SpecError, match="did you mean 'Corridor'"):

@@ -202,8 +202,10 @@ def cluster_address(given: str | None) -> str | None:
 def local_pythonpath(plan: Plan) -> str | None:
     """PYTHONPATH for a local Ray this process starts: the user modules' folders first. Workers
     inherit it, so Ray's pre-started workers serve the first trials (a runtime env would make
-    every worker start afresh: about 2 s before the first result)."""
-    folders = sorted({f for ep in plan.experiments for f in ep.search_path})
+    every worker start afresh: about 2 s before the first result). The folders keep the order the
+    driver resolved the modules in (the spec's folder before the working directory), so a worker
+    imports the same file the driver checked."""
+    folders = list(dict.fromkeys(f for ep in plan.experiments for f in ep.search_path))
     if not folders:
         return None
     existing = os.environ.get("PYTHONPATH", "")
