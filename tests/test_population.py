@@ -434,6 +434,35 @@ def test_a_clone_of_the_same_trial_and_iteration_replaces_the_record(tmp_path):
     assert _lines(tmp_path / "clones.jsonl")[-1]["from_trial"] == "c"
 
 
+def test_a_trial_exploiting_twice_at_one_iteration_keeps_both_records(tmp_path):
+    """Moved onto a donor's checkpoint from its own iteration or before, a trial reaches that
+    iteration again, and PBT may exploit it again there: two clones at one (trial, iteration),
+    the second from the lr the first set. The second replaced the first, so the rows run with
+    the first's lr had no record; a resume's replay, deciding from the lr before, still
+    replaces what it does not follow."""
+    run = Exploits(tmp_path)
+    a, b, c = run.trial("a", 0.1), run.trial("b", 0.9), run.trial("c", 0.4)
+    run.exploit(a, 8, b, lr=0.287)
+    run.restart(a, 8)  # from b's checkpoint at 7: iteration 8 again, with 0.287
+    run.exploit(a, 8, c, lr=0.6)
+    assert run.logged() == [("a", 8, 0.287), ("a", 8, 0.6)]
+    run.driver()
+    a.config = {"lr": 0.287}  # Tune saved a after its first exploit only
+    run.restart(a, 8)
+    assert run.logged() == [("a", 8, 0.287)]
+    run.exploit(a, 8, b, lr=0.5)  # decided again, otherwise
+    assert run.logged() == [("a", 8, 0.287), ("a", 8, 0.5)]
+    # The reader keeps the same records of a file that holds every line written.
+    from tune_app.rundir.layout import latest_clones
+
+    def kept(*changes):
+        logged = [{"trial_id": "a", "iteration": 8, "changed": {"lr": c}} for c in changes]
+        return [e["changed"]["lr"][1] for e in latest_clones(logged)]
+
+    assert kept([0.1, 0.287], [0.287, 0.6], [0.287, 0.7]) == [0.287, 0.7]
+    assert kept([0.1, 0.287], [0.287, 0.6], [0.1, 0.3], [0.3, 0.5]) == [0.3, 0.5]
+
+
 @pytest.mark.parametrize(
     ("head", "config", "message"),
     [

@@ -37,8 +37,8 @@ from tune_app.rundir.location import RunLocation
 # A subclass: Tune's PBT names an exploit's donor and new config only to `_log_config_on_step`.
 class RecordsClones(PopulationBasedTraining):
     """Tune's PBT recording each exploit in `<folder>/clones.jsonl`, written at once, as it
-    stands in the trials' timelines: one record per `clone_key`, and none that Tune's saved
-    state lost (`AppPBT` drops those)."""
+    stands in the trials' timelines (`latest_clones`), and none that Tune's saved state lost
+    (`AppPBT` drops those)."""
 
     folder: RunLocation | None = None
     mutated: tuple[str, ...] = ()  # dotted config paths of the mutated keys
@@ -84,8 +84,9 @@ class RecordsClones(PopulationBasedTraining):
 
 
 def _record(path: Path, event: dict[str, Any]) -> None:
-    """Append `event` to the clone log; one with its `clone_key` already there (a trial restored
-    to before an exploit, deciding it again) replaces that record, the file rewritten atomically."""
+    """Append `event` to the clone log. Where a record of its `clone_key` is already there, the log
+    is rewritten atomically as `latest_clones` keeps it: a trial restored to before an exploit,
+    deciding it again, replaces that record; one exploiting again from it keeps it."""
     cut_torn_tail(path)
     logged = read_rows(path.read_bytes()) if path.exists() else []
     if any(clone_key(e) == clone_key(event) for e in logged):

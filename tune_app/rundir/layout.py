@@ -201,16 +201,36 @@ def latest_results(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def clone_key(event: dict[str, Any]) -> tuple[Any, Any]:
-    """What identifies a clone in clones.jsonl: the trial that copied, and its iteration when it
-    did. A trial restored to before an exploit and deciding it again logs the same key."""
+    """Where a clone happened in clones.jsonl: the trial that copied, and its iteration when it
+    did. A trial restored to before an exploit and deciding it again logs the same key; so does
+    a trial that exploits twice at one iteration (moved onto a donor's checkpoint from that
+    iteration or before, it reaches the iteration again)."""
     return event.get("trial_id"), event.get("iteration")
 
 
+def follows(later: dict[str, Any], earlier: dict[str, Any]) -> bool:
+    """Whether exploit `later` started from the values `earlier` set: both changed a key, and
+    `later` found each such key as `earlier` left it. An exploit decided again from the state
+    before `earlier` (a resume's replay) finds the values from before it instead."""
+    before, after = later.get("changed") or {}, earlier.get("changed") or {}
+    shared = before.keys() & after.keys()
+    return bool(shared) and all(before[k][0] == after[k][-1] for k in shared)
+
+
 def latest_clones(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """clones.jsonl's records one per `clone_key`, in the order logged, the last written winning
-    (files written before the writer kept to this hold a clone decided again after a resume)."""
-    last = {clone_key(e): i for i, e in enumerate(events)}
-    return [e for i, e in enumerate(events) if last[clone_key(e)] == i]
+    """clones.jsonl's records as they stand in the trials' timelines, in the order logged: a
+    record replaces the records of its `clone_key` it does not `follow` (decided again after a
+    resume: files written before the writer kept to this hold both), and keeps the one it does
+    and those before it (exploits one after another at one iteration)."""
+    kept: list[dict[str, Any] | None] = []
+    by_key: dict[tuple[Any, Any], list[int]] = {}
+    for event in events:
+        same = by_key.setdefault(clone_key(event), [])
+        while same and not follows(event, kept[same[-1]] or {}):
+            kept[same.pop()] = None
+        same.append(len(kept))
+        kept.append(event)
+    return [e for e in kept if e is not None]
 
 
 def newest_state(folder: Path) -> Path | None:
