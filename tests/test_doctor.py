@@ -49,6 +49,19 @@ def test_a_changed_signature_is_named_with_both_parameter_lists(cli, monkeypatch
     assert "(self, size, x)" in line and "begin (self, s)" in line
 
 
+def test_a_keyword_the_app_passes_gone_from_a_signature_is_named(cli, monkeypatch):
+    from ray._private import parameter
+
+    def RayParams(self, external_addresses=None, include_log_monitor=None):  # no_monitor gone
+        raise AssertionError("never called")
+
+    monkeypatch.setattr(parameter, "RayParams", RayParams)
+    result = cli("doctor")
+    assert result.code == 1, result.out
+    [line] = [x for x in result.out.splitlines() if x.startswith("broken:")]
+    assert "ray._private.parameter:RayParams: takes no no_monitor" in line
+
+
 def test_a_ray_outside_the_range_is_said_so_and_its_symbols_still_checked(cli, monkeypatch):
     monkeypatch.setattr(versions, "installed", lambda: "2.61.0")
     result = cli("doctor")

@@ -168,7 +168,7 @@ def test_sigterm_at_any_moment_of_the_start_up_is_an_interruption(tmp_path):
 
 
 LISTENING = """
-import os, sys
+import json, os, sys
 import ray
 from tune_app import api, cluster
 
@@ -203,10 +203,20 @@ def tree(pid):
                 pass
     return out
 
+def commands(pids):
+    out = []
+    for pid in pids:
+        try:
+            out.append(open(f"/proc/{pid}/cmdline").read().replace("\\0", " "))
+        except OSError:
+            pass
+    return out
+
 plan = api.validate(sys.argv[1])
-with cluster.ray_for(plan, None, 0):
+with cluster.ray_for(plan, None, int(sys.argv[2]) if len(sys.argv) > 2 else 0):
     ray.get(ray.remote(lambda: 1).remote())  # a worker too
     print(" ".join(listening(tree(os.getpid()))))
+    print(json.dumps(commands(tree(os.getpid()))))
 """
 # 127.0.0.1 as /proc/net/tcp writes it, and as an IPv4-mapped IPv6 address (tcp6).
 LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}
@@ -220,9 +230,30 @@ def test_the_local_ray_listens_on_loopback_only(tmp_path):
         [sys.executable, "-c", LISTENING, str(tmp_path / "spec.yaml")],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
-    addresses = out.stdout.split()
+    addresses = out.stdout.splitlines()[0].split()
     assert len(addresses) >= 4, out  # the GCS, the raylet, the driver's and a worker's servers
     assert set(addresses) <= LOOPBACK, addresses
+
+
+# The Python daemons a local Ray starts that a run has no use for (`lean_local_node`).
+UNUSED_DAEMONS = ("autoscaler/_private/monitor.py", "dashboard/dashboard.py", "log_monitor.py")
+
+
+@pytest.mark.e2e
+@pytest.mark.ray
+@pytest.mark.parametrize("verbosity", [0, 2])
+def test_the_local_ray_starts_no_daemon_a_run_has_no_use_for(tmp_path, verbosity):
+    """No autoscaler monitor and no API server; the log monitor only where workers' output
+    goes to the driver (-v). Ray's own processes are there: the run works on them."""
+    with_nodes(tmp_path, grid_spec(sleep=0.5))
+    out = subprocess.run(
+        [sys.executable, "-c", LISTENING, str(tmp_path / "spec.yaml"), str(verbosity)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    commands = json.loads(out.stdout.splitlines()[1])
+    started = {d for d in UNUSED_DAEMONS if any(d in c for c in commands)}
+    assert started == ({"log_monitor.py"} if verbosity >= 2 else set()), commands
+    assert any("gcs_server" in c for c in commands) and any("raylet" in c for c in commands)
 
 
 def _child(code: str) -> subprocess.CompletedProcess:

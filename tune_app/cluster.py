@@ -25,6 +25,7 @@ from tune_app.plan.types import Plan
 from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
     daemons_in_own_session,
+    lean_local_node,
     node_on_loopback,
     signals_left_to_the_driver,
 )
@@ -77,7 +78,12 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
     for key, value in {**TUNE_TRIAL_ENV, **worker_env()}.items():
         os.environ.setdefault(key, value)
     try:  # an interruption while Ray starts stops what did start
-        with daemons_in_own_session(), node_on_loopback(), signals_left_to_the_driver():
+        with (
+            daemons_in_own_session(),
+            node_on_loopback(),
+            lean_local_node(kwargs["log_to_driver"]),
+            signals_left_to_the_driver(),
+        ):
             # A signal waits for the local Ray to have started, then interrupts: raised inside
             # ray.init, once in a CI run, the process aborted ("terminate called without an
             # active exception": a C++ thread of its core worker left running at exit).

@@ -38,7 +38,10 @@ rewritten results and read its tables, never replace its methods.
   `ray.tune.execution.class_cache.DEFAULT_ENV_VARS` and `ENV_VARS_TO_PROPAGATE`,
   `ray._private.utils.set_sigterm_handler` and
   `ray._private.ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER` (Ray's SIGTERM handlers kept
-  out of the driver while it starts or joins Ray).
+  out of the driver while it starts or joins Ray);
+  `ray._private.parameter.RayParams` (`no_monitor`, `include_log_monitor` given) and
+  `ray._private.node.Node.start_api_server` (replaced while a local Ray starts: no autoscaler
+  monitor, no API server without the dashboard, no log monitor without `-v`).
 - `actors`: `Trial.temporary_state.ray_actor` (the trial's actor handle, an attribute of the
   private `ray.tune.experiment.trial._TemporaryTrialState`), killed for `result_timeout_s`.
 - `memory`: `ray.air.execution._internal.actor_manager.RayActorManager._actor_task_failed`

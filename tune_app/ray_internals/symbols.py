@@ -18,11 +18,13 @@ from typing import Any
 @dataclass(frozen=True)
 class Symbol:
     """One private symbol: `module:attr.attr`, the leading parameters expected of it (None: not
-    called or overridden, only imported), and the app's module that relies on it."""
+    called or overridden, only imported), the app's module that relies on it, and keyword
+    parameters it must take wherever they stand (the app passes them by name)."""
 
     where: str
     params: tuple[str, ...] | None
     used_by: str
+    keywords: tuple[str, ...] = ()
 
     def check(self) -> str | None:
         """What does not hold in the installed Ray, in one line, or None."""
@@ -46,6 +48,9 @@ class Symbol:
                 f"{self.where}: its parameters are ({', '.join(names)}), the app expects them to "
                 f"begin ({', '.join(self.params)})"
             )
+        missing = [k for k in self.keywords if k not in names]
+        if missing:
+            return f"{self.where}: takes no {', '.join(missing)}, which the app passes by name"
         return None
 
 
@@ -88,6 +93,14 @@ SYMBOLS: tuple[Symbol, ...] = (
     Symbol("ray._private.services:ConsolePopen", ("args",), "startup"),
     Symbol("ray._private.ray_constants:ENABLE_RAY_CLUSTER", None, "startup"),
     Symbol("ray._private.utils:set_sigterm_handler", ("sigterm_handler",), "startup"),
+    Symbol(
+        "ray._private.parameter:RayParams", (), "startup", ("no_monitor", "include_log_monitor")
+    ),
+    Symbol(
+        "ray._private.node:Node.start_api_server",
+        ("self", "include_dashboard", "raise_on_failure"),
+        "startup",
+    ),
     Symbol("ray._private.ray_constants:RAY_DISABLE_FAILURE_SIGNAL_HANDLER", None, "startup"),
     Symbol("ray.tune.execution.class_cache:DEFAULT_ENV_VARS", None, "startup"),
     Symbol("ray.tune.execution.class_cache:ENV_VARS_TO_PROPAGATE", None, "startup"),
