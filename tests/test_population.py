@@ -437,30 +437,48 @@ def test_a_clone_of_the_same_trial_and_iteration_replaces_the_record(tmp_path):
 def test_a_trial_exploiting_twice_at_one_iteration_keeps_both_records(tmp_path):
     """Moved onto a donor's checkpoint from its own iteration or before, a trial reaches that
     iteration again, and PBT may exploit it again there: two clones at one (trial, iteration),
-    the second from the lr the first set. The second replaced the first, so the rows run with
-    the first's lr had no record; a resume's replay, deciding from the lr before, still
-    replaces what it does not follow."""
+    the second from the lr the first set, or from one an exploit in between set. The second
+    replaced the first, so the rows run with the first's lr had no record; a resume's replay,
+    deciding again from the lr before, still replaces what it decides again."""
     run = Exploits(tmp_path)
     a, b, c = run.trial("a", 0.1), run.trial("b", 0.9), run.trial("c", 0.4)
     run.exploit(a, 8, b, lr=0.287)
-    run.restart(a, 8)  # from b's checkpoint at 7: iteration 8 again, with 0.287
-    run.exploit(a, 8, c, lr=0.6)
-    assert run.logged() == [("a", 8, 0.287), ("a", 8, 0.6)]
+    run.restart(a, 5)  # from b's checkpoint at 4: iterations 5 to 8 again, with 0.287
+    run.exploit(a, 6, c, lr=0.4)
+    run.restart(a, 6)  # from c's checkpoint at 5
+    run.exploit(a, 8, b, lr=0.6)
+    run.restart(a, 8)  # from b's checkpoint at 7
+    run.exploit(a, 8, c, lr=0.7)
+    assert run.logged() == [("a", 8, 0.287), ("a", 6, 0.4), ("a", 8, 0.6), ("a", 8, 0.7)]
     run.driver()
-    a.config = {"lr": 0.287}  # Tune saved a after its first exploit only
+    a.config = {"lr": 0.6}  # Tune saved a after its third exploit only
     run.restart(a, 8)
-    assert run.logged() == [("a", 8, 0.287)]
+    assert run.logged() == [("a", 8, 0.287), ("a", 6, 0.4), ("a", 8, 0.6)]
     run.exploit(a, 8, b, lr=0.5)  # decided again, otherwise
-    assert run.logged() == [("a", 8, 0.287), ("a", 8, 0.5)]
-    # The reader keeps the same records of a file that holds every line written.
+    assert run.logged() == [("a", 8, 0.287), ("a", 6, 0.4), ("a", 8, 0.6), ("a", 8, 0.5)]
+
+
+def test_the_reader_drops_a_record_decided_again_and_keeps_a_second_exploit():
+    """Files written before the writer kept to this hold a clone decided again after a resume
+    beside the one it repeats; a second exploit at one iteration changing another key, or
+    after one that changed nothing, is told apart by where it started."""
     from tune_app.rundir.layout import latest_clones
 
     def kept(*changes):
-        logged = [{"trial_id": "a", "iteration": 8, "changed": {"lr": c}} for c in changes]
-        return [e["changed"]["lr"][1] for e in latest_clones(logged)]
+        logged = [{"trial_id": "a", "iteration": 8, "changed": c} for c in changes]
+        return [e["changed"] for e in latest_clones(logged)]
 
-    assert kept([0.1, 0.287], [0.287, 0.6], [0.287, 0.7]) == [0.287, 0.7]
-    assert kept([0.1, 0.287], [0.287, 0.6], [0.1, 0.3], [0.3, 0.5]) == [0.3, 0.5]
+    first, again = {"lr": [0.1, 0.287]}, {"lr": [0.1, 0.3]}  # both from lr 0.1
+    assert kept(first, again) == [again]
+    second = {"lr": [0.287, 0.6]}  # from the lr the first set
+    assert kept(first, second) == [first, second]
+    other_key = {"bs": [32, 64]}  # nothing says it started where the first did
+    assert kept(first, other_key) == [first, other_key]
+    assert kept({}, second) == [second]  # a record that changed nothing says nothing
+    other_trial = {"trial_id": "b", "iteration": 8, "changed": {"lr": [0.1, 0.5]}}
+    mixed = [{"trial_id": "a", "iteration": 8, "changed": first}, other_trial]
+    mixed.append({"trial_id": "a", "iteration": 8, "changed": again})
+    assert latest_clones(mixed) == mixed[1:]
 
 
 @pytest.mark.parametrize(

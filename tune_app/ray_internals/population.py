@@ -23,7 +23,6 @@ from tune_app.interrupts import stops_on_write_error
 from tune_app.ray_internals.sparse import NumbersOnly
 from tune_app.rundir.layout import (
     append_line,
-    clone_key,
     cut_torn_tail,
     flatten,
     jsonable,
@@ -84,13 +83,14 @@ class RecordsClones(PopulationBasedTraining):
 
 
 def _record(path: Path, event: dict[str, Any]) -> None:
-    """Append `event` to the clone log. Where a record of its `clone_key` is already there, the log
-    is rewritten atomically as `latest_clones` keeps it: a trial restored to before an exploit,
-    deciding it again, replaces that record; one exploiting again from it keeps it."""
+    """Append `event` to the clone log; where it is its trial's previous record decided again (a
+    trial restored to before an exploit, deciding it again), the log is rewritten atomically
+    without that record, as `latest_clones` keeps it."""
     cut_torn_tail(path)
     logged = read_rows(path.read_bytes()) if path.exists() else []
-    if any(clone_key(e) == clone_key(event) for e in logged):
-        _rewrite(path, latest_clones([*logged, event]))
+    kept = latest_clones([*logged, event])
+    if len(kept) <= len(logged):
+        _rewrite(path, kept)
         return
     append_line(path, event)
 

@@ -208,27 +208,32 @@ def clone_key(event: dict[str, Any]) -> tuple[Any, Any]:
     return event.get("trial_id"), event.get("iteration")
 
 
-def follows(later: dict[str, Any], earlier: dict[str, Any]) -> bool:
-    """Whether exploit `later` started from the values `earlier` set: both changed a key, and
-    `later` found each such key as `earlier` left it. An exploit decided again from the state
-    before `earlier` (a resume's replay) finds the values from before it instead."""
+def decided_again(later: dict[str, Any], earlier: dict[str, Any]) -> bool:
+    """Whether exploit `later`, at `earlier`'s `clone_key`, is `earlier` decided again from the
+    same state (a trial restored to before it: a resume's replay) rather than a second exploit
+    at that iteration: both started from the same values of a key they changed, or `earlier`
+    changed nothing (then nothing tells the two apart, and the record that said nothing goes).
+    A second exploit starts from the values the first set, or from a later exploit's."""
     before, after = later.get("changed") or {}, earlier.get("changed") or {}
+    if not after:
+        return True
     shared = before.keys() & after.keys()
-    return bool(shared) and all(before[k][0] == after[k][-1] for k in shared)
+    return bool(shared) and all(before[k][0] == after[k][0] for k in shared)
 
 
 def latest_clones(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """clones.jsonl's records as they stand in the trials' timelines, in the order logged: a
-    record replaces the records of its `clone_key` it does not `follow` (decided again after a
-    resume: files written before the writer kept to this hold both), and keeps the one it does
-    and those before it (exploits one after another at one iteration)."""
+    record that a trial's previous record `decided_again` replaces it (files written before the
+    writer kept to this hold both); exploits one after another at one iteration all stay."""
     kept: list[dict[str, Any] | None] = []
-    by_key: dict[tuple[Any, Any], list[int]] = {}
+    last: dict[Any, int] = {}  # trial id -> index in kept of its latest record
     for event in events:
-        same = by_key.setdefault(clone_key(event), [])
-        while same and not follows(event, kept[same[-1]] or {}):
-            kept[same.pop()] = None
-        same.append(len(kept))
+        trial_id = event.get("trial_id")
+        if trial_id in last:
+            earlier = kept[last[trial_id]]
+            if earlier and clone_key(earlier) == clone_key(event) and decided_again(event, earlier):
+                kept[last[trial_id]] = None
+        last[trial_id] = len(kept)
         kept.append(event)
     return [e for e in kept if e is not None]
 
