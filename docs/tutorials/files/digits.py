@@ -40,22 +40,24 @@ class Dataset:
 
 def shared_dataset():
     """The run's one copy of the data: every trial on a machine reads the same object-store
-    memory (numpy arrays are not copied), and the data is loaded by the first trial only."""
+    memory (numpy arrays are not copied), and the data is loaded by the first trial only.
+    Returns the actor's handle too: a trial keeps it, since Ray stops an actor (named or not)
+    once no handle to it is left, and the next trial would find none, or one stopping."""
     name = f"digits-{ray.get_runtime_context().get_job_id()}"  # one per run
     store = Dataset.options(
         name=name,
         get_if_exists=True,
-        scheduling_strategy="DEFAULT",  # outside the trial's bundles: it outlives that trial
+        scheduling_strategy="DEFAULT",  # outside the trial's bundles
     ).remote()
     (ref,) = ray.get(store.ref_in_list.remote())
-    return ref, ray.get(ref)
+    return store, ref, ray.get(ref)
 
 
 class DigitsMLP(tune.Trainable):
     """One epoch of minibatches a step; reports the held-out accuracy."""
 
     def setup(self, config):
-        ref, (self.x, self.y, self.x_test, self.y_test) = shared_dataset()
+        self.store, ref, (self.x, self.y, self.x_test, self.y_test) = shared_dataset()
         self.dataset = ref.hex()  # which object the data came from, reported with each result
         self.build(config)
 
