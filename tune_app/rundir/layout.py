@@ -223,8 +223,8 @@ def decided_again(later: dict[str, Any], earlier: dict[str, Any]) -> bool:
 
 def latest_clones(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """clones.jsonl's records as they stand in the trials' timelines, in the order logged: a
-    record that a trial's previous record `decided_again` replaces it (files written before the
-    writer kept to this hold both); exploits one after another at one iteration all stay."""
+    record that is its trial's previous record `decided_again` replaces that record (files written
+    before the writer kept to this hold both); exploits one after another at one iteration stay."""
     kept: list[dict[str, Any] | None] = []
     last: dict[Any, int] = {}  # trial id -> index in kept of its latest record
     for event in events:
