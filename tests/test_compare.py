@@ -29,6 +29,7 @@ def make_run(
     seeds: list[int] | None = None,
     spec: str | None = None,
     start: float = 1000.0,
+    select: str | None = None,
 ) -> Path:
     """A finished run of experiment `name` in `folder`: each trial (its params, the metric
     values it reported, one a second, the trials one after another), scored by its last. Its
@@ -43,6 +44,7 @@ def make_run(
         "searched": searched,
         "scheduler": "fifo",
         "seeds": seeds or [],
+        **({"select": select} if select else {}),
     }
     (folder / "run.json").write_text(json.dumps(record))
     (folder / "spec.yaml").write_text(spec or f"{SPEC}# {folder}\n")
@@ -135,6 +137,26 @@ def test_the_best_so_far_steps_against_trials_iterations_and_time(tmp_path):
     # Neither run has seeds: no probability, and the note says what would give one.
     assert found.improvements == ()
     assert "no probability of improvement for one, two" in text
+
+
+def test_under_lcb_the_best_so_far_is_the_configuration_the_summary_chooses(tmp_path):
+    """`select: lcb` chooses the configuration with the best bound over its seeds, not the best
+    mean: the staircase follows that choice (stepping down when a steadier configuration ends)
+    and ends at the best the run's own summary names."""
+    seeds = list(range(5))
+    shaky = [0.2, 1.0, 1.0, 1.0, 1.0]  # mean 0.84, one bad seed: a low bound
+    steady = [0.80, 0.81, 0.80, 0.81, 0.80]  # mean 0.804, bound about 0.80
+    trials = [({"x": 1.0, "seed": s}, [v]) for s, v in zip(seeds, shaky, strict=True)]
+    trials += [({"x": 2.0, "seed": s}, [v]) for s, v in zip(seeds, steady, strict=True)]
+    run = make_run(tmp_path / "lcb" / "e", trials, seeds=seeds, select="lcb")
+    other = seeded(tmp_path / "other" / "e", [0.5, 0.6, 0.5, 0.6, 0.5])
+    (exp,) = tune_app.read(run)
+    chosen = exp.summary.configurations()[0]
+    assert chosen.params == {"x": 2.0}  # the run's own choice
+    compared = {r.label: r for r in tune_app.compare(run, other).runs}["lcb/e"]
+    assert compared.best == pytest.approx(0.804)
+    assert [round(s.best, 3) for s in compared.curve] == [0.84, 0.804]
+    assert compared.curve[-1].best == pytest.approx(compared.best)
 
 
 def test_runs_of_one_spec_are_one_method_judged_by_each_runs_best(tmp_path):

@@ -277,19 +277,28 @@ def best_of_interval(scores: Sequence[float], mode: str | None) -> tuple[float, 
 def staircase(exp: ExperimentResults, configs: list[Configuration]) -> tuple[Step, ...]:
     """The best score so far each time a trial (with seeds: a configuration, once its last
     seed's trial ended) ended: its score counts from its last result, under the run's scope (a
-    trial still running with its score so far), so the staircase ends at the best the summary
-    names; a failed one counts only while none other has a score, as the summary ranks them.
-    Results are taken in the order they were logged."""
+    trial still running with its score so far). The best so far is the one the summary's own
+    order ranks first among those ended (with seeds, `configs` in the summary's order: by the
+    bound under `select: lcb`; a failed trial after those with a score), so the staircase ends
+    at the best the summary names, and under lcb it may step down. Results are taken in the
+    order they were logged."""
     by_id = {t.trial_id: t for t in exp.trials}
-    unit_of: dict[str, int] = {}  # trial id -> the unit (trial or configuration) it belongs to
-    units: list[tuple[float | None, bool, set[str]]] = []  # score, failed, its trials
+    # Each unit (trial or configuration) best first: its score and its trials.
+    units: list[tuple[float | None, set[str]]]
     if configs:
-        for c in configs:
-            units.append((c.score, c.failed > 0, set(c.trial_ids)))
+        units = [(c.score, set(c.trial_ids)) for c in configs]
     else:
-        units = [(t.score, t.failure is not None, {t.trial_id}) for t in exp.trials]
-    for i, (_, _, members) in enumerate(units):
-        unit_of.update(dict.fromkeys(members, i))
+        sign = -1.0 if exp.mode == "max" else 1.0
+        ranked = sorted(
+            exp.trials,
+            key=lambda t: (
+                t.score is None,
+                t.failure is not None,
+                sign * t.score if t.score is not None else 0.0,
+            ),
+        )
+        units = [(t.score, {t.trial_id}) for t in ranked]
+    unit_of = {trial_id: i for i, (_, members) in enumerate(units) for trial_id in members}
     order = {trial_id: i for i, trial_id in enumerate(sorted(exp.history))}
     rows = sorted(
         (
@@ -304,10 +313,9 @@ def staircase(exp: ExperimentResults, configs: list[Configuration]) -> tuple[Ste
         for i, step in enumerate(steps)
     )
     start = rows[0][1] if rows and not rows[0][0] else None
-    left = {
-        i: {m for m in members if exp.history.get(m)} for i, (_, _, members) in enumerate(units)
-    }
-    reached: dict[bool, float | None] = {True: None, False: None}  # the best yet, of each kind
+    left = {i: {m for m in members if exp.history.get(m)} for i, (_, members) in enumerate(units)}
+    first: int | None = None  # the ended unit ranked first, of those with a score
+    top = 0.0  # its score
     out: list[Step] = []
     ended = 0
     for spent, (untimed, logged, _, i, trial_id) in enumerate(rows, 1):
@@ -318,11 +326,10 @@ def staircase(exp: ExperimentResults, configs: list[Configuration]) -> tuple[Ste
         if left[unit]:
             continue  # a configuration waits for its last seed
         ended += 1
-        score, failed, _ = units[unit]
-        if score is not None and scoring.better(score, reached[not failed], exp.mode):
-            reached[not failed] = score
-        top = reached[True] if reached[True] is not None else reached[False]
-        if top is not None:
+        score = units[unit][0]
+        if score is not None and (first is None or unit < first):
+            first, top = unit, score
+        if first is not None:
             seconds = None if untimed or start is None else logged - start
             out.append(Step(ended, spent, seconds, top))
     return tuple(out)
