@@ -10,6 +10,7 @@ import pytest
 
 import tune_app
 from tune_app.errors import SpecError
+from tune_app.objectives import Limit, Objective
 from tune_app.rundir.records import ERRORED, FINISHED, RunRecord, RunSummary, TrialOutcome
 
 from .conftest import refused
@@ -77,3 +78,65 @@ def test_a_folder_of_several_experiments_asks_for_one(tmp_path):
     _run(tmp_path / "two", {"b": [0]})
     with pytest.raises(SpecError, match="holds 2 experiments"):
         tune_app.best_checkpoint(tmp_path)
+
+
+def _front_run(folder: Path) -> Path:
+    """A search of two objectives (acc up, mem down, mem at most 2500): `small` and `large` on
+    the front, `huge` more accurate still but over the memory bound; each with checkpoints."""
+    trials = []
+    for i, (name, acc, mem, broken) in enumerate(
+        [("small", 0.5, 1000, []), ("large", 0.9, 2000, []), ("huge", 0.95, 3000, ["mem"])]
+    ):
+        trial_folder = f"Net_{name}_{i}"
+        (folder / trial_folder / "checkpoint_000001").mkdir(parents=True)
+        trials.append(
+            TrialOutcome(
+                trial_id=name,
+                status=FINISHED,
+                config={"width": i},
+                score=None,
+                iterations=1,
+                folder=trial_folder,
+                params={"width": i},
+                objectives={"acc": acc, "mem": mem},
+                broken=broken,
+            )
+        )
+    two = [Objective("acc", "max"), Objective("mem", "min")]
+    summary = RunSummary(
+        "net", None, None, 1.0, trials=trials, objectives=two, constraints=[Limit("mem", max=2500)]
+    )
+    limits = tuple(summary.constraints)
+    record = RunRecord(
+        experiment="net", searched=("width",), objectives=tuple(two), constraints=limits
+    )
+    (folder / "summary.json").write_text(json.dumps(summary.to_json()))
+    (folder / "run.json").write_text(json.dumps(record.to_json()))
+    (folder / "spec.yaml").write_text(
+        "metric: [acc, mem]\nmode: [max, min]\nconstraints: {mem: {max: 2500}}\n"
+        "experiments:\n  net:\n    run: my_func\n    config: {width: {grid_search: [0, 1, 2]}}\n"
+    )
+    return folder
+
+
+def test_a_search_of_several_objectives_gives_the_point_pick_names(tmp_path):
+    """Its answer is a front, not one best: without `pick` it says so (not "no trial has a
+    score"), with one it gives that point's checkpoint, as `best --pick` exports it."""
+    folder = _front_run(tmp_path / "net")
+    with pytest.raises(SpecError) as err:
+        tune_app.best_checkpoint(folder)
+    said = str(err.value)
+    assert "searched several objectives (acc, mem)" in said and "Pareto front" in said
+    assert "has a score" not in said and err.value.path == "pick"
+    assert tune_app.best_checkpoint(folder, pick="acc").trial_id == "large"  # huge broke mem
+    picked = tune_app.best_checkpoint(folder, pick="mem")
+    assert picked.trial_id == "small" and picked.path == folder / "Net_small_0/checkpoint_000001"
+    assert tune_app.best_checkpoint(folder, pick="large").config == {"width": 1}
+    with pytest.raises(SpecError, match="'huge' is not on the front .it broke a constraint"):
+        tune_app.best_checkpoint(folder, pick="huge")
+
+
+def test_pick_on_a_run_of_one_metric_is_refused(tmp_path):
+    folder = _run(tmp_path / "net", {"b": [0]})
+    with pytest.raises(SpecError, match="optimised one metric .acc."):
+        tune_app.best_checkpoint(folder, pick="acc")

@@ -97,11 +97,13 @@ def test_pick_names_one_point_of_the_front(which, expected):
     [
         pytest.param("worse", ["'worse' is not on the front"], id="dominated"),
         pytest.param("nope", ["neither an objective nor a trial", "acc, mem, small"], id="none"),
+        # A trial of the run without a point (a constraint broken, failed): a trial all the same.
+        pytest.param("broke", ["'broke' is not on the front (it broke a constraint"], id="off"),
     ],
 )
 def test_pick_refuses_what_the_front_does_not_hold(which, words):
     with pytest.raises(SpecError) as err:
-        pareto.pick(POINTS, MAX_MIN, which, "--pick")
+        pareto.pick(POINTS, MAX_MIN, which, "--pick", trials=[*POINTS, "broke"])
     assert err.value.path == "--pick"
     for word in words:
         assert word in str(err.value)

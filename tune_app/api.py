@@ -385,13 +385,17 @@ class BestCheckpoint:
     score: float | None  # the trial's score (the experiment's metric, mode and scope)
 
 
-def best_checkpoint(folder: str | os.PathLike[str]) -> BestCheckpoint:
+def best_checkpoint(folder: str | os.PathLike[str], pick: str | None = None) -> BestCheckpoint:
     """The newest checkpoint of the best trial of the run in `folder` (an experiment's folder,
-    or a storage folder holding one experiment), the trial `analyze` and `best` call best.
+    or a storage folder holding one experiment), the trial `analyze` and `best` call best. For
+    a search of several objectives, which has a front and no one best, `pick` names the point
+    of its front, as `best --pick` does: an objective (the front's best on it) or a trial id.
 
-    Raises `SpecError` when the folder holds several experiments, no trial has a score, or the
-    best trial kept no checkpoint."""
+    Raises `SpecError` when the folder holds several experiments, no trial has a score, a
+    search of several objectives is given no `pick` (or one metric is given one), or the
+    trial kept no checkpoint."""
     from tune_app.command import APP
+    from tune_app.readback import front
 
     found = read(folder)
     if len(found) != 1:
@@ -401,16 +405,34 @@ def best_checkpoint(folder: str | os.PathLike[str]) -> BestCheckpoint:
             suggestion="pass the folder of one experiment",
         )
     exp = found[0]
-    best = exp.best_trial
+    several = front.several(exp.summary)
+    if several != (pick is not None):
+        objectives = ", ".join(o.name for o in exp.summary.objectives)
+        raise SpecError(
+            f"{exp.where}: experiment '{exp.name}' searched several objectives ({objectives}): "
+            "its answer is a Pareto front, not one best trial"
+            if several
+            else f"pick names a point of a Pareto front, and experiment '{exp.name}' optimised "
+            f"one metric ({exp.metric or 'none'})",
+            path="pick",
+            suggestion="pass pick= an objective (the front's best on it) or a trial id of "
+            f"the front (`{APP} analyze {exp.where}` shows it)"
+            if several
+            else "leave pick out: the best trial is given",
+        )
+    chosen = front.chosen(exp.summary, pick) if pick is not None else [exp.best_trial]
+    best = chosen[0] if chosen else None
     if best is None:
         raise SpecError(
-            f"{exp.where}: no trial of experiment '{exp.name}' has a score",
+            f"{exp.where}: no trial of experiment '{exp.name}' has a score"
+            + (" on every objective within its constraints" if several else ""),
             suggestion=f"see `{APP} analyze {exp.where}` for what each trial reported",
         )
     path = exp.checkpoint(best)
     if path is None:
         raise SpecError(
-            f"{exp.where}: the best trial {best.trial_id} kept no checkpoint"
+            f"{exp.where}: the {'chosen' if several else 'best'} trial {best.trial_id} kept no "
+            "checkpoint"
             + (" here (a run on cloud storage: copy its trial folder)" if exp.on_cloud else ""),
             suggestion="a tune.Trainable class saves one at its end (checkpoint_config: "
             "{checkpoint_at_end: true}); a function trainable reports one with "

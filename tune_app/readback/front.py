@@ -137,7 +137,8 @@ def chosen(summary: RunSummary, pick: str | None) -> list[TrialOutcome]:
     if pick is None:
         return front
     points = summary.points()
-    found = pareto.pick(points, summary.objectives, pick, PICK_OPTION)
+    every = [t.trial_id for t in summary.trials]
+    found = pareto.pick(points, summary.objectives, pick, PICK_OPTION, every)
     return [t for t in front if t.trial_id == found]
 
 

@@ -8,7 +8,7 @@ not fail and kept every constraint (the caller leaves the others out).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from tune_app.errors import SpecError
 from tune_app.objectives import Objective
@@ -39,11 +39,15 @@ def front(points: Mapping[str, Point], modes: Sequence[str]) -> list[str]:
 
 
 def pick(
-    points: Mapping[str, Point], objectives: Sequence[Objective], which: str, where: str
+    points: Mapping[str, Point],
+    objectives: Sequence[Objective],
+    which: str,
+    where: str,
+    trials: Collection[str] = (),
 ) -> str:
     """The front's point `which` names: an objective's name (the front's best on it, ties by the
     other objectives in order) or a trial id on the front. `where` names the option for
-    messages."""
+    messages; `trials`, the run's every trial (those without a point too)."""
     modes = [o.mode for o in objectives]
     ids = front(points, modes)
     names = [o.name for o in objectives]
@@ -54,7 +58,12 @@ def pick(
         return min(ids, key=lambda k: tuple(sign[i] * points[k][i] for i in order))
     if which in ids:
         return which
-    why = "is not on the front" if which in points else "is neither an objective nor a trial"
+    if which in points:
+        why = "is not on the front"
+    elif which in trials:
+        why = "is not on the front (it broke a constraint, failed, or lacks an objective's value)"
+    else:
+        why = "is neither an objective nor a trial"
     raise SpecError(
         f"'{which}' {why}",
         path=where,
