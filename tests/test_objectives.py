@@ -506,6 +506,10 @@ def test_evaluation_seeds_are_refused_for_a_front(front_run, cli):
     _, folder = front_run
     result = cli("best", folder / "o" / "grid", "--seeds", "2")
     refused(result, "--seeds: evaluation seeds judge a configuration by one aggregate score")
+    # evaluate's seeds are not an option to leave out (they default to 5): it says what to do.
+    said = refused(cli("evaluate", folder / "o" / "grid"), "evaluate judges each configuration")
+    assert "--seeds" not in said and "searched several objectives (accuracy, mem_mb)" in said
+    assert "exports the front's configurations" in said
 
 
 def test_validate_shows_the_constraints_of_one_metric_too(cli, tmp_path):

@@ -185,7 +185,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     if args.top < 1 or args.seeds < 1:
         raise TuneAppError(f"--top and --seeds must be at least 1, got {args.top}, {args.seeds}")
-    data, found = best.best_spec(args.dir, seeds=args.seeds, top=args.top)
+    data, found = best.best_spec(args.dir, seeds=args.seeds, top=args.top, evaluating=True)
     spec_file, root = best.evaluation_home(found[0].run)
     text = best.render(data, found, "yaml")
     with for_the_user():

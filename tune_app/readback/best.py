@@ -66,12 +66,17 @@ class Best:
 
 
 def best_spec(
-    folder: str | Path, seeds: int | None = None, top: int = 1, pick: str | None = None
+    folder: str | Path,
+    seeds: int | None = None,
+    top: int = 1,
+    pick: str | None = None,
+    evaluating: bool = False,
 ) -> tuple[dict[str, Any], list[Best]]:
     """The spec (as plain data) running the `top` best configurations of every experiment in
     `folder`, and where they came from; for a search of several objectives, its Pareto front,
     or the point of it `pick` names (`front.chosen`). Raises SpecError when a run has no scored
-    trial."""
+    trial, or seeds are asked of a search of several objectives (`evaluating`: by `evaluate`,
+    whose seeds are its point, not an option to leave out)."""
     runs = RunLocation.open(folder)
     for run in runs:
         owner = writer_of(run)
@@ -92,10 +97,19 @@ def best_spec(
     raw = read_yaml_text(texts.pop(), spec_path)
     parsed = parse(copy.deepcopy(raw), spec_path)
     read = [read_experiment(r.local, r.where) for r in runs]
-    if seeds and any(front.several(e.summary) for e in read):
+    several = [e for e in read if front.several(e.summary)]
+    if seeds and several:
+        objectives = ", ".join(o.name for o in several[0].summary.objectives)
+        if evaluating:
+            raise SpecError(
+                f"{several[0].where}: evaluate judges each configuration by one aggregate score "
+                f"over fresh seeds, and this run searched several objectives ({objectives})",
+                suggestion=f"`{APP} best {folder}` exports the front's configurations as a spec "
+                "(--pick NAME: one point); run it to see them again",
+            )
         raise SpecError(
             "evaluation seeds judge a configuration by one aggregate score, and this run "
-            "searched several objectives",
+            f"searched several objectives ({objectives})",
             path="--seeds",
             suggestion="leave --seeds out: the front's configurations are exported as they ran",
         )
