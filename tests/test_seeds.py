@@ -256,6 +256,7 @@ def test_evaluate_reruns_the_top_configurations_on_fresh_seeds(seeded_run, cli):
     assert evaluated["lottery-top1"]["score"] == 5.0
     assert evaluated["lottery-top2"]["score"] == 0.0  # x=1 on seeds 10000, 10001: 0 and 0
     assert "evaluation on fresh seeds" in result.out and "lottery-top2: x=1" in result.out
+    assert "(range of 2 seeds)" in result.out and "95%" not in result.out  # 2 seeds: no bootstrap
 
 
 def test_a_model_based_searcher_repeats_each_configuration_on_every_seed(

@@ -159,24 +159,24 @@ def plan_text(plan: Plan) -> str:
 
 def evaluation_text(found: list[Any], summaries: list[RunSummary]) -> str:
     """`evaluate`'s table: each configuration's tuning score against its aggregate over the
-    fresh seeds, with the 95% bootstrap interval."""
+    fresh seeds, with its interval: a 95% bootstrap one, or under 5 seeds the seeds' range,
+    called so (`Configuration.interval_text`)."""
     from rich.table import Table
 
     table = Table(title="evaluation on fresh seeds")
-    for column in ("configuration", "tuning", "seeds", "evaluation", "95% interval"):
+    for column in ("configuration", "tuning", "seeds", "evaluation", "interval"):
         table.add_column(column, overflow="fold")
     by_name = {s.experiment: s for s in summaries}
     for b in found:
         s = by_name.get(b.name)
         configs = s.configurations() if s is not None else []
         c = configs[0] if configs else None
-        interval = f"[{c.interval[0]:.6g}, {c.interval[1]:.6g}]" if c and c.interval else "-"
         table.add_row(
             f"{b.name}: " + ", ".join(f"{k}={v}" for k, v in b.params.items()),
             f"{b.score:.6g} ({b.judged})",
             str(len(c.trial_ids)) if c else "0",
             f"{c.score:.6g} ({s.aggregate})" if c and c.score is not None and s else "-",
-            interval,
+            c.interval_text() if c else "-",
         )
     return _rendered(table)
 
