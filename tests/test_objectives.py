@@ -416,6 +416,11 @@ def test_best_exports_the_front_or_the_point_pick_names(front_run, cli):
     }
     picked = yaml.safe_load(cli("best", folder / "o" / "grid", "--pick", "mem_mb").out)
     assert picked["experiments"]["grid-best"]["config"]["width"] == 0.1
+    # Values only: each point of the front under the name it runs as; one point, the run's own.
+    lines = cli("best", folder / "o" / "grid", "--format", "overrides").out.splitlines()
+    assert lines == ["grid-front1.config.width=0.5", "grid-front2.config.width=0.1"]
+    one = cli("best", folder / "o" / "grid", "--pick", "mem_mb", "--format", "overrides")
+    assert one.out.splitlines() == ["grid.config.width=0.1"]
     words = "--pick: 'loss' is neither an objective nor a trial", "accuracy, mem_mb"
     refused(cli("best", folder / "o" / "grid", "--pick", "loss"), *words)
 

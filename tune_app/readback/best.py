@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -138,8 +139,13 @@ def render(data: dict[str, Any], found: list[Best], fmt: Format) -> str:
             )
         return "\n".join(str(b.checkpoint) for b in found)
     if fmt == "overrides":
+        # One configuration of an experiment: its values under the experiment's own name, for
+        # the spec as run; several (--top, a front): each under the name it runs as, since one
+        # name cannot take two values of a key.
+        chosen = Counter(b.experiment for b in found)
         return "\n".join(
-            f"{b.experiment if b.rank == 1 else b.name}.config.{path}={json.dumps(value)}"
+            f"{b.experiment if chosen[b.experiment] == 1 else b.name}.config.{path}="
+            f"{json.dumps(value)}"
             for b in found
             for path, value in b.params.items()
         )
