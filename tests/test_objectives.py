@@ -553,3 +553,29 @@ experiments:
     with pytest.raises(SpecError) as err:  # a list of metrics under the file's one mode
         loads("mode: max\nexperiments:\n  e: {run: my_func, metric: [acc, mem]}\n", "spec.yaml")
     assert err.value.path == "experiments.e.mode"
+
+
+def test_the_summary_table_names_the_objectives_where_one_metric_has_its_score(tmp_path, capsys):
+    """A search of several objectives has no one best: its row names the objectives and points
+    at the front listed below it, not `-` cells that read as "no metric known"."""
+    from tune_app import spec
+    from tune_app.cli.console import print_summaries
+    from tune_app.plan.make import make_plan
+
+    user_module("two_objectives.py", tmp_path)
+    (tmp_path / "app.yaml").write_text(APP.format(extra=""))
+    plan = make_plan(spec.load(tmp_path / "app.yaml"), cpus=2)
+    summary = RunSummary(
+        "e",
+        None,
+        None,
+        1.0,
+        trials=[_trial("a", 0.5, 1000), _trial("b", 0.9, 3000), _trial("c", 0.4, 2000)],
+        objectives=list(MAX_MIN),
+    )
+    print_summaries(plan, [summary], width=200)
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("│ e "))
+    assert "front of 2" in row and "objectives acc (max), mem (min)" in row, row
+    assert "the front's, below" in row
+    assert "pareto front: 2 of 3 trials (b, a)" in out  # best first on acc

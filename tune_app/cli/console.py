@@ -243,6 +243,8 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
                 if top is not None
                 else f"{s.metric} = {best.score:.6g}"
                 if best and best.score is not None
+                else front.title(s)  # several objectives: theirs (the front is listed below)
+                if front.several(s)
                 else "-"
             ),
             (
@@ -255,6 +257,8 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
                 if best and ep.searched
                 else _unsearched(ep.experiment)
                 if best
+                else "the front's, below"
+                if front.several(s)
                 else "-"
             ),
             f"{s.wall_time_s:.1f} s",
