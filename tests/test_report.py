@@ -481,14 +481,16 @@ def test_a_report_that_cannot_be_written_exits_74_and_leaves_the_earlier_page(
     before = {p.relative_to(exp): p.read_bytes() for p in exp.rglob("report*") if p.is_file()}
     before |= {p.relative_to(exp): p.read_bytes() for p in (exp / "report_files").iterdir()}
     assert (exp / "report_files").is_dir() and len(before) > 1
-    real = Path.write_bytes if fails == "figure" else Path.write_text
+    from tune_app.readback import report
 
-    def full(self, *args, **kwargs):
-        if fails == "page" and not self.name.endswith(".html.tmp"):
-            return real(self, *args, **kwargs)
-        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+    def full(where, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(getattr(where, "name", where)))
 
-    monkeypatch.setattr(Path, "write_bytes" if fails == "figure" else "write_text", full)
+    # The figures are written with Path.write_bytes, the page through its temporary file.
+    if fails == "figure":
+        monkeypatch.setattr(Path, "write_bytes", full)
+    else:
+        monkeypatch.setattr(report, "write_all", full)
     result = cli("report", exp)
     monkeypatch.undo()
     lines = result.err.strip().splitlines()
@@ -569,3 +571,22 @@ def test_an_exploit_is_drawn_where_the_copying_trials_curve_was():
     assert plots.marks.at_iteration(steps, 3, "training_iteration", "score") == (1.0, 0.1)
     assert plots.marks.at_iteration(steps, 5, "training_iteration", "score") == (5.0, 0.5)
     assert plots.marks.at_iteration(steps, 0, "training_iteration", "score") is None
+
+
+def test_links_planted_in_the_run_folder_are_not_written_through(cli, tmp_path):
+    """A run folder received from someone may hold links where the report writes its temporary
+    page and figures: the page and figures land in the folder, the files the links name stay."""
+    exp = _experiment(tmp_path, "e")
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "important.txt").write_text("precious")
+    (exp / ".report.html.tmp").symlink_to(victim / "important.txt")
+    (exp / ".report_files.tmp").symlink_to(victim)
+    (exp / "report_files").symlink_to(victim)  # the old figures' folder, a link too
+    assert cli("report", exp).code == 0
+    assert (victim / "important.txt").read_text() == "precious"
+    assert sorted(p.name for p in victim.iterdir()) == ["important.txt"]
+    page = exp / "report.html"
+    assert page.is_file() and not page.is_symlink() and "<html" in page.read_text()
+    figures = exp / "report_files"
+    assert figures.is_dir() and not figures.is_symlink() and any(figures.glob("*.png"))

@@ -194,12 +194,13 @@ def test_an_atomic_write_that_fails_leaves_the_file_as_it_was(tmp_path, monkeypa
     target = tmp_path / "summary.json"
     target.write_text('{"old": true}\n')
 
-    def full(self, text, encoding=None):
-        with open(self, "w", encoding=encoding) as f:
-            f.write(text[:5])
-        raise OSError(errno.ENOSPC, ENOSPC)  # a failed flush names no file
+    from tune_app.rundir import layout
 
-    monkeypatch.setattr(Path, "write_text", full)
+    def full(file, data):
+        file.write(data[:5])
+        raise OSError(errno.ENOSPC, ENOSPC)  # a failed write names no file
+
+    monkeypatch.setattr(layout, "write_all", full)
     with pytest.raises(OSError) as failed:
         write_text(target, '{"new": true}\n')
     monkeypatch.undo()
@@ -260,3 +261,22 @@ def test_a_torn_tail_is_cut_at_the_last_whole_line_read_from_the_end(tmp_path, w
     path.write_text("".join(lines) + '{"n": ' + "9" * torn)
     cut_torn_tail(path)
     assert path.read_text() == "".join(lines)
+
+
+def test_the_app_writes_its_files_not_what_a_link_in_their_place_names(tmp_path):
+    """A link left where the app writes a file (its temporary file, a file it appends to) is
+    replaced or refused, never written through."""
+    from tune_app.rundir.layout import append_line, write_text
+
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("kept")
+    (tmp_path / "summary.json.tmp").symlink_to(target)
+    write_text(tmp_path / "summary.json", "{}\n")
+    assert (tmp_path / "summary.json").read_text() == "{}\n" and target.read_text() == "kept"
+    (tmp_path / "results.jsonl").symlink_to(target)
+    with pytest.raises(OSError):
+        append_line(tmp_path / "results.jsonl", {"trial_id": "a"})
+    assert target.read_text() == "kept"
+    (tmp_path / "spec.yaml").symlink_to(target)  # the file itself a link: the link is replaced
+    write_text(tmp_path / "spec.yaml", "e: {}\n")
+    assert not (tmp_path / "spec.yaml").is_symlink() and target.read_text() == "kept"

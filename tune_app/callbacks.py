@@ -27,6 +27,7 @@ from tune_app.rundir.layout import (
     cut_torn_tail,
     cut_trial_logs,
     jsonable,
+    open_append,
     read_rows,
     write_all,
     write_text,
@@ -181,7 +182,7 @@ class JsonlResults(Callback):
         cut_torn_tail(self.path)
         for row in read_jsonl(self.path, []):  # a row at a time: a resumed file may be large
             self._index(row)
-        self._file = self.path.open("ab", buffering=0)
+        self._file = open_append(self.path)
 
     def _index(self, row: dict[str, Any]) -> None:
         trial_id = str(row.get("trial_id"))
@@ -204,7 +205,7 @@ class JsonlResults(Callback):
         self._seen, self._logged, self._configs, self._given = set(), {}, {}, {}
         for row in kept:
             self._index(row)
-        self._file = self.path.open("ab", buffering=0)
+        self._file = open_append(self.path)
 
     def _close(self) -> None:
         if self._file is not None:

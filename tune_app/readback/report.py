@@ -30,7 +30,13 @@ from tune_app.readback.plots import front as front_plot
 from tune_app.readback.plots import parallel as plots_parallel
 from tune_app.readback.plots import timeline
 from tune_app.rundir import budget, noise, rungs
-from tune_app.rundir.layout import for_the_user, replace_folder
+from tune_app.rundir.layout import (
+    for_the_user,
+    fresh_file,
+    fresh_folder,
+    replace_folder,
+    write_all,
+)
 from tune_app.rundir.location import name_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome, warm_start_line
@@ -169,14 +175,12 @@ def write(
     try:
         with for_the_user():
             out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(staged, ignore_errors=True)
+            fresh_folder(staged)  # made here: a link left in its place is not written into
             sections = []
             for exp in experiments:
                 begin = importances.begun if importances else importance.begun
                 ranked = begin(exp, _log_axes(exp))  # beside the figures
                 figures = _figures(exp)
-                if figures:
-                    staged.mkdir(exist_ok=True)
                 for figure in figures:
                     (staged / figure.file).write_bytes(figure.png)
                 sections.append(_section(exp, figures, images.name, ranked))
@@ -187,12 +191,16 @@ def write(
                 sections=tuple(sections),
                 live=live,
             )
-            page_tmp.write_text(render(page), encoding="utf-8")
-            if staged.exists():  # the figures first: the page names them
+            with fresh_file(page_tmp) as f:
+                write_all(f, render(page).encode("utf-8"))
+            if any(staged.iterdir()):  # the figures first: the page names them
                 replace_folder(staged, images)
             os.replace(page_tmp, out)
     finally:
-        shutil.rmtree(staged, ignore_errors=True)
+        if staged.is_symlink():
+            staged.unlink()
+        else:
+            shutil.rmtree(staged, ignore_errors=True)
         page_tmp.unlink(missing_ok=True)
     return out
 

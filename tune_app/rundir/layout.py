@@ -86,12 +86,47 @@ def write_json(path: Path, data: Any) -> None:
     write_text(path, json.dumps(jsonable(data), indent=2, allow_nan=False) + "\n")
 
 
+def _nofollow(path: str, flags: int) -> int:
+    """`open`'s opener for the app's own files: a link at the path is refused (OSError), not
+    followed, so the app writes the files it names, never what a link planted in a folder (a
+    run folder received from someone, a report's folder) points to."""
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+
+
+def fresh_file(path: Path) -> io.FileIO:
+    """A new file at `path`, created by this call and open for writing (unbuffered): whatever
+    stood there (a temporary file a crash left, a link) is removed first, never written through."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return open(path, "xb", buffering=0, opener=_nofollow)  # noqa: SIM115 - the caller closes it
+
+
+def fresh_folder(path: Path) -> None:
+    """A new, empty folder at `path`, made by this call: whatever stood there (a folder a crash
+    left, a link to a folder elsewhere) is removed first, never written into."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+    path.mkdir()
+
+
+def open_append(path: Path) -> io.FileIO:
+    """`path` open for appending (created if missing), unbuffered; a link there is refused
+    (OSError), not appended through."""
+    return open(path, "ab", buffering=0, opener=_nofollow)  # noqa: SIM115 - the caller closes it
+
+
 def write_text(path: Path, text: str) -> None:
     """Write a file atomically, through a temporary file beside it and a rename; a write that
-    fails (a full disk) leaves the file as it was and no temporary file."""
+    fails (a full disk) leaves the file as it was and no temporary file. A link at `path` is
+    replaced by the file, not written through."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        with fresh_file(tmp) as f:
+            write_all(f, text.encode("utf-8"))
         os.replace(tmp, path)
     except BaseException as err:
         tmp.unlink(missing_ok=True)
@@ -105,7 +140,7 @@ def replace_folder(staged: Path, path: Path) -> None:
     reader sees the old folder or the new one, never half of either."""
     old = path.with_name(f".{path.name}.old")
     shutil.rmtree(old, ignore_errors=True)
-    if path.exists():
+    if os.path.lexists(path):  # a link there is moved aside, not followed
         os.replace(path, old)
     os.replace(staged, path)
     shutil.rmtree(old, ignore_errors=True)
@@ -125,7 +160,7 @@ def for_the_user() -> Iterator[None]:
 def append_line(path: Path, row: dict[str, Any]) -> None:
     """Append `row` to a JSON-lines file as one line, after cutting a torn last line."""
     cut_torn_tail(path)
-    with path.open("ab", buffering=0) as f:
+    with open_append(path) as f:
         write_all(f, (json.dumps(jsonable(row), allow_nan=False) + "\n").encode())
 
 
@@ -144,9 +179,9 @@ def write_all(file: io.FileIO, data: bytes) -> None:
 def cut_torn_tail(path: Path) -> None:
     """Drop a last line left half-written by a killed driver or a full disk, so the next record
     starts on a line of its own (appended to the torn one, both would be lost)."""
-    if not path.exists():
+    if not os.path.lexists(path):
         return
-    with path.open("r+b") as f:
+    with open(path, "r+b", opener=_nofollow) as f:  # a link there: refused, not cut through
         size = f.seek(0, 2)
         if size == 0:
             return
@@ -460,6 +495,6 @@ def _cut(path: Path, iteration: int, step_of: Callable[[bytes], int | None]) -> 
             kept.append(line)
     if len(kept) == len(lines):
         return
-    with path.open("r+b") as file:
+    with open(path, "r+b", opener=_nofollow) as file:  # a link there: refused, not cut through
         file.write(b"".join(kept))
         file.truncate()
