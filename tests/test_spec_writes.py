@@ -156,3 +156,35 @@ def test_an_experiment_folder_made_beforehand_as_a_symlink_is_taken(tmp_path):
     (tmp_path / "elsewhere" / "results.jsonl").write_text("{}\n")
     again = RunLocation.for_experiment(str(tmp_path / "results"), "e").fresh()
     assert again.local == tmp_path / "results" / "e_2"  # no longer empty: a run's folder
+
+
+def test_evaluate_writes_its_spec_beside_the_users_spec_only_where_that_is_it(
+    tmp_path, monkeypatch
+):
+    """run.json names the spec file a run came from: a run folder received from someone could
+    name any folder. evaluate's spec goes there only while that file holds the spec as run."""
+    import json
+
+    from tune_app.readback.best import evaluation_home
+    from tune_app.rundir.location import RunLocation
+
+    work, mine, victim = tmp_path / "work", tmp_path / "mine", tmp_path / "victim"
+    for folder in (work, mine, victim):
+        folder.mkdir()
+    monkeypatch.chdir(work)
+    run = tmp_path / "results" / "e"
+    run.mkdir(parents=True)
+    (run / "spec.yaml").write_text(SPEC)
+    (mine / "grid.yaml").write_text(SPEC)
+    cases = [
+        (mine / "grid.yaml", mine / "grid-evaluate.yaml"),  # the user's spec, as run
+        (victim / "evil.yaml", work / "evil-evaluate.yaml"),  # no such file there
+        (Path("/dev/zero"), work / "zero-evaluate.yaml"),  # not a regular file
+    ]
+    (victim / "other.yaml").write_text(SPEC + "# changed\n")
+    cases.append((victim / "other.yaml", work / "other-evaluate.yaml"))  # not the spec as run
+    for named, expected in cases:
+        (run / "run.json").write_text(json.dumps({"experiment": "e", "spec_file": str(named)}))
+        spec_file, root = evaluation_home(RunLocation(run))
+        assert spec_file == expected, named
+        assert Path(root) == run.parent

@@ -302,13 +302,24 @@ def _check_takes_seed(name: str, run: Any) -> None:
 
 
 def evaluation_home(run: RunLocation) -> tuple[Path, str]:
-    """Where `evaluate` writes its spec (beside the spec file of `run`, the run read, so its
-    trainable modules resolve as they did) and the storage folder its results go to (the
-    run's)."""
+    """Where `evaluate` writes its spec and the storage folder its results go to (the run's).
+    The spec goes beside the spec file `run` was run from, so its trainable modules resolve as
+    they did, where that file is still there as it was run (its text the run's copy); else in
+    the working directory: run.json names that file, and a run folder received from someone
+    must not choose where the app writes."""
     from tune_app.rundir.write import read_run_record
+    from tune_app.spec.loading import DICT_SPEC, MAX_SPEC_BYTES
 
     spec_file = Path(read_run_record(run).spec_file or "spec")  # an older run.json: ./spec
-    stem = spec_file.stem if spec_file.name != "<dict>" else "spec"
-    home = spec_file.parent if spec_file.parent.is_dir() else Path.cwd()
-    root = run.parent
-    return home / f"{stem}-evaluate.yaml", root
+    stem = spec_file.stem if spec_file.name != DICT_SPEC else "spec"
+    home = Path.cwd()
+    try:
+        if (
+            spec_file.is_file()  # a regular file: not a device, a folder or a pipe
+            and spec_file.stat().st_size <= MAX_SPEC_BYTES
+            and spec_file.read_text("utf-8", "replace") == run.spec.read_text("utf-8", "replace")
+        ):
+            home = spec_file.parent
+    except OSError:
+        pass
+    return home / f"{stem}-evaluate.yaml", run.parent
