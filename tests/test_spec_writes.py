@@ -63,6 +63,9 @@ def test_log_to_file_outside_the_trial_folder_is_refused(cli, write_spec, tmp_pa
         pytest.param("/proc/self/x", id="proc"),
         pytest.param("/etc/tune_app_results", id="etc"),
         pytest.param("LINK/x", id="symlink-to-sys"),
+        # The local disk's URIs (pyarrow writes `local://` to the disk): local folders all the same.
+        pytest.param("local:///etc/tune_app_results", id="local-uri"),
+        pytest.param("file:///etc/tune_app_results", id="file-uri"),
     ],
 )
 def test_results_in_a_system_folder_are_refused(cli, write_spec, tmp_path, storage):
@@ -85,6 +88,8 @@ def test_results_in_a_system_folder_are_refused(cli, write_spec, tmp_path, stora
         pytest.param("mlflow", "tracking_uri", "file:///proc/mlruns", id="mlflow-file-uri"),
         pytest.param("mlflow", "tracking_uri", "sqlite:////sys/m.db", id="mlflow-sqlite"),
         pytest.param("mlflow", "tracking_uri", "/dev/mlruns", id="mlflow-path"),
+        pytest.param("mlflow", "tracking_uri", "sqlite+pysqlite:////etc/m.db", id="sqlite-driver"),
+        pytest.param("mlflow", "tracking_uri", "local:///proc/mlruns", id="mlflow-local-uri"),
         pytest.param("wandb", "dir", "/etc/wandb_runs", id="wandb-dir"),
     ],
 )
@@ -104,6 +109,8 @@ def test_a_tracker_store_in_a_system_folder_is_refused(
         ("file:///tmp/mlruns", "/tmp/mlruns"),
         ("sqlite:///mlflow.db", "."),
         ("sqlite:////var/data/mlflow.db", "/var/data"),
+        ("sqlite+pysqlite:////var/data/mlflow.db", "/var/data"),
+        ("local:///tmp/episodes", "/tmp/episodes"),
         ("http://127.0.0.1:5000", None),
         ("s3://bucket/runs", None),
         ("postgresql://u@h/db", None),

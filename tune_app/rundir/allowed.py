@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 # Folders of the system, never a place for results: the kernel's (/proc, /sys, /dev), the
 # system's configuration and programs. Refused by their resolved path, so a symlink to one is too.
@@ -91,11 +91,13 @@ def local_store(uri: str) -> Path | None:
     """The local folder a store's URI or path writes (a plain path, `file:`, SQLite's database
     file's folder), or None for a server or a cloud bucket."""
     parsed = urlparse(uri)
-    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
+    scheme = parsed.scheme.lower()
+    if scheme == "" or (len(scheme) == 1 and os.name == "nt"):
         return Path(uri)
-    if parsed.scheme == "file":
-        return Path(parsed.path or ".")
-    if parsed.scheme == "sqlite":  # sqlite:///relative.db, sqlite:////absolute.db
+    if scheme in ("file", "local"):  # the local disk (pyarrow's `local://` too)
+        return Path(unquote(parsed.path) or ".")
+    # sqlite:///relative.db, sqlite:////absolute.db, and through a driver: sqlite+pysqlite://
+    if scheme.partition("+")[0] == "sqlite":
         database = uri.split(":///", 1)[1] if ":///" in uri else ""
         return Path(database).parent if database else None
     return None

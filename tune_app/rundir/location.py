@@ -49,7 +49,7 @@ class RunLocation:
         if is_uri(storage_path):
             uri = f"{storage_path.rstrip('/')}{'/' + SMOKE_FOLDER if smoke else ''}/{name}"
             return cls(staging_dir(uri), uri)
-        root = Path(storage_path).expanduser() / (SMOKE_FOLDER if smoke else "")
+        root = Path(storage.local_path(storage_path)).expanduser() / (SMOKE_FOLDER if smoke else "")
         return cls(Path(os.path.abspath(root)) / name)  # `..` resolved, as the user reads it
 
     def unwritable(self) -> str | None:
@@ -81,7 +81,7 @@ class RunLocation:
             _say_passed_over(found, others, storage.not_run, resuming)
             return found
         paths, passed = finding.find_runs(
-            Path(where),
+            Path(storage.local_path(where)),
             every=every,
             prefer=finding.unfinished if resuming else finding.ran_trials,
         )

@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from tune_app.errors import SpecError
 from tune_app.rundir.finding import newest_of_each, not_run_why, run_number
@@ -50,10 +51,24 @@ APP_FILES = (
 STAGING = "~/.cache/tune_app/staging"  # TUNE_APP_STAGING overrides
 
 
+# URI schemes of the local disk (pyarrow's filesystems take both): their path is a local folder,
+# checked as one (a system folder refused) and written as one.
+LOCAL_SCHEMES = ("file", "local")
+
+
 def is_uri(path: str | Path) -> bool:
-    """A cloud URI (scheme://...), not a local path."""
+    """A cloud URI (scheme://...), not a local path (`file://` and `local://` are local)."""
+    scheme, sep, _ = str(path).partition("://")
+    return bool(sep) and scheme.lower() not in LOCAL_SCHEMES
+
+
+def local_path(path: str | Path) -> str:
+    """`path` as a local path: a `file://` or `local://` URI's path, anything else as given."""
     text = str(path)
-    return "://" in text and not text.startswith("file://")
+    scheme, sep, rest = text.partition("://")
+    if sep and scheme.lower() in LOCAL_SCHEMES:
+        return unquote(urlparse(text).path) or "."
+    return text
 
 
 def staging_dir(uri: str) -> Path:
