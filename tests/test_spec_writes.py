@@ -195,3 +195,12 @@ def test_evaluate_writes_its_spec_beside_the_users_spec_only_where_that_is_it(
         spec_file, root = evaluation_home(RunLocation(run))
         assert spec_file == expected, named
         assert Path(root) == run.parent
+
+
+def test_a_folder_named_with_a_nul_character_is_refused(cli, write_spec, tmp_path):
+    """It crashed with exit 1 and `ValueError: embedded null byte`."""
+    out = tmp_path / "o"
+    spec_file = write_spec(f'storage_path: "{out}\\0x"\nexperiments:\n' + _indent(SPEC))
+    refused(cli("validate", spec_file), "storage_path", "NUL character")
+    store = 'trackers:\n  mlflow: {tracking_uri: "sqlite:////tmp/a\\0b/m.db"}\nexperiments:\n'
+    refused(cli("validate", write_spec(store + _indent(SPEC)), "--storage-path", out), "NUL")

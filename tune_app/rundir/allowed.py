@@ -73,6 +73,8 @@ def system_folder(path: Path) -> Path | None:
 def folder_problem(folder: Path) -> str | None:
     """Why a run could not make and write local `folder` (a system folder, a file in the way,
     a read-only folder or filesystem), or None. Checked before anything runs."""
+    if "\0" in str(folder):
+        return "holds a NUL character: no folder can be named so"
     folder = folder.expanduser()
     system = system_folder(folder)
     if system is not None:
