@@ -26,6 +26,12 @@ SPEC = "e:\n  run: my_func\n  stop: {training_iteration: 2}\n  config: {alpha: 0
         pytest.param("", id="empty"),
         pytest.param("a\\b", id="backslash"),
         pytest.param("x" * 256, id="too-long"),
+        # Tune's own files of the trial: its results, config and failures would be lost.
+        pytest.param("result.json", id="tunes-results"),
+        pytest.param("params.json", id="tunes-config"),
+        pytest.param("error.txt", id="tunes-failures"),
+        pytest.param("events.out.tfevents.1.host", id="tensorboard"),
+        pytest.param("checkpoint_000001", id="checkpoint"),
     ],
 )
 def test_a_trial_output_name_that_is_not_a_file_name_is_refused(name):
@@ -44,14 +50,16 @@ def test_plain_file_names_are_taken(name):
         pytest.param('["/TMP/out.log", x]', "out.log", id="absolute-stdout"),
         pytest.param("[x, /TMP/err.log]", "err.log", id="absolute-stderr"),
         pytest.param('"../../../../escape.log"', None, id="climbs"),
+        pytest.param("[result.json, params.json]", None, id="over-tunes-files"),
     ],
 )
 def test_log_to_file_outside_the_trial_folder_is_refused(cli, write_spec, tmp_path, value, written):
-    """Both were run, exit 0, the trials' output written where the spec said."""
+    """Both were run, exit 0, the trials' output written where the spec said (or over the
+    trial's result.json, its results lost)."""
     spec_file = write_spec(SPEC + f"  log_to_file: {value.replace('/TMP', str(tmp_path))}\n")
     for command in ("validate", "run"):
         result = cli(command, spec_file, "--storage-path", tmp_path / "o")
-        refused(result, "e.log_to_file", "give a file name")
+        refused(result, "e.log_to_file", "give a", "name")
     assert not (tmp_path / "o").exists()
     assert written is None or not (tmp_path / written).exists()
 

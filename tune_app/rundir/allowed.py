@@ -45,6 +45,19 @@ SYSTEM_FOLDERS = tuple(
 # The characters no file name a spec gives may hold: a separator would make a path of it.
 _SEPARATORS = ("/", "\\")
 
+# What Tune and the app keep in each trial's folder (the rows of its results, its config, its
+# failures, its TensorBoard events, its checkpoints): a trial's output written in their place
+# would lose them, and the readers would read the output as them.
+TRIAL_FILES = (
+    "result.json",
+    "progress.csv",
+    "params.json",
+    "params.pkl",
+    "error.txt",
+    "error.pkl",
+)
+TRIAL_FILE_PREFIXES = ("events.out.tfevents", "checkpoint_")
+
 
 def file_name_problem(name: str) -> str | None:
     """Why `name` is not a plain file name for a trial's folder, or None."""
@@ -58,6 +71,8 @@ def file_name_problem(name: str) -> str | None:
         return f"{name!r} names a folder, not a file"
     if len(name.encode()) > 255:
         return f"is {len(name.encode())} bytes long, over the 255 a file name may have"
+    if name in TRIAL_FILES or name.startswith(TRIAL_FILE_PREFIXES):
+        return f"{name!r} is a file Tune keeps in each trial's folder: give another name"
     return None
 
 
