@@ -651,3 +651,13 @@ def test_a_run_begun_before_budgets_were_kept_resumes():
     old.__setstate__(state)
     restored = pickle.loads(pickle.dumps(old))
     assert restored.stopped == {'{"x": 1}': None} and restored.passed == {}
+
+
+def test_a_seed_count_past_the_bound_is_refused(write_spec, cli, tmp_path):
+    """`seeds: 100000000` took 28 s and 10 GB to validate (the list of seeds made whole), and
+    `best --seeds 100000000000` ran out of memory."""
+    spec = write_spec("e:\n  run: my_func\n  seeds: 100000000\n  config: {alpha: 0.5, beta: 1}\n")
+    refused(cli("validate", spec), "e.seeds", "at most 10,000 seeds", "got 100,000,000")
+    for count in ("100000000000", "0"):
+        refused(cli("best", tmp_path, "--seeds", count), "--seeds", "from 1 to 10,000 seeds")
+        refused(cli("evaluate", tmp_path, "--seeds", count), "--seeds", "from 1 to 10,000 seeds")

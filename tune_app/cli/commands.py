@@ -170,8 +170,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_best(args: argparse.Namespace) -> int:
     from tune_app.readback import best
 
-    if args.seeds is not None and args.seeds < 1:
-        raise TuneAppError(f"--seeds must be at least 1, got {args.seeds}")
     data, found = best.best_spec(args.dir, seeds=args.seeds, pick=args.pick)
     print(best.render(data, found, args.format))
     return EXIT_OK
@@ -183,8 +181,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from tune_app.readback import best
     from tune_app.rundir.layout import for_the_user, write_text
 
-    if args.top < 1 or args.seeds < 1:
-        raise TuneAppError(f"--top and --seeds must be at least 1, got {args.top}, {args.seeds}")
+    if args.top < 1:
+        raise TuneAppError(f"--top must be at least 1, got {args.top}")
     data, found = best.best_spec(args.dir, seeds=args.seeds, top=args.top, evaluating=True)
     spec_file, root = best.evaluation_home(found[0].run)
     text = best.render(data, found, "yaml")

@@ -30,7 +30,7 @@ from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.rundir.records import TrialOutcome
-from tune_app.seeds import SEED_KEY
+from tune_app.seeds import MAX_SEEDS, SEED_KEY
 from tune_app.space import place_at
 from tune_app.spec.loading import read_yaml_text
 from tune_app.spec.resolve import parse
@@ -78,6 +78,8 @@ def best_spec(
     or the point of it `pick` names (`front.chosen`). Raises SpecError when a run has no scored
     trial, or seeds are asked of a search of several objectives (`evaluating`: by `evaluate`,
     whose seeds are its point, not an option to leave out)."""
+    if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
+        raise SpecError(f"from 1 to {MAX_SEEDS:,} seeds, got {seeds:,}", path="--seeds")
     runs = RunLocation.open(folder)
     for run in runs:
         owner = writer_of(run)

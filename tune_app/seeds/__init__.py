@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 SEED_KEY = "seed"  # the config key each trial's seed is passed in (RLlib's debugging seed too)
+MAX_SEEDS = 10_000  # seeds a configuration runs on, at most (`seeds:`, `best`/`evaluate --seeds`)
 AGGREGATES = ("mean", "iqm", "median")
 DEFAULT_AGGREGATE = "mean"
 CONFIDENCE = 0.95

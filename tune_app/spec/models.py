@@ -22,6 +22,7 @@ from tune_app.methods import SCHEDULERS, SEARCHERS
 from tune_app.ray_internals.buffering import WINDOW_S
 from tune_app.rundir.allowed import file_name_problem
 from tune_app.scoring import SCOPE_PATTERN
+from tune_app.seeds import MAX_SEEDS
 from tune_app.trackers.options import TrackersSpec
 
 Mode = Literal["min", "max"]
@@ -330,6 +331,12 @@ class Settings(_Strict):
         listed = isinstance(value, list) and all(
             isinstance(v, int) and not isinstance(v, bool) for v in value
         )
+        if (whole and value > MAX_SEEDS) or (listed and len(value) > MAX_SEEDS):
+            count = value if whole else len(value)
+            raise ValueError(
+                f"at most {MAX_SEEDS:,} seeds (each runs every configuration once more), "
+                f"got {count:,}"
+            )
         if value is None or (whole and value >= 1) or (listed and value and min(value) >= 0):
             return value
         if listed and value:
