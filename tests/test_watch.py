@@ -241,6 +241,8 @@ def test_the_command_writes_an_ended_run_once_and_prints_its_path(tmp_path, cli)
     ("argv", "words"),
     [
         pytest.param(["--watch", "--every", "1"], "--every must be at least 2", id="too often"),
+        pytest.param(["--watch", "--every", "nan"], "got nan", id="nan"),  # crashed with exit 1
+        pytest.param(["--watch", "--every", "inf"], "got inf", id="inf"),
         pytest.param(["--every", "5"], "--every needs --watch", id="every without watch"),
     ],
 )

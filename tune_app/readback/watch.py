@@ -10,6 +10,7 @@ is then the last whole one written.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -36,7 +37,7 @@ def page(folder: str, out: str | None, every: float | None = None) -> Path:
     """Write the report of the run(s) in `folder` to `out` (default: `report.html` beside the
     results, or here for a cloud run) and return its path; with `every`, keep it current while
     the run lives (`watch`) and return once the run has ended and the last page is written."""
-    if every is not None and every < MIN_EVERY_S:
+    if every is not None and not (math.isfinite(every) and every >= MIN_EVERY_S):
         raise TuneAppError(f"--every must be at least {MIN_EVERY_S} seconds, got {every:g}")
     experiments = read.load(folder)
     # Named by the run read, which a folder of several runs chose (`RunLocation.open`).
