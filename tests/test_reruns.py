@@ -12,6 +12,8 @@ import pytest
 from tune_app.rundir.finding import find_runs, newest_of_each, run_number
 from tune_app.rundir.location import RunLocation
 
+from .conftest import refused
+
 GOOD = "e:\n  run: my_func\n  stop: {training_iteration: 2}\n  config: {alpha: 0.5, beta: 1}\n"
 
 
@@ -50,6 +52,28 @@ def test_a_new_run_writes_beside_every_earlier_one(tmp_path):
     _run(tmp_path / "e_2", "e", finished=False)  # unfinished runs are kept too
     assert first.fresh().local == tmp_path / "e_3"
     assert (first.local / "summary.json").exists()  # nothing of the first was touched
+
+
+def test_a_kept_run_is_not_given_the_folder_another_experiment_of_the_spec_writes(tmp_path):
+    """Experiments `x` and `x_2` of one spec, `x` holding a run: `x` was given `x_2` too, and
+    the run refused itself, the folder held by its own lock."""
+    x, x_2 = RunLocation(tmp_path / "x"), RunLocation(tmp_path / "x_2")
+    _run(x.local)
+    assert [f.local.name for f in RunLocation.fresh_all([x, x_2])] == ["x_3", "x_2"]
+    assert [f.local.name for f in RunLocation.fresh_all([x_2, x])] == ["x_2", "x_3"]
+
+
+def test_experiments_whose_folders_hold_one_another_are_refused(write_spec, cli, tmp_path):
+    """`a` in /r/b and `b` in /r: validate passed, every run refused itself as a rerun."""
+    out = tmp_path / "r"
+    spec = write_spec(
+        f"a:\n  run: my_func\n  storage_path: {out / 'b'}\n  config: {{alpha: 0.5, beta: 1}}\n"
+        f"b:\n  run: my_func\n  storage_path: {out}\n  config: {{alpha: 0.5, beta: 1}}\n"
+    )
+    for command in ("validate", "run"):
+        result = cli(command, spec)
+        refused(result, "a.storage_path", "inside experiment 'b''s run folder")
+    assert not out.exists()
 
 
 def test_a_folder_nothing_ran_in_is_taken_and_a_held_one_is_not(tmp_path):

@@ -234,8 +234,13 @@ def run(
             rllib_checks=True,
             address=_cluster(address),
         )
+        from tune_app.rundir.location import RunLocation
+
         # A folder an earlier run wrote is kept: this run writes `<name>_<n>` beside it.
-        fresh = tuple(replace(ep, folder=ep.folder.fresh()) for ep in plan.experiments)
+        folders = RunLocation.fresh_all([ep.folder for ep in plan.experiments])
+        fresh = tuple(
+            replace(ep, folder=f) for ep, f in zip(plan.experiments, folders, strict=True)
+        )
         plan = replace(plan, experiments=fresh)
         if on_plan is not None:
             on_plan(plan)

@@ -196,9 +196,11 @@ def start_line(spec: Spec, storage: str | None, smoke: bool, verb: str = "starti
     from tune_app.rundir.location import RunLocation
 
     where, kept = [], []
-    for exp in spec.experiments:
-        first = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
-        fresh = first.fresh()
+    firsts = [
+        RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
+        for exp in spec.experiments
+    ]
+    for first, fresh in zip(firsts, RunLocation.fresh_all(firsts), strict=True):
         where.append(fresh.where)
         if not fresh.same_as(first):
             kept.append(first.where)

@@ -20,10 +20,11 @@ if TYPE_CHECKING:
 def earlier_runs(plan: Plan) -> list[str]:
     """Notes on results folders that already hold a run: `run` keeps them and writes beside."""
     from tune_app.command import APP
+    from tune_app.rundir.location import RunLocation
 
     out = []
-    for ep in plan.experiments:
-        fresh = ep.folder.fresh()
+    folders = RunLocation.fresh_all([ep.folder for ep in plan.experiments])
+    for ep, fresh in zip(plan.experiments, folders, strict=True):
         if not fresh.same_as(ep.folder):
             out.append(
                 f"{ep.experiment.key_path}.storage_path: {ep.location} already holds a run, "

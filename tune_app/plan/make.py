@@ -7,6 +7,7 @@ each experiment are in `tune_app.plan.checks`.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from tune_app.envs import EnvRef
@@ -66,6 +67,8 @@ def make_plan(
                     rllib_checks,
                 )
             )
+    with errors.check():
+        _folders_apart(plans)
     try:
         errors.raise_any()
     except SpecError as err:
@@ -77,6 +80,21 @@ def make_plan(
         warnings=tuple(warnings),
         smoke=smoke,
     )
+
+
+def _folders_apart(plans: list[ExperimentPlan]) -> None:
+    """Refuse experiments whose run folders lie one inside another (`storage_path: /r/b` for
+    `a`, `/r` for `b`): one run folder has one writer, and the readers would take one run's
+    folder for a run of the other."""
+    where = [(ep, ep.folder.uri or str(ep.folder.local)) for ep in plans]
+    for (inner, at), (outer, around) in itertools.permutations(where, 2):
+        if at == around or at.startswith(around.rstrip("/") + "/"):
+            raise SpecError(
+                f"experiment '{inner.name}' would write its run in {at}, inside experiment "
+                f"'{outer.name}''s run folder {around}",
+                path=f"{inner.experiment.key_path}.storage_path",
+                suggestion="give the experiments storage paths that do not hold one another",
+            )
 
 
 def _shares(experiments: tuple[Experiment, ...]) -> list[float]:

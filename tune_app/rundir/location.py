@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,16 +89,27 @@ class RunLocation:
         _say_passed_over(found, [str(p) for p in passed], _not_run_here, resuming)
         return found
 
-    def fresh(self) -> RunLocation:
+    def fresh(self, claimed: Sequence[RunLocation] = ()) -> RunLocation:
         """The folder a new run of this experiment writes: this one if no run has written here,
-        else the first `<name>_<n>` (n = 2, 3, ...) none has. A re-run of a spec never writes
-        into an earlier run's folder, finished or not; a folder left by a driver killed before
-        Tune started holds nothing to keep and is taken."""
+        else the first `<name>_<n>` (n = 2, 3, ...) none has and none of `claimed` is. A re-run
+        of a spec never writes into an earlier run's folder, finished or not; a folder left by
+        a driver killed before Tune started holds nothing to keep and is taken."""
         n, candidate = 1, self
-        while candidate._taken():
+        while candidate._taken() or any(candidate.same_as(c) for c in claimed):
             n += 1
             candidate = self.numbered(n)
         return candidate
+
+    @staticmethod
+    def fresh_all(folders: Sequence[RunLocation]) -> list[RunLocation]:
+        """The folders new runs of a spec's experiments write (`fresh`), none taking another's:
+        experiment `x`, its folder kept, is not given `x_2` where a spec's experiment `x_2`
+        writes."""
+        out: list[RunLocation] = []
+        for i, folder in enumerate(folders):
+            others = [f for j, f in enumerate(folders) if j != i]
+            out.append(folder.fresh([*others, *out]))
+        return out
 
     def numbered(self, n: int) -> RunLocation:
         """The folder of this experiment's `n`th run (n >= 2) beside this one."""
