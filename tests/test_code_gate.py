@@ -366,3 +366,26 @@ def test_todays_tune_api_is_not_mistaken_for_a_removed_one(cli, write_spec, tmp_
         "    tune.report({'x': 1}, checkpoint=tune.get_checkpoint())\n"
     )
     assert cli("validate", write_spec("e:\n  run: new_api:train\n")).code == 0
+
+
+@pytest.mark.parametrize(
+    "init",
+    [
+        pytest.param("open(MARK, 'w').write('ran')\n", id="writes"),
+        pytest.param("open(MARK, 'w').write('ran')\nimport sys\nsys.exit(0)\n", id="exits-0"),
+    ],
+)
+def test_validate_runs_no_package_init_of_a_dotted_module(cli, write_spec, tmp_path, init):
+    """`run: evilpkg.mod:f` imported `evilpkg` to find `mod`: its `__init__` ran at validate
+    (a file written; with sys.exit(0), a silent pass with no plan printed)."""
+    mark = tmp_path / "ran"
+    package = tmp_path / "evilpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(f"MARK = {str(mark)!r}\n" + init)
+    (package / "mod.py").write_text("def f(config):\n    pass\n")
+    result = cli("validate", write_spec("e:\n  run: evilpkg.mod:f\n"))
+    assert result.code == 0 and "evilpkg.mod:f" in result.out and "trials" in result.out, result
+    assert not mark.exists()
+    missing = cli("validate", write_spec("e:\n  run: evilpkg.nope:f\n"))
+    refused(missing, "module 'evilpkg.nope' cannot be found")
+    assert not mark.exists()

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 
 import tune_app
-from tune_app.user_code import is_local_origin, on_path
+from tune_app.user_code.locating import is_local_origin, on_path
 
 
 def module_fingerprints(modules: tuple[str, ...], search_path: tuple[str, ...]) -> dict[str, str]:

@@ -26,9 +26,7 @@ import importlib.util
 import inspect
 import re
 import sys
-import sysconfig
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -37,13 +35,17 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 from tune_app.errors import SpecError, did_you_mean, import_failure
+from tune_app.user_code.locating import (
+    forget_stale,
+    is_local,
+    is_local_origin,
+    is_user_origin,
+    on_path,
+    spec_of,
+)
 
 # Packages a spec may not name code in, beside the standard library: the app itself.
 APP_PACKAGES = frozenset({"tune_app"})
-_STDLIB_DIRS = tuple(
-    str(Path(sysconfig.get_paths()[key]).resolve()) for key in ("stdlib", "platstdlib")
-)
-_INSTALLED_DIRS = ("site-packages", "dist-packages")
 _REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
 
@@ -197,15 +199,15 @@ def entry_point(group: str, name: str) -> str | None:
 
 
 def find_module(module_name: str, search_path: tuple[str, ...], where: str) -> ModuleSpec:
-    """The module `module_name` as found on `search_path`, without running it (beyond its parent
-    packages' `__init__`); SpecError if it is missing or is not user code."""
+    """The module `module_name` as found on `search_path`, without running it or its parent
+    packages' `__init__`; SpecError if it is missing or is not user code."""
     top = module_name.split(".")[0]
     if top in sys.builtin_module_names or top in APP_PACKAGES:
         raise _not_user_code(module_name, where)
-    _forget_stale(module_name, search_path)
+    forget_stale(module_name, search_path)
     with on_path(search_path):
         try:
-            found = importlib.util.find_spec(module_name)
+            found = spec_of(module_name)
         except (ImportError, ValueError) as err:
             found, why = None, str(err)
         else:
@@ -219,26 +221,6 @@ def find_module(module_name: str, search_path: tuple[str, ...], where: str) -> M
     if not is_user_origin(found.origin):
         raise _not_user_code(module_name, where)
     return found
-
-
-def is_user_origin(origin: str | None) -> bool:
-    """Whether a module loaded from `origin` is outside the standard library and the builtins."""
-    if origin is None or origin in ("built-in", "frozen"):
-        return False
-    path = str(Path(origin).resolve())
-    in_stdlib = any(path.startswith(d + "/") for d in _STDLIB_DIRS)
-    return not in_stdlib or any(d in path for d in _INSTALLED_DIRS)
-
-
-def is_local_origin(origin: str | None, folders: tuple[str, ...]) -> bool:
-    """Whether a module's file lies in one of `folders` (the spec's, the working directory),
-    not in an installed package."""
-    if not origin:
-        return False
-    path = Path(origin).resolve()
-    return not any(d in path.parts for d in _INSTALLED_DIRS) and any(
-        path.is_relative_to(f) for f in folders
-    )
 
 
 def _main_module(text: str, where: str) -> SpecError:
@@ -424,7 +406,7 @@ def import_user_module(module_name: str, search_path: tuple[str, ...], where: st
                 f"importing module '{module_name}' failed: {import_failure(err)}",
                 path=where,
             ) from None
-    if _is_local(module, search_path):
+    if is_local(module, search_path):
         from ray import cloudpickle
 
         cloudpickle.register_pickle_by_value(module)
@@ -470,31 +452,3 @@ def missing_name(
         ]
         what = f"module '{module_name}' has no function or class '{name}'"
     raise SpecError(what, path=where, allowed=names, suggestion=did_you_mean(name, names))
-
-
-def _forget_stale(module_name: str, search_path: tuple[str, ...]) -> None:
-    """Drop a module of that name imported earlier in this process from another folder (another
-    spec's), so the spec's own module is imported, not the cached one."""
-    top = module_name.split(".")[0]
-    cached = sys.modules.get(top)
-    origin = getattr(cached, "__file__", None)
-    if cached is None or origin is None or _is_local(cached, search_path):
-        return
-    if any((Path(f) / top).is_dir() or (Path(f) / f"{top}.py").is_file() for f in search_path):
-        for name in [n for n in sys.modules if n == top or n.startswith(f"{top}.")]:
-            del sys.modules[name]
-
-
-def _is_local(module: Any, folders: tuple[str, ...]) -> bool:
-    return is_local_origin(getattr(module, "__file__", None), folders)
-
-
-@contextmanager
-def on_path(folders: tuple[str, ...]) -> Iterator[None]:
-    added = [f for f in folders if f not in sys.path]
-    sys.path[:0] = added
-    try:
-        yield
-    finally:
-        for f in added:
-            sys.path.remove(f)

@@ -1,0 +1,85 @@
+"""Where a module a spec names lies, found without running it: the standard library, an
+installed package, or the user's own folders (the spec's, the working directory). Used by the
+gate (`tune_app.user_code`) and the code fingerprints (`tune_app.sources`)."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import sys
+import sysconfig
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.machinery import ModuleSpec
+from pathlib import Path
+from typing import Any
+
+_STDLIB_DIRS = tuple(
+    str(Path(sysconfig.get_paths()[key]).resolve()) for key in ("stdlib", "platstdlib")
+)
+_INSTALLED_DIRS = ("site-packages", "dist-packages")
+
+
+def spec_of(module_name: str) -> ModuleSpec | None:
+    """`importlib.util.find_spec`, without importing the parent packages of a dotted name (it
+    does, and their `__init__` would run at validate: a package beside a spec could write
+    files or end the process with exit 0, a silent pass): each part is looked up in the folders
+    of the part before it."""
+    first, *rest = module_name.split(".")
+    found = importlib.util.find_spec(first)  # a top-level name is found, not imported
+    for i in range(1, len(rest) + 1):
+        if found is None or found.submodule_search_locations is None:
+            return None
+        name = ".".join([first, *rest[:i]])
+        found = importlib.machinery.PathFinder.find_spec(
+            name, list(found.submodule_search_locations)
+        )
+    return found
+
+
+def is_user_origin(origin: str | None) -> bool:
+    """Whether a module loaded from `origin` is outside the standard library and the builtins."""
+    if origin is None or origin in ("built-in", "frozen"):
+        return False
+    path = str(Path(origin).resolve())
+    in_stdlib = any(path.startswith(d + "/") for d in _STDLIB_DIRS)
+    return not in_stdlib or any(d in path for d in _INSTALLED_DIRS)
+
+
+def is_local_origin(origin: str | None, folders: tuple[str, ...]) -> bool:
+    """Whether a module's file lies in one of `folders` (the spec's, the working directory),
+    not in an installed package."""
+    if not origin:
+        return False
+    path = Path(origin).resolve()
+    return not any(d in path.parts for d in _INSTALLED_DIRS) and any(
+        path.is_relative_to(f) for f in folders
+    )
+
+
+def forget_stale(module_name: str, search_path: tuple[str, ...]) -> None:
+    """Drop a module of that name imported earlier in this process from another folder (another
+    spec's), so the spec's own module is imported, not the cached one."""
+    top = module_name.split(".")[0]
+    cached = sys.modules.get(top)
+    origin = getattr(cached, "__file__", None)
+    if cached is None or origin is None or is_local(cached, search_path):
+        return
+    if any((Path(f) / top).is_dir() or (Path(f) / f"{top}.py").is_file() for f in search_path):
+        for name in [n for n in sys.modules if n == top or n.startswith(f"{top}.")]:
+            del sys.modules[name]
+
+
+def is_local(module: Any, folders: tuple[str, ...]) -> bool:
+    return is_local_origin(getattr(module, "__file__", None), folders)
+
+
+@contextmanager
+def on_path(folders: tuple[str, ...]) -> Iterator[None]:
+    added = [f for f in folders if f not in sys.path]
+    sys.path[:0] = added
+    try:
+        yield
+    finally:
+        for f in added:
+            sys.path.remove(f)
