@@ -194,3 +194,16 @@ def _reexports(folder) -> None:
         "async def coro(config):\n    return None\n"
         "class NotTrainable:\n    pass\n"
     )
+
+
+def test_a_gym_version_newer_than_any_registered_is_refused_not_run_as_another():
+    """`env: CartPole-v999` ran CartPole-v1, with a warning calling it an old gym version: a
+    typo ran another env. A version that is gone (older than the newest) is still read as it."""
+    from tune_app.envs import resolve_env
+    from tune_app.errors import SpecError
+
+    with pytest.raises(SpecError, match="'CartPole-v999' is not a registered") as err:
+        resolve_env("CartPole-v999")
+    assert "CartPole-v1" in str(err.value)  # the near miss
+    old = resolve_env("Pendulum-v0")
+    assert old.env == "Pendulum-v1" and "an old gym version" in (old.note or "")

@@ -132,11 +132,15 @@ def _check_installed(env: str) -> None:
 
 
 def _current_version(env: str, ids: list[str]) -> str | None:
-    """The newest registered version of an env id whose own version is gone (Pendulum-v0)."""
+    """The newest registered version of an env id whose own, older version is gone
+    (Pendulum-v0); None for a version newer than any registered (CartPole-v999: a typo, not
+    an old gym version, is not run as another env)."""
     name, dash, version = env.rpartition("-v")
     if not dash or not version.isdigit():
         return None
     versions = [
         int(v) for n, _, v in (i.rpartition("-v") for i in ids) if n == name and v.isdigit()
     ]
-    return f"{name}-v{max(versions)}" if versions else None
+    if not versions or int(version) > max(versions):
+        return None
+    return f"{name}-v{max(versions)}"
