@@ -177,3 +177,51 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
     reader.stdout.close()  # before the program has started: its first write fails
     _, err = reader.communicate(timeout=60)
     assert reader.returncode == 0 and err.decode().strip() == ""
+
+
+def _deep(path):
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+
+
+def _fifo(path):
+    import os
+
+    os.mkfifo(path)
+
+
+def _to_dev_zero(path):
+    path.symlink_to("/dev/zero")
+
+
+@pytest.mark.parametrize(
+    ("file", "damage"),
+    [
+        pytest.param("results.jsonl", _deep, id="a-results-line-nested-deep"),
+        pytest.param("run.json", _deep, id="run-json-nested-deep"),
+        pytest.param("summary.json", _deep, id="summary-nested-deep"),
+        pytest.param("summary.json", _fifo, id="summary-a-pipe"),
+        pytest.param("results.jsonl", _fifo, id="results-a-pipe"),
+        pytest.param("results.jsonl", _to_dev_zero, id="results-a-device"),
+        pytest.param("summary.json", _to_dev_zero, id="summary-a-device"),
+    ],
+)
+def test_a_damaged_run_folder_is_read_as_far_as_it_goes(cli, tmp_path, file, damage):
+    """A run folder received from someone: a file nested deeper than the parser goes crashed
+    the readers with a bare RecursionError (exit 1); a pipe or a device in a file's place hung
+    them or filled the memory. Each is a file that cannot be read, said so; the rest is read."""
+    exp = _experiment(tmp_path)
+    path = exp / file
+    path.unlink(missing_ok=True)
+    damage(path)
+    if file == "results.jsonl" and damage is _deep:  # one line nested deep amid whole ones
+        path.unlink()
+        _experiment(tmp_path / "whole")
+        rows = (tmp_path / "whole" / "e" / "results.jsonl").read_text()
+        path.write_text("[" * 100_000 + "]" * 100_000 + "\n" + rows)
+    for command in ("analyze", "best"):
+        result = cli(command, exp)
+        assert "Traceback" not in result.err and result.code in (0, 2), (command, result)
+        if result.code == 2:  # what cannot be read, in one line
+            assert len(result.err.strip().splitlines()) == 1, result.err
+    shown = cli("analyze", exp)
+    assert shown.code == 0 or file == "run.json", shown

@@ -23,16 +23,17 @@ import yaml
 
 from tune_app import scoring
 from tune_app.command import APP
-from tune_app.errors import SpecError
+from tune_app.errors import SpecError, error_line
 from tune_app.readback import front
 from tune_app.rundir import noise
+from tune_app.rundir.layout import open_regular
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.rundir.records import TrialOutcome
 from tune_app.seeds import MAX_SEEDS, SEED_KEY
 from tune_app.space import place_at
-from tune_app.spec.loading import read_yaml_text
+from tune_app.spec.loading import MAX_SPEC_BYTES, read_yaml_text
 from tune_app.spec.resolve import parse
 
 Format = Literal["yaml", "json", "overrides", "checkpoint"]
@@ -90,7 +91,7 @@ def best_spec(
                 file=sys.stderr,
                 flush=True,
             )
-    texts = {r.spec.read_text(encoding="utf-8") for r in runs}
+    texts = {_spec_as_run(r) for r in runs}
     if len(texts) != 1:
         raise SpecError(
             f"{folder} holds runs of {len(texts)} different spec files",
@@ -125,6 +126,18 @@ def best_spec(
         out = _experiments(raw, found, seeds, layouts)
     parse(copy.deepcopy(out), Path("<best>"))  # a bug here must not reach the user's run
     return out, found
+
+
+def _spec_as_run(run: RunLocation) -> str:
+    """The text of the spec a run kept (`spec.yaml`), which `best` writes its spec from."""
+    try:
+        with open_regular(run.spec, "r", encoding="utf-8") as f:
+            return str(f.read(MAX_SPEC_BYTES + 1))
+    except (OSError, UnicodeDecodeError) as err:
+        raise SpecError(
+            f"{run.where}: the spec as run ({run.spec.name}) cannot be read: {error_line(err)}",
+            suggestion="best writes its spec from the copy a run keeps; analyze reads without it",
+        ) from None
 
 
 def render(data: dict[str, Any], found: list[Best], fmt: Format) -> str:
@@ -310,7 +323,7 @@ def evaluation_home(run: RunLocation) -> tuple[Path, str]:
     the working directory: run.json names that file, and a run folder received from someone
     must not choose where the app writes."""
     from tune_app.rundir.write import read_run_record
-    from tune_app.spec.loading import DICT_SPEC, MAX_SPEC_BYTES
+    from tune_app.spec.loading import DICT_SPEC
 
     spec_file = Path(read_run_record(run).spec_file or "spec")  # an older run.json: ./spec
     stem = spec_file.stem if spec_file.name != DICT_SPEC else "spec"

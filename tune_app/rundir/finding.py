@@ -22,6 +22,8 @@ from tune_app.rundir.layout import (
     TUNER_STATE,
     glob_escape,
     newest_state,
+    open_regular,
+    read_json,
 )
 from tune_app.rundir.records import RunRecord
 
@@ -66,7 +68,7 @@ def newest_of_each(
 def experiment_of(folder: Path) -> str:
     """The experiment a run folder's run.json names (its folder's name when it names none)."""
     try:
-        data = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+        data = read_json(folder / RUN_FILE)
     except (OSError, ValueError):
         data = None
     name = data.get("experiment") if isinstance(data, dict) else None
@@ -76,7 +78,7 @@ def experiment_of(folder: Path) -> str:
 def unfinished(folder: Path) -> bool:
     """Whether a run folder's run left trials unfinished (or never wrote its summary)."""
     try:
-        data = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+        data = read_json(folder / SUMMARY_FILE)
     except (OSError, ValueError):
         return True
     return not isinstance(data, dict) or bool(data.get("interrupted", True))
@@ -90,7 +92,7 @@ def not_run_why(summary: str | None, reported: bool) -> str | None:
     one that ran none: it was ended before it could rank any."""
     try:
         data = json.loads(summary) if summary is not None else None
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     if isinstance(data, dict):
         missing, unusable = data.get("missing"), data.get("unusable")
@@ -106,7 +108,8 @@ def not_run_why(summary: str | None, reported: bool) -> str | None:
 def not_run(folder: Path) -> str | None:
     """`not_run_why` of a local run folder."""
     try:
-        summary: str | None = (folder / SUMMARY_FILE).read_text(encoding="utf-8")
+        with open_regular(folder / SUMMARY_FILE, "r", encoding="utf-8") as f:
+            summary: str | None = f.read()
     except (OSError, UnicodeDecodeError):
         summary = None
     return not_run_why(summary, any(_has_lines(folder / n) for n in (RESULTS_FILE, FINISHED_FILE)))
@@ -178,7 +181,7 @@ def holds_run(folder: Path) -> bool:
     JSON object, naming at least one of its fields unless empty). Another tool's run.json, or
     one that is no JSON, is not a run: read as one, it gave a run of no trials without a word."""
     try:
-        data = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+        data = read_json(folder / RUN_FILE)
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and (not data or not RECORD_FIELDS.isdisjoint(data))
@@ -260,13 +263,15 @@ def record_problem(folder: Path) -> str | None:
         return None
     record = folder / RUN_FILE
     try:
-        data = json.loads(record.read_text(encoding="utf-8"))
+        data = read_json(record)
     except FileNotFoundError:
         return f"{RUN_FILE} is missing"
     except UnicodeDecodeError:
         return f"{RUN_FILE} is not text (not UTF-8)"
     except json.JSONDecodeError as err:
         return f"{RUN_FILE} is not JSON at line {err.lineno}, column {err.colno} ({err.msg})"
+    except ValueError as err:  # nested deeper than the parser goes
+        return f"{RUN_FILE} is not JSON that can be read ({err})"
     except OSError as err:
         return f"{RUN_FILE} cannot be read ({err.strerror or err})"
     if not isinstance(data, dict):

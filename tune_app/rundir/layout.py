@@ -7,16 +7,18 @@ the run) and Tune's own state and trial folders. `analyze` reads them without im
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tune_app.errors import WriteError
 
@@ -91,6 +93,30 @@ def _nofollow(path: str, flags: int) -> int:
     followed, so the app writes the files it names, never what a link planted in a folder (a
     run folder received from someone, a report's folder) points to."""
     return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
+
+
+def open_regular(path: Path, mode: str = "rb", **options: Any) -> IO[Any]:
+    """`path` open for reading, if it is a regular file; OSError if not: a pipe or a device in
+    a run folder received from someone would block the reader, or never end."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, mode, **options)  # noqa: SIM115 - the caller closes it
+
+
+def read_json(path: Path) -> Any:
+    """The JSON value of a run's file; OSError where it cannot be read (`open_regular`),
+    ValueError where it is no JSON (not UTF-8, nested too deep for the parser)."""
+    with open_regular(path) as f:
+        data = f.read()
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
 
 
 def fresh_file(path: Path) -> io.FileIO:
@@ -209,7 +235,7 @@ def read_rows(data: bytes) -> list[dict[str, Any]]:
     for line in data.decode("utf-8", errors="replace").splitlines():
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # the latter: nested deeper than the parser goes
             continue
         if isinstance(row, dict):
             rows.append(row)

@@ -33,6 +33,7 @@ from tune_app.rundir.layout import (
     checkpoints,
     flatten,
     latest_clones,
+    read_json,
     saved_trials,
     trial_id_of,
 )
@@ -364,7 +365,7 @@ def read_experiment(  # noqa: C901
 
 def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
     except FileNotFoundError:
         problems.append(f"{path}: missing")
         return None

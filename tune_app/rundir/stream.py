@@ -27,6 +27,7 @@ import msgspec
 
 from tune_app import scoring
 from tune_app.errors import error_line
+from tune_app.rundir.layout import open_regular
 
 __all__ = [
     "CURVE_POINTS",
@@ -50,7 +51,7 @@ def read_jsonl(path: Path, problems: list[str]) -> Iterator[dict[str, Any]]:
     is a problem (a missing file has none)."""
     try:  # as text: JSON is UTF-8, and a byte that is not is replaced, not fatal
         # Lines end at "\n" alone, as a JSON-lines file's do (and `ResultsFollower` reads them).
-        file = path.open(encoding="utf-8", errors="replace", newline="\n")
+        file = open_regular(path, "r", encoding="utf-8", errors="replace", newline="\n")
     except FileNotFoundError:
         return
     except OSError as err:
@@ -95,9 +96,11 @@ def _parse(line: str) -> Any:
         return _DECODE(line)
     except (msgspec.DecodeError, UnicodeEncodeError):  # the latter: a lone surrogate in `line`
         pass
+    except RecursionError:  # nested deeper than a parser goes
+        return _RAGGED
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # the latter: nested deeper than the parser goes
         return _RAGGED
 
 
@@ -427,7 +430,7 @@ class ResultsFollower:
         """Trial id -> what its results leave so far; the file's problems so far added to
         `problems`."""
         try:
-            file = self.path.open("rb")
+            file = open_regular(self.path)
         except FileNotFoundError:
             self._start(None)
             return {}

@@ -19,6 +19,7 @@ from tune_app.errors import SpecError
 from tune_app.rundir.layout import (
     FINISHED_FILE,
     newest_trial_entries,
+    read_json,
     read_newest_state,
     read_rows,
     write_json,
@@ -140,7 +141,7 @@ def code_modules(ep: ExperimentPlan) -> tuple[str, ...]:
 def read_run_record(location: RunLocation) -> RunRecord:
     """The run.json of a run folder; SpecError naming the file if it cannot be read."""
     try:
-        data = json.loads(location.record.read_text(encoding="utf-8"))
+        data = read_json(location.record)
     except (OSError, ValueError) as err:
         raise SpecError(f"{location.record} cannot be read: {err}") from None
     if not isinstance(data, dict):
