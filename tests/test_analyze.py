@@ -183,6 +183,16 @@ def _deep(path):
     path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
 
 
+def _wrong_types(path):
+    """The file's fields, of the wrong JSON types (a list for a score, an object for a name)."""
+    if path.name == "run.json":
+        bad = {key: {"<script>": 1} for key in ("experiment", "metric", "mode", "spec_file")}
+        path.write_text(json.dumps({**bad, "searched": 7, "trials": "many"}))
+    else:
+        trial = {"trial_id": ["x"], "status": 3, "metric": [1], "iterations": "4", "config": []}
+        path.write_text(json.dumps({"experiment": "e", "metric": {}, "trials": [trial]}))
+
+
 def _fifo(path):
     import os
 
@@ -200,6 +210,8 @@ def _to_dev_zero(path):
         pytest.param("run.json", _deep, id="run-json-nested-deep"),
         pytest.param("summary.json", _deep, id="summary-nested-deep"),
         pytest.param("summary.json", _fifo, id="summary-a-pipe"),
+        pytest.param("summary.json", _wrong_types, id="summary-of-wrong-types"),
+        pytest.param("run.json", _wrong_types, id="run-json-of-wrong-types"),
         pytest.param("results.jsonl", _fifo, id="results-a-pipe"),
         pytest.param("results.jsonl", _to_dev_zero, id="results-a-device"),
         pytest.param("summary.json", _to_dev_zero, id="summary-a-device"),
@@ -207,8 +219,9 @@ def _to_dev_zero(path):
 )
 def test_a_damaged_run_folder_is_read_as_far_as_it_goes(cli, tmp_path, file, damage):
     """A run folder received from someone: a file nested deeper than the parser goes crashed
-    the readers with a bare RecursionError (exit 1); a pipe or a device in a file's place hung
-    them or filled the memory. Each is a file that cannot be read, said so; the rest is read."""
+    the readers with a bare RecursionError (exit 1), a field of the wrong type with a TypeError;
+    a pipe or a device in a file's place hung them or filled the memory. Each is a file that
+    cannot be read, said so, or a field read as missing; the rest is read."""
     exp = _experiment(tmp_path)
     path = exp / file
     path.unlink(missing_ok=True)

@@ -54,6 +54,33 @@ WARM_HOW = {
 }
 
 
+# The JSON values each annotation of a record's field takes (its first alternative; `| None`
+# takes null too). A value of another type, in a file written by hand or received from someone,
+# reads as the field's default instead of reaching a reader that would trip on it.
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "bool": (bool,),
+    "int": (int,),
+    "float": (int, float),
+    "dict": (dict,),
+    "list": (list,),
+    "tuple": (list,),
+}
+
+
+def _typed(annotation: Any, value: Any) -> bool:
+    """Whether `value` (from JSON) fits a field annotated `annotation` (a string here)."""
+    text = str(annotation)
+    if value is None:
+        return "None" in text
+    kinds = _JSON_TYPES.get(text.split(" |")[0].split("[")[0].strip())
+    if kinds is None:
+        return True  # a type of the app's own (Objective, Limit): read by its own from_json
+    if isinstance(value, bool) and bool not in kinds:
+        return False  # JSON's true is no number
+    return isinstance(value, kinds)
+
+
 def _ends(value: Any) -> tuple[tuple[float, float], ...] | None:
     """run.json's `trial_ends` as pairs of numbers; None where it is not a list of them."""
     try:
@@ -127,7 +154,7 @@ class RunRecord:
         known = {f.name: f for f in fields(cls)}
         kept: dict[str, Any] = {}
         for key, value in data.items():
-            if key not in known or value is None:
+            if key not in known or value is None or not _typed(known[key].type, value):
                 continue
             if key in ("stop", "versions", "layout", "sources") and not isinstance(value, dict):
                 continue
@@ -177,8 +204,12 @@ class TrialOutcome:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrialOutcome:
         """A trial as summary.json holds it; keys an older file lacks take their defaults."""
-        known = {f.name: _JSON_NAMES.get(f.name, f.name) for f in fields(cls)}
-        values = {name: data[key] for name, key in known.items() if key in data}
+        known = {f.name: (_JSON_NAMES.get(f.name, f.name), f.type) for f in fields(cls)}
+        values = {
+            name: data[key]
+            for name, (key, annotation) in known.items()
+            if key in data and _typed(annotation, data[key])
+        }
         values.setdefault("trial_id", "?")
         values.setdefault("status", UNFINISHED)
         values.setdefault("config", {})
@@ -316,28 +347,32 @@ class RunSummary:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSummary:
+        def get(key: str, annotation: str, default: Any) -> Any:
+            value = data.get(key)
+            return value if value is not None and _typed(annotation, value) else default
+
         return cls(
-            experiment=str(data.get("experiment") or ""),
-            metric=data.get("metric"),
-            mode=data.get("mode"),
-            wall_time_s=float(data.get("wall_time_s") or 0.0),
+            experiment=get("experiment", "str", ""),
+            metric=get("metric", "str", None),
+            mode=get("mode", "str", None),
+            wall_time_s=float(get("wall_time_s", "float", 0.0)),
             trials=[
-                TrialOutcome.from_json(t) for t in data.get("trials") or [] if isinstance(t, dict)
+                TrialOutcome.from_json(t) for t in get("trials", "list", []) if isinstance(t, dict)
             ],
-            missing=dict(data.get("missing") or {}),
-            unusable=dict(data.get("unusable") or {}),
-            reported=list(data.get("reported") or []),
+            missing=dict(get("missing", "dict", {})),
+            unusable=dict(get("unusable", "dict", {})),
+            reported=list(get("reported", "list", [])),
             interrupted=bool(data.get("interrupted")),
-            notes=list(data.get("notes") or []),
-            scope=str(data.get("scope") or DEFAULT_SCOPE),
-            seeds=list(data.get("seeds") or []),
-            aggregate=str(data.get("aggregate") or DEFAULT_AGGREGATE),
+            notes=list(get("notes", "list", [])),
+            scope=get("scope", "str", None) or DEFAULT_SCOPE,
+            seeds=list(get("seeds", "list", [])),
+            aggregate=get("aggregate", "str", None) or DEFAULT_AGGREGATE,
             objectives=list(objectives.from_json(data)[0]),
             constraints=list(objectives.from_json(data)[1]),
-            select=str(data.get("select") or DEFAULT_SELECT),
+            select=get("select", "str", None) or DEFAULT_SELECT,
             early_stopping=[
                 c
-                for c in map(RungCheck.from_json, data.get("early_stopping") or [])
+                for c in map(RungCheck.from_json, get("early_stopping", "list", []))
                 if c is not None
             ],
         )
