@@ -150,6 +150,32 @@ def test_resume_continues_a_numbered_run_as_its_experiment(tmp_path, write_spec)
     assert ep.name == "e" and ep.folder.local == later
 
 
+@pytest.mark.parametrize(
+    ("named", "spec_as_run"),
+    [
+        pytest.param("/dev/zero", GOOD, id="run-json-names-a-device"),  # read until the OOM
+        pytest.param("FOLDER", GOOD, id="run-json-names-a-folder"),  # IsADirectoryError
+        pytest.param("SPEC", b"e: \xff\xfe\n", id="spec-as-run-not-utf-8"),  # UnicodeDecodeError
+    ],
+)
+def test_resume_of_a_damaged_run_folder_is_refused_in_one_line(
+    cli, write_spec, tmp_path, named, spec_as_run
+):
+    spec_file = write_spec(GOOD)
+    later = _run(tmp_path / "out" / "e", finished=False)
+    named = {"FOLDER": str(tmp_path), "SPEC": str(spec_file)}.get(named, named)
+    (later / "run.json").write_text(json.dumps({"experiment": "e", "spec_file": named}))
+    if isinstance(spec_as_run, bytes):
+        (later / "spec.yaml").write_bytes(spec_as_run)
+    result = cli("resume", later)
+    if isinstance(spec_as_run, bytes):
+        refused(result, "the spec as run (spec.yaml) cannot be read")
+    else:  # what run.json names reads as missing: the spec changed, shown as a diff
+        assert result.code == 2 and "Traceback" not in result.err, result.err
+        assert result.err.startswith(f"error: {named} changed since the run:"), result.err
+        assert f"+++ {named} (missing)" in result.err
+
+
 def test_run_and_validate_say_where_a_rerun_writes(cli, write_spec, tmp_path):
     from tune_app.cli.console import start_line
     from tune_app.spec.resolve import load
