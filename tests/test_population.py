@@ -307,7 +307,8 @@ def test_a_clone_record_torn_by_a_kill_does_not_swallow_the_next(tmp_path):
     """A driver killed mid-write leaves half a line; `resume` appends the next clone after it.
     Glued to the torn line, that record was lost too. The clone file is mirrored to cloud
     storage with the app's other files (pulling a cloud run replaces the staging folder)."""
-    from tune_app.rundir.layout import CLONES_FILE, cut_torn_tail
+    from tune_app.rundir.files import cut_torn_tail
+    from tune_app.rundir.layout import CLONES_FILE
     from tune_app.rundir.storage import APP_FILES
 
     path = tmp_path / CLONES_FILE

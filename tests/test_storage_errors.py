@@ -19,7 +19,7 @@ from tune_app import interrupts
 from tune_app.callbacks import JsonlResults
 from tune_app.errors import StorageError
 from tune_app.ray_internals.uploads import upload_folder
-from tune_app.rundir.layout import append_line, write_all, write_text
+from tune_app.rundir.files import append_line, write_all, write_text
 from tune_app.rundir.location import RunLocation
 
 ENOSPC = "No space left on device"
@@ -194,13 +194,13 @@ def test_an_atomic_write_that_fails_leaves_the_file_as_it_was(tmp_path, monkeypa
     target = tmp_path / "summary.json"
     target.write_text('{"old": true}\n')
 
-    from tune_app.rundir import layout
+    from tune_app.rundir import files
 
     def full(file, data):
         file.write(data[:5])
         raise OSError(errno.ENOSPC, ENOSPC)  # a failed write names no file
 
-    monkeypatch.setattr(layout, "write_all", full)
+    monkeypatch.setattr(files, "write_all", full)
     with pytest.raises(OSError) as failed:
         write_text(target, '{"new": true}\n')
     monkeypatch.undo()
@@ -254,7 +254,7 @@ def test_tunes_files_copied_to_the_run_folder_are_replaced_whole_or_not_at_all(
     ],
 )
 def test_a_torn_tail_is_cut_at_the_last_whole_line_read_from_the_end(tmp_path, whole, torn):
-    from tune_app.rundir.layout import cut_torn_tail
+    from tune_app.rundir.files import cut_torn_tail
 
     path = tmp_path / "results.jsonl"
     lines = [json.dumps({"n": n, "pad": "x" * 90_000}) + "\n" for n in range(whole)]
@@ -266,7 +266,7 @@ def test_a_torn_tail_is_cut_at_the_last_whole_line_read_from_the_end(tmp_path, w
 def test_the_app_writes_its_files_not_what_a_link_in_their_place_names(tmp_path):
     """A link left where the app writes a file (its temporary file, a file it appends to) is
     replaced or refused, never written through."""
-    from tune_app.rundir.layout import append_line, write_text
+    from tune_app.rundir.files import append_line, write_text
 
     target = tmp_path / "elsewhere.txt"
     target.write_text("kept")

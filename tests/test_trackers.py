@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tune_app.rundir.layout import latest_results, read_rows
+from tune_app.rundir.files import read_rows
+from tune_app.rundir.layout import latest_results
 from tune_app.rundir.records import RunSummary, TrialOutcome
 from tune_app.spec import load
 from tune_app.trackers import mirror, naming

@@ -450,7 +450,7 @@ def test_stopper_waits_for_rllibs_late_keys_and_stops_on_a_nan_loss():
 def test_the_summary_is_read_back_as_the_same_trial_outcomes(tmp_path):
     """The runner writes `RunSummary.to_json()`; `analyze` reads the same objects back, so the
     two can never disagree about a trial's score, status or the best trial."""
-    from tune_app.rundir.layout import write_json
+    from tune_app.rundir.files import write_json
     from tune_app.rundir.records import RunSummary
 
     user_module("curves.py", tmp_path)

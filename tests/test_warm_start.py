@@ -13,7 +13,7 @@ from tune_app import spec
 from tune_app.methods import Context, searcher_of
 from tune_app.plan.make import make_plan
 from tune_app.plan.types import ExperimentPlan
-from tune_app.rundir.layout import write_json
+from tune_app.rundir.files import write_json
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.records import RunRecord, RunSummary, TrialOutcome, WarmStartRecord
 from tune_app.space import Domain, to_tune

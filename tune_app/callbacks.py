@@ -21,17 +21,16 @@ from ray.tune import Callback, Stopper
 from tune_app import failures
 from tune_app.interrupts import stops_on_write_error
 from tune_app.ray_internals.uploads import copy_trial_files_now
-from tune_app.rundir.layout import (
-    TUNE_TRIAL_LOGS,
+from tune_app.rundir.files import (
     append_line,
     cut_torn_tail,
-    cut_trial_logs,
     jsonable,
     open_append,
     read_rows,
     write_all,
     write_text,
 )
+from tune_app.rundir.layout import TUNE_TRIAL_LOGS, cut_trial_logs
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.stream import read_jsonl
 

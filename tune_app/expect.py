@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tune_app.plan.types import ExperimentPlan, Plan
-from tune_app.rundir.layout import for_the_user, write_text
+from tune_app.rundir.files import for_the_user, write_text
 from tune_app.rundir.records import RunSummary
 from tune_app.scoring import finite
 from tune_app.seeds import aggregate

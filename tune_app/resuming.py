@@ -16,7 +16,7 @@ from tune_app.errors import SpecError
 from tune_app.plan.make import make_plan
 from tune_app.plan.types import Plan
 from tune_app.resources import Machine
-from tune_app.rundir.layout import open_regular
+from tune_app.rundir.files import open_regular
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.records import RunRecord
 from tune_app.rundir.write import read_run_record

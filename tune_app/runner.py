@@ -34,7 +34,7 @@ from tune_app.methods import searcher_of
 from tune_app.plan.types import ExperimentPlan, Plan
 from tune_app.ray_internals.fitting import patched_while_fitting
 from tune_app.ray_internals.versions import warn_unchecked
-from tune_app.rundir.layout import write_json
+from tune_app.rundir.files import write_json
 from tune_app.rundir.lock import hold
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.records import RunSummary

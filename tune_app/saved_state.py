@@ -25,7 +25,7 @@ import tune_app
 from tune_app.errors import SpecError
 from tune_app.interrupts import deferred
 from tune_app.rllib.tables import ALGORITHMS
-from tune_app.rundir.layout import write_json
+from tune_app.rundir.files import write_json
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
 from tune_app.rundir.saved import tune_pickles

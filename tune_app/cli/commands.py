@@ -179,7 +179,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from tune_app.api import run
     from tune_app.cli.console import evaluation_text, print_outcomes
     from tune_app.readback import best
-    from tune_app.rundir.layout import for_the_user, write_text
+    from tune_app.rundir.files import for_the_user, write_text
 
     if args.top < 1:
         raise TuneAppError(f"--top must be at least 1, got {args.top}")

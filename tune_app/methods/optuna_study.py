@@ -24,7 +24,7 @@ from optuna.storages.journal import (
     JournalFileOpenLock,
 )
 
-from tune_app.rundir.layout import cut_torn_tail
+from tune_app.rundir.files import cut_torn_tail
 from tune_app.rundir.location import RunLocation
 
 # Optuna's name for a journal's lock file: the journal's name and this (its LOCK_FILE_SUFFIX).

@@ -21,15 +21,8 @@ from ray.tune.schedulers.pb2 import PB2
 
 from tune_app.interrupts import stops_on_write_error
 from tune_app.ray_internals.sparse import NumbersOnly
-from tune_app.rundir.layout import (
-    append_line,
-    cut_torn_tail,
-    flatten,
-    jsonable,
-    latest_clones,
-    read_rows,
-    write_text,
-)
+from tune_app.rundir.files import append_line, cut_torn_tail, jsonable, read_rows, write_text
+from tune_app.rundir.layout import flatten, latest_clones
 from tune_app.rundir.location import RunLocation
 
 

@@ -18,7 +18,7 @@ from tune_app import scoring
 from tune_app.readback import front
 from tune_app.readback import importance as imports
 from tune_app.rundir import budget, noise, rungs
-from tune_app.rundir.layout import jsonable
+from tune_app.rundir.files import jsonable
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import TrialOutcome, warm_start_line
 from tune_app.seeds import Configuration, never_started

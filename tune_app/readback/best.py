@@ -26,7 +26,7 @@ from tune_app.command import APP
 from tune_app.errors import SpecError, error_line
 from tune_app.readback import front
 from tune_app.rundir import noise
-from tune_app.rundir.layout import open_regular
+from tune_app.rundir.files import open_regular
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults, read_experiment

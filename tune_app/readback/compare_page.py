@@ -3,7 +3,7 @@
 The figures are embedded as data URIs and the CSS inline (the report's), so the page opens
 offline from disk; `templates/compare.html.j2` lays it out, autoescaped, so no run's text can
 become markup. The page is written to a temporary file and renamed into place
-(`layout.write_text`): a reader sees the old page or the new one, never half of either.
+(`files.write_text`): a reader sees the old page or the new one, never half of either.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tune_app.command import APP
 from tune_app.readback.analyze import cell
 from tune_app.readback.comparing import AXIS_WORDS, MIN_SCORES, Comparison
 from tune_app.readback.report import TEMPLATES
-from tune_app.rundir.layout import for_the_user, write_text
+from tune_app.rundir.files import for_the_user, write_text
 
 PAGE_TEMPLATE = "compare.html.j2"
 

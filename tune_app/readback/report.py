@@ -30,13 +30,7 @@ from tune_app.readback.plots import front as front_plot
 from tune_app.readback.plots import parallel as plots_parallel
 from tune_app.readback.plots import timeline
 from tune_app.rundir import budget, noise, rungs
-from tune_app.rundir.layout import (
-    for_the_user,
-    fresh_file,
-    fresh_folder,
-    replace_folder,
-    write_all,
-)
+from tune_app.rundir.files import for_the_user, fresh_file, fresh_folder, replace_folder, write_all
 from tune_app.rundir.location import name_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome, warm_start_line

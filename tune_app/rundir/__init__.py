@@ -2,8 +2,9 @@
 
 - `location`: `RunLocation`, where an experiment's folder is (local or cloud), the folder that
   holds it, its files, whether it holds a run and whether that run can be resumed, mirroring;
-- `layout`: the file names of a run folder, atomic and fsynced writes, Tune's saved state read
-  without Ray;
+- `layout`: the file names of a run folder, Tune's saved state read without Ray;
+- `files`: how the app reads and writes a file: atomic writes and whole appended lines, never
+  through a link, never reading a pipe or a device;
 - `write`: the run manifest (`run.json`), the spec as run, the journal of ended trials;
 - `records`: the types written and read back: `RunRecord` (run.json), `TrialOutcome`,
   `RunSummary` (summary.json);

@@ -12,6 +12,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from tune_app.errors import SpecError
+from tune_app.rundir.files import open_regular, read_json
 from tune_app.rundir.layout import (
     CLONES_FILE,
     FINISHED_FILE,
@@ -22,8 +23,6 @@ from tune_app.rundir.layout import (
     TUNER_STATE,
     glob_escape,
     newest_state,
-    open_regular,
-    read_json,
 )
 from tune_app.rundir.records import RunRecord
 

@@ -14,11 +14,11 @@ from tune_app.config_keys import restore_private_keys
 from tune_app.divergence import diverged
 from tune_app.errors import SpecError, clip, did_you_mean
 from tune_app.rundir import rungs
+from tune_app.rundir.files import read_rows
 from tune_app.rundir.layout import (
     flatten,
     journaled_ends,
     latest_results,
-    read_rows,
     saved_trials,
     trial_id_of,
 )

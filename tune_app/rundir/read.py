@@ -21,6 +21,7 @@ from tune_app import failures, objectives, scoring
 from tune_app.config_keys import restore_private_keys
 from tune_app.errors import error_line
 from tune_app.failures import Failure
+from tune_app.rundir.files import read_json
 from tune_app.rundir.layout import (
     CLONES_FILE,
     ERROR_FILE,
@@ -33,7 +34,6 @@ from tune_app.rundir.layout import (
     checkpoints,
     flatten,
     latest_clones,
-    read_json,
     saved_trials,
     trial_id_of,
 )

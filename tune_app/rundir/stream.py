@@ -27,7 +27,7 @@ import msgspec
 
 from tune_app import scoring
 from tune_app.errors import error_line
-from tune_app.rundir.layout import open_regular
+from tune_app.rundir.files import open_regular
 
 __all__ = [
     "CURVE_POINTS",

@@ -16,15 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import tune_app
 from tune_app.errors import SpecError
-from tune_app.rundir.layout import (
-    FINISHED_FILE,
-    newest_trial_entries,
-    read_json,
-    read_newest_state,
-    read_rows,
-    write_json,
-    write_text,
-)
+from tune_app.rundir.files import read_json, read_rows, write_json, write_text
+from tune_app.rundir.layout import FINISHED_FILE, newest_trial_entries, read_newest_state
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.records import ENDED, RunRecord
 from tune_app.scoring import finite

@@ -28,7 +28,8 @@ from tune_app.callbacks import located
 from tune_app.config_keys import restore_private_keys
 from tune_app.divergence import diverged
 from tune_app.interrupts import stops_on_write_error
-from tune_app.rundir.layout import flatten, jsonable, latest_results, read_rows
+from tune_app.rundir.files import jsonable, read_rows
+from tune_app.rundir.layout import flatten, latest_results
 from tune_app.seeds import SEED_KEY
 from tune_app.space import Domain, iter_domains, value_at
 from tune_app.tensorboard import hparams as hp

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tune_app.errors import error_line
-from tune_app.rundir.layout import latest_results, read_rows
+from tune_app.rundir.files import read_rows
+from tune_app.rundir.layout import latest_results
 from tune_app.rundir.write import read_run_record
 from tune_app.trackers import naming
 

@@ -27,6 +27,8 @@ def spec_of(module_name: str) -> ModuleSpec | None:
     of the part before it."""
     first, *rest = module_name.split(".")
     found = importlib.util.find_spec(first)  # a top-level name is found, not imported
+    if found is not None and rest and not is_user_origin(found.origin):
+        return importlib.util.find_spec(module_name)  # the standard library's: no user code
     for i in range(1, len(rest) + 1):
         if found is None or found.submodule_search_locations is None:
             return None
