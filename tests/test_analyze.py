@@ -190,6 +190,11 @@ def _wrong_types(path):
         path.write_text(json.dumps({**bad, "searched": 7, "trials": "many"}))
     else:
         trial = {"trial_id": ["x"], "status": 3, "metric": [1], "iterations": "4", "config": []}
+        trial |= {
+            "values": None,
+            "objectives": None,
+            "broken": None,
+        }  # items may be null, not these
         path.write_text(json.dumps({"experiment": "e", "metric": {}, "trials": [trial]}))
 
 
@@ -214,6 +219,7 @@ def _to_dev_zero(path):
         pytest.param("run.json", _wrong_types, id="run-json-of-wrong-types"),
         pytest.param("results.jsonl", _fifo, id="results-a-pipe"),
         pytest.param("results.jsonl", _to_dev_zero, id="results-a-device"),
+        pytest.param("experiment_state-2026-01-01_00-00-00.json", _fifo, id="tunes-state-a-pipe"),
         pytest.param("summary.json", _to_dev_zero, id="summary-a-device"),
     ],
 )

@@ -377,15 +377,17 @@ def test_todays_tune_api_is_not_mistaken_for_a_removed_one(cli, write_spec, tmp_
 )
 def test_validate_runs_no_package_init_of_a_dotted_module(cli, write_spec, tmp_path, init):
     """`run: evilpkg.mod:f` imported `evilpkg` to find `mod`: its `__init__` ran at validate
-    (a file written; with sys.exit(0), a silent pass with no plan printed)."""
+    (a file written; with sys.exit(0), a silent pass with no plan printed). The same under a
+    namespace package (a folder without `__init__.py`)."""
     mark = tmp_path / "ran"
-    package = tmp_path / "evilpkg"
-    package.mkdir()
-    (package / "__init__.py").write_text(f"MARK = {str(mark)!r}\n" + init)
-    (package / "mod.py").write_text("def f(config):\n    pass\n")
-    result = cli("validate", write_spec("e:\n  run: evilpkg.mod:f\n"))
-    assert result.code == 0 and "evilpkg.mod:f" in result.out and "trials" in result.out, result
-    assert not mark.exists()
+    for package in (tmp_path / "evilpkg", tmp_path / "ns" / "sub"):
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text(f"MARK = {str(mark)!r}\n" + init)
+        (package / "mod.py").write_text("def f(config):\n    pass\n")
+    for ref in ("evilpkg.mod:f", "ns.sub.mod:f"):
+        result = cli("validate", write_spec(f"e:\n  run: {ref}\n"))
+        assert result.code == 0 and ref in result.out and "trials" in result.out, result
+        assert not mark.exists(), ref
     missing = cli("validate", write_spec("e:\n  run: evilpkg.nope:f\n"))
     refused(missing, "module 'evilpkg.nope' cannot be found")
     assert not mark.exists()

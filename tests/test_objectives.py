@@ -92,6 +92,11 @@ def test_pick_names_one_point_of_the_front(which, expected):
     assert pareto.pick(POINTS, MAX_MIN, which, "--pick") == expected
 
 
+def test_pick_on_an_empty_front_says_none_is_on_it():
+    with pytest.raises(SpecError, match="no trial is on the front"):
+        pareto.pick({}, MAX_MIN, "acc", "--pick")  # min() of nothing, a ValueError, before
+
+
 @pytest.mark.parametrize(
     ("which", "words"),
     [

@@ -590,3 +590,7 @@ def test_links_planted_in_the_run_folder_are_not_written_through(cli, tmp_path):
     assert page.is_file() and not page.is_symlink() and "<html" in page.read_text()
     figures = exp / "report_files"
     assert figures.is_dir() and not figures.is_symlink() and any(figures.glob("*.png"))
+    # The link moved aside is removed, not left to block the next report's swap.
+    (exp / ".report_files.old").write_text("a file in the way")
+    assert cli("report", exp).code == 0 and any(figures.glob("*.png"))
+    assert sorted(p.name for p in victim.iterdir()) == ["important.txt"]

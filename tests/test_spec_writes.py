@@ -200,9 +200,19 @@ def test_evaluate_writes_its_spec_beside_the_users_spec_only_where_that_is_it(
     cases.append((victim / "other.yaml", work / "other-evaluate.yaml"))  # not the spec as run
     for named, expected in cases:
         (run / "run.json").write_text(json.dumps({"experiment": "e", "spec_file": str(named)}))
-        spec_file, root = evaluation_home(RunLocation(run))
+        spec_file, root, why = evaluation_home(RunLocation(run))
         assert spec_file == expected, named
+        assert (why is None) == (expected.parent == mine), why  # said where it is not beside
         assert Path(root) == run.parent
+
+
+def test_a_local_uri_naming_a_host_is_refused(cli, write_spec, tmp_path):
+    """`file://results` reads `results` as a host and its path as the disk's root."""
+    spec_file = write_spec('storage_path: "file://results"\nexperiments:\n' + _indent(SPEC))
+    refused(cli("validate", spec_file), "storage_path", "names the host 'results'")
+    store = "trackers:\n  mlflow: {tracking_uri: 'file://mlruns'}\nexperiments:\n"
+    out = tmp_path / "o"
+    refused(cli("validate", write_spec(store + _indent(SPEC)), "--storage-path", out), "host")
 
 
 def test_a_folder_named_with_a_nul_character_is_refused(cli, write_spec, tmp_path):

@@ -21,6 +21,7 @@ from tune_app.plan.types import ExperimentPlan, Plan
 from tune_app.registry import resolve
 from tune_app.resources import Machine
 from tune_app.rundir.location import RunLocation
+from tune_app.rundir.storage import local_uri_problem
 from tune_app.seeds import SEED_KEY
 from tune_app.space import searched_paths
 from tune_app.spec.models import Mode
@@ -171,7 +172,7 @@ def _plan_experiment(
     trials = warm.trials(exp, envs) if warm is not None else exp.trials(envs)
     checks.check_concurrency(exp, trials)
     folder = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
-    unwritable = folder.unwritable()
+    unwritable = local_uri_problem(storage or exp.storage_path) or folder.unwritable()
     if unwritable:
         raise SpecError(
             f"results cannot be written there: {unwritable}",

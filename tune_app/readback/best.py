@@ -316,12 +316,12 @@ def _check_takes_seed(name: str, run: Any) -> None:
         info.refuse_missing_knob(SEED_KEY, why)
 
 
-def evaluation_home(run: RunLocation) -> tuple[Path, str]:
-    """Where `evaluate` writes its spec and the storage folder its results go to (the run's).
-    The spec goes beside the spec file `run` was run from, so its trainable modules resolve as
-    they did, where that file is still there as it was run (its text the run's copy); else in
-    the working directory: run.json names that file, and a run folder received from someone
-    must not choose where the app writes."""
+def evaluation_home(run: RunLocation) -> tuple[Path, str, str | None]:
+    """Where `evaluate` writes its spec, the storage folder its results go to (the run's), and
+    why the spec is not beside the run's (None where it is). It goes beside the spec file `run`
+    was run from, so its trainable modules resolve as they did, where that file is still there
+    as it was run (its text the run's copy); else in the working directory: run.json names that
+    file, and a run folder received from someone must not choose where the app writes."""
     from tune_app.rundir.write import read_run_record
     from tune_app.spec.loading import DICT_SPEC
 
@@ -334,7 +334,13 @@ def evaluation_home(run: RunLocation) -> tuple[Path, str]:
             and spec_file.stat().st_size <= MAX_SPEC_BYTES
             and spec_file.read_text("utf-8", "replace") == run.spec.read_text("utf-8", "replace")
         ):
-            home = spec_file.parent
+            return spec_file.parent / f"{stem}-evaluate.yaml", run.parent, None
     except OSError:
         pass
-    return home / f"{stem}-evaluate.yaml", run.parent
+    why = (
+        f"written here: {spec_file} is not the spec as run (changed, or gone); modules beside "
+        "it are found when evaluate runs from its folder"
+        if spec_file.name != DICT_SPEC
+        else None
+    )
+    return home / f"{stem}-evaluate.yaml", run.parent, why

@@ -25,6 +25,7 @@ from tune_app import scoring
 from tune_app.errors import SpecError
 from tune_app.readback.analyze import cell
 from tune_app.rundir import budget, noise
+from tune_app.rundir.files import read_text
 from tune_app.rundir.location import RunLocation, name_of, parent_of
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.seeds import CONFIDENCE, Configuration
@@ -210,8 +211,8 @@ def _labels(wheres: list[str]) -> list[str]:
 def _spec_text(run: RunLocation) -> str | None:
     """The spec as run (what tells runs of one spec), or None where it cannot be read."""
     try:
-        return run.spec.read_text(encoding="utf-8")
-    except OSError:
+        return read_text(run.spec)
+    except (OSError, UnicodeDecodeError):
         return None
 
 
@@ -288,16 +289,7 @@ def staircase(exp: ExperimentResults, configs: list[Configuration]) -> tuple[Ste
     if configs:
         units = [(c.score, set(c.trial_ids)) for c in configs]
     else:
-        sign = -1.0 if exp.mode == "max" else 1.0
-        ranked = sorted(
-            exp.trials,
-            key=lambda t: (
-                t.score is None,
-                t.failure is not None,
-                sign * t.score if t.score is not None else 0.0,
-            ),
-        )
-        units = [(t.score, {t.trial_id}) for t in ranked]
+        units = [(t.score, {t.trial_id}) for t in exp.summary.ranked()]
     unit_of = {trial_id: i for i, (_, members) in enumerate(units) for trial_id in members}
     order = {trial_id: i for i, trial_id in enumerate(sorted(exp.history))}
     rows = sorted(

@@ -25,7 +25,7 @@ from tune_app.rundir import read
 from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import UNFINISHED
-from tune_app.rundir.storage import is_uri
+from tune_app.rundir.storage import is_uri, local_path
 
 DEFAULT_EVERY_S = 10
 MIN_EVERY_S = 2  # below this a page of many trials would be rewritten while the browser reads it
@@ -43,7 +43,7 @@ def page(folder: str, out: str | None, every: float | None = None) -> Path:
     # Named by the run read, which a folder of several runs chose (`RunLocation.open`).
     source = experiments[0].where if len(experiments) == 1 else str(folder)
     # Beside the results, or here when they are on cloud storage.
-    path = Path(out or ("." if is_uri(source) else source))
+    path = Path(out or ("." if is_uri(source) else local_path(source)))
     if path.is_dir():
         path /= "report.html"
     if every is None:

@@ -122,5 +122,8 @@ def local_store(uri: str) -> Path | None:
 
 def store_problem(uri: str) -> str | None:
     """Why a tool's local store named by `uri` cannot be written, or None (also for a server)."""
+    parsed = urlparse(uri)
+    if parsed.scheme.lower() in ("file", "local") and parsed.netloc not in ("", "localhost"):
+        return f"'{uri}' names the host '{parsed.netloc}': its path follows three slashes"
     folder = local_store(uri)
     return None if folder is None else folder_problem(folder)

@@ -63,6 +63,13 @@ def open_regular(path: Path, mode: str = "rb", **options: Any) -> IO[Any]:
     return open(fd, mode, **options)  # noqa: SIM115 - the caller closes it
 
 
+def read_text(path: Path, errors: str = "strict") -> str:
+    """The text of a run's file (UTF-8), read only where it is a regular file (`open_regular`);
+    UnicodeDecodeError (a ValueError) where it is no UTF-8 and `errors` is strict."""
+    with open_regular(path, "r", encoding="utf-8", errors=errors) as f:
+        return str(f.read())
+
+
 def read_json(path: Path) -> Any:
     """The JSON value of a run's file; OSError where it cannot be read (`open_regular`),
     ValueError where it is no JSON (not UTF-8, nested too deep for the parser)."""
@@ -87,10 +94,7 @@ def fresh_file(path: Path) -> io.FileIO:
 def fresh_folder(path: Path) -> None:
     """A new, empty folder at `path`, made by this call: whatever stood there (a folder a crash
     left, a link to a folder elsewhere) is removed first, never written into."""
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)
+    _remove(path)
     path.mkdir()
 
 
@@ -120,11 +124,19 @@ def replace_folder(staged: Path, path: Path) -> None:
     """Put the folder `staged` (written whole beside `path`) in the place of `path`, renamed: a
     reader sees the old folder or the new one, never half of either."""
     old = path.with_name(f".{path.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
+    _remove(old)
     if os.path.lexists(path):  # a link there is moved aside, not followed
         os.replace(path, old)
     os.replace(staged, path)
-    shutil.rmtree(old, ignore_errors=True)
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    """Remove what stands at `path`: a link or a file unlinked, a folder with what it holds."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @contextmanager

@@ -7,14 +7,13 @@ the run) and Tune's own state and trial folders. `analyze` reads them without im
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from tune_app.rundir.files import nofollow, read_rows
+from tune_app.rundir.files import nofollow, open_regular, read_rows, read_text
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -133,7 +132,7 @@ def read_newest_state(folder: Path) -> tuple[Path, dict[str, Any]] | None:
     if state is None:
         return None
     try:
-        data = json.loads(state.read_text(encoding="utf-8"))
+        data = json.loads(read_text(state))
     except (OSError, ValueError):
         return None
     return (state, data) if isinstance(data, dict) else None
@@ -148,7 +147,7 @@ def newest_trial_entries(folder: Path) -> Iterator[Any]:
     state = newest_state(folder)
     if state is None:
         return
-    with state.open(encoding="utf-8") as file:
+    with open_regular(state, "r", encoding="utf-8") as file:
         json_in = _JsonIn(file)
         if not json_in.take("{"):
             raise ValueError(f"{state.name} holds no JSON object")
@@ -178,7 +177,7 @@ class _JsonIn:
 
     CHUNK = 1 << 18
 
-    def __init__(self, file: io.TextIOBase) -> None:
+    def __init__(self, file: IO[str]) -> None:
         self.file, self.text, self.at = file, "", 0
 
     def _more(self) -> bool:

@@ -51,6 +51,12 @@ def pick(
     modes = [o.mode for o in objectives]
     ids = front(points, modes)
     names = [o.name for o in objectives]
+    if not ids:
+        raise SpecError(
+            "no trial is on the front: none has a value of every objective within the constraints",
+            path=where,
+            suggestion="see analyze for what each trial reported",
+        )
     if which in names:
         at = names.index(which)
         order = [at, *(i for i in range(len(names)) if i != at)]

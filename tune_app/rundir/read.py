@@ -21,7 +21,7 @@ from tune_app import failures, objectives, scoring
 from tune_app.config_keys import restore_private_keys
 from tune_app.errors import error_line
 from tune_app.failures import Failure
-from tune_app.rundir.files import read_json
+from tune_app.rundir.files import read_json, read_text
 from tune_app.rundir.layout import (
     CLONES_FILE,
     ERROR_FILE,
@@ -395,7 +395,7 @@ def _failure(trial_folder: Path | None, status: str) -> Failure | None:
     error_file = trial_folder / ERROR_FILE if trial_folder else None
     if error_file is not None and error_file.exists():
         try:
-            return failures.from_text(error_file.read_text(encoding="utf-8", errors="replace"))
+            return failures.from_text(read_text(error_file, errors="replace"))
         except OSError:
             pass
     return Failure("unknown error", "no error.txt was left")

@@ -64,7 +64,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "float": (int, float),
     "dict": (dict,),
     "list": (list,),
-    "tuple": (list,),
+    "tuple": (list, tuple),
 }
 
 
@@ -72,7 +72,7 @@ def _typed(annotation: Any, value: Any) -> bool:
     """Whether `value` (from JSON) fits a field annotated `annotation` (a string here)."""
     text = str(annotation)
     if value is None:
-        return "None" in text
+        return text.replace(" ", "").endswith("|None")  # the field's own union, not an item's
     kinds = _JSON_TYPES.get(text.split(" |")[0].split("[")[0].strip())
     if kinds is None:
         return True  # a type of the app's own (Objective, Limit): read by its own from_json

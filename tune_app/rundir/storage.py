@@ -63,12 +63,27 @@ def is_uri(path: str | Path) -> bool:
 
 
 def local_path(path: str | Path) -> str:
-    """`path` as a local path: a `file://` or `local://` URI's path, anything else as given."""
+    """`path` as a local path: a `file://` or `local://` URI's path, anything else as given (a
+    local URI naming a host too: `local_uri_problem` refuses it)."""
     text = str(path)
-    scheme, sep, rest = text.partition("://")
-    if sep and scheme.lower() in LOCAL_SCHEMES:
+    scheme, sep, _ = text.partition("://")
+    if sep and scheme.lower() in LOCAL_SCHEMES and local_uri_problem(text) is None:
         return unquote(urlparse(text).path) or "."
     return text
+
+
+def local_uri_problem(path: str | Path) -> str | None:
+    """Why a `file://` or `local://` URI names no local folder (`file://results` reads
+    `results` as a host, and its path as the disk's root), or None."""
+    text = str(path)
+    scheme, sep, _ = text.partition("://")
+    host = urlparse(text).netloc if sep and scheme.lower() in LOCAL_SCHEMES else ""
+    if host in ("", "localhost"):
+        return None
+    return (
+        f"'{text}' names the host '{host}': a {scheme}:// URI's path follows three slashes "
+        f"({scheme}:///absolute/path), or give the path itself"
+    )
 
 
 def staging_dir(uri: str) -> Path:

@@ -207,7 +207,7 @@ def find_module(module_name: str, search_path: tuple[str, ...], where: str) -> M
     forget_stale(module_name, search_path)
     with on_path(search_path):
         try:
-            found = spec_of(module_name)
+            found = spec_of(module_name, search_path)
         except (ImportError, ValueError) as err:
             found, why = None, str(err)
         else:

@@ -20,22 +20,28 @@ _STDLIB_DIRS = tuple(
 _INSTALLED_DIRS = ("site-packages", "dist-packages")
 
 
-def spec_of(module_name: str) -> ModuleSpec | None:
-    """`importlib.util.find_spec`, without importing the parent packages of a dotted name (it
-    does, and their `__init__` would run at validate: a package beside a spec could write
-    files or end the process with exit 0, a silent pass): each part is looked up in the folders
-    of the part before it."""
+def spec_of(module_name: str, folders: tuple[str, ...]) -> ModuleSpec | None:
+    """`importlib.util.find_spec`, without importing the parent packages of a dotted name that
+    lie in `folders` (the spec's, the working directory): find_spec imports them, and their
+    `__init__` would run at validate (a package beside a spec could write files, or end the
+    process with exit 0, a silent pass). There each part is looked up in the folders of the
+    part before it; a package elsewhere (installed, the standard library) is found as Python
+    finds it."""
     first, *rest = module_name.split(".")
     found = importlib.util.find_spec(first)  # a top-level name is found, not imported
-    if found is not None and rest and not is_user_origin(found.origin):
-        return importlib.util.find_spec(module_name)  # the standard library's: no user code
+    if found is None or not rest:
+        return found
+    origin = found.origin if found.has_location else None  # not "frozen" or "built-in"
+    places = [origin] if origin else list(found.submodule_search_locations or ())
+    if not any(is_local_origin(p, folders) for p in places):
+        return importlib.util.find_spec(module_name)
     for i in range(1, len(rest) + 1):
         if found is None or found.submodule_search_locations is None:
             return None
         name = ".".join([first, *rest[:i]])
-        found = importlib.machinery.PathFinder.find_spec(
-            name, list(found.submodule_search_locations)
-        )
+        parent = sys.modules.get(name.rpartition(".")[0])  # imported already: its own path
+        where = getattr(parent, "__path__", None) or found.submodule_search_locations
+        found = importlib.machinery.PathFinder.find_spec(name, list(where))
     return found
 
 

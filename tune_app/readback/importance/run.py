@@ -151,11 +151,12 @@ def spec_domains(exp: ExperimentResults) -> Mapping[str, Domain]:
     """Each searched path of `exp` -> its domain in the spec as run; {} where the run folder's
     copy of the spec cannot be read or names no experiment of this name."""
     from tune_app.errors import SpecError
+    from tune_app.rundir.files import read_text
     from tune_app.spec.resolve import loads
 
     path = exp.run.spec
     try:
-        spec = loads(path.read_text(encoding="utf-8"), path)
+        spec = loads(read_text(path), path)
     except (OSError, UnicodeDecodeError, SpecError):
         return {}
     for e in spec.experiments:
