@@ -16,13 +16,12 @@ from tune_app.errors import SpecError
 from tune_app.plan.make import make_plan
 from tune_app.plan.types import Plan
 from tune_app.resources import Machine
-from tune_app.rundir.files import open_regular
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.records import RunRecord
 from tune_app.rundir.write import read_run_record
 from tune_app.saved_state import check_readable
 from tune_app.sources import changed_modules
-from tune_app.spec.loading import DICT_SPEC, MAX_SPEC_BYTES
+from tune_app.spec.loading import DICT_SPEC, spec_text
 from tune_app.spec.resolve import loads
 
 
@@ -44,7 +43,7 @@ def resume_plan(
             suggestion="resume one experiment folder at a time",
         )
     spec_file = Path(spec_files.pop())
-    as_run = _text(found[0].spec)
+    as_run = spec_text(found[0].spec)
     if as_run is None:
         raise SpecError(
             f"{found[0].where}: the spec as run ({found[0].spec.name}) cannot be read as a spec "
@@ -52,7 +51,7 @@ def resume_plan(
             suggestion="resume continues the spec a run kept; start a new run instead",
         )
     warnings = []
-    now = _text(spec_file) or ""  # run.json names it: anything else there reads as missing
+    now = spec_text(spec_file) or ""  # run.json names it: anything else there reads as missing
     # A spec given to tune_app.run as a mapping has no file to compare: it runs as it was run.
     if now != as_run and spec_file.name != DICT_SPEC:
         diff = "".join(
@@ -119,16 +118,3 @@ def _resumable_record(folder: RunLocation) -> RunRecord:
     # Before Ray starts: a state naming what this release lacks fails in Tune with a traceback.
     check_readable(folder, record)
     return record
-
-
-def _text(path: Path) -> str | None:
-    """The text of a spec file: a regular file of at most MAX_SPEC_BYTES, in UTF-8; None for
-    anything else (a run folder received from someone names the files it read)."""
-    try:
-        with open_regular(path) as f:
-            data = f.read(MAX_SPEC_BYTES + 1)
-        if len(data) > MAX_SPEC_BYTES:
-            return None
-        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text
-    except (OSError, UnicodeDecodeError):
-        return None

@@ -23,17 +23,16 @@ import yaml
 
 from tune_app import scoring
 from tune_app.command import APP
-from tune_app.errors import SpecError, error_line
+from tune_app.errors import SpecError
 from tune_app.readback import front
 from tune_app.rundir import noise
-from tune_app.rundir.files import open_regular
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.rundir.records import TrialOutcome
 from tune_app.seeds import MAX_SEEDS, SEED_KEY
 from tune_app.space import place_at
-from tune_app.spec.loading import MAX_SPEC_BYTES, read_yaml_text
+from tune_app.spec.loading import read_yaml_text, spec_text
 from tune_app.spec.resolve import parse
 
 Format = Literal["yaml", "json", "overrides", "checkpoint"]
@@ -130,14 +129,14 @@ def best_spec(
 
 def _spec_as_run(run: RunLocation) -> str:
     """The text of the spec a run kept (`spec.yaml`), which `best` writes its spec from."""
-    try:
-        with open_regular(run.spec, "r", encoding="utf-8") as f:
-            return str(f.read(MAX_SPEC_BYTES + 1))
-    except (OSError, UnicodeDecodeError) as err:
+    text = spec_text(run.spec)
+    if text is None:
         raise SpecError(
-            f"{run.where}: the spec as run ({run.spec.name}) cannot be read: {error_line(err)}",
+            f"{run.where}: the spec as run ({run.spec.name}) cannot be read as a spec file "
+            "(missing, not a regular file, too large or not UTF-8)",
             suggestion="best writes its spec from the copy a run keeps; analyze reads without it",
-        ) from None
+        )
+    return text
 
 
 def render(data: dict[str, Any], found: list[Best], fmt: Format) -> str:
@@ -327,20 +326,13 @@ def evaluation_home(run: RunLocation) -> tuple[Path, str, str | None]:
 
     spec_file = Path(read_run_record(run).spec_file or "spec")  # an older run.json: ./spec
     stem = spec_file.stem if spec_file.name != DICT_SPEC else "spec"
-    home = Path.cwd()
-    try:
-        if (
-            spec_file.is_file()  # a regular file: not a device, a folder or a pipe
-            and spec_file.stat().st_size <= MAX_SPEC_BYTES
-            and spec_file.read_text("utf-8", "replace") == run.spec.read_text("utf-8", "replace")
-        ):
-            return spec_file.parent / f"{stem}-evaluate.yaml", run.parent, None
-    except OSError:
-        pass
+    as_run = spec_text(run.spec)
+    if as_run is not None and spec_text(spec_file) == as_run:
+        return spec_file.parent / f"{stem}-evaluate.yaml", run.parent, None
     why = (
         f"written here: {spec_file} is not the spec as run (changed, or gone); modules beside "
         "it are found when evaluate runs from its folder"
         if spec_file.name != DICT_SPEC
         else None
     )
-    return home / f"{stem}-evaluate.yaml", run.parent, why
+    return Path.cwd() / f"{stem}-evaluate.yaml", run.parent, why

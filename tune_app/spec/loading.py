@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from tune_app.errors import SpecError, first_line
+from tune_app.rundir.files import open_regular
 
 DICT_SPEC = "<dict>"  # the file name a spec given as a mapping goes by (run.json, messages)
 
@@ -80,6 +81,20 @@ _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 MAX_SPEC_BYTES = 1_000_000
 MAX_NODES = 100_000
 MAX_DEPTH = 64
+
+
+def spec_text(path: Path) -> str | None:
+    """The text of a spec file where it is one: a regular file (not a pipe or a device) of at
+    most MAX_SPEC_BYTES, in UTF-8, its newlines as Python's text mode reads them; None for
+    anything else (a run folder received from someone names files that may be anything)."""
+    try:
+        with open_regular(path) as f:
+            data = f.read(MAX_SPEC_BYTES + 1)
+        if len(data) > MAX_SPEC_BYTES:
+            return None
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def read_yaml(path: Path) -> tuple[str, Any]:
