@@ -20,8 +20,8 @@ from tune_app.plan.smoke import shrink
 from tune_app.plan.types import ExperimentPlan, Plan
 from tune_app.registry import resolve
 from tune_app.resources import Machine
+from tune_app.rundir.allowed import local_uri_problem
 from tune_app.rundir.location import RunLocation
-from tune_app.rundir.storage import local_uri_problem
 from tune_app.seeds import SEED_KEY
 from tune_app.space import searched_paths
 from tune_app.spec.models import Mode

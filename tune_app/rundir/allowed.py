@@ -45,6 +45,10 @@ SYSTEM_FOLDERS = tuple(
 # The characters no file name a spec gives may hold: a separator would make a path of it.
 _SEPARATORS = ("/", "\\")
 
+# URI schemes of the local disk (pyarrow's filesystems take both): their path is a local folder,
+# checked as one (a system folder refused) and written as one.
+LOCAL_SCHEMES = ("file", "local")
+
 # What Tune and the app keep in each trial's folder (the rows of its results, its config, its
 # failures, its TensorBoard events, its checkpoints): a trial's output written in their place
 # would lose them, and the readers would read the output as them.
@@ -111,7 +115,7 @@ def local_store(uri: str) -> Path | None:
     scheme = parsed.scheme.lower()
     if scheme == "" or (len(scheme) == 1 and os.name == "nt"):
         return Path(uri)
-    if scheme in ("file", "local"):  # the local disk (pyarrow's `local://` too)
+    if scheme in LOCAL_SCHEMES:
         return Path(unquote(parsed.path) or ".")
     # sqlite:///relative.db, sqlite:////absolute.db, and through a driver: sqlite+pysqlite://
     if scheme.partition("+")[0] == "sqlite":
@@ -120,10 +124,24 @@ def local_store(uri: str) -> Path | None:
     return None
 
 
+def local_uri_problem(path: str | Path) -> str | None:
+    """Why a `file://` or `local://` URI names no local folder (`file://results` reads
+    `results` as a host, and its path as the disk's root), or None."""
+    text = str(path)
+    scheme, sep, _ = text.partition("://")
+    host = urlparse(text).netloc if sep and scheme.lower() in LOCAL_SCHEMES else ""
+    if host in ("", "localhost"):
+        return None
+    return (
+        f"'{text}' names the host '{host}': a {scheme}:// URI's path follows three slashes "
+        f"({scheme}:///absolute/path), or give the path itself"
+    )
+
+
 def store_problem(uri: str) -> str | None:
     """Why a tool's local store named by `uri` cannot be written, or None (also for a server)."""
-    parsed = urlparse(uri)
-    if parsed.scheme.lower() in ("file", "local") and parsed.netloc not in ("", "localhost"):
-        return f"'{uri}' names the host '{parsed.netloc}': its path follows three slashes"
+    problem = local_uri_problem(uri)
+    if problem is not None:
+        return problem
     folder = local_store(uri)
     return None if folder is None else folder_problem(folder)

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from tune_app.errors import SpecError
+from tune_app.rundir.allowed import LOCAL_SCHEMES, local_uri_problem
 from tune_app.rundir.finding import newest_of_each, not_run_why, run_number
 from tune_app.rundir.layout import (
     CLONES_FILE,
@@ -51,11 +52,6 @@ APP_FILES = (
 STAGING = "~/.cache/tune_app/staging"  # TUNE_APP_STAGING overrides
 
 
-# URI schemes of the local disk (pyarrow's filesystems take both): their path is a local folder,
-# checked as one (a system folder refused) and written as one.
-LOCAL_SCHEMES = ("file", "local")
-
-
 def is_uri(path: str | Path) -> bool:
     """A cloud URI (scheme://...), not a local path (`file://` and `local://` are local)."""
     scheme, sep, _ = str(path).partition("://")
@@ -70,20 +66,6 @@ def local_path(path: str | Path) -> str:
     if sep and scheme.lower() in LOCAL_SCHEMES and local_uri_problem(text) is None:
         return unquote(urlparse(text).path) or "."
     return text
-
-
-def local_uri_problem(path: str | Path) -> str | None:
-    """Why a `file://` or `local://` URI names no local folder (`file://results` reads
-    `results` as a host, and its path as the disk's root), or None."""
-    text = str(path)
-    scheme, sep, _ = text.partition("://")
-    host = urlparse(text).netloc if sep and scheme.lower() in LOCAL_SCHEMES else ""
-    if host in ("", "localhost"):
-        return None
-    return (
-        f"'{text}' names the host '{host}': a {scheme}:// URI's path follows three slashes "
-        f"({scheme}:///absolute/path), or give the path itself"
-    )
 
 
 def staging_dir(uri: str) -> Path:
