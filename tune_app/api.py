@@ -411,19 +411,21 @@ def best_checkpoint(folder: str | os.PathLike[str], pick: str | None = None) -> 
         )
     exp = found[0]
     several = front.several(exp.summary)
-    if several != (pick is not None):
+    if several and pick is None:
         objectives = ", ".join(o.name for o in exp.summary.objectives)
         raise SpecError(
             f"{exp.where}: experiment '{exp.name}' searched several objectives ({objectives}): "
-            "its answer is a Pareto front, not one best trial"
-            if several
-            else f"pick names a point of a Pareto front, and experiment '{exp.name}' optimised "
-            f"one metric ({exp.metric or 'none'})",
+            "its answer is a Pareto front, not one best trial",
             path="pick",
             suggestion="pass pick= an objective (the front's best on it) or a trial id of "
-            f"the front (`{APP} analyze {exp.where}` shows it)"
-            if several
-            else "leave pick out: the best trial is given",
+            f"the front (`{APP} analyze {exp.where}` shows it)",
+        )
+    if not several and pick is not None:
+        raise SpecError(
+            f"pick names a point of a Pareto front, and experiment '{exp.name}' optimised one "
+            f"metric ({exp.metric or 'none'})",
+            path="pick",
+            suggestion="leave pick out: the best trial is given",
         )
     chosen = front.chosen(exp.summary, pick) if pick is not None else [exp.best_trial]
     best = chosen[0] if chosen else None

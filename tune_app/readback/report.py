@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,7 +29,14 @@ from tune_app.readback.plots import front as front_plot
 from tune_app.readback.plots import parallel as plots_parallel
 from tune_app.readback.plots import timeline
 from tune_app.rundir import budget, noise, rungs
-from tune_app.rundir.files import for_the_user, fresh_file, fresh_folder, replace_folder, write_all
+from tune_app.rundir.files import (
+    for_the_user,
+    fresh_file,
+    fresh_folder,
+    remove,
+    replace_folder,
+    write_all,
+)
 from tune_app.rundir.location import name_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome, warm_start_line
@@ -191,10 +197,7 @@ def write(
                 replace_folder(staged, images)
             os.replace(page_tmp, out)
     finally:
-        if staged.is_symlink():
-            staged.unlink()
-        else:
-            shutil.rmtree(staged, ignore_errors=True)
+        remove(staged)
         page_tmp.unlink(missing_ok=True)
     return out
 

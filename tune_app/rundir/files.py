@@ -94,7 +94,7 @@ def fresh_file(path: Path) -> io.FileIO:
 def fresh_folder(path: Path) -> None:
     """A new, empty folder at `path`, made by this call: whatever stood there (a folder a crash
     left, a link to a folder elsewhere) is removed first, never written into."""
-    _remove(path)
+    remove(path)
     path.mkdir()
 
 
@@ -124,14 +124,14 @@ def replace_folder(staged: Path, path: Path) -> None:
     """Put the folder `staged` (written whole beside `path`) in the place of `path`, renamed: a
     reader sees the old folder or the new one, never half of either."""
     old = path.with_name(f".{path.name}.old")
-    _remove(old)
+    remove(old)
     if os.path.lexists(path):  # a link there is moved aside, not followed
         os.replace(path, old)
     os.replace(staged, path)
-    _remove(old)
+    remove(old)
 
 
-def _remove(path: Path) -> None:
+def remove(path: Path) -> None:
     """Remove what stands at `path`: a link or a file unlinked, a folder with what it holds."""
     if path.is_symlink() or path.is_file():
         path.unlink()
