@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,17 @@ def started(
         start_new_session=True,
         **popen,
     )
+
+
+def wait_for(
+    condition: Callable[[], object], proc: subprocess.Popen, seconds: float = 120, every=0.1
+) -> None:
+    """Wait until `condition()` holds; fail if `proc` ends first or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(every)
 
 
 def rows(folder: Path) -> list[tuple[str, int]]:

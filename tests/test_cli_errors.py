@@ -427,22 +427,6 @@ def test_a_missing_spec_says_where_it_was_looked_for(cli, tmp_path, monkeypatch)
     assert f"looked for {tmp_path / 'specs' / 'nope.yaml'} (relative to {tmp_path})" in result.err
 
 
-def test_validate_says_where_run_writes_when_the_results_folder_holds_a_run(
-    cli, write_spec, tmp_path
-):
-    spec_file = write_spec(GOOD)
-    earlier = tmp_path / "out" / "e"
-    earlier.mkdir(parents=True)
-    (earlier / "run.json").write_text("{}")
-    (earlier / "tuner.pkl").write_bytes(b"")
-    result = cli("validate", spec_file, "--storage-path", tmp_path / "out")
-    assert result.code == 0
-    assert f"e.storage_path: {earlier} already holds a run, kept: `run` writes {earlier}_2" in (
-        result.err
-    )
-    assert f"python -m tune_app resume {earlier}" in result.err
-
-
 def test_the_summary_table_fits_80_columns_without_cutting_trial_ids(write_spec, capsys):
     from tune_app import spec
     from tune_app.cli.console import print_summaries

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, free_port, results_of
-from tests.runs import with_nodes
+from tests.runs import started, with_nodes
 from tests.s3_server import keys, moto_s3, read
 from tests.test_tutorials import TUTORIALS, commands, shell_env
 
@@ -128,43 +128,22 @@ def _wait_for_nodes(address, count, procs, logs, timeout=90):
     pytest.fail("the Ray cluster never came up")
 
 
-def _tune_app(*args, cwd, **kw):
-    return subprocess.Popen(
-        [sys.executable, "-m", "tune_app", *map(str, args), "-q"],
-        cwd=cwd,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        **kw,
-    )
-
-
-@pytest.fixture
-def spec_dir(tmp_path):
-    with_nodes(tmp_path)
-    return tmp_path
-
-
-def test_trials_spread_over_the_cluster_nodes_with_shipped_modules(cluster, spec_dir):
-    spec = spec_dir / "spec.yaml"
+def test_trials_spread_over_the_cluster_nodes_with_shipped_modules(cluster, tmp_path):
     # The first trial waits for a second to start before its first step: the second cannot
     # start on the first's node (one CPU, held), nor take its actor (Tune reuses an actor a
     # trial has ended). Without it a node slow to start its actor saw every trial go to the
     # other (1 run in 4 on a busy machine).
-    spec.write_text(SPEC.format(steps=3, sleep=0.3, meet=spec_dir.parent / "meet"))
-    run = _tune_app(
-        "run", spec, "--storage-path", spec_dir / "out", "--address", cluster.address, cwd="/"
-    )
+    spec = with_nodes(tmp_path, SPEC.format(steps=3, sleep=0.3, meet=tmp_path.parent / "meet"))
+    args = ["--storage-path", tmp_path / "out", "--address", cluster.address]
+    run = started("run", spec, *args, cwd="/", env=_env())
     out, err = run.communicate(timeout=240)
     assert run.returncode == 0, err
-    rows = results_of(spec_dir / "out" / "spread")
+    rows = results_of(tmp_path / "out" / "spread")
     assert len({r["trial_id"] for r in rows}) == 4
     assert len({r["node"] for r in rows}) == 2  # both nodes ran trials
     # The workers imported the spec folder's modules from Ray's runtime env, not from the folder.
     origins = {r["helper"] for r in rows}
-    assert all("runtime_resources" in o and str(spec_dir) not in o for o in origins), origins
+    assert all("runtime_resources" in o and str(tmp_path) not in o for o in origins), origins
 
 
 # The tutorial's search at test size: 2 trials of at most 5 iterations. An iteration costs seconds

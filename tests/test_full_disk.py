@@ -10,7 +10,6 @@ import json
 import os
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ import pytest
 from tune_app.rundir.layout import newest_state
 
 from .conftest import ROOT
-from .runs import grid_spec, started, with_nodes
+from .runs import grid_spec, started, wait_for, with_nodes
 
 pytestmark = pytest.mark.e2e
 
@@ -76,11 +75,7 @@ def test_a_disk_filling_up_mid_run_stops_it_resumably_and_resume_finishes(small_
     folder = small_disk / "e"
     results = folder / "results.jsonl"
     proc = _tune_app("run", "spec.yaml", "--storage-path", small_disk, cwd=tmp_path)
-    deadline = time.monotonic() + 120
-    while not (results.exists() and results.read_text().count("\n") >= 2):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "no result came"
-        time.sleep(0.1)
+    wait_for(lambda: results.exists() and results.read_text().count("\n") >= 2, proc)
     _fill(small_disk)
     out, err = proc.communicate(timeout=180)
 

@@ -11,13 +11,12 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 import tune_app
 from tests.conftest import user_module
-from tests.runs import gcs_of, grid_spec, rows, started, with_nodes
+from tests.runs import gcs_of, grid_spec, rows, started, wait_for, with_nodes
 from tune_app import head
 from tune_app.errors import TuneFailure
 
@@ -32,11 +31,7 @@ def test_a_killed_gcs_ends_the_run_with_the_resume_command_and_resume_finishes(t
     proc = started("run", "spec.yaml", "--storage-path", "out", cwd=tmp_path, env=env, quiet=False)
     folder = tmp_path / "out" / "e"
     journal = folder / "finished.jsonl"  # a trial ended: one to check is not run again
-    deadline = time.monotonic() + 180
-    while not (journal.exists() and journal.read_text().strip()):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "no trial ended"
-        time.sleep(0.1)
+    wait_for(lambda: journal.exists() and journal.read_text().strip(), proc, seconds=180)
     gcs = gcs_of(proc.pid)
     assert gcs is not None, "no gcs_server among the run's children"
     os.kill(gcs, signal.SIGKILL)

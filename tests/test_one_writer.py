@@ -9,12 +9,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from tests.conftest import ROOT, results_of
-from tests.runs import grid_spec, with_nodes
+from tests.runs import grid_spec, wait_for, with_nodes
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import FolderBusy, hold
 
@@ -106,10 +105,7 @@ def test_two_runs_of_one_spec_never_merge_and_a_live_run_is_not_resumed(tmp_path
     command += ["--storage-path", str(tmp_path / "out")]
     first = subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.PIPE, text=True)
     folder = tmp_path / "out" / "e"
-    deadline = time.monotonic() + 120
-    while not (folder / "run.json").exists():
-        assert time.monotonic() < deadline and first.poll() is None
-        time.sleep(0.2)
+    wait_for((folder / "run.json").exists, first)
     resume = [sys.executable, "-m", "tune_app", "resume", str(folder), "-q"]
     again = subprocess.run(resume, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "still being run" in again.stderr, again.stderr

@@ -186,7 +186,8 @@ def test_run_and_validate_say_where_a_rerun_writes(cli, write_spec, tmp_path):
     assert f"results in {tmp_path / 'out' / 'e_2'}" in line and str(earlier) in line
     result = cli("validate", spec_file, "--storage-path", tmp_path / "out")
     assert result.code == 0
-    assert f"{earlier} already holds a run, kept: `run` writes {tmp_path / 'out' / 'e_2'}" in (
+    written = tmp_path / "out" / "e_2"
+    assert f"e.storage_path: {earlier} already holds a run, kept: `run` writes {written}" in (
         result.err
     )
     assert f"python -m tune_app resume {earlier}" in result.err

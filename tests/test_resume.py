@@ -16,7 +16,7 @@ import pytest
 from tune_app.rundir.layout import clone_key, decided_again
 
 from .conftest import user_module
-from .runs import grid_spec, started
+from .runs import grid_spec, started, wait_for
 
 
 def _rows(path):
@@ -30,16 +30,6 @@ def _by_trial(rows):
     for row in rows:
         out[row["trial_id"]].append(row)
     return out
-
-
-def _wait_for(predicate, proc, timeout=90, every=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(every)
-    pytest.fail("the run never got there")
 
 
 @pytest.fixture
@@ -79,7 +69,7 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
         return bool(ended()) and bool(going)
 
     proc = started("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
-    _wait_for(one_done_one_well_on, proc)
+    wait_for(one_done_one_well_on, proc)
     killed_at = time.time()
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -171,7 +161,7 @@ def test_ctrl_c_exits_130_with_a_resumable_state(steps_spec, tmp_path):
     spec_file = steps_spec(steps=30, sleep=0.2)
     results = tmp_path / "out" / "e" / "results.jsonl"
     proc = started("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
-    _wait_for(lambda: results.exists() and len(_rows(results)) >= 4, proc)
+    wait_for(lambda: results.exists() and len(_rows(results)) >= 4, proc)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -338,7 +328,7 @@ def test_a_search_killed_mid_way_resumes_to_the_end_under_every_scheduler(tmp_pa
         return 2 <= ended < trials
 
     proc = started("run", spec_file, "--storage-path", tmp_path / "out", cwd=tmp_path)
-    _wait_for(some_ended_some_not, proc)
+    wait_for(some_ended_some_not, proc)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     before = _by_trial(_rows(folder / "results.jsonl"))
@@ -385,7 +375,7 @@ def test_ctrl_c_with_two_experiments_prints_one_resume_command_for_both(tmp_path
     out = tmp_path / "out"
     proc = started("run", "spec.yaml", "--storage-path", out, cwd=tmp_path)
     both = [out / name / "results.jsonl" for name in "ab"]
-    _wait_for(lambda: all(p.exists() and len(_rows(p)) >= 2 for p in both), proc)
+    wait_for(lambda: all(p.exists() and len(_rows(p)) >= 2 for p in both), proc)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -452,7 +442,7 @@ def test_a_pbt_run_killed_twice_logs_each_iteration_and_clone_once(tmp_path):
 
     proc = started("run", "spec.yaml", "--storage-path", tmp_path / "out", cwd=tmp_path)
     # At once after the first exploit: Tune saves its state every second.
-    _wait_for(lambda: count(clones) >= 1, proc, every=0.02)
+    wait_for(lambda: count(clones) >= 1, proc, every=0.02)
     os.killpg(proc.pid, signal.SIGKILL)
     kills = [time.time()]
     proc.wait()
@@ -461,7 +451,7 @@ def test_a_pbt_run_killed_twice_logs_each_iteration_and_clone_once(tmp_path):
     proc = started("resume", folder, cwd=tmp_path)
     # Mid-iteration of the others, once a trial has ended (the four end within iterations of
     # one another: PBT takes turns with the two CPUs).
-    _wait_for(lambda: count(journal) >= 1, proc)
+    wait_for(lambda: count(journal) >= 1, proc)
     os.killpg(proc.pid, signal.SIGKILL)
     kills.append(time.time())
     proc.wait()

@@ -42,17 +42,10 @@ def _tune_app(env, staging, *args, cwd):
     return started(*args, cwd=cwd, env={**env, "TUNE_APP_STAGING": str(staging)})
 
 
-@pytest.fixture
-def spec_dir(tmp_path):
-    with_nodes(tmp_path)
-    return tmp_path
-
-
-def test_a_search_writes_to_s3_and_is_read_back_from_it(s3, spec_dir, tmp_path, monkeypatch):
-    spec = spec_dir / "spec.yaml"
-    spec.write_text(grid_spec(xs=(1, 2), steps=3, sleep=0.05))
+def test_a_search_writes_to_s3_and_is_read_back_from_it(s3, tmp_path, monkeypatch):
+    spec = with_nodes(tmp_path, grid_spec(xs=(1, 2), steps=3, sleep=0.05))
     uri = f"s3://{BUCKET}/first"
-    run = _tune_app(s3, tmp_path / "staging", "run", spec, "--storage-path", uri, cwd=spec_dir)
+    run = _tune_app(s3, tmp_path / "staging", "run", spec, "--storage-path", uri, cwd=tmp_path)
     _, err = run.communicate(timeout=180)
     assert run.returncode == 0, err
 
@@ -95,7 +88,7 @@ def test_a_search_writes_to_s3_and_is_read_back_from_it(s3, spec_dir, tmp_path, 
 
     # A second run writes beside the first, and the experiment's folder reads as the newest.
     spec.write_text(grid_spec(xs=(1, 2), steps=2, sleep=0.05))
-    again = _tune_app(s3, tmp_path / "staging", "run", spec, "--storage-path", uri, cwd=spec_dir)
+    again = _tune_app(s3, tmp_path / "staging", "run", spec, "--storage-path", uri, cwd=tmp_path)
     out, err = again.communicate(timeout=120)
     assert again.returncode == 0 and f"results: {uri}/e_2" in out, err
     assert json.loads(_read(s3, "first/e/summary.json"))["counts"] == {"TERMINATED": 2}

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.runs import gcs_of, grid_spec, rows, started, with_nodes
+from tests.runs import gcs_of, grid_spec, rows, started, wait_for, with_nodes
 from tune_app import interrupts
 
 CODES = [
@@ -52,14 +52,6 @@ def _last_line(err: str) -> str:
     return lines[-1]
 
 
-def _wait_for(condition, proc: subprocess.Popen, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-
-
 @pytest.mark.parametrize(
     ("sig", "code", "sigint_ignored"),
     [
@@ -79,7 +71,7 @@ def test_a_signal_while_trials_run_saves_the_state_and_resume_finishes(
         tmp_path, "run", "spec.yaml", "--storage-path", "out", sigint_ignored=sigint_ignored
     )
     results = folder / "results.jsonl"
-    _wait_for(lambda: results.exists() and len(results.read_text().splitlines()) >= 2, proc)
+    wait_for(lambda: results.exists() and len(results.read_text().splitlines()) >= 2, proc)
     os.killpg(proc.pid, sig)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err
@@ -131,7 +123,7 @@ def test_a_signal_before_the_trials_is_an_interruption(tmp_path, sig, code, mome
     assert proc.stdout is not None
     assert proc.stdout.readline().startswith("tune_app: starting")  # printed before Ray starts
     if moment == "ray-starting":
-        _wait_for(lambda: _ray_starting(proc), proc)
+        wait_for(lambda: _ray_starting(proc), proc)
     os.killpg(proc.pid, sig)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err
