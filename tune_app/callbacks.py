@@ -72,12 +72,6 @@ def located(experiment: str, folder: RunLocation) -> RunLocation:
     return _RESTORING.get(experiment, folder)
 
 
-def _as_written(config: Any) -> Any:
-    """A config as results.jsonl holds it (tuples as lists, NaN as null), so a config read back
-    from the file compares equal to the trial's own."""
-    return json.loads(json.dumps(jsonable(config), allow_nan=False))
-
-
 def _same(a: Any, b: Any) -> bool:
     """`a == b`, False where equality has no single answer (a numpy array in a config)."""
     try:
@@ -165,7 +159,7 @@ class JsonlResults(Callback):
         given = self._given.get(trial.trial_id)
         if trial.trial_id in self._seen and given is not None and _same(given, trial.config):
             return False
-        config = _as_written(trial.config)
+        config = jsonable(trial.config)  # as results.jsonl holds it: tuples as lists, NaN null
         if trial.trial_id in self._seen and self._configs.get(trial.trial_id) == config:
             if given is None:  # the first result after a resume: the file's config, as given
                 self._given[trial.trial_id] = copy.deepcopy(trial.config)

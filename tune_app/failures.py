@@ -278,7 +278,7 @@ class TrialFiles:
         when under it; not `whole`, the trial's folder alone (the run's first line says where
         the run folder is)."""
         names = ", ".join(self.files)
-        return f"; {names} in {_near(f'{self.parent}/{self.name}') if whole else self.name}"
+        return f"; {names} in {near(f'{self.parent}/{self.name}') if whole else self.name}"
 
 
 def failure_line(trial: str, failure: Failure | None, params: str, files: TrialFiles | None) -> str:
@@ -307,7 +307,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
 
 
-def _near(path: str) -> str:
+def near(path: str) -> str:
     """`path` relative to the working directory when under it (a URI stays whole)."""
     here = os.getcwd().rstrip(os.sep) + os.sep
     return path[len(here) :] if path.startswith(here) else path

@@ -38,7 +38,7 @@ from tune_app.readback.analyze import FORMATS
 if TYPE_CHECKING:
     from tune_app.api import RunResult
 
-EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130  # bad input exits with its error's code, 2
+EXIT_OK, EXIT_FAILED = 0, 1  # bad input exits with its error's code, 2; Ctrl-C 130
 SHOW_TRACEBACKS = "show tracebacks of errors"
 
 

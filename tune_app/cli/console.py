@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterable
@@ -303,7 +302,7 @@ def same_failures_line(ep: Any, summary: RunSummary) -> str | None:
     the trainable's set-up, which `callbacks.SameFailures` ends the search for): the error, where
     in the user's code, and what to do; None for any other run, or one whose `expect` allows
     that many errors."""
-    from tune_app.failures import same_before_results
+    from tune_app.failures import near, same_before_results
 
     found = None if summary.interrupted else same_before_results(summary.trials)
     allowed = ep.experiment.expect.max_errored_trials
@@ -315,9 +314,7 @@ def same_failures_line(ep: Any, summary: RunSummary) -> str | None:
     left = len(summary.trials) - failed
     ended = f", so the search ended ({left} never ran)" if left else ""
     error = next((t for t in summary.trials if t.cause and t.folder), None)
-    here = os.getcwd().rstrip(os.sep) + os.sep
-    run = ep.location[len(here) :] if ep.location.startswith(here) else ep.location
-    where = f"{run}/{error.folder}/error.txt" if error else "its error.txt"
+    where = f"{near(ep.location)}/{error.folder}/error.txt" if error else "its error.txt"
     return (
         f"[{summary.experiment}] {counted(failed, 'trial')} failed alike before any trial "
         f"reported{ended}: {clip(first, 120)}{at}; fix that and run again (traceback in "

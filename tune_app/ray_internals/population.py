@@ -64,7 +64,7 @@ class RecordsClones(PopulationBasedTraining):
             "from_values": {k: donor.get(k) for k in self.mutated},
             "logged_at": time.time(),  # results.jsonl rows after it ran with the new config
         }
-        _record(path, _as_written(event))
+        _record(path, jsonable(event))
 
     def _clones(self) -> Path | None:
         """The clone log; None without a run folder (a scheduler built outside a run)."""
@@ -116,11 +116,6 @@ def _rewrite(path: Path, events: list[dict[str, Any]]) -> None:
     write_text(path, "".join(json.dumps(e, allow_nan=False) + "\n" for e in events))
 
 
-def _as_written(value: dict[str, Any]) -> dict[str, Any]:
-    """`value` as clones.jsonl holds it (strict JSON: tuples as lists, NaN as null)."""
-    return dict(json.loads(json.dumps(jsonable(value), allow_nan=False)))
-
-
 def _iteration(state: Any, trial: Trial) -> int:
     """The training iteration of the result PBT judged `trial` by."""
     result = getattr(state, "last_result", None) or trial.last_result or {}
@@ -164,7 +159,7 @@ class AppPBT(NumbersOnly):
             # (Re)started from a checkpoint: a resume restores the trial as Tune last saved it,
             # and an exploit logged after that (the driver killed before the next save) is
             # gone from its timeline; PBT may decide it again, from this result on.
-            _forget_unkept(path, trial.trial_id, _as_written(trial.config))
+            _forget_unkept(path, trial.trial_id, jsonable(trial.config))
         return super().on_trial_result(tune_controller, trial, result)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tune_app.config_keys import PRIVATE_KEYS
-from tune_app.errors import SpecError
+from tune_app.errors import SpecError, error_line
 from tune_app.rllib.algorithm import algorithm_class
 from tune_app.rllib.code import without_code
 from tune_app.rllib.handlers import ObservationConnectors
@@ -39,12 +39,7 @@ def check_with_rllib(name: str, config: dict[str, Any]) -> tuple[dict[str, float
     try:
         request = algorithm_class(name).default_resource_request(to_rllib(without_code(point)))
     except (ValueError, TypeError, KeyError) as err:
-        raise SpecError(f"{name} refuses this config: {_first_line(err)}", path="config") from None
+        raise SpecError(f"{name} refuses this config: {error_line(err)}", path="config") from None
     return tuple(
         {k: float(v) for k, v in bundle.items() if v} or {"CPU": 0.0} for bundle in request.bundles
     )
-
-
-def _first_line(err: BaseException) -> str:
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    return lines[0] if lines else type(err).__name__

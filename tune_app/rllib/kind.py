@@ -9,7 +9,7 @@ RLlib YAMLs write it, and its late result groups (episodes, evaluation) expected
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tune_app.envs import EnvRef, resolve_env_grid
 from tune_app.errors import SpecError
@@ -43,11 +43,7 @@ class RLlibKind(KindDefaults):
 
     name = "rllib"
     describe = "RLlib algorithm"
-
-    @property
-    def default_metric(self) -> tuple[str | None, Literal["min", "max"] | None]:
-        return METRIC, "max"  # the return is maximised (tables.MODE)
-
+    default_metric = METRIC, "max"  # the return is maximised (tables.MODE)
     reuses_actors = False  # an algorithm cannot reset its env runners to a new config
     sizes_own_placement = True  # from its config (default_resource_request)
     reports_late = True

@@ -59,16 +59,6 @@ from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE
 from tune_app.space import value_at
 
-__all__ = [
-    "ERRORED",
-    "FINISHED",
-    "UNFINISHED",
-    "ExperimentResults",
-    "load",
-    "read_experiment",
-    "read_summary",
-]
-
 
 @dataclass(frozen=True)
 class TrialFiles:

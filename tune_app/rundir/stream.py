@@ -29,16 +29,6 @@ from tune_app import scoring
 from tune_app.errors import error_line
 from tune_app.rundir.files import open_regular
 
-__all__ = [
-    "CURVE_POINTS",
-    "Curve",
-    "ResultsFollower",
-    "TrialRows",
-    "numbers",
-    "read_jsonl",
-    "read_results",
-]
-
 CURVE_POINTS = 500  # whole results kept per trial for the plots (more: thinned to 250-500)
 ITERATION = "training_iteration"
 _SKIPPED = ("config", "trial_id")  # never numbers of a result
