@@ -304,18 +304,22 @@ def test_schema_covers_both_forms_and_the_shorthands():
     assert {"anyOf"} <= set(schema) or "oneOf" in schema
 
 
-def test_yaml_python_tags_are_refused(tmp_path):
-    path = tmp_path / "evil.yaml"
-    path.write_text("e:\n  run: !!python/object/apply:os.system ['echo hacked']\n")
-    with pytest.raises(SpecError, match="unsupported YAML tag"):
-        spec.load(path)
-
-
-def test_duplicate_keys_are_refused(tmp_path):
-    path = tmp_path / "dup.yaml"
-    path.write_text("e:\n  run: my_func\n  run: other\n")
-    with pytest.raises(SpecError, match="duplicate key 'run' at line 3"):
-        spec.load(path)
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("e:\n  run: !!python/object/apply:os.system ['echo hacked']\n", "unsupported YAML tag"),
+        ("e:\n  run: my_func\n  run: other\n", "duplicate key 'run' at line 3"),
+        (
+            "e:\n  run: my_func\n  config:\n    x: {{grid_search: [1]}}\n",
+            "a mapping or a list is used as a key at line 4",
+        ),
+        ("e:\n  config: {1: 2, true: 4}\n", "duplicate key 'true' at line 2, the same key as '1'"),
+    ],
+    ids=["python-tag", "duplicate-key", "mapping-as-key", "keys-equal-once-read"],
+)
+def test_yaml_that_is_not_a_plain_spec_is_a_spec_error(write_spec, text, message):
+    with pytest.raises(SpecError, match=message):
+        spec.load(write_spec(text))
 
 
 def test_yaml_merge_keys_share_settings_and_own_keys_override_them():
@@ -338,13 +342,6 @@ b:
     assert b.config["beta"] == 1 and b.config["alpha"] == Domain("grid_search", (1, 2))
     with pytest.raises(SpecError, match="duplicate key 'stop'"):
         spec.loads("a: &d {run: my_func}\nb:\n  <<: *d\n  stop: {x: 1}\n  stop: {x: 2}\n", "m.yaml")
-
-
-def test_a_mapping_as_a_key_is_a_spec_error_not_a_crash(tmp_path):
-    path = tmp_path / "braces.yaml"
-    path.write_text("e:\n  run: my_func\n  config:\n    x: {{grid_search: [1]}}\n")
-    with pytest.raises(SpecError, match="a mapping or a list is used as a key at line 4"):
-        spec.load(path)
 
 
 @pytest.mark.parametrize("path", sorted(SEARCH_SPACES.glob("*.yaml")), ids=lambda p: p.name)

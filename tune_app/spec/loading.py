@@ -24,7 +24,7 @@ class _Loader(yaml.SafeLoader):
     so only its own keys are checked for duplicates."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
+        seen: dict[Any, yaml.Node] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue  # SafeLoader's construct_mapping merges these
@@ -32,12 +32,14 @@ class _Loader(yaml.SafeLoader):
             if not isinstance(key, typing.Hashable):
                 continue  # PyYAML's own "unhashable key" error follows, naming the line
             if key in seen:
-                mark = key_node.start_mark
+                first, line = seen[key], key_node.start_mark.line + 1
+                # `1`, `1.0` and `true` are one key once read, as in Python
+                same = f", the same key as '{first.value}'" if first.value != key_node.value else ""
                 raise SpecError(
-                    f"duplicate key '{key}' at line {mark.line + 1}",
+                    f"duplicate key '{key_node.value}' at line {line}{same}",
                     suggestion="each key may appear once in a mapping",
                 )
-            seen.add(key)
+            seen[key] = key_node
         return super().construct_mapping(node, deep=deep)
 
 
