@@ -5,6 +5,7 @@ refusal: exit 2 at validate and at run, one line naming the key, nothing written
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -213,6 +214,26 @@ def test_a_local_uri_naming_a_host_is_refused(cli, write_spec, tmp_path):
     store = "trackers:\n  mlflow: {tracking_uri: 'file://mlruns'}\nexperiments:\n"
     out = tmp_path / "o"
     refused(cli("validate", write_spec(store + _indent(SPEC)), "--storage-path", out), "host")
+
+
+@pytest.mark.parametrize("blank", [" ", "\\t", "out/  /x"])
+def test_a_folder_named_with_blanks_only_is_refused(cli, write_spec, blank):
+    """`storage_path: " "` made a folder named " " in the working directory."""
+    spec_file = write_spec(f'storage_path: "{blank}"\nexperiments:\n' + _indent(SPEC))
+    refused(cli("validate", spec_file), "storage_path", "blanks only")
+
+
+def test_a_storage_that_cannot_be_opened_is_said_in_one_short_line(cli, write_spec, monkeypatch):
+    """pyarrow's error for hdfs:// without Java is 15,000 characters over many lines."""
+    import pyarrow.fs
+
+    def refuse(uri):
+        raise OSError("Unable to load libjvm\n" + "dlopen(/usr/lib/jvm/libjvm.so) failed\n" * 500)
+
+    monkeypatch.setattr(pyarrow.fs, "FileSystem", SimpleNamespace(from_uri=refuse))
+    spec_file = write_spec('storage_path: "hdfs://nn:8020/x"\nexperiments:\n' + _indent(SPEC))
+    line = refused(cli("validate", spec_file), "cannot open storage hdfs://nn:8020/x")
+    assert line.endswith(": Unable to load libjvm"), line
 
 
 def test_a_folder_named_with_a_nul_character_is_refused(cli, write_spec, tmp_path):

@@ -94,6 +94,8 @@ def folder_problem(folder: Path) -> str | None:
     a read-only folder or filesystem), or None. Checked before anything runs."""
     if "\0" in str(folder):
         return "holds a NUL character: no folder can be named so"
+    for blank in (part for part in folder.parts if not part.strip()):
+        return f"{str(folder)!r} holds a folder named {blank!r}, blanks only: give a visible name"
     folder = folder.expanduser()
     system = system_folder(folder)
     if system is not None:

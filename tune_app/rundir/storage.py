@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from tune_app.errors import SpecError
+from tune_app.errors import SpecError, error_line
 from tune_app.rundir.allowed import LOCAL_SCHEMES, local_uri_problem
 from tune_app.rundir.finding import newest_of_each, not_run_why, run_number
 from tune_app.rundir.layout import (
@@ -95,7 +95,7 @@ def _fs(uri: str) -> tuple[Any, str]:
     try:
         return pyarrow.fs.FileSystem.from_uri(uri.rstrip("/"))
     except (pyarrow.ArrowInvalid, OSError) as err:
-        raise SpecError(f"cannot open storage {uri}: {err}") from None
+        raise SpecError(f"cannot open storage {uri}: {error_line(err)}") from None
 
 
 def has_file(uri: str, name: str) -> bool:
