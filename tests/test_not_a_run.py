@@ -103,17 +103,10 @@ CASES = [
 
 
 @pytest.mark.parametrize(("make", "words"), CASES)
-def test_load_refuses_a_folder_that_holds_no_run(tmp_path, make, words):
-    folder = tmp_path / "f"
-    make(folder)
-    with pytest.raises(SpecError) as caught:
-        tune_app.load(folder)
-    assert words in str(caught.value) and "\n" not in str(caught.value)
-
-
-@pytest.mark.parametrize(("make", "words"), CASES)
 @pytest.mark.parametrize("command", ["analyze", "report", "best"])
-def test_every_reader_refuses_it_as_load_does(cli, tmp_path, make, words, command):
+def test_load_and_every_reader_refuse_a_folder_that_holds_no_run(
+    cli, tmp_path, make, words, command
+):
     folder = tmp_path / "f"
     make(folder)
     before = sorted(tmp_path.rglob("*"))
@@ -165,3 +158,13 @@ def test_a_run_whose_record_is_lost_says_what_still_reads_it(tmp_path, make):
     (folder / "run.json").write_text(said.split(record)[1].split(" (")[0])  # as it says
     frame = tune_app.load(folder)
     assert list(frame["trial_id"]) == ["a"]
+
+
+@pytest.mark.parametrize(
+    "command", ["analyze", "report", "best", "evaluate", "resume", "tensorboard"]
+)
+def test_an_empty_path_is_refused_not_read_as_the_working_directory(cli, tmp_path, command):
+    """`analyze "$RUN"` with RUN unset read the working directory's runs."""
+    refused(cli(command, " " if command == "best" else ""), "no run folder given")
+    with pytest.raises(SpecError, match="path is empty"):
+        tune_app.load("")

@@ -16,7 +16,6 @@ import sys
 import traceback
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tune_app import interrupts
@@ -216,7 +215,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_tensorboard(args: argparse.Namespace) -> int:
     from tune_app.tensorboard.server import serve
 
-    serve(Path(args.dir), host=args.host, port=args.port)  # until Ctrl-C
+    serve(args.dir, host=args.host, port=args.port)  # until Ctrl-C
     return EXIT_OK
 
 

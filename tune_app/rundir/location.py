@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tune_app.errors import SpecError
 from tune_app.rundir import allowed, finding, storage
 from tune_app.rundir.layout import (
     CLONES_FILE,
@@ -33,6 +34,14 @@ from tune_app.rundir.layout import (
 from tune_app.rundir.storage import is_uri, staging_dir
 
 SMOKE_FOLDER = "smoke"  # --smoke runs go to a folder of this name under the storage path
+
+
+def given(where: str | Path) -> str | Path:
+    """`where`, refused when empty (an unset shell variable), which Path reads as the working
+    directory."""
+    if not str(where).strip():
+        raise SpecError("no run folder given (the path is empty)")
+    return where
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,7 @@ class RunLocation:
         of each (every run with `every`). A path or a URI; cloud runs pulled into a copy to read
         (never their staging folders: those are the writer's, see `pull`). Where a name stood
         for several runs, one line on stderr says which was read and names the others."""
-        if is_uri(where):
+        if is_uri(given(where)):
             uris, others = storage.find_runs(
                 str(where),
                 every=every,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tune_app.errors import SpecError
-from tune_app.rundir.location import RunLocation
+from tune_app.rundir.location import RunLocation, given
 
 DEFAULT_PORT = 6006  # TensorBoard's own: a bookmark or a forwarded port keeps working
 
@@ -30,12 +30,12 @@ def pick_port(host: str, port: int | None, default: int = DEFAULT_PORT) -> tuple
     return default, None
 
 
-def serve(folder: Path, host: str = "127.0.0.1", port: int | None = None) -> None:
+def serve(folder: str | Path, host: str = "127.0.0.1", port: int | None = None) -> None:
     """Serve TensorBoard on a run's folder (or a storage folder of runs) until interrupted (Ctrl-C,
     or SIGTERM and SIGHUP, which the command line turns into Ctrl-C): on `port`, else on
     DEFAULT_PORT, or a free port when that is taken. A folder no run has written yet is served as
     well: TensorBoard finds each trial's folder as it starts."""
-    folder = folder.expanduser()
+    folder = Path(given(folder)).expanduser()
     if _not_written_yet(folder):  # served before the run: its trials show as they start
         runs: list[RunLocation] = []
         print(f"note: no run in {folder} yet; its trials show here as they start", file=sys.stderr)
