@@ -266,13 +266,13 @@ def test_a_torn_tail_is_cut_at_the_last_whole_line_read_from_the_end(tmp_path, w
 def test_the_app_writes_its_files_not_what_a_link_in_their_place_names(tmp_path):
     """A link left where the app writes a file (its temporary file, a file it appends to) is
     replaced or refused, never written through."""
-    from tune_app.rundir.files import append_line, write_text
+    from tune_app.rundir.files import append_line, new_file, write_text
 
     target = tmp_path / "elsewhere.txt"
     target.write_text("kept")
-    (tmp_path / "summary.json.tmp").symlink_to(target)
-    write_text(tmp_path / "summary.json", "{}\n")
-    assert (tmp_path / "summary.json").read_text() == "{}\n" and target.read_text() == "kept"
+    (tmp_path / "planted.tmp").symlink_to(target)
+    with pytest.raises(FileExistsError):  # a temporary file is made, never opened
+        new_file(tmp_path / "planted.tmp")
     (tmp_path / "results.jsonl").symlink_to(target)
     with pytest.raises(OSError):
         append_line(tmp_path / "results.jsonl", {"trial_id": "a"})
@@ -280,3 +280,23 @@ def test_the_app_writes_its_files_not_what_a_link_in_their_place_names(tmp_path)
     (tmp_path / "spec.yaml").symlink_to(target)  # the file itself a link: the link is replaced
     write_text(tmp_path / "spec.yaml", "e: {}\n")
     assert not (tmp_path / "spec.yaml").is_symlink() and target.read_text() == "kept"
+
+
+def test_writers_of_one_file_at_once_each_write_it_whole(tmp_path):
+    """Two reports of one run at once shared one temporary name: one removed the other's
+    temporary file (FileExistsError), or renamed it into place half-written."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tune_app.rundir.files import write_text
+
+    path = tmp_path / "report.html"
+    texts = [f"{i}" * 100_000 for i in range(8)]
+
+    def write(text):
+        for _ in range(20):
+            write_text(path, text)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, texts))  # raises what a writer raised
+    assert path.read_text() in texts
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]  # no temporary left

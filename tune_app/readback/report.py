@@ -31,10 +31,10 @@ from tune_app.readback.plots import timeline
 from tune_app.rundir import budget, noise, rungs
 from tune_app.rundir.files import (
     for_the_user,
-    fresh_file,
-    fresh_folder,
+    new_file,
     remove,
     replace_folder,
+    staged,
     write_all,
 )
 from tune_app.rundir.location import name_of
@@ -170,19 +170,18 @@ def write(
     (a full disk, a read-only folder) leaves the earlier page as it was and nothing
     half-written, and raises WriteError (exit 74)."""
     images = out.with_name(f"{out.stem}_files")
-    staged = out.with_name(f".{images.name}.tmp")
-    page_tmp = out.with_name(f".{out.name}.tmp")
+    figures_tmp, page_tmp = staged(images), staged(out)
     try:
         with for_the_user():
             out.parent.mkdir(parents=True, exist_ok=True)
-            fresh_folder(staged)  # made here: a link left in its place is not written into
+            figures_tmp.mkdir()
             sections = []
             for exp in experiments:
                 begin = importances.begun if importances else importance.begun
                 ranked = begin(exp, _log_axes(exp))  # beside the figures
                 figures = _figures(exp)
                 for figure in figures:
-                    (staged / figure.file).write_bytes(figure.png)
+                    (figures_tmp / figure.file).write_bytes(figure.png)
                 sections.append(_section(exp, figures, images.name, ranked))
             page = Page(
                 title=name_of(source),
@@ -191,13 +190,13 @@ def write(
                 sections=tuple(sections),
                 live=live,
             )
-            with fresh_file(page_tmp) as f:
+            with new_file(page_tmp) as f:
                 write_all(f, render(page).encode("utf-8"))
-            if any(staged.iterdir()):  # the figures first: the page names them
-                replace_folder(staged, images)
+            if any(figures_tmp.iterdir()):  # the figures first: the page names them
+                replace_folder(figures_tmp, images)
             os.replace(page_tmp, out)
     finally:
-        remove(staged)
+        remove(figures_tmp)
         page_tmp.unlink(missing_ok=True)
     return out
 

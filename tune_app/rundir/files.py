@@ -11,6 +11,7 @@ import io
 import json
 import math
 import os
+import secrets
 import shutil
 import stat
 from collections.abc import Iterator
@@ -81,21 +82,16 @@ def read_json(path: Path) -> Any:
         raise ValueError("JSON nested too deep") from None
 
 
-def fresh_file(path: Path) -> io.FileIO:
-    """A new file at `path`, created by this call and open for writing (unbuffered): whatever
-    stood there (a temporary file a crash left, a link) is removed first, never written through."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+def staged(path: Path) -> Path:
+    """A hidden temporary name beside `path` that no other writer takes (two reports of one run
+    at once) and no file received in the folder holds: made by this writer with `new_file` or
+    `mkdir`, which refuse to open what stands there (a link planted in the folder)."""
+    return path.with_name(f".{path.name[:200]}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def new_file(path: Path) -> io.FileIO:
+    """A file made at `path` by this call, open for writing (unbuffered)."""
     return open(path, "xb", buffering=0, opener=nofollow)  # noqa: SIM115 - the caller closes it
-
-
-def fresh_folder(path: Path) -> None:
-    """A new, empty folder at `path`, made by this call: whatever stood there (a folder a crash
-    left, a link to a folder elsewhere) is removed first, never written into."""
-    remove(path)
-    path.mkdir()
 
 
 def open_append(path: Path) -> io.FileIO:
@@ -108,9 +104,9 @@ def write_text(path: Path, text: str) -> None:
     """Write a file atomically, through a temporary file beside it and a rename; a write that
     fails (a full disk) leaves the file as it was and no temporary file. A link at `path` is
     replaced by the file, not written through."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = staged(path)
     try:
-        with fresh_file(tmp) as f:
+        with new_file(tmp) as f:
             write_all(f, text.encode("utf-8"))
         os.replace(tmp, path)
     except BaseException as err:
@@ -120,14 +116,13 @@ def write_text(path: Path, text: str) -> None:
         raise
 
 
-def replace_folder(staged: Path, path: Path) -> None:
-    """Put the folder `staged` (written whole beside `path`) in the place of `path`, renamed: a
+def replace_folder(new: Path, path: Path) -> None:
+    """Put the folder `new` (written whole beside `path`) in the place of `path`, renamed: a
     reader sees the old folder or the new one, never half of either."""
-    old = path.with_name(f".{path.name}.old")
-    remove(old)
+    old = staged(path)
     if os.path.lexists(path):  # a link there is moved aside, not followed
         os.replace(path, old)
-    os.replace(staged, path)
+    os.replace(new, path)
     remove(old)
 
 
