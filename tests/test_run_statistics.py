@@ -15,7 +15,7 @@ import pytest
 
 from tune_app import seeds
 from tune_app.rundir import budget, noise, rungs
-from tune_app.rundir.records import ERRORED, FINISHED, RunSummary, TrialOutcome
+from tune_app.rundir.records import ERRORED, FINISHED, UNFINISHED, RunSummary, TrialOutcome
 
 
 def _trial(i: int, score: float | None, iterations: int = 10, **more: object) -> TrialOutcome:
@@ -119,15 +119,17 @@ def test_expected_best_holds_on_a_thousand_trials():
 
 def test_the_curve_uses_trials_or_configurations_and_says_which():
     trials = [_trial(i, float(i)) for i in range(6)] + [_trial(9, 99.0, status=ERRORED)]
-    found = budget.curve(RunSummary("e", "m", "max", 1.0, trials=trials))
-    assert found is not None and found.unit == "trials" and found.count == 6  # failed: out
+    cut = [_trial(7, 98.0, status=UNFINISHED)]  # an early score, not a final one
+    found = budget.curve(RunSummary("e", "m", "max", 1.0, trials=trials + cut))
+    assert found is not None and found.unit == "trials" and found.count == 6  # both out
     assert found.points[-1].mean == 5.0 and found.gain() == pytest.approx(5.0 - 85 / 20)
     text = budget.compact_text(found)
     assert text.startswith("expected best of n trials: 1: 2.5, 2: 3.66667")
     assert text.endswith("6 (this run): 5")
     seeded = [_trial(i, float(i), params={"x": i // 2, "seed": i % 2}) for i in range(6)]
+    seeded[5] = _trial(5, 5.0, params={"x": 2, "seed": 1}, status=UNFINISHED)
     by_config = budget.curve(RunSummary("e", "m", "max", 1.0, trials=seeded, seeds=[0, 1]))
-    assert by_config is not None and by_config.unit == "configurations" and by_config.count == 3
+    assert by_config is not None and by_config.unit == "configurations" and by_config.count == 2
     assert budget.curve(RunSummary("e", "m", "max", 1.0, trials=trials[:1])) is None
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tune_app.rundir.records import ERRORED, RunSummary
+from tune_app.rundir.records import ERRORED, UNFINISHED, RunSummary
 
 COMPACT = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)  # n shown in a line
 # Up to this many trials the curve is at every n; beyond, at about as many n spaced evenly on a
@@ -96,15 +96,17 @@ def expected_best(scores: Sequence[float], mode: str | None) -> tuple[ExpectedBe
 
 
 def curve(summary: RunSummary) -> BudgetCurve | None:
-    """The run's curve: over its scored trials that did not fail, or with seeds over its
-    configurations' aggregates (a configuration is what a search of n draws); None under 2."""
-    configs = summary.configurations()
+    """The run's curve: over its scored trials that ended and did not fail, or with seeds over
+    its configurations' aggregates (a configuration is what a search of n draws); None under 2.
+    A trial an interruption left unfinished is out: its score is an early one, not its final."""
+    out = {t.trial_id for t in summary.trials if t.status in (ERRORED, UNFINISHED)}
     if summary.seeds:
         unit = "configurations"
-        scores = [c.score for c in configs if c.score is not None]
+        configs = summary.configurations()
+        scores = [c.score for c in configs if c.score is not None and not out & set(c.trial_ids)]
     else:
         unit = "trials"
-        scores = [t.score for t in summary.trials if t.score is not None and t.status != ERRORED]
+        scores = [t.score for t in summary.trials if t.score is not None and t.trial_id not in out]
     if len(scores) < 2:
         return None
     return BudgetCurve(unit, expected_best(scores, summary.mode))
