@@ -195,7 +195,7 @@ def test_the_finished_journal_corrects_tune_stale_saved_statuses(tmp_path):
         + "\n"
     )
     assert sorted(mark_finished_trials(tmp_path)) == ["a", "b"]
-    assert {t: status for t, (status, _) in saved_trials(tmp_path).items()} == {
+    assert {t: saved.status for t, saved in saved_trials(tmp_path).items()} == {
         "a": "TERMINATED",
         "b": "ERROR",
         "c": "RUNNING",  # not journaled: still unfinished, a resume runs it
@@ -278,7 +278,7 @@ def test_a_trials_failures_are_what_tune_counted_when_the_journal_saw_it_end(tmp
         + "\n"
         + '{"trial_id": "c", "status": "ERROR", "fail'
     )
-    assert {t: n for t, (_, n) in saved_trials(tmp_path).items()} == {"a": 2, "b": 2, "c": 1}
+    assert {t: s.failures for t, s in saved_trials(tmp_path).items()} == {"a": 2, "b": 2, "c": 1}
 
 
 SCHEDULED = """

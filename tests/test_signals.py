@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.runs import gcs_of, grid_spec, rows, started, wait_for, with_nodes
-from tune_app import interrupts
+from tune_app import api, interrupts
 
 CODES = [
     pytest.param(signal.SIGTERM, 143, id="SIGTERM"),
@@ -83,6 +83,10 @@ def test_a_signal_while_trials_run_saves_the_state_and_resume_finishes(
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["interrupted"] is True
     assert not (tmp_path / "out" / ".e.lock").exists()  # the folder's lock went with the run
+    # A trial still pending never reported: its config is the one Tune's saved state holds.
+    assert sorted(t["config"]["x"] for t in summary["trials"]) == [1, 2, 3]
+    (read,) = api.read(folder)
+    assert sorted(t.params["x"] for t in read.summary.trials) == [1, 2, 3]
     before = rows(folder)
     resumed = subprocess.run(
         [sys.executable, "-m", "tune_app", "resume", str(folder), "-q"],

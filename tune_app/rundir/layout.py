@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from tune_app.rundir.files import nofollow, open_regular, read_rows, read_text
 
@@ -221,12 +221,20 @@ class _JsonIn:
                 return value
 
 
-def saved_trials(folder: Path) -> dict[str, tuple[str, int]]:
-    """Trial id -> (status, failures so far) in Tune's newest saved experiment state; for a
-    trial the journal saw end, at least the failures Tune had counted then (its count is taken
-    after Tune handled the failure; the saved state is written on Tune's own schedule)."""
+class SavedTrial(NamedTuple):
+    """A trial as Tune's saved experiment state holds it."""
+
+    status: str
+    failures: int  # so far
+    config: dict[str, Any]  # as Tune keeps it; where no result holds it (a pending trial)
+
+
+def saved_trials(folder: Path) -> dict[str, SavedTrial]:
+    """Each trial in Tune's newest saved experiment state, by id; for a trial the journal saw
+    end, at least the failures Tune had counted then (its count is taken after Tune handled the
+    failure; the saved state is written on Tune's own schedule)."""
     counted = _journaled_failures(Path(folder) / FINISHED_FILE)
-    saved: dict[str, tuple[str, int]] = {}
+    saved: dict[str, SavedTrial] = {}
     try:
         # A trial at a time: parsed, each holds its metadata (its checkpoints, its last result),
         # several times its text.
@@ -234,7 +242,12 @@ def saved_trials(folder: Path) -> dict[str, tuple[str, int]]:
             t, m = json.loads(entry[0]), json.loads(entry[1])
             if isinstance(t, dict) and isinstance(m, dict) and "trial_id" in t:
                 failures = max(int(m.get("num_failures", 0) or 0), counted.get(t["trial_id"], 0))
-                saved[t["trial_id"]] = (str(t.get("status", "UNKNOWN")), failures)
+                config = t.get("config")
+                saved[t["trial_id"]] = SavedTrial(
+                    str(t.get("status", "UNKNOWN")),
+                    failures,
+                    config if isinstance(config, dict) else {},
+                )
     except (OSError, ValueError, TypeError, IndexError, KeyError):
         return {}
     return saved

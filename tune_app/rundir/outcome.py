@@ -51,7 +51,7 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
     # After Ctrl-C Tune marks every trial terminated in memory; its saved state says which were
     # still running or pending, and so does a resume.
     saved = saved_trials(ep.folder.local)
-    interrupted = any(status not in (FINISHED, ERRORED) for status, _ in saved.values())
+    interrupted = any(t.status not in (FINISHED, ERRORED) for t in saved.values())
     episodes = 0.0  # episodes any RLlib trial finished
     reporting = 0  # trials that reported at least one result
     lasts: dict[str, dict[str, Any]] = {}  # trial id -> its last result, flat
@@ -76,14 +76,16 @@ def summarize(ep: ExperimentPlan, grid: Any, wall_time_s: float) -> RunSummary:
         value = scoring.score(history, ep.experiment.scope, ep.mode) if ep.metric else None
         lasts[trial_id] = flat
         iterations = max(int(flat.get("training_iteration", 0) or 0), own_iterations)
-        status, retried = saved.get(trial_id, (FINISHED, 0))
+        status, retried, kept = saved.get(trial_id, (FINISHED, 0, {}))
         failure = None
         bad = diverged(flat, ep.ranked_by)
         if result.error is not None:
             failure = failures.from_exception(result.error)
         elif bad is not None:
             failure = failures.non_finite(bad[0], bad[1], iterations)
-        config = restore_private_keys(dict(result.config or {}))
+        # A trial with no result (pending, or failed before its first) has its config in
+        # Tune's saved state; a restored run's Result holds it only from the last result.
+        config = restore_private_keys(dict(result.config or kept))
         trials.append(
             TrialOutcome(
                 trial_id=trial_id,

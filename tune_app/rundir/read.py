@@ -246,6 +246,8 @@ def read_experiment(  # noqa: C901
         r["trial_id"]: r for r in read_jsonl(folder / FINISHED_FILE, problems) if "trial_id" in r
     }
     saved = saved_trials(folder)
+    for trial_id, kept in saved.items():  # pending, or failed before its first result
+        configs.setdefault(trial_id, restore_private_keys(kept.config))
     ended = {t.trial_id: t for t in written.trials} if written else {}
     for trial_id in [*journal, *saved, *ended]:  # trials that never reported still count
         results.setdefault(trial_id, TrialRows())
