@@ -300,3 +300,6 @@ def test_writers_of_one_file_at_once_each_write_it_whole(tmp_path):
         list(pool.map(write, texts))  # raises what a writer raised
     assert path.read_text() in texts
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]  # no temporary left
+    longest = tmp_path / ("é" * 125 + ".html")  # 255 bytes: its temporary name is cut to fit
+    write_text(longest, "x")
+    assert longest.read_text() == "x"

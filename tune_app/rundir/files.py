@@ -86,7 +86,8 @@ def staged(path: Path) -> Path:
     """A hidden temporary name beside `path` that no other writer takes (two reports of one run
     at once) and no file received in the folder holds: made by this writer with `new_file` or
     `mkdir`, which refuse to open what stands there (a link planted in the folder)."""
-    return path.with_name(f".{path.name[:200]}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    name = path.name.encode()[:200].decode(errors="ignore")  # within a name's 255 bytes
+    return path.with_name(f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
 
 
 def new_file(path: Path) -> io.FileIO:
