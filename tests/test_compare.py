@@ -176,6 +176,34 @@ def test_runs_of_one_spec_are_one_method_judged_by_each_runs_best(tmp_path):
     assert {r.method for r in found.runs[:2]} == {"p1/e + p2/e"}
 
 
+def test_runs_of_one_spec_that_repeat_one_search_are_said_to(tmp_path):
+    """Two runs of a spec with a fixed `seed` repeated one search: their bests, one score
+    counted twice (equal but for rounding), made the probability look sure."""
+    a1 = make_run(tmp_path / "p1" / "e", [({"x": 0.1}, [0.7720387725381155])], spec=SPEC)
+    a2 = make_run(tmp_path / "p2" / "e", [({"x": 0.1}, [0.7720387725381156])], spec=SPEC)
+    other = SPEC.replace("uniform", "loguniform").replace("[0, 1]", "[0.01, 1]")
+    b1 = make_run(tmp_path / "p3" / "e", [({"x": 0.1}, [0.50])], spec=other)
+    b2 = make_run(tmp_path / "p4" / "e", [({"x": 0.1}, [0.52])], spec=other)
+    text = tune_app.compare(a1, a2, b1, b2).table()
+    assert "p1/e + p2/e: 1 of its 2 runs' bests repeat another's exactly" in text
+    assert "note: p3/e + p4/e" not in text  # runs apart
+
+
+def test_a_run_that_stopped_short_is_marked_apart_from_one_that_finished(tmp_path):
+    done = make_run(tmp_path / "done", [({"x": 0.1}, [1.0])])
+    cut = make_run(
+        tmp_path / "cut", [({"x": 0.1}, [2.0]), ({"x": 0.2}, [3.0]), ({"x": 0.3}, [1.0])]
+    )
+    summary = json.loads((cut / "summary.json").read_text())
+    (cut / "summary.json").write_text(json.dumps({**summary, "interrupted": True}))
+    text = tune_app.compare(done, cut).table()
+    assert "  *: the run had ended by then; its final best" in text  # done, beyond 1 trial
+    assert "  +: the run stopped by then, not finished" not in text  # cut ran the most
+    assert "not finished (interrupted or still running): cut" in text
+    text = tune_app.compare(cut, make_run(tmp_path / "more", [({"x": 0.1}, [1.0])] * 5)).table()
+    assert "  +: the run stopped by then, not finished (interrupted or still running)" in text
+
+
 @pytest.mark.parametrize(
     ("second", "words"),
     [

@@ -392,6 +392,17 @@ def _notes(exps: list[ExperimentResults], labels: list[str], methods: list[Metho
     unfinished = [lab for lab, e in zip(labels, exps, strict=True) if not e.finished]
     if unfinished:
         notes.append(f"not finished (interrupted or still running): {', '.join(unfinished)}")
+    for m in methods:  # one spec, one searcher seed, a deterministic trainable: one search
+        repeats = sum(
+            any(math.isclose(x, y, rel_tol=1e-9) for y in m.scores[:i])
+            for i, x in enumerate(m.scores)
+        )
+        if len(m.runs) > 1 and repeats:
+            notes.append(
+                f"{m.label}: {repeats} of its {len(m.runs)} runs' bests repeat another's exactly, "
+                "as runs of one spec with a fixed `seed` do: they count as one search more than "
+                "once, so its probabilities are surer than the evidence (vary `seed` between runs)"
+            )
     alone = [m.label for m in methods if len(m.scores) < MIN_SCORES]
     if alone:
         notes.append(
@@ -431,7 +442,7 @@ def render(c: Comparison) -> str:
         rows = [
             (
                 r.label,
-                *(cell(r.best_at(axis, x)) + "*" * r.ended_by(axis, x) for x in points),
+                *(cell(r.best_at(axis, x)) + _mark(r) * r.ended_by(axis, x) for x in points),
                 f"{cell(r.curve[-1].best)} at {_x(axis, r.curve[-1].at(axis) or 0)}"
                 if r.curve
                 else "-",
@@ -439,8 +450,9 @@ def render(c: Comparison) -> str:
             for r in c.runs
         ]
         out += _columns(head, rows)
-        if any(r.ended_by(axis, x) for r in c.runs for x in points):
-            out.append("  *: the run had ended by then; its final best")
+        for mark, words in (("*", "the run had ended by then; its final best"), ("+", STOPPED)):
+            if any(_mark(r) == mark and r.ended_by(axis, x) for r in c.runs for x in points):
+                out.append(f"  {mark}: {words}")
     if c.improvements:
         out += [
             "",
@@ -471,6 +483,14 @@ def _points(runs: Sequence[ComparedRun], axis: str) -> list[float]:
     if axis == "iterations":
         return sorted({float(round(x)) for x in shares if x >= 1})
     return sorted({x for x in shares if x > 0})
+
+
+STOPPED = "the run stopped by then, not finished (interrupted or still running); its best so far"
+
+
+def _mark(run: ComparedRun) -> str:
+    """What marks a run's best beyond its end: * a finished run's, + one that stopped short."""
+    return "*" if run.finished else "+"
 
 
 def _x(axis: str, x: float) -> str:
