@@ -31,6 +31,7 @@ def earlier_run(
     mode: str | None = "max",
     searched: tuple[str, ...] = ("x",),
     statuses: dict[str, str] | None = None,
+    seeds: list[int] | None = None,
 ) -> Path:
     """A run folder as a finished run leaves it (run.json, summary.json), of trials (id, config,
     last value of the metric); `statuses` gives some another status than finished."""
@@ -49,7 +50,9 @@ def earlier_run(
         )
         for t, config, value in trials
     ]
-    summary = RunSummary(experiment="e", metric=metric, mode=mode, wall_time_s=1, trials=outcomes)
+    summary = RunSummary(
+        experiment="e", metric=metric, mode=mode, wall_time_s=1, trials=outcomes, seeds=seeds or []
+    )
     write_json(loc.summary, summary.to_json())
     return folder
 
@@ -125,6 +128,26 @@ def test_with_seeds_a_configuration_is_told_its_seeds_aggregate(planned, tmp_pat
         2: 4.0,
     }
     assert ep.warm.runs[0].trials == 4
+
+
+def test_a_seeded_run_hands_its_configurations_to_a_run_without_seeds(planned, tmp_path):
+    """One lucky seed made its configuration look best, where the earlier run ranked it by the
+    mean of its seeds."""
+    trials = [("a_00000", {"x": 1, "seed": 0}, 9.0), ("a_00001", {"x": 1, "seed": 1}, -5.0)]
+    trials += [("a_00002", {"x": 2, "seed": 0}, 4.0), ("a_00003", {"x": 2, "seed": 1}, 4.0)]
+    run = earlier_run(tmp_path / "old", trials, searched=("x", "seed"), seeds=[0, 1])
+    ep = planned(spec_text("random", "      x: {randint: [0, 5]}", [run], "    num_samples: 1"))
+    assert ep.warm is not None and ep.warm.points == ({"x": 2},)  # mean 4 beats 2
+    assert ep.warm.runs[0].trials == 4
+
+
+def test_the_run_read_is_recorded_not_the_name_given(planned, tmp_path):
+    """`results/e` named where a later run `results/e_2` stood beside it: the run read is e_2."""
+    first = earlier_run(tmp_path / "results" / "e", [("a_00000", {"x": 1.0}, 1.0)])
+    later = earlier_run(tmp_path / "results" / "e_2", [("b_00000", {"x": 2.0}, 2.0)])
+    ep = planned(spec_text("optuna", "      x: {uniform: [0, 10]}", [first]))
+    assert ep.warm is not None and ep.warm.runs == (WarmStartRecord(str(later), 1, "evaluated"),)
+    assert ep.warm.points == ({"x": 2.0},)
 
 
 def test_random_search_runs_the_best_earlier_configurations_first(planned, tmp_path):

@@ -4,8 +4,10 @@ grid points left to run.
 
 A trial handed over is a finished one (not failed, not unfinished); its score is its metric's
 last value, what a searcher is told of a trial in a run (`ray_internals.sparse.LatestMetric`).
-With seeds, a configuration's trials are one configuration, scored by the experiment's
-`aggregate` of their scores, as `SeedRepeater` tells a searcher its seeds.
+With seeds (this run's or an earlier run's), a configuration's trials are one configuration,
+scored by the `aggregate` of their scores (this experiment's, else the earlier run's), as
+`SeedRepeater` tells a searcher its seeds. A run is recorded as the run read (`results/e_2`
+where `results/e` was named and a later run stood beside it), not as the name given.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def read_warm_start(
             errors.errors += _outside(results, exp.config, domains, f"{where}[{i}]")
             read.append((named, results))
     errors.raise_any()
-    finished = [(n, [t for t in r.trials if t.status == FINISHED]) for n, r in read]
+    finished = [(r, [t for t in r.trials if t.status == FINISHED]) for _, r in read]
     if how == "grid":
         return _grid(exp, finished, where)
     return _configurations(exp, how, finished, mode, list(domains))
@@ -248,25 +250,27 @@ def _trial_outside(
 def _configurations(
     exp: Experiment,
     how: str,
-    finished: list[tuple[str, list[TrialOutcome]]],
+    finished: list[tuple[ExperimentResults, list[TrialOutcome]]],
     mode: str | None,
     paths: list[str],
 ) -> WarmStart:
     """Each earlier configuration with its score (its seeds' aggregate, with seeds); for `first`
     the best first (where ranked), as many as the run's samples."""
-    groups: dict[str, tuple[dict[str, Any], list[float]]] = {}
+    groups: dict[str, tuple[dict[str, Any], list[float], str]] = {}
     runs = []
-    for named, trials in finished:
+    for earlier, trials in finished:
+        seeded = bool(exp.seeds or earlier.summary.seeds)
+        how_many = exp.aggregate if exp.seeds else earlier.summary.aggregate
         used = 0
         for trial in trials:
             if trial.last is None or not math.isfinite(trial.last):
                 continue  # told nothing, or a failed score: not handed over
             values = {p: value_at(trial.config, p) for p in paths}
-            key = repr(sorted(values.items())) if exp.seeds else f"{named}/{trial.trial_id}"
-            groups.setdefault(key, (values, []))[1].append(trial.last)
+            key = repr(sorted(values.items())) if seeded else f"{earlier.where}/{trial.trial_id}"
+            groups.setdefault(key, (values, [], how_many))[1].append(trial.last)
             used += 1
-        runs.append(WarmStartRecord(named, used, how))
-    scored = [(values, aggregate(scores, exp.aggregate)) for values, scores in groups.values()]
+        runs.append(WarmStartRecord(earlier.where, used, how))
+    scored = [(values, aggregate(scores, by)) for values, scores, by in groups.values()]
     pairs = [(v, s) for v, s in scored if s is not None]
     if how == "first":
         if mode is not None:
@@ -280,7 +284,9 @@ def _configurations(
     )
 
 
-def _grid(exp: Experiment, finished: list[tuple[str, list[TrialOutcome]]], where: str) -> WarmStart:
+def _grid(
+    exp: Experiment, finished: list[tuple[ExperimentResults, list[TrialOutcome]]], where: str
+) -> WarmStart:
     """The grid points no earlier run ran (with seeds: on every seed of this run), each once
     per sample; the earlier trials of the points skipped are the ones handed over."""
     axes = [(p, d) for p, d in outer_domains(exp.config) if d.is_grid]
@@ -306,9 +312,9 @@ def _grid(exp: Experiment, finished: list[tuple[str, list[TrialOutcome]]], where
         )
     done = {_point_key(p) for p in every if ran(p)}
     runs = []
-    for named, trials in finished:
+    for earlier, trials in finished:
         keys = [_point_key(tuple(value_at(t.config, p) for p, _ in axes)) for t in trials]
-        runs.append(WarmStartRecord(named, sum(k in done for k in keys), "grid"))
+        runs.append(WarmStartRecord(earlier.where, sum(k in done for k in keys), "grid"))
     points = [dict(zip((p for p, _ in axes), point, strict=True)) for point in left]
     return WarmStart(
         how="grid",
