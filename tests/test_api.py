@@ -216,6 +216,7 @@ def test_no_submodule_is_named_as_an_api_function():
     for name in tune_app.__all__:
         assert importlib.util.find_spec(f"tune_app.{name}") is None, name
         assert callable(getattr(tune_app, name)) or isinstance(getattr(tune_app, name), type)
+    assert set(tune_app.__all__) <= set(dir(tune_app))  # found before first use too
 
 
 class _Stop(Exception):

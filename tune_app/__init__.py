@@ -33,3 +33,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'tune_app' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The documented API too, though imported on first use (`dir(tune_app)`, completion)."""
+    return sorted({*globals(), *__all__})
