@@ -123,13 +123,20 @@ def test_a_storage_folder_reads_the_newest_run_of_each_experiment(tmp_path):
     assert every == [tmp_path / n for n in ("e", "e_2", "f", "f_2")]
 
 
-def test_resume_finds_the_newest_unfinished_run(tmp_path):
+def test_resume_finds_the_newest_unfinished_run(tmp_path, capsys):
     _run(tmp_path / "e", finished=False)
     _run(tmp_path / "e_2", "e")  # a later run that finished
     (found,) = RunLocation.open(tmp_path / "e", resuming=True)
     assert found.local == tmp_path / "e"
+    assert f"reading {tmp_path / 'e'}, the newest unfinished run;" in capsys.readouterr().err
     (found,) = RunLocation.open(tmp_path / "e")  # the reading commands: the newest
     assert found.local == tmp_path / "e_2"
+    _run(tmp_path / "f")
+    _run(tmp_path / "f_2", "f")
+    capsys.readouterr()
+    (found,) = RunLocation.open(tmp_path / "f", resuming=True)  # both finished
+    assert found.local == tmp_path / "f_2"
+    assert ", the newest run (none is unfinished);" in capsys.readouterr().err
 
 
 def test_newest_of_each_keeps_families_apart():

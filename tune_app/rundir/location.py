@@ -324,7 +324,10 @@ def _say_passed_over(
     if not others:
         return
     why = {o: not_run(o) for o in others} if not resuming else {}
-    kind = "the newest unfinished run" if resuming else "the newest run"
+    kind = "the newest run"
+    if resuming:  # the newest unfinished one where there is one
+        stopped = all(finding.unfinished(r.local) for r in read)
+        kind = "the newest unfinished run" if stopped else "the newest run (none is unfinished)"
     if any(why.values()):
         kind = "the newest run that ran trials"
     also = ", ".join(o + (f" ({why[o]})" if why.get(o) else "") for o in others)
