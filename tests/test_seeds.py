@@ -245,6 +245,8 @@ def test_evaluate_reruns_the_top_configurations_on_fresh_seeds(seeded_run, cli):
     assert "[lottery-top2] expectation failed: score >= 4.5" in result.err
     assert "lottery-top1" not in result.err
     assert (folder / "spec-evaluate.yaml").exists()
+    record = json.loads((folder / "o" / "lottery-top1" / "run.json").read_text())
+    assert record["command"][1:3] == ["evaluate", str(folder / "o" / "lottery")]  # not the API
     evaluated = {}
     for name in ("lottery-top1", "lottery-top2"):
         summary = json.loads((folder / "o" / name / "summary.json").read_text())

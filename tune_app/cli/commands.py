@@ -191,7 +191,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         write_text(spec_file, text + "\n")
     print(f"tune_app: the top {args.top} configurations on {args.seeds} fresh seeds: {spec_file}")
     verbosity = 0 if args.quiet else 1
-    result = run(spec_file, storage_path=args.storage_path or root, verbosity=verbosity)
+    result = run(
+        spec_file, storage_path=args.storage_path or root, verbosity=verbosity, command=args.argv
+    )
     print(evaluation_text(found, result.summaries))
     print_outcomes(result.outcomes)  # the spec's expect holds for each configuration too
     return result.exit_code
