@@ -229,6 +229,15 @@ def test_one_run_or_the_same_run_twice_is_refused(tmp_path, cli):
     assert alone.code == 2 and "compare needs two runs or more" in alone.err
     twice = cli("compare", a, tmp_path / "." / "a")
     assert twice.code == 2 and f"{a} is named twice" in twice.err
+    assert f"{a} is named twice" in cli("compare", f"{a}/", a / "run.json").err
+    # A folder of runs names its newest: e, then e_2 itself, both read e_2.
+    make_run(tmp_path / "e", [({"x": 0.1}, [1.0])])
+    later = make_run(tmp_path / "e_2", [({"x": 0.1}, [1.0])], name="e")
+    both = cli("compare", tmp_path / "e", later)  # after the line saying which run e read
+    assert both.code == 2 and both.err.splitlines()[-1] == (
+        f"error: {tmp_path / 'e'} and {later} both read {later}: a folder names its experiment's "
+        f"newest run; name a run's run.json (e.g. {tmp_path / 'e'}/run.json) to read that run"
+    )
 
 
 def test_the_page_shows_every_run_and_is_written_whole(tmp_path, cli):

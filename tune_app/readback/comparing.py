@@ -26,6 +26,7 @@ from tune_app.errors import SpecError
 from tune_app.readback.analyze import cell
 from tune_app.rundir import budget, noise
 from tune_app.rundir.files import read_text
+from tune_app.rundir.layout import RUN_FILE
 from tune_app.rundir.location import RunLocation, name_of, parent_of
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.seeds import CONFIDENCE, Configuration
@@ -138,14 +139,24 @@ def compare(wheres: Sequence[str | Path]) -> Comparison:
     two runs, a run named twice, a run without one metric, and runs of different metrics or
     modes."""
     runs: list[RunLocation] = []
+    given: list[str | Path] = []  # what named each run
     for where in wheres:
         for run in RunLocation.open(where):
-            twice = next((r for r in runs if r.same_as(run)), None)
-            if twice is not None:
+            twice = next((i for i, r in enumerate(runs) if r.same_as(run)), None)
+            if twice is None:
+                runs.append(run)
+                given.append(where)
+                continue
+            loose = [w for w in (given[twice], where) if not _names(w, run)]
+            if loose:
                 raise SpecError(
-                    f"{run.where} is named twice", suggestion="name each run to compare once"
+                    f"{given[twice]} and {where} both read {run.where}: a folder names its "
+                    "experiment's newest run",
+                    suggestion=f"name a run's run.json (e.g. {loose[0]}/run.json) to read that run",
                 )
-            runs.append(run)
+            raise SpecError(
+                f"{run.where} is named twice", suggestion="name each run to compare once"
+            )
     if len(runs) < 2:
         found = ", ".join(r.where for r in runs) or "none"
         raise SpecError(
@@ -169,6 +180,15 @@ def compare(wheres: Sequence[str | Path]) -> Comparison:
         improvements=improvements,
         notes=tuple(_notes(exps, labels, methods)),
     )
+
+
+def _names(where: str | Path, run: RunLocation) -> bool:
+    """Whether `where` names `run` itself (its folder or run.json), not a folder of runs."""
+    text = str(where).rstrip("/")
+    text = text[: -len(RUN_FILE)].rstrip("/") if text.endswith("/" + RUN_FILE) else text
+    if run.uri is not None:
+        return text == run.uri.rstrip("/")
+    return Path(text).resolve() == run.local.resolve()
 
 
 def _one_objective(exps: list[ExperimentResults]) -> tuple[str, str]:
