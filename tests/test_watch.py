@@ -205,6 +205,18 @@ def test_the_live_line_tells_the_time_left_as_the_progress_line_counts_it(tmp_pa
     assert line == f"live: updated 12:34:56; 1 trial running, 3 done; {left}"
 
 
+def test_the_live_line_counts_a_trial_waiting_for_its_turn_as_pending(tmp_path):
+    """Tune's saved state holds a trial made but not started (2 run at once): not running."""
+    run = live_run(tmp_path / "e", trials=5)
+    waiting = {"trial_id": "abcde_00004", "status": "PENDING", "config": {"x": 0.4}}
+    state = {"trial_data": [[json.dumps(waiting), json.dumps({})]]}
+    (run / "experiment_state-2026-01-01_00-00-00.json").write_text(json.dumps(state))
+    (exp,) = results.load(run)
+    line = watch.note([exp], 10, "12:34:56", NOW).line
+    assert line.startswith("live: updated 12:34:56; 1 trial running, 1 pending, 3 done; ")
+    assert exp.summary.trials[-1].params == {"x": 0.4}  # its config, from Tune's state
+
+
 def test_the_live_line_says_when_nothing_is_left(tmp_path):
     run = live_run(tmp_path / "e", trials=4)
     journal = run / "finished.jsonl"
@@ -309,3 +321,17 @@ def test_a_long_trial_keeps_its_first_and_last_rows_in_the_history(tmp_path):
     (exp,) = results.load(run)
     (long,) = [s for s in timeline.spans(exp) if s.trial_id == "abcde_00009"]
     assert (long.start, long.end) == (200.0 - 100.0, 2200.0 - 100.0)
+
+
+def test_the_page_rereads_the_run_it_read_first_and_says_which_once(tmp_path, monkeypatch, capsys):
+    """A folder names its experiment's newest run: each rewrite read it again, said so again
+    on stderr, and would have moved to a run started meanwhile."""
+    live_run(tmp_path / "e")
+    later = live_run(tmp_path / "e_2")
+    rereads = []
+    monkeypatch.setattr(watch, "watch", lambda exps, reread, write, every: rereads.append(reread))
+    watch.page(str(tmp_path / "e"), str(tmp_path / "page.html"), every=10)
+    assert capsys.readouterr().err.count("tune_app: reading") == 1
+    live_run(tmp_path / "e_3")  # started while the page is kept
+    (again,) = rereads[0](True)
+    assert again.where == str(later) and "tune_app: reading" not in capsys.readouterr().err

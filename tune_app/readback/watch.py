@@ -22,6 +22,7 @@ from tune_app.readback import importance, report
 from tune_app.readback.plots import timeline
 from tune_app.readback.report import LiveNote
 from tune_app.rundir import read
+from tune_app.rundir.layout import RUN_FILE
 from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import UNFINISHED
@@ -59,9 +60,12 @@ def page(folder: str, out: str | None, every: float | None = None) -> Path:
         print(f"note: no process is writing {source}: the page is written once", file=sys.stderr)
     followers: read.Followers = {}  # while the run lives, its results read on, not again
     shown = importance.Kept()  # while it lives, importances again only as its trials grow
+    # The runs read first, exactly (their run.json): not a later run of the experiment that
+    # starts meanwhile, and without saying again which run a folder named.
+    exact = [f"{exp.where.rstrip('/')}/{RUN_FILE}" for exp in experiments]
     return watch(
         experiments,
-        lambda live: read.load(folder, followers if live else None),
+        lambda live: [e for w in exact for e in read.load(w, followers if live else None)],
         lambda exps, live: report.write(
             exps, path, source=source, live=live, importances=shown if live else None
         ),
@@ -108,9 +112,11 @@ def note(experiments: Experiments, every: float, updated: str, now: float) -> Li
     trials running and those done, and the time left."""
     trials = [t for exp in experiments for t in exp.trials]
     busy = sum(t.status == UNFINISHED for t in trials)
+    running = sum(t.status == UNFINISHED and t.iterations > 0 for t in trials)  # reported
+    pending = f"{busy - running} pending, " if busy > running else ""
     line = (
-        f"live: updated {updated}; {busy} trial{'' if busy == 1 else 's'} running, "
-        f"{len(trials) - busy} done; {time_left(experiments, now)}"
+        f"live: updated {updated}; {running} trial{'' if running == 1 else 's'} running, "
+        f"{pending}{len(trials) - busy} done; {time_left(experiments, now)}"
     )
     return LiveNote(line=line, every_s=max(MIN_EVERY_S, round(every)))
 
