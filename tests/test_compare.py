@@ -12,7 +12,7 @@ import pytest
 
 import tune_app
 from tune_app.errors import SpecError
-from tune_app.readback import comparing
+from tune_app.readback import compare_runs
 
 from .conftest import refused, user_module
 
@@ -220,7 +220,7 @@ def test_runs_of_different_metrics_or_modes_are_refused_in_one_line(tmp_path, cl
     assert line.startswith(f"error: cannot compare {a} ") and result.out == ""
     assert not page.exists()  # refused before anything is written
     with pytest.raises(SpecError, match="cannot compare"):
-        comparing.compare([a, b])
+        compare_runs.compare([a, b])
 
 
 def test_one_run_or_the_same_run_twice_is_refused(tmp_path, cli):

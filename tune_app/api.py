@@ -367,13 +367,13 @@ def compare(
     """Several runs of one metric and mode compared, as `tune_app compare` prints them: each
     run's best with an interval, its best-so-far staircase against trials, iterations and wall
     time, and where runs have seeds (or several runs share a spec) the probability that one
-    method beats another (`tune_app.readback.comparing`). Each of `runs` is read as `analyze`
+    method beats another (`tune_app.readback.compare_runs`). Each of `runs` is read as `analyze`
     reads it (a folder of several runs: its newest that ran trials). With `html`, the page is
     written there too. Raises `SpecError` for fewer than two runs or runs of different metrics
     or modes."""
-    from tune_app.readback import compare_page, comparing
+    from tune_app.readback import compare_page, compare_runs
 
-    found = comparing.compare([os.fspath(r) for r in runs])
+    found = compare_runs.compare([os.fspath(r) for r in runs])
     if html is not None:
         found = replace(found, page=str(compare_page.write(found, os.fspath(html))))
     return found

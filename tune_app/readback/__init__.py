@@ -1,5 +1,5 @@
 """Runs read back and shown: `analyze` (tables, JSON, CSV), `best` (the best configurations as a
 spec, and `evaluate`'s), `report` (the HTML page, its figures in `plots`), `front` (several
-objectives' Pareto front), `importance` (which parameters matter), `comparing` and
-`compare_page` (runs side by side, `compare`). Each reads a run folder through
-`tune_app.rundir` and imports no Ray."""
+objectives' Pareto front), `importance` (which parameters matter), `compare_runs`,
+`comparing` and `compare_page` (runs side by side, `compare`: judged, found and printed,
+drawn). Each reads a run folder through `tune_app.rundir` and imports no Ray."""
