@@ -243,3 +243,33 @@ def test_a_folder_named_with_a_nul_character_is_refused(cli, write_spec, tmp_pat
     refused(cli("validate", spec_file), "storage_path", "NUL character")
     store = 'trackers:\n  mlflow: {tracking_uri: "sqlite:////tmp/a\\0b/m.db"}\nexperiments:\n'
     refused(cli("validate", write_spec(store + _indent(SPEC)), "--storage-path", out), "NUL")
+
+
+@pytest.mark.parametrize(
+    ("target", "words"),
+    [
+        pytest.param("e/run.json", "'run.json' does not end in .html", id="a-runs-record"),
+        pytest.param("spec.yaml", "'spec.yaml' does not end in .html", id="the-spec"),
+        pytest.param("/dev/stdout", "lies in /dev, a folder of the system", id="a-device-link"),
+        pytest.param("link.html", "is not a regular file (a link", id="a-link"),
+    ],
+)
+def test_an_output_file_is_refused_where_it_would_replace_another(cli, tmp_path, target, words):
+    """`report --out`, `compare --html` and `run --junit` renamed their file over whatever the
+    user named: a run's run.json, the spec being run, /dev/stdout (as root: the link itself)."""
+    from .test_compare import make_run
+
+    run = make_run(tmp_path / "e", [({"x": 0.1}, [1.0])])
+    other = make_run(tmp_path / "f", [({"x": 0.2}, [2.0])])
+    (tmp_path / "spec.yaml").write_text(_indent(SPEC).replace("  e:", "e:", 1))
+    (tmp_path / "link.html").symlink_to(tmp_path / "spec.yaml")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    page = target if target.startswith("/") else tmp_path / target
+    refused(cli("report", run, "--out", page), words, path="--out")
+    refused(cli("compare", run, other, "--html", page), words, path="--html")
+    junit = str(page).replace(".html", ".xml") if target == "link.html" else page
+    if target == "link.html":
+        (tmp_path / "link.xml").symlink_to(tmp_path / "spec.yaml")
+    refused(cli("run", tmp_path / "spec.yaml", "--junit", junit), path="--junit")
+    assert {p: p.read_bytes() for p in before} == before  # nothing replaced
+    assert not (tmp_path / "e" / "report.html").exists()

@@ -227,6 +227,7 @@ def run(
     in this process (a process runs one at a time; experiments of one spec run together).
     """
     with _one_run_at_a_time(_named(spec)):
+        _check_junit(junit)
         plan = validate(
             spec,
             smoke=smoke,
@@ -267,6 +268,7 @@ def resume(
     `on_plan` sees, say so, and what each scheduler does differently on a resume.
     """
     with _one_run_at_a_time(f"the resume of {os.fspath(folder)}"):
+        _check_junit(junit)
         from tune_app.methods import scheduler_of
         from tune_app.resuming import resume_plan
 
@@ -320,6 +322,15 @@ def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None
             error = missing_keys_error(ep, summary).with_file(str(plan.spec.file))
             raise NeverReported(error, result)
     return result
+
+
+def _check_junit(junit: str | os.PathLike[str] | None) -> None:
+    """Refuse a JUnit file the run could not write, or should not, before the run starts."""
+    from tune_app.rundir.allowed import output_problem
+
+    problem = output_problem(Path(junit), (".xml",)) if junit is not None else None
+    if problem is not None:
+        raise SpecError(problem, path="--junit", suggestion="name a new file ending in .xml")
 
 
 def _cluster(address: str | None) -> str | None:

@@ -17,11 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tune_app import eta
-from tune_app.errors import TuneAppError
+from tune_app.errors import SpecError, TuneAppError
 from tune_app.readback import importance, report
 from tune_app.readback.plots import timeline
 from tune_app.readback.report import LiveNote
 from tune_app.rundir import read
+from tune_app.rundir.allowed import output_problem
 from tune_app.rundir.layout import RUN_FILE
 from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults
@@ -47,6 +48,9 @@ def page(folder: str, out: str | None, every: float | None = None) -> Path:
     path = Path(out or ("." if is_uri(source) else local_path(source)))
     if path.is_dir():
         path /= "report.html"
+    problem = output_problem(path, (".html", ".htm"))
+    if problem is not None:
+        raise SpecError(problem, path="--out", suggestion="name a page ending in .html")
     if every is None:
         return report.write(experiments, path, source=source)
     if running(experiments):

@@ -10,7 +10,9 @@ A spec names three kinds of place a run writes:
   by the user.
 A folder of the last two kinds is resolved (symlinks followed) and refused when it lies in the
 system's own folders or cannot be written. `validate` asks this module, and `run` and `resume`
-ask it again through the same plan before anything is written. Ray-free and spec-free.
+ask it again through the same plan before anything is written. The files a user names for a
+command's output (a report's page, a JUnit file) are checked here too (`output_problem`).
+Ray-free and spec-free.
 """
 
 from __future__ import annotations
@@ -107,6 +109,26 @@ def folder_problem(folder: Path) -> str | None:
         return f"{existing} is a file, not a folder"
     if not os.access(existing, os.W_OK | os.X_OK):
         return f"{existing} is not writable (read-only folder or filesystem)"
+    return None
+
+
+def output_problem(path: Path, suffixes: tuple[str, ...]) -> str | None:
+    """Why a command should not write the output file a user named (a report's page, a JUnit
+    file) at `path`, or None: a place of the system, something other than a file there (a link,
+    a device: the rename that writes it whole would replace it), or a name not of its kind
+    (`suffixes`), which could be a spec's or a run's own record that the page would replace."""
+    if "\0" in str(path):
+        return "holds a NUL character: no file can be named so"
+    system = system_folder(path)
+    if system is not None:
+        return f"{os.path.abspath(path)} lies in {system}, a folder of the system"
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
+        return f"{path} is not a regular file (a link, a device or a folder): give a file's path"
+    if path.suffix.lower() not in suffixes:
+        return (
+            f"{path.name!r} does not end in {' or '.join(suffixes)}: the file of that name there "
+            "(a spec, a run's records) would be replaced"
+        )
     return None
 
 
