@@ -216,7 +216,7 @@ def test_a_local_uri_naming_a_host_is_refused(cli, write_spec, tmp_path):
     refused(cli("validate", write_spec(store + _indent(SPEC)), "--storage-path", out), "host")
 
 
-@pytest.mark.parametrize("blank", [" ", "\\t", "out/  /x"])
+@pytest.mark.parametrize("blank", [" ", "\\u3000", "out/  /x"])
 def test_a_folder_named_with_blanks_only_is_refused(cli, write_spec, blank):
     """`storage_path: " "` made a folder named " " in the working directory."""
     spec_file = write_spec(f'storage_path: "{blank}"\nexperiments:\n' + _indent(SPEC))
@@ -234,6 +234,20 @@ def test_a_storage_that_cannot_be_opened_is_said_in_one_short_line(cli, write_sp
     spec_file = write_spec('storage_path: "hdfs://nn:8020/x"\nexperiments:\n' + _indent(SPEC))
     line = refused(cli("validate", spec_file), "cannot open storage hdfs://nn:8020/x")
     assert line.endswith(": Unable to load libjvm"), line
+
+
+@pytest.mark.parametrize(
+    ("escaped", "shown"),
+    [("\\e[31mRED", "'\\x1b'"), ("a\\rb", "'\\r'"), ("x\\u202eb", "'\\u202e'")],
+    ids=["escape", "carriage-return", "right-to-left-override"],
+)
+def test_a_folder_named_with_characters_that_do_not_show_is_refused(
+    cli, write_spec, tmp_path, escaped, shown
+):
+    """Each passed validate and was printed raw: a terminal acted on the escape, and a path
+    with a line break or a right-to-left override printed as another."""
+    spec_file = write_spec(f'storage_path: "{tmp_path}/{escaped}"\nexperiments:\n' + _indent(SPEC))
+    refused(cli("validate", spec_file), "storage_path", f"holds the character {shown}")
 
 
 def test_a_folder_named_with_a_nul_character_is_refused(cli, write_spec, tmp_path):

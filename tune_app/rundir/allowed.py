@@ -18,6 +18,7 @@ Ray-free and spec-free.
 from __future__ import annotations
 
 import os
+import unicodedata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -69,8 +70,8 @@ def file_name_problem(name: str) -> str | None:
     """Why `name` is not a plain file name for a trial's folder, or None."""
     if not name or not name.strip():
         return "is empty: give a file name"
-    if "\0" in name:
-        return "holds a NUL character"
+    if unseen := _unseen(name):
+        return f"holds {unseen}"
     if any(s in name for s in _SEPARATORS) or os.path.isabs(name):
         return f"{name!r} is a path: give a file name, kept in each trial's folder"
     if name in (".", ".."):
@@ -79,6 +80,16 @@ def file_name_problem(name: str) -> str | None:
         return f"is {len(name.encode())} bytes long, over the 255 a file name may have"
     if name in TRIAL_FILES or name.startswith(TRIAL_FILE_PREFIXES):
         return f"{name!r} is a file Tune keeps in each trial's folder: give another name"
+    return None
+
+
+def _unseen(text: str) -> str | None:
+    """The first character of `text` that does not show as itself, named: a control character
+    (NUL, an escape that a terminal acts on, a line break) or a format one (a right-to-left
+    override, a zero-width space), which make a path print as another."""
+    for c in text:
+        if unicodedata.category(c) in ("Cc", "Cf"):
+            return "a NUL character" if c == "\0" else f"the character {ascii(c)}"
     return None
 
 
@@ -94,8 +105,8 @@ def system_folder(path: Path) -> Path | None:
 def folder_problem(folder: Path) -> str | None:
     """Why a run could not make and write local `folder` (a system folder, a file in the way,
     a read-only folder or filesystem), or None. Checked before anything runs."""
-    if "\0" in str(folder):
-        return "holds a NUL character: no folder can be named so"
+    if unseen := _unseen(str(folder)):
+        return f"holds {unseen}: name folders with characters that show as themselves"
     for blank in (part for part in folder.parts if not part.strip()):
         return f"{str(folder)!r} holds a folder named {blank!r}, blanks only: give a visible name"
     folder = folder.expanduser()
@@ -117,8 +128,8 @@ def output_problem(path: Path, suffixes: tuple[str, ...]) -> str | None:
     file) at `path`, or None: a place of the system, something other than a file there (a link,
     a device: the rename that writes it whole would replace it), or a name not of its kind
     (`suffixes`), which could be a spec's or a run's own record that the page would replace."""
-    if "\0" in str(path):
-        return "holds a NUL character: no file can be named so"
+    if unseen := _unseen(str(path)):
+        return f"holds {unseen}: name files with characters that show as themselves"
     system = system_folder(path)
     if system is not None:
         return f"{os.path.abspath(path)} lies in {system}, a folder of the system"
