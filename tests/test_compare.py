@@ -309,3 +309,21 @@ def test_real_runs_of_two_searchers_and_schedulers(ray_session, tmp_path, cli):
     assert by_label["grid"].best == 9.0 and by_label["grid"].curve[-1].iterations == 9
     assert by_label["asha"].scheduler == "asha"
     assert found.page is not None and Path(found.page).read_text().count("<img") == 3
+
+
+def test_what_a_received_run_holds_is_printed_escaped(cli, tmp_path):
+    """A received folder's values and names reached the terminal raw: an escape sequence set
+    the window's title and the colours, a right-to-left override turned the text around."""
+    hostile = "\x1b]0;PWNED\x07\x1b[31mRED\u202e"
+    run = make_run(tmp_path / "a", [({"x": hostile}, [1.0]), ({"x": "plain"}, [0.5])])
+    named = make_run(tmp_path / "b\x1b[31m", [({"x": "plain"}, [0.2])])
+    for args in (
+        ("analyze", run),
+        ("analyze", run, "--format", "csv"),
+        ("best", run, "--format", "overrides"),
+        ("compare", run, named),
+    ):
+        result = cli(*args)
+        assert result.code == 0, result.err
+        assert "\x1b" not in result.out and "\u202e" not in result.out, args
+        assert "\\x1b" in result.out or "\\u001b" in result.out, args  # shown, escaped

@@ -30,7 +30,7 @@ from tune_app.cli.printing import (
     shown,
 )
 from tune_app.cli.table import Argument, Command, arg, parent_parser
-from tune_app.errors import SpecErrors, TuneAppError
+from tune_app.errors import SpecErrors, TuneAppError, printable
 from tune_app.interrupts import as_interrupts
 from tune_app.readback.analyze import FORMATS
 
@@ -142,7 +142,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         raise TuneAppError(f"--top must be at least 1, got {args.top}")
     if args.importance and args.format != "json":
         raise TuneAppError("--importance goes with --format json (the report shows it as a page)")
-    print(analyze.render(results.load(args.dir), args.format, args.top, args.importance))
+    print(printable(analyze.render(results.load(args.dir), args.format, args.top, args.importance)))
     return EXIT_OK
 
 
@@ -160,7 +160,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tune_app import api
 
     found = api.compare(*args.runs, html=args.html)
-    print(found.json() if args.format == "json" else found.table())
+    print(printable(found.json() if args.format == "json" else found.table()))
     if found.page:
         print(f"tune_app: wrote {found.page}", file=sys.stderr)
     return EXIT_OK
@@ -170,7 +170,7 @@ def cmd_best(args: argparse.Namespace) -> int:
     from tune_app.readback import best
 
     data, found = best.best_spec(args.dir, seeds=args.seeds, pick=args.pick)
-    print(best.render(data, found, args.format))
+    print(printable(best.render(data, found, args.format)))
     return EXIT_OK
 
 
