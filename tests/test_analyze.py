@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 
@@ -198,6 +199,19 @@ def _wrong_types(path):
         path.write_text(json.dumps({"experiment": "e", "metric": {}, "trials": [trial]}))
 
 
+def _infinite(path):
+    """Scores past what a float holds: the app writes null in their place, never Infinity."""
+    if path.name == "summary.json":
+        trials = [
+            {"trial_id": f"aaaaa_0000{i}", "status": "TERMINATED", "metric": float("inf")}
+            for i in range(3)
+        ]
+        path.write_text(json.dumps({"experiment": "e", "metric": "score", "trials": trials}))
+    else:
+        rows = [{"trial_id": f"aaaaa_0000{i}", "training_iteration": 1} for i in range(3)]
+        path.write_text("".join(json.dumps(r)[:-1] + ', "score": 1e999}\n' for r in rows))
+
+
 def _fifo(path):
     import os
 
@@ -221,6 +235,8 @@ def _to_dev_zero(path):
         pytest.param("results.jsonl", _to_dev_zero, id="results-a-device"),
         pytest.param("experiment_state-2026-01-01_00-00-00.json", _fifo, id="tunes-state-a-pipe"),
         pytest.param("summary.json", _to_dev_zero, id="summary-a-device"),
+        pytest.param("summary.json", _infinite, id="summary-of-infinite-scores"),
+        pytest.param("results.jsonl", _infinite, id="results-of-infinite-scores"),
     ],
 )
 def test_a_damaged_run_folder_is_read_as_far_as_it_goes(cli, tmp_path, file, damage):
@@ -237,10 +253,11 @@ def test_a_damaged_run_folder_is_read_as_far_as_it_goes(cli, tmp_path, file, dam
         _experiment(tmp_path / "whole")
         rows = (tmp_path / "whole" / "e" / "results.jsonl").read_text()
         path.write_text("[" * 100_000 + "]" * 100_000 + "\n" + rows)
-    for command in ("analyze", "best"):
+    for command in ("analyze", "best", *(["report"] if damage is _infinite else [])):
         result = cli(command, exp)
         assert "Traceback" not in result.err and result.code in (0, 2), (command, result)
         if result.code == 2:  # what cannot be read, in one line
             assert len(result.err.strip().splitlines()) == 1, result.err
+        assert not re.search(r"\binf\b", result.out), result.out  # no score
     shown = cli("analyze", exp)
     assert shown.code == 0 or file == "run.json", shown

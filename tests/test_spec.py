@@ -305,6 +305,21 @@ def test_schema_covers_both_forms_and_the_shorthands():
 
 
 @pytest.mark.parametrize(
+    ("keys", "words"),
+    [
+        ("resources_per_trial: {cpu: .inf}", "resources_per_trial.cpu: input should be a finite"),
+        ("stop: {training_iteration: .inf}", "stop.training_iteration: input should be a finite"),
+        ("stop: {score: .nan}", "stop.score: input should be a finite number, but got nan"),
+        ("config: {x: {quniform: [0, 1, 1e-320]}}", "is too small: the upper bound 1 is beyond"),
+    ],
+    ids=["infinite-cpus", "infinite-stop", "nan-stop", "a-q-too-small"],
+)
+def test_a_number_past_what_a_float_counts_is_refused_in_one_line(cli, write_spec, keys, words):
+    """Each exited 1 with OverflowError (cannot convert float infinity to integer), or passed."""
+    refused(cli("validate", write_spec(f"e:\n  run: my_func\n  {keys}\n")), words)
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         ("e:\n  run: !!python/object/apply:os.system ['echo hacked']\n", "unsupported YAML tag"),

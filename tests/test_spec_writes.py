@@ -287,3 +287,20 @@ def test_an_output_file_is_refused_where_it_would_replace_another(cli, tmp_path,
     refused(cli("run", tmp_path / "spec.yaml", "--junit", junit), path="--junit")
     assert {p: p.read_bytes() for p in before} == before  # nothing replaced
     assert not (tmp_path / "e" / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("storage", "words"),
+    [
+        pytest.param("~nobody_here_zz/x", "names the home of a user this machine", id="no-user"),
+        pytest.param("/tmp/" + "a" * 300, "a folder name of 300 bytes", id="a-long-name"),
+        pytest.param(
+            "/tmp/" + "/".join(["b" * 200] * 25), "over the 4,096 bytes", id="a-long-path"
+        ),
+    ],
+)
+def test_a_storage_path_no_folder_can_have_is_refused_in_one_line(cli, write_spec, storage, words):
+    """Each exited 1 with a bare RuntimeError or OSError (File name too long)."""
+    spec_file = write_spec(f'storage_path: "{storage}"\nexperiments:\n' + _indent(SPEC))
+    refused(cli("validate", spec_file), "storage_path", words)
+    refused(cli("validate", spec_file, "--storage-path", storage), "--storage-path", words)

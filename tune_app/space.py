@@ -157,6 +157,10 @@ def _divisible(lo: Any, hi: Any, q: Any) -> str | None:
     """Tune's float quantization needs bounds that are multiples of q (it refuses the rest when
     the trials are made)."""
     for name, bound in (("lower", lo), ("upper", hi)):
+        if not math.isfinite(bound / q):
+            return (
+                f"q={q:g} is too small: the {name} bound {bound:g} is beyond a float's count of it"
+            )
         if not math.isclose(bound / q, round(bound / q), abs_tol=1e-9):
             return f"the {name} bound {bound:g} must be a multiple of q={q:g}"
     return None

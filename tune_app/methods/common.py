@@ -19,7 +19,9 @@ class Options(BaseModel):
     values are taken as written, as in the spec's own models (strict: `max_t: true` or "9" is
     not a number; a float key takes an int; a tuple-typed key turns a YAML list into a tuple)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, strict=True, allow_inf_nan=False
+    )
     type: str
 
     def options(self) -> dict[str, Any]:

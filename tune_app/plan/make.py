@@ -20,7 +20,7 @@ from tune_app.plan.smoke import shrink
 from tune_app.plan.types import ExperimentPlan, Plan
 from tune_app.registry import resolve
 from tune_app.resources import Machine
-from tune_app.rundir.allowed import local_uri_problem
+from tune_app.rundir.allowed import home_problem, local_uri_problem
 from tune_app.rundir.location import RunLocation
 from tune_app.seeds import SEED_KEY
 from tune_app.space import searched_paths
@@ -172,7 +172,8 @@ def _plan_experiment(
     trials = warm.trials(exp, envs) if warm is not None else exp.trials(envs)
     checks.check_concurrency(exp, trials)
     folder = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
-    unwritable = local_uri_problem(storage or exp.storage_path) or folder.unwritable()
+    where = storage or exp.storage_path
+    unwritable = local_uri_problem(where) or home_problem(where) or folder.unwritable()
     if unwritable:
         raise SpecError(
             f"results cannot be written there: {unwritable}",

@@ -83,6 +83,15 @@ def file_name_problem(name: str) -> str | None:
     return None
 
 
+def home_problem(path: str) -> str | None:
+    """Why `~user/...` names no folder here (no such user), or None."""
+    try:
+        Path(path).expanduser()
+    except RuntimeError:
+        return f"{path.split('/')[0]} names the home of a user this machine does not have"
+    return None
+
+
 def _unseen(text: str) -> str | None:
     """The first character of `text` that does not show as itself, named: a control character
     (NUL, an escape that a terminal acts on, a line break) or a format one (a right-to-left
@@ -109,6 +118,12 @@ def folder_problem(folder: Path) -> str | None:
         return f"holds {unseen}: name folders with characters that show as themselves"
     for blank in (part for part in folder.parts if not part.strip()):
         return f"{str(folder)!r} holds a folder named {blank!r}, blanks only: give a visible name"
+    for long in (part for part in folder.parts if len(part.encode()) > 255):
+        return f"holds a folder name of {len(long.encode())} bytes, over the 255 a name may have"
+    if len(os.path.abspath(folder).encode()) >= 4096:
+        return "is a path over the 4,096 bytes the system takes"
+    if problem := home_problem(str(folder)):
+        return problem
     folder = folder.expanduser()
     system = system_folder(folder)
     if system is not None:

@@ -107,6 +107,7 @@ def curve(summary: RunSummary) -> BudgetCurve | None:
     else:
         unit = "trials"
         scores = [t.score for t in summary.trials if t.score is not None and t.trial_id not in out]
+    scores = [s for s in scores if math.isfinite(s)]  # a metric at inf (from rows) no score
     if len(scores) < 2:
         return None
     return BudgetCurve(unit, expected_best(scores, summary.mode))

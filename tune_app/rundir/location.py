@@ -41,6 +41,8 @@ def given(where: str | Path) -> str | Path:
     directory."""
     if not str(where).strip():
         raise SpecError("no run folder given (the path is empty)")
+    if problem := allowed.home_problem(str(where)):
+        raise SpecError(problem)
     return where
 
 
@@ -58,7 +60,10 @@ class RunLocation:
         if is_uri(storage_path):
             uri = f"{storage_path.rstrip('/')}{'/' + SMOKE_FOLDER if smoke else ''}/{name}"
             return cls(staging_dir(uri), uri)
-        root = Path(storage.local_path(storage_path)).expanduser() / (SMOKE_FOLDER if smoke else "")
+        given = Path(storage.local_path(storage_path))
+        # `~user` of no user here stays as written: validate refuses it (`allowed`).
+        home = given if allowed.home_problem(str(given)) else given.expanduser()
+        root = home / (SMOKE_FOLDER if smoke else "")
         return cls(Path(os.path.abspath(root)) / name)  # `..` resolved, as the user reads it
 
     def unwritable(self) -> str | None:

@@ -6,6 +6,7 @@ them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -78,6 +79,8 @@ def _typed(annotation: Any, value: Any) -> bool:
         return True  # a type of the app's own (Objective, Limit): read by its own from_json
     if isinstance(value, bool) and bool not in kinds:
         return False  # JSON's true is no number
+    if isinstance(value, float) and not math.isfinite(value):
+        return False  # the app writes no Infinity or NaN (null in their place)
     return isinstance(value, kinds)
 
 

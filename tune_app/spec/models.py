@@ -44,7 +44,9 @@ class _Strict(BaseModel):
     and a whole number has no fraction; a float key takes an int. YAML gives sequences as lists,
     so a tuple-typed key turns them into tuples first (`_as_tuple`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, strict=True, allow_inf_nan=False
+    )
 
 
 def _as_tuple(value: Any) -> Any:

@@ -13,7 +13,9 @@ class _Options(BaseModel):
     """A tracker's options: unknown keys are errors, values taken as written (strict, as the
     spec's own models: `save_artifact: "yes"` is not a boolean)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, strict=True, allow_inf_nan=False
+    )
 
 
 class MlflowOptions(_Options):
