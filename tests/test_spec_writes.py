@@ -293,6 +293,8 @@ def test_an_output_file_is_refused_where_it_would_replace_another(cli, tmp_path,
     ("storage", "words"),
     [
         pytest.param("~nobody_here_zz/x", "names the home of a user this machine", id="no-user"),
+        pytest.param("$HOME/x", "holds $HOME, which is not expanded", id="a-variable"),
+        pytest.param("out/${RUNS}", "holds ${RUNS}, which is not expanded", id="a-variable-braced"),
         pytest.param("/tmp/" + "a" * 300, "a folder name of 300 bytes", id="a-long-name"),
         pytest.param(
             "/tmp/" + "/".join(["b" * 200] * 25), "over the 4,096 bytes", id="a-long-path"

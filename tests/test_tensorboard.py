@@ -849,6 +849,7 @@ def test_ctrl_c_stops_it_with_exit_130_and_no_traceback(served: Served) -> None:
         pytest.param("missing/deeper", (), "does not exist", id="missing"),
         pytest.param("other", (), "holds no tune_app run", id="not a run"),
         pytest.param("run", ("--port", "70000"), "--port must be 0 to 65535", id="bad port"),
+        pytest.param("run", ("--host", ""), "would serve on every network", id="empty host"),
     ],
 )
 def test_a_folder_that_is_no_run_is_refused_in_one_line(cli, tmp_path, where, args, words) -> None:

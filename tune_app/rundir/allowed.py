@@ -18,6 +18,7 @@ Ray-free and spec-free.
 from __future__ import annotations
 
 import os
+import re
 import unicodedata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -112,17 +113,10 @@ def system_folder(path: Path) -> Path | None:
 
 
 def folder_problem(folder: Path) -> str | None:
-    """Why a run could not make and write local `folder` (a system folder, a file in the way,
-    a read-only folder or filesystem), or None. Checked before anything runs."""
-    if unseen := _unseen(str(folder)):
-        return f"holds {unseen}: name folders with characters that show as themselves"
-    for blank in (part for part in folder.parts if not part.strip()):
-        return f"{str(folder)!r} holds a folder named {blank!r}, blanks only: give a visible name"
-    for long in (part for part in folder.parts if len(part.encode()) > 255):
-        return f"holds a folder name of {len(long.encode())} bytes, over the 255 a name may have"
-    if len(os.path.abspath(folder).encode()) >= 4096:
-        return "is a path over the 4,096 bytes the system takes"
-    if problem := home_problem(str(folder)):
+    """Why a run could not make and write local `folder` (a name no folder can have, a system
+    folder, a file in the way, a read-only folder or filesystem), or None. Checked before
+    anything runs."""
+    if problem := _name_problem(folder):
         return problem
     folder = folder.expanduser()
     system = system_folder(folder)
@@ -136,6 +130,21 @@ def folder_problem(folder: Path) -> str | None:
     if not os.access(existing, os.W_OK | os.X_OK):
         return f"{existing} is not writable (read-only folder or filesystem)"
     return None
+
+
+def _name_problem(folder: Path) -> str | None:
+    """Why no folder can be made at `folder` as written, or None."""
+    if unseen := _unseen(str(folder)):
+        return f"holds {unseen}: name folders with characters that show as themselves"
+    for blank in (part for part in folder.parts if not part.strip()):
+        return f"{str(folder)!r} holds a folder named {blank!r}, blanks only: give a visible name"
+    for var in (part for part in folder.parts if re.fullmatch(r"\$\{?\w+\}?", part)):
+        return f"holds {var}, which is not expanded (nothing in a spec is): write the folder"
+    for long in (part for part in folder.parts if len(part.encode()) > 255):
+        return f"holds a folder name of {len(long.encode())} bytes, over the 255 a name may have"
+    if len(os.path.abspath(folder).encode()) >= 4096:
+        return "is a path over the 4,096 bytes the system takes"
+    return home_problem(str(folder))
 
 
 def output_problem(path: Path, suffixes: tuple[str, ...]) -> str | None:

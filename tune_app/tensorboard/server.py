@@ -35,6 +35,11 @@ def serve(folder: str | Path, host: str = "127.0.0.1", port: int | None = None) 
     or SIGTERM and SIGHUP, which the command line turns into Ctrl-C): on `port`, else on
     DEFAULT_PORT, or a free port when that is taken. A folder no run has written yet is served as
     well: TensorBoard finds each trial's folder as it starts."""
+    if not host.strip():  # TensorBoard reads an empty host as every interface
+        raise SpecError(
+            "--host '' would serve on every network interface",
+            suggestion="give 127.0.0.1 (the default), or 0.0.0.0 to serve on every one knowingly",
+        )
     folder = Path(given(folder)).expanduser()
     if _not_written_yet(folder):  # served before the run: its trials show as they start
         runs: list[RunLocation] = []
