@@ -117,6 +117,10 @@ def test_a_trainable_of_user_code_still_resolves(tmp_path):
 
 HOSTILE = {
     "alias-bomb": (_bomb(), "expands to more than 100,000 values"),
+    "string-bomb": (  # 2,000 values, 1.8 GB of text once expanded
+        "s: &s '" + "x" * 900_000 + "'\ne:\n  run: x\n  config: {a: [" + "*s, " * 1999 + "*s]}\n",
+        "expands to more than 10,000,000 characters",
+    ),
     "deep-lists": (
         "e:\n  run: x\n  config: {a: " + "[" * 5000 + "]" * 5000 + "}\n",
         "nests deeper",

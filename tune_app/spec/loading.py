@@ -78,10 +78,13 @@ _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 #   value between its aliases, but everything after loading (validation, copies, Tune's
 #   variant generator) walks it expanded: nine nested aliases of ten make 10**9 nodes (the
 #   "billion laughs" file, which reached 11.8 GB before this bound);
+# - MAX_EXPANDED_CHARS: the text of the scalars after aliases are expanded: one long string
+#   repeated by aliases stays under MAX_NODES values and becomes gigabytes of text;
 # - MAX_DEPTH: nested collections; the loader and every walker of the spec recurse, and
 #   Python's stack ends near 1,000 frames.
 MAX_SPEC_BYTES = 1_000_000
 MAX_NODES = 100_000
+MAX_EXPANDED_CHARS = 10 * MAX_SPEC_BYTES
 MAX_DEPTH = 64
 
 
@@ -143,21 +146,27 @@ def _check_size(size: int, file: str) -> None:
 
 def check_bounds(text: str, file: str) -> None:  # noqa: C901
     """SpecError if the YAML `text` nests deeper than MAX_DEPTH or expands to more than
-    MAX_NODES values; read from PyYAML's event stream, which neither recurses nor expands."""
-    sizes: dict[str, int] = {}  # anchor -> expanded size of the value it marks
-    open_: list[tuple[str | None, int]] = []  # collections being read: anchor, nodes so far
-    total = 0
+    MAX_NODES values or MAX_EXPANDED_CHARS characters of text; read from PyYAML's event stream,
+    which neither recurses nor expands."""
+    sizes: dict[str, tuple[int, int]] = {}  # anchor -> expanded values and characters it marks
+    open_: list[tuple[str | None, int, int]] = []  # collections being read: anchor, so far
+    total, chars = 0, 0
 
-    def add(n: int, mark: Any) -> None:
-        nonlocal total
-        total += n
+    def add(n: int, c: int, mark: Any) -> None:
+        nonlocal total, chars
+        total, chars = total + n, chars + c
         if open_:
-            anchor, count = open_[-1]
-            open_[-1] = (anchor, count + n)
-        if total > MAX_NODES:
+            anchor, count, held = open_[-1]
+            open_[-1] = (anchor, count + n, held + c)
+        if total > MAX_NODES or chars > MAX_EXPANDED_CHARS:
+            what = (
+                f"{MAX_NODES:,} values"
+                if total > MAX_NODES
+                else f"{MAX_EXPANDED_CHARS:,} characters"
+            )
             raise SpecError(
-                f"expands to more than {MAX_NODES:,} values{_at(mark)} (YAML aliases "
-                "repeat what their anchor holds)",
+                f"expands to more than {what}{_at(mark)} (YAML aliases repeat what their anchor "
+                "holds)",
                 file=file,
                 suggestion="a spec this large is a mistake or an attack; write the values out",
             )
@@ -170,26 +179,27 @@ def check_bounds(text: str, file: str) -> None:  # noqa: C901
                     file=file,
                     suggestion="a spec's values nest a few levels deep",
                 )
-            add(1, event.start_mark)
-            open_.append((event.anchor, 1))
+            add(1, 0, event.start_mark)
+            open_.append((event.anchor, 1, 0))
         elif isinstance(event, yaml.CollectionEndEvent):
-            anchor, count = open_.pop()
+            anchor, count, held = open_.pop()
             if anchor is not None:
-                sizes[anchor] = count
-            if open_:
-                open_[-1] = (open_[-1][0], open_[-1][1] + count - 1)  # add() counted its start
+                sizes[anchor] = (count, held)
+            if open_:  # add() counted its start
+                above, so_far, held_above = open_[-1]
+                open_[-1] = (above, so_far + count - 1, held_above + held)
         elif isinstance(event, yaml.ScalarEvent):
             if event.anchor is not None:
-                sizes[event.anchor] = 1
-            add(1, event.start_mark)
+                sizes[event.anchor] = (1, len(event.value))
+            add(1, len(event.value), event.start_mark)
         elif isinstance(event, yaml.AliasEvent):
-            if event.anchor in {anchor for anchor, _ in open_}:
+            if event.anchor in {anchor for anchor, _, _ in open_}:
                 raise SpecError(
                     f"alias *{event.anchor} refers to a value that holds it{_at(event.start_mark)}",
                     file=file,
                     suggestion="a spec's values cannot contain themselves",
                 )
-            add(sizes.get(event.anchor, 1), event.start_mark)
+            add(*sizes.get(event.anchor, (1, 0)), event.start_mark)
 
 
 def read_yaml_text(text: str, path: Path) -> Any:
