@@ -327,3 +327,16 @@ def test_what_a_received_run_holds_is_printed_escaped(cli, tmp_path):
         assert result.code == 0, result.err
         assert "\x1b" not in result.out and "\u202e" not in result.out, args
         assert "\\x1b" in result.out or "\\u001b" in result.out, args  # shown, escaped
+
+
+def test_compare_json_is_strict_json_whatever_the_runs_hold():
+    """A score past a float's range came out as `Infinity`, which jq and strict parsers refuse."""
+    from tune_app.readback.comparing import Comparison, Method
+
+    method = Method("a", ("a",), (float("inf"), 1.0), "its seeds")
+    found = Comparison("m", "max", runs=(), methods=(method,), improvements=())
+
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    assert json.loads(found.json(), parse_constant=refuse)["methods"][0]["scores"] == [None, 1.0]

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from tune_app.readback.analyze import cell
 from tune_app.rundir import budget, noise
+from tune_app.rundir.files import jsonable
 from tune_app.seeds import CONFIDENCE
 
 MIN_SCORES = noise.MIN_SEEDS  # scores a method needs for a probability of improvement
@@ -111,7 +112,7 @@ class Comparison:
 
     def json(self) -> str:
         """What `tune_app compare --format json` prints: every field, as JSON."""
-        return json.dumps(asdict(self), indent=2)
+        return json.dumps(jsonable(asdict(self)), indent=2, allow_nan=False)  # strict JSON
 
 
 # ---- the printed form --------------------------------------------------------------------
