@@ -296,7 +296,7 @@ def test_every_reader_reads_the_run_that_ran_trials_and_names_the_later_one(
 
     asked = {}
 
-    def run(spec_file, *, storage_path, verbosity):  # evaluate's run, stopped before Ray
+    def run(spec_file, *, storage_path, verbosity, command):  # evaluate's run, before Ray
         asked.update(spec=Path(spec_file).read_text(), storage=storage_path)
         raise tune_app.SpecError("stopped here")
 
