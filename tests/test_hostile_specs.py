@@ -14,6 +14,7 @@ from tests.conftest import ROOT, refused
 
 NOT_USER_CODE = "is part of Python or of tune_app, not a module of trainables or envs"
 NOT_TRAINABLE = "not a trainable"
+INSTALLED_FUNCTION = "is a function of an installed package that does not declare it as a trainable"
 
 
 def _bomb(levels: int = 9, width: int = 9) -> str:
@@ -45,6 +46,11 @@ def _bomb(levels: int = 9, width: int = 9) -> str:
             id="main-module",
         ),
         pytest.param("__main__:Trainer", "write run: trainer:Trainer", id="main-module-class"),
+        # An installed package's function that its __init__ re-exports from a submodule (in an
+        # if or try block too): validate passed it, and run refused it.
+        pytest.param("numpy:load", INSTALLED_FUNCTION, id="installed-reexported-function"),
+        pytest.param("gymnasium:make", INSTALLED_FUNCTION, id="installed-reexported-make"),
+        pytest.param("ray:get", INSTALLED_FUNCTION, id="installed-reexported-ray-get"),
     ],
 )
 def test_run_must_name_a_trainable_of_user_code(cli, write_spec, tmp_path, run, expected):

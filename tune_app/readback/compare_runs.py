@@ -33,7 +33,6 @@ from tune_app.readback.comparing import (
 )
 from tune_app.rundir import noise
 from tune_app.rundir.files import read_text
-from tune_app.rundir.layout import RUN_FILE
 from tune_app.rundir.location import RunLocation, name_of, parent_of
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.seeds import CONFIDENCE, Configuration
@@ -55,7 +54,7 @@ def compare(wheres: Sequence[str | Path]) -> Comparison:
                 runs.append(run)
                 given.append(where)
                 continue
-            loose = [w for w in (given[twice], where) if not _names(w, run)]
+            loose = [w for w in (given[twice], where) if not run.named_by(w)]
             if loose:
                 raise SpecError(
                     f"{given[twice]} and {where} both read {run.where}: a folder names its "
@@ -88,15 +87,6 @@ def compare(wheres: Sequence[str | Path]) -> Comparison:
         improvements=improvements,
         notes=tuple(_notes(exps, labels, methods)),
     )
-
-
-def _names(where: str | Path, run: RunLocation) -> bool:
-    """Whether `where` names `run` itself (its folder or run.json), not a folder of runs."""
-    text = str(where).rstrip("/")
-    text = text[: -len(RUN_FILE)].rstrip("/") if text.endswith("/" + RUN_FILE) else text
-    if run.uri is not None:
-        return text == run.uri.rstrip("/")
-    return Path(text).resolve() == run.local.resolve()
 
 
 def _one_objective(exps: list[ExperimentResults]) -> tuple[str, str]:

@@ -23,7 +23,6 @@ from tune_app.readback.plots import timeline
 from tune_app.readback.report import LiveNote
 from tune_app.rundir import read
 from tune_app.rundir.allowed import output_problem
-from tune_app.rundir.layout import RUN_FILE
 from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import UNFINISHED
@@ -66,7 +65,7 @@ def page(folder: str, out: str | None, every: float | None = None) -> Path:
     shown = importance.Kept()  # while it lives, importances again only as its trials grow
     # The runs read first, exactly (their run.json): not a later run of the experiment that
     # starts meanwhile, and without saying again which run a folder named.
-    exact = [f"{exp.where.rstrip('/')}/{RUN_FILE}" for exp in experiments]
+    exact = [exp.run.record_where for exp in experiments]
     return watch(
         experiments,
         lambda live: [e for w in exact for e in read.load(w, followers if live else None)],

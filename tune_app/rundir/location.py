@@ -203,6 +203,20 @@ class RunLocation:
         return self.local / RUN_FILE
 
     @property
+    def record_where(self) -> str:
+        """run.json as a user names it (a path or a URI): what reads exactly this run."""
+        return f"{self.where.rstrip('/')}/{RUN_FILE}"
+
+    def named_by(self, where: str | Path) -> bool:
+        """Whether `where` names this run itself (its folder or its run.json), not a folder
+        whose newest run it is."""
+        text = str(where).rstrip("/")
+        text = text[: -len(RUN_FILE)].rstrip("/") if text.endswith("/" + RUN_FILE) else text
+        if self.uri is not None:
+            return text == self.uri.rstrip("/")
+        return Path(text).resolve() == self.local.resolve()
+
+    @property
     def spec(self) -> Path:
         """The spec as run."""
         return self.local / SPEC_FILE

@@ -26,7 +26,6 @@ import importlib.util
 import inspect
 import re
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -43,6 +42,7 @@ from tune_app.user_code.locating import (
     on_path,
     spec_of,
 )
+from tune_app.user_code.source import bound_names, followed
 
 # Packages a spec may not name code in, beside the standard library: the app itself.
 APP_PACKAGES = frozenset({"tune_app"})
@@ -294,6 +294,7 @@ def _check_source(module: ModuleSpec, ref: CodeRef) -> None:
         tree = ast.parse(Path(module.origin).read_bytes())
     except (OSError, SyntaxError, ValueError):
         return  # importing it reports the problem, at run
+    _check_reexported(tree, module, ref)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == ref.name:
             _check_function_source(node, ref)
@@ -301,7 +302,7 @@ def _check_source(module: ModuleSpec, ref: CodeRef) -> None:
             for alias in node.names:
                 if (alias.asname or alias.name) == ref.name and _is_stdlib_name(node.module):
                     raise _not_user_code(f"{node.module}.{alias.name}", ref.where, ref.text)
-    bound = _bound_names(tree)
+    bound = bound_names(tree)
     if bound is not None and ref.name not in bound:
         defined = sorted(n for n in bound if not n.startswith("_"))
         raise SpecError(
@@ -312,6 +313,15 @@ def _check_source(module: ModuleSpec, ref: CodeRef) -> None:
         )
 
 
+def _check_reexported(tree: ast.Module, module: ModuleSpec, ref: CodeRef) -> None:
+    """An installed package's function its `__init__` re-exports (numpy:load) is refused here,
+    as the gate refuses it at run."""
+    if ref.local or ref.declared or not ref.role.functions:
+        return
+    if isinstance(followed(tree, module, ref.name), ast.FunctionDef | ast.AsyncFunctionDef):
+        raise _installed_function(ref)
+
+
 def _check_function_source(node: ast.FunctionDef | ast.AsyncFunctionDef, ref: CodeRef) -> None:
     if not ref.role.functions:
         raise not_role(ref.name, "a function", ref.role, ref.where)
@@ -319,38 +329,6 @@ def _check_function_source(node: ast.FunctionDef | ast.AsyncFunctionDef, ref: Co
         raise _installed_function(ref)
     if isinstance(node, ast.AsyncFunctionDef) or not _takes(node.args, ref.role):
         raise not_role(ref.name, _signature(node), ref.role, ref.where)
-
-
-def _bound_names(tree: ast.Module) -> set[str] | None:
-    """Every name the module's top level binds, or None where it may bind names the source does
-    not show (`from x import *`, a module `__getattr__`, writes to `globals()`)."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            return None
-        if isinstance(node, ast.Name) and node.id in ("globals", "vars", "setattr"):
-            return None
-    for node in tree.body:
-        names.update(_binds(node))
-    return None if "__getattr__" in names else names
-
-
-_BLOCKS = (ast.If, ast.Try, ast.With, ast.For, ast.While, ast.ExceptHandler)
-
-
-def _binds(node: ast.AST) -> Iterator[str]:
-    """The names a top-level statement binds (inside its blocks too: `if`, `try`, `with`)."""
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        yield node.name
-    elif isinstance(node, ast.Import | ast.ImportFrom):
-        yield from (a.asname or a.name.split(".")[0] for a in node.names)
-    elif isinstance(node, _BLOCKS):
-        children = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)]
-        for child in [*children, *getattr(node, "handlers", ())]:
-            yield from _binds(child)
-    else:
-        stores = (t for t in ast.walk(node) if isinstance(t, ast.Name))
-        yield from (t.id for t in stores if isinstance(t.ctx, ast.Store))
 
 
 def _takes(args: ast.arguments, role: Role) -> bool:

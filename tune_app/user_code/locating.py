@@ -91,3 +91,18 @@ def on_path(folders: tuple[str, ...]) -> Iterator[None]:
     finally:
         for f in added:
             sys.path.remove(f)
+
+
+def static_spec(module_name: str) -> ModuleSpec | None:
+    """Where `module_name` lies, each part looked up in its parent package's folders: nothing
+    is imported, not even the parents (`importlib.util.find_spec` imports them)."""
+    first, *rest = module_name.split(".")
+    found = importlib.util.find_spec(first)  # a top-level name is found, not imported
+    for i in range(1, len(rest) + 1):
+        if found is None or found.submodule_search_locations is None:
+            return None
+        name = ".".join([first, *rest[:i]])
+        found = importlib.machinery.PathFinder.find_spec(
+            name, list(found.submodule_search_locations)
+        )
+    return found
