@@ -64,6 +64,7 @@ def test_load_gives_the_trials_as_analyze_ranks_them(finished, cli):
     assert list(frame["trial_id"]) == [t["trial_id"] for t in shown["trials"]]
     assert list(frame["score"]) == [t["score"] for t in shown["trials"]]
     assert {"config/x", "config/nested.gamma", "status", "iterations"} <= set(frame.columns)
+    assert set(frame["run"]) == {str(out / "e")} and set(frame["metric"]) == {"score"}
     assert frame.iloc[0]["config/x"] == 3.0 and len(frame) == 6
     assert result.frame()["trial_id"].tolist() == frame["trial_id"].tolist()
 

@@ -294,6 +294,8 @@ def test_an_output_file_is_refused_where_it_would_replace_another(cli, tmp_path,
     [
         pytest.param("~nobody_here_zz/x", "names the home of a user this machine", id="no-user"),
         pytest.param("$HOME/x", "holds $HOME, which is not expanded", id="a-variable"),
+        pytest.param("/", "/ is the root of the file system", id="the-root"),
+        pytest.param("file:///", "/ is the root of the file system", id="the-root-as-a-uri"),
         pytest.param("out/${RUNS}", "holds ${RUNS}, which is not expanded", id="a-variable-braced"),
         pytest.param("/tmp/" + "a" * 300, "a folder name of 300 bytes", id="a-long-name"),
         pytest.param(

@@ -150,6 +150,19 @@ def test_the_run_read_is_recorded_not_the_name_given(planned, tmp_path):
     assert ep.warm.points == ({"x": 2.0},)
 
 
+def test_a_warm_start_that_hands_over_nothing_says_so(write_spec, tmp_path):
+    """An interrupted run whose trials never ended validated as 'warm start: 0 trials' alone."""
+    user_module("my_trainables.py", tmp_path)
+    cut = {"a_00000": UNFINISHED, "a_00001": ERRORED}
+    trials = [("a_00000", {"x": 1.0}, 1.0), ("a_00001", {"x": 2.0}, None)]
+    run = earlier_run(tmp_path / "cut", trials, statuses=cut)
+    text = spec_text("optuna", "      x: {uniform: [0, 10]}", [run])
+    plan = make_plan(spec.load(write_spec(text)), cpus=2)
+    assert f"e.warm_start: {run} holds no finished trial with a score to hand over" in "\n".join(
+        plan.warnings
+    )
+
+
 def test_random_search_runs_the_best_earlier_configurations_first(planned, tmp_path):
     run = earlier_run(
         tmp_path / "old",

@@ -349,7 +349,8 @@ def read(*folders: str | os.PathLike[str]) -> list[ExperimentResults]:
 
 def load(*folders: str | os.PathLike[str], top: int | None = None) -> pd.DataFrame:
     """A run's trials as a DataFrame, a row each, ranked best first within each experiment as
-    `analyze` ranks them: experiment, trial_id, status, `config/<path>` of each searched
+    `analyze` ranks them: experiment, run (the run read), metric, trial_id, status,
+    `config/<path>` of each searched
     parameter, iterations, score, best, last, time_total_s, failures, stopped_early, cause,
     error, folder. Raises `SpecError` for a folder that holds no tune_app run (saying what it
     holds: a plain Ray Tune experiment, a run stopped before it began), and warns (`PartlyRead`)

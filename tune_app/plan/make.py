@@ -20,7 +20,7 @@ from tune_app.plan.smoke import shrink
 from tune_app.plan.types import ExperimentPlan, Plan
 from tune_app.registry import resolve
 from tune_app.resources import Machine
-from tune_app.rundir.allowed import home_problem, local_uri_problem
+from tune_app.rundir.allowed import home_problem, local_uri_problem, root_problem
 from tune_app.rundir.location import RunLocation
 from tune_app.seeds import SEED_KEY
 from tune_app.space import searched_paths
@@ -169,11 +169,23 @@ def _plan_experiment(
     if smoke and warm is not None:
         warnings.append(f"{exp.key_path}.warm_start: checked; a --smoke run starts without it")
         warm = None
+    if warm is not None and not warm.handed:  # interrupted runs whose trials never ended
+        named = ", ".join(r.run for r in warm.runs)
+        holds = "holds" if len(warm.runs) == 1 else "hold"
+        warnings.append(
+            f"{exp.key_path}.warm_start: {named} {holds} no finished trial with a score to hand "
+            "over: the search starts as it would without a warm start"
+        )
     trials = warm.trials(exp, envs) if warm is not None else exp.trials(envs)
     checks.check_concurrency(exp, trials)
     folder = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
     where = storage or exp.storage_path
-    unwritable = local_uri_problem(where) or home_problem(where) or folder.unwritable()
+    unwritable = (
+        local_uri_problem(where)
+        or home_problem(where)
+        or root_problem(where)
+        or folder.unwritable()
+    )
     if unwritable:
         raise SpecError(
             f"results cannot be written there: {unwritable}",

@@ -153,11 +153,14 @@ def trial_rows(
     experiments: list[ExperimentResults], top: int | None = None
 ) -> list[dict[str, Any]]:
     """Every trial as one flat row, best first within each experiment: `tune_app.load`'s
-    DataFrame. Searched parameters are `config/<path>` columns, as in Tune's DataFrames."""
+    DataFrame. Searched parameters are `config/<path>` columns, as in Tune's DataFrames; `run`
+    is the run read (a folder or a URI), `metric` what `score` is a value of."""
     rows = []
     for e in experiments:
         for t in _ranked(e)[:top]:
-            row = {"experiment": e.name, **_trial_dict(t, e)}
+            # The run read and its metric: a storage folder's runs may be re-runs (`e_2`) and
+            # rank by different metrics.
+            row = {"experiment": e.name, "run": e.where, "metric": e.metric, **_trial_dict(t, e)}
             params = row.pop("params")
             at = list(row).index("status") + 1
             items = list(row.items())

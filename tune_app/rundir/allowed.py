@@ -93,6 +93,16 @@ def home_problem(path: str) -> str | None:
     return None
 
 
+def root_problem(storage_path: str) -> str | None:
+    """Why a storage path is no place for runs: the file system's root itself (each run would
+    be a top-level folder beside the system's), or None."""
+    local = local_store(storage_path)
+    if local is not None and not home_problem(str(local)):
+        if Path(os.path.abspath(local.expanduser())) == Path("/"):
+            return "/ is the root of the file system: name a folder in it for the results"
+    return None
+
+
 def _unseen(text: str) -> str | None:
     """The first character of `text` that does not show as itself, named: a control character
     (NUL, an escape that a terminal acts on, a line break) or a format one (a right-to-left
