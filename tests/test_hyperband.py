@@ -13,8 +13,10 @@ from ray.tune.experiment import Trial
 from ray.tune.schedulers import HyperBandForBOHB, HyperBandScheduler
 
 from tune_app.ray_internals.hyperband import ResumableHyperBand, ResumableHyperBandForBOHB
+from tune_app.ray_internals.seeded import SeededHyperBand
 
 from .conftest import BOHB_RANGES, refused
+from .test_sparse import Controller, stand_in
 
 
 class StandIn:
@@ -112,3 +114,23 @@ def test_limits_that_do_not_break_halving_are_kept(cli, write_spec, search, limi
     result = cli("validate", write_spec(text))
     assert result.code == 0, result.err
     assert "17 (num_samples 17)" in result.out
+
+
+@pytest.mark.parametrize("cls", [ResumableHyperBand, SeededHyperBand])
+def test_a_trial_still_saving_its_pause_is_stopped_when_its_bracket_finishes(cls):
+    """Tune pauses a trial by saving it first: until the save returns, the trial is RUNNING and
+    saving. Tune's bracket, when it finished, stopped the PAUSED trials only, so a trial whose
+    save returned afterwards stayed PAUSED with no bracket to resume it, and the search hung."""
+    band = cls(time_attr="t", max_t=8, reduction_factor=2)  # first bracket: 4 trials to t=8
+    band.set_search_properties("score", "max")
+    a, b, c = stand_in("a", 1), stand_in("b", 2), stand_in("c", 3)
+    controller = Controller(band)
+    for t in (a, b, c):
+        band.on_trial_add(None, t)
+        t.status = Trial.RUNNING
+    assert band.on_trial_result(controller, a, {"t": 8, "score": 1.0}) == "PAUSE"
+    a.status = Trial.PAUSED
+    assert band.on_trial_result(controller, b, {"t": 8, "score": 2.0}) == "PAUSE"
+    b.is_saving = True  # its pause is still saving
+    assert band.on_trial_result(controller, c, {"t": 8, "score": 3.0}) == "STOP"
+    assert sorted(controller.stopped) == ["a", "b"]

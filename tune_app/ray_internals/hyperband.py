@@ -17,6 +17,11 @@ the bracket that runs its trials to max_t never fills: it takes every later tria
 of the search is random search at full length (ray-project/ray#12536). Here a bracket is full
 once it has been given its trials.
 
+Tune pauses a trial by saving it first, and the trial is RUNNING until the save returns. A
+finished bracket stopped only its PAUSED trials, so a trial whose save returned afterwards stayed
+PAUSED, with no bracket left to resume it, and the search hung. Here a finished bracket stops its
+trials that are saving too, as Tune's halving already stops its bad ones.
+
 Each is a wrapper around Tune's HyperBandScheduler (or HyperBandForBOHB), unmodified; only the
 bracket is a subclass of Tune's `_Bracket`, for Tune has no hook to choose a bracket's class.
 """
@@ -38,7 +43,7 @@ from tune_app.scoring import number
 # A subclass: Tune's HyperBand makes its brackets itself (`_create_bracket`), with no hook.
 class FilledOnce(_Bracket):
     """A bracket that is full once it was given its trials, ended ones included; a trial without
-    a number for the metric at a rung ranks last."""
+    a number for the metric at a rung ranks last; a finished bracket stops its saving trials."""
 
     def filled(self) -> bool:
         return len(self._all_trials) >= self._n
@@ -48,6 +53,11 @@ class FilledOnce(_Bracket):
             if result is not None and number(result.get(metric)) is None:
                 self._live_trials[trial] = {**result, metric: -metric_op * math.inf}
         return super().successive_halving(metric, metric_op)
+
+    def cleanup_full(self, tune_controller: Any) -> None:
+        for trial in self.current_trials():
+            if trial.status == Trial.PAUSED or trial.is_saving:
+                tune_controller.stop_trial(trial)
 
 
 class ResumableHyperBand(Wraps):
