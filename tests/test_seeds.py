@@ -16,6 +16,7 @@ from tune_app.errors import SpecError
 from tune_app.plan.make import make_plan
 
 from .conftest import refused, user_module
+from .test_sparse import Controller, stand_in
 
 
 @pytest.mark.parametrize(
@@ -138,6 +139,11 @@ experiments:
         (
             "{run: es_cartpole, seeds: 2, search: bohb, config: {lr: {uniform: [0.1, 1]}}}",
             "cannot judge a configuration by several seeds",
+        ),
+        (
+            "{run: es_cartpole, seeds: 2, "
+            "scheduler: {type: pbt, hyperparam_mutations: {lr: [0.1, 0.2]}}}",
+            "copies single trials",
         ),
     ],
 )
@@ -375,49 +381,42 @@ def test_the_searcher_learns_a_configuration_whichever_seed_ends_last(ends, told
         assert result == told[0]
 
 
-def test_an_early_stopping_scheduler_sees_the_configurations_aggregate():
+def judged_by_seeds(**how):
+    """JudgesBySeeds around a FIFO scheduler, and the (trial id, score) that scheduler is handed."""
     from ray.tune.schedulers import FIFOScheduler
 
-    from tune_app import methods
-    from tune_app.ray_internals.seeded import JudgesBySeeds, SeededASHA
+    from tune_app.ray_internals.seeded import JudgesBySeeds
+
+    seen: list[tuple[str, float]] = []
 
     class Recorder(FIFOScheduler):
         def on_trial_result(self, tune_controller, trial, result):
-            self.seen.append((trial.trial_id, result["score"]))
+            seen.append((trial.trial_id, result["score"]))
             return FIFOScheduler.CONTINUE
 
     recorder = Recorder()
     recorder.set_search_properties("score", "max")
-    recorder.seen = []
-    probe = JudgesBySeeds(recorder, how="mean")  # around the scheduler, as every seeded one is
+    return JudgesBySeeds(recorder, **how), seen
 
-    def trial(i, x, seed):
-        return SimpleNamespace(trial_id=i, config={"x": x, "seed": seed})
 
-    a0, a1, b0 = trial("a0", 1, 0), trial("a1", 1, 1), trial("b0", 2, 0)
+def test_an_early_stopping_scheduler_sees_the_configurations_aggregate():
+    from tune_app import methods
+    from tune_app.ray_internals.seeded import SeededASHA
+
+    probe, seen = judged_by_seeds(how="mean")  # around the scheduler, as every seeded one is
+    a0, a1, b0 = seed_trial("a0", 1, 0), seed_trial("a1", 1, 1), seed_trial("b0", 2, 0)
     probe.on_trial_result(None, a0, {"score": 10.0})
     probe.on_trial_result(None, b0, {"score": 5.0})
     probe.on_trial_result(None, a1, {"score": 0.0})  # x=1 so far: 10 and 0
     probe.on_trial_result(None, a0, {"score": 12.0})  # a0's latest replaces its earlier
-    assert recorder.seen == [("a0", 10.0), ("b0", 5.0), ("a1", 5.0), ("a0", 6.0)]
+    assert seen == [("a0", 10.0), ("b0", 5.0), ("a1", 5.0), ("a0", 6.0)]
     entry = methods.SCHEDULERS["asha"]
     built = entry.build(entry.options.model_validate({}), methods.Context(seeds_aggregate="iqm"))
     assert isinstance(built, SeededASHA) and built.how == "iqm"
 
 
-class Seed(SimpleNamespace):
-    """What a scheduler reads of a trial: id, config, status."""
-
-    __hash__ = object.__hash__  # schedulers key their tables by trial
-
-    def __eq__(self, other):
-        return self is other
-
-
 def seed_trial(name, x, seed):
-    from ray.tune.experiment import Trial
-
-    return Seed(trial_id=name, config={"x": x, "seed": seed}, status=Trial.PENDING, is_saving=False)
+    return stand_in(name, x, seed=seed)
 
 
 def test_asha_stops_a_configurations_seeds_together():
@@ -445,24 +444,13 @@ def test_asha_stops_a_configurations_seeds_together():
 
 
 def test_a_seed_that_is_ahead_counts_with_its_value_at_the_same_time():
-    from ray.tune.schedulers import FIFOScheduler
-
-    from tune_app.ray_internals.seeded import JudgesBySeeds
-
-    class Recorder(FIFOScheduler):
-        def on_trial_result(self, tune_controller, trial, result):
-            self.seen.append(result["score"])
-            return FIFOScheduler.CONTINUE
-
-    recorder = Recorder()
-    recorder.set_search_properties("score", "max")
-    recorder.seen = []
-    probe = JudgesBySeeds(recorder)
+    probe, seen = judged_by_seeds()
     a0, a1 = seed_trial("a0", 1, 0), seed_trial("a1", 1, 1)
     for it, v in [(1, 0.0), (2, 0.0), (3, 30.0)]:
         probe.on_trial_result(None, a0, {"training_iteration": it, "score": v})
     probe.on_trial_result(None, a1, {"training_iteration": 1, "score": 10.0})
-    assert recorder.seen == [0.0, 0.0, 30.0, 5.0]  # at iteration 1: mean(0, 10), not mean(30, 10)
+    # at iteration 1: mean(0, 10), not mean(30, 10)
+    assert seen == [("a0", 0.0), ("a0", 0.0), ("a0", 30.0), ("a1", 5.0)]
 
 
 def test_a_finished_seed_is_recorded_by_its_configurations_aggregate():
@@ -490,21 +478,13 @@ def test_hyperband_judges_a_rung_on_all_seeds_there_and_keeps_them_together():
 
     from tune_app.ray_internals.seeded import SeededHyperBand
 
-    class Controller:
-        stopped: list[str] = []
-
-        def stop_trial(self, trial):
-            self.stopped.append(trial.trial_id)
-            band.on_trial_remove(self, trial)
-            trial.status = Trial.TERMINATED
-
     band = SeededHyperBand(time_attr="training_iteration", max_t=3, reduction_factor=3)
     band.set_search_properties("score", "max")
     fillers = [seed_trial(f"f{i}", 8 + i, 0) for i in range(2)]  # the first bracket: 2 to 3
     a0, b0, a1 = seed_trial("a0", 1, 0), seed_trial("b0", 2, 0), seed_trial("a1", 1, 1)
     for t in (*fillers, a0, b0, a1):
         band.on_trial_add(None, t)  # a0, b0, a1: 3 trials, the best third kept after 1
-    controller = Controller()
+    controller = Controller(band)
     for t, v in [(a0, 0.0), (b0, 5.0)]:
         t.status = Trial.RUNNING
         assert band.on_trial_result(controller, t, {"training_iteration": 1, "score": v}) == "PAUSE"
@@ -517,18 +497,6 @@ def test_hyperband_judges_a_rung_on_all_seeds_there_and_keeps_them_together():
     )
     assert controller.stopped == ["b0"]
     assert a0.status == Trial.PAUSED and a0 in band._trial_info[a0][0].trials_to_unpause
-
-
-def test_seeds_are_refused_under_population_based_training(tmp_path):
-    text = """
-experiments:
-  e:
-    run: es_cartpole
-    seeds: 2
-    scheduler: {type: pbt, hyperparam_mutations: {lr: [0.1, 0.2]}}
-"""
-    with pytest.raises(SpecError, match="copies single trials"):
-        plan_of(tmp_path, text)
 
 
 def test_hyperband_brackets_hold_whole_configurations():

@@ -31,8 +31,9 @@ class StandIn(SimpleNamespace):
         return self is other
 
 
-def stand_in(name: str, x: int) -> StandIn:
-    return StandIn(trial_id=name, config={"x": x}, status=Trial.PENDING, is_saving=False)
+def stand_in(name: str, x: int, **config) -> StandIn:
+    """A pending trial of config `x` (and any other `config` keys)."""
+    return StandIn(trial_id=name, config={"x": x, **config}, status=Trial.PENDING, is_saving=False)
 
 
 class Controller:

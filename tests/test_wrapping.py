@@ -27,15 +27,7 @@ from ray.tune.search import Searcher
 from tune_app import methods
 from tune_app.ray_internals.wrapping import Wraps
 
-
-class StandIn(SimpleNamespace):
-    """What a scheduler reads of a trial: id, config, status."""
-
-    __hash__ = object.__hash__  # schedulers key their tables by trial
-
-    def __eq__(self, other):
-        return self is other
-
+from .test_sparse import StandIn, stand_in
 
 OPTIONS = {
     "pbt": {"hyperparam_mutations": {"x": [1, 2]}},
@@ -102,7 +94,7 @@ def test_a_wrapped_scheduler_is_pickled_with_the_tuner_and_runs_after(name, vari
     scheduler.set_search_properties("score", "max")
     assert isinstance(scheduler.debug_string(), str)
     if tunes not in (PopulationBasedTraining, PB2):  # those read a whole Trial when it is added
-        trial = StandIn(trial_id="t", config={"x": 1}, status=Trial.PENDING, is_saving=False)
+        trial = stand_in("t", 1)
         scheduler.on_trial_add(None, trial)  # type: ignore[arg-type]
         result = {"score": 1.0, "training_iteration": 1, "time_total_s": 1.0}
         told = SimpleNamespace(on_pause=lambda _: None, on_unpause=lambda _: None)  # BOHB's
