@@ -63,27 +63,17 @@ def check(ep: ExperimentPlan, summary: RunSummary, smoke: bool = False) -> list[
             values = [finite(by_id[i].values.get(key)) for i in configs[0].trial_ids]
             found = [v for v in values if v is not None]
             value = aggregate(found, summary.aggregate)
-            name_ = f"best configuration ({summary.aggregate} of {counted(len(found), 'seed')})"
+            where = f"best configuration ({summary.aggregate} of {counted(len(found), 'seed')})"
             if len(found) < len(summary.seeds):
-                name_ += f", {len(summary.seeds) - len(found)} without a value"
-            if value is None:
-                outcomes.append(Outcome(ep.name, name, False, f"{name_} has no value of {key}"))
-                continue
-            ok = (bound.min is None or value >= bound.min) and (
-                bound.max is None or value <= bound.max
-            )
-            outcomes.append(Outcome(ep.name, name, ok, f"{name_}: {key} = {value:.6g}"))
-            continue
-        value = finite(best.values.get(key)) if best is not None else None
-        if value is None:
+                where += f", {len(summary.seeds) - len(found)} without a value"
+        else:
+            value = finite(best.values.get(key)) if best is not None else None
             where = f"best trial {best.trial_id}" if best else "no trial with a metric"
+        if value is None:
             outcomes.append(Outcome(ep.name, name, False, f"{where} has no value of {key}"))
             continue
-        assert best is not None  # a value was found on it
         ok = (bound.min is None or value >= bound.min) and (bound.max is None or value <= bound.max)
-        outcomes.append(
-            Outcome(ep.name, name, ok, f"best trial {best.trial_id}: {key} = {value:.6g}")
-        )
+        outcomes.append(Outcome(ep.name, name, ok, f"{where}: {key} = {value:.6g}"))
     return outcomes
 
 
