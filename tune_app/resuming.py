@@ -85,14 +85,7 @@ def resume_plan(
         raise SpecError(f"the spec as run has no experiment {', '.join(missing)}")
     kept = tuple(replace(by_name[name], folder=run) for name, run in zip(names, found, strict=True))
     warnings += _code_changes(records)
-    plan = Plan(
-        spec=plan.spec,
-        experiments=kept,
-        machine=plan.machine,
-        warnings=(*plan.warnings, *warnings),
-        smoke=smoke,
-    )
-    return plan
+    return replace(plan, experiments=kept, warnings=(*plan.warnings, *warnings))
 
 
 def _code_changes(records: list[RunRecord]) -> list[str]:
