@@ -184,21 +184,20 @@ def validate(
 
     loaded = _load(spec)
     where = None if storage_path is None else str(storage_path)
-    if address is None:
-        machine = Machine.planned(cpus, gpus) if cpus is not None or gpus is not None else None
-        if cpus is not None and not math.isfinite(cpus):
-            machine = Machine.unknown()
-        return make_plan(
-            loaded, machine=machine, storage_path=where, smoke=smoke, rllib_checks=rllib_checks
-        )
-    # First against a cluster not yet known: a bad spec never joins it.
-    make_plan(loaded, machine=Machine.unknown(), storage_path=where, smoke=smoke)
-    from tune_app.cluster import machine_at  # imports Ray
+    machine: Machine | None = None
+    if address is not None:
+        # First against a cluster not yet known: a bad spec never joins it.
+        make_plan(loaded, machine=Machine.unknown(), storage_path=where, smoke=smoke)
+        from tune_app.cluster import machine_at  # imports Ray
 
-    try:
-        machine = machine_at(address)
-    except SpecError as err:
-        raise err.with_file(str(loaded.file)) from None
+        try:
+            machine = machine_at(address)
+        except SpecError as err:
+            raise err.with_file(str(loaded.file)) from None
+    elif cpus is not None and not math.isfinite(cpus):
+        machine = Machine.unknown()
+    elif cpus is not None or gpus is not None:
+        machine = Machine.planned(cpus, gpus)
     return make_plan(
         loaded, machine=machine, storage_path=where, smoke=smoke, rllib_checks=rllib_checks
     )
