@@ -319,7 +319,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             try:
                 grid = tuner.fit()
             except Exception as err:
-                if isinstance(err, TuneAppError) or not _started(ep):
+                if isinstance(err, TuneAppError) or not ep.folder.tune_started():
                     raise
                 # Tune's own loop raised (a trial's error fails that trial alone): the state it
                 # saved last resumes.
@@ -459,17 +459,12 @@ def _library_warnings(verbosity: int) -> Iterator[None]:
         yield
 
 
-def _started(ep: ExperimentPlan) -> bool:
-    """Whether Tune got as far as saving its state or a trial reported."""
-    return ep.folder.tune_started()
-
-
 def _nothing_ran(ep: ExperimentPlan, err: BaseException) -> bool:
     """Whether this new run's folder (made here, its lock held) holds nothing to keep: Tune
     stopped before saving its state or any trial reported, or a spec error refused the run
     before any trial reported (Tune may have saved its state of pending trials: a resume
     would meet the same error)."""
-    if not _started(ep):
+    if not ep.folder.tune_started():
         return True
     return isinstance(err, SpecError) and not ep.folder.holds_results()
 
