@@ -435,6 +435,15 @@ def test_a_background_import_that_fails_is_done_again_and_its_error_raised(tmp_p
     assert broken.failed
 
 
+ONE_TRIAL = """
+e:
+  run: my_trainables:legacy
+  num_samples: 1
+  stop: {training_iteration: 1}
+  config: {x: 1}
+"""
+
+
 def test_a_run_tune_refuses_at_start_leaves_no_folder_to_resume(
     ray_session, cli, user_spec, tmp_path, monkeypatch
 ):
@@ -442,13 +451,7 @@ def test_a_run_tune_refuses_at_start_leaves_no_folder_to_resume(
     `run` refused to start, calling it a resumable run."""
     from tune_app import tuner
 
-    spec_file = user_spec("""
-e:
-  run: my_trainables:legacy
-  num_samples: 1
-  stop: {training_iteration: 1}
-  config: {x: 1}
-""")
+    spec_file = user_spec(ONE_TRIAL)
 
     def refused(*args, **kwargs):
         raise ValueError("Tune refuses this search")
@@ -487,13 +490,7 @@ def test_a_driver_killed_before_tune_started_does_not_block_the_next_run(
 ):
     """Killed just after it made the folder, a run left run.json and spec.yaml only: `resume`
     has no Tune state to continue, and `run` refused the folder."""
-    spec_file = user_spec("""
-e:
-  run: my_trainables:legacy
-  num_samples: 1
-  stop: {training_iteration: 1}
-  config: {x: 1}
-""")
+    spec_file = user_spec(ONE_TRIAL)
     folder = tmp_path / "o" / "e"
     folder.mkdir(parents=True)
     (folder / "run.json").write_text("{}")
