@@ -184,10 +184,6 @@ class JudgesBySeeds(Wraps):
         state.setdefault("passed", {})
         self.__dict__.update(state)
 
-    @staticmethod
-    def _group(trial: Trial) -> str:
-        return _configuration(trial)
-
     def _aggregate_at(self, group: str, time: float | None) -> float | None:
         """The configuration's aggregate over its seeds' latest values up to `time`."""
         values = []
@@ -211,7 +207,7 @@ class JudgesBySeeds(Wraps):
         result = numbers_only(result, metric)
         if not metric or result.get(metric) is None:
             return result
-        group, time = self._group(trial), self._time_of(result)
+        group, time = _configuration(trial), self._time_of(result)
         history = self.histories.setdefault(group, {}).setdefault(trial.trial_id, [])
         at = time if time is not None else float(len(history))
         if not history or history[-1][0] != at:
@@ -220,7 +216,7 @@ class JudgesBySeeds(Wraps):
         return {**result, metric: told} if told is not None else result
 
     def on_trial_result(self, tune_controller: Any, trial: Trial, result: dict) -> str:
-        group, time = self._group(trial), self._time_of(result)
+        group, time = _configuration(trial), self._time_of(result)
         if group in self.stopped:
             # A sibling seed was stopped early: this one runs to the same budget, then stops.
             budget = self.stopped[group]
@@ -276,14 +272,14 @@ class SeededASHA(JudgesBySeeds):
         self.homes: dict[str, Any] = {}  # configuration -> its bracket, for all its seeds
 
     def _stand_in(self, trial: Trial) -> Any:
-        return _Configuration(self._group(trial))
+        return _Configuration(_configuration(trial))
 
     def bracket_of(self, trial: Trial) -> Any:
         """The bracket a seed's configuration is in (Tune's, by configuration), or None."""
-        return self.tune._trial_info.get(self._group(trial))
+        return self.tune._trial_info.get(_configuration(trial))
 
     def on_trial_add(self, tune_controller: Any, trial: Trial) -> None:
-        group = self._group(trial)
+        group = _configuration(trial)
         if group in self.homes:  # a later seed, its siblings perhaps ended: their bracket
             self.tune._trial_info[group] = self.homes[group]
         else:
@@ -318,7 +314,7 @@ class SeededASHA(JudgesBySeeds):
         stand_in = self._stand_in(trial)
         if time is None or self.metric not in judged or not self._ends_early(time):
             return self.inner.on_trial_result(tune_controller, stand_in, judged)
-        group = self._group(trial)
+        group = _configuration(trial)
         reached = [(m, recorded) for m, recorded in bracket._rungs if time >= m][:1]
         judged_here = self.judged_at.setdefault(trial.trial_id, set())
         for milestone, recorded in reached:  # the highest rung this seed has reached
@@ -338,7 +334,7 @@ class SeededASHA(JudgesBySeeds):
         return self.inner.on_trial_result(tune_controller, stand_in, judged)
 
     def on_trial_complete(self, tune_controller: Any, trial: Trial, result: dict) -> None:
-        bracket, live = self.bracket_of(trial), self.seeds_live.get(self._group(trial), set())
+        bracket, live = self.bracket_of(trial), self.seeds_live.get(_configuration(trial), set())
         if bracket is None or trial.trial_id not in live:
             return
         live.discard(trial.trial_id)
@@ -347,10 +343,10 @@ class SeededASHA(JudgesBySeeds):
                 tune_controller, self._stand_in(trial), self._judged(trial, result)
             )
         if live:  # Tune forgets a trial's bracket when it ends; the siblings still report
-            self.tune._trial_info[self._group(trial)] = bracket
+            self.tune._trial_info[_configuration(trial)] = bracket
 
     def on_trial_remove(self, tune_controller: Any, trial: Trial) -> None:
-        live = self.seeds_live.get(self._group(trial), set())
+        live = self.seeds_live.get(_configuration(trial), set())
         live.discard(trial.trial_id)
         if not live and self.bracket_of(trial) is not None:
             self.inner.on_trial_remove(tune_controller, self._stand_in(trial))
@@ -435,7 +431,7 @@ class SeededHyperBand(JudgesBySeeds):
         self.homes: dict[str, tuple[Any, int]] = {}  # configuration -> (its bracket, its band)
 
     def _at_rung(self, trial: Trial, result: dict) -> dict:
-        told = self._aggregate_at(self._group(trial), self._time_of(result))
+        told = self._aggregate_at(_configuration(trial), self._time_of(result))
         metric = self.metric
         return {**result, metric: told} if told is not None and metric in result else result
 
@@ -460,7 +456,7 @@ class SeededHyperBand(JudgesBySeeds):
             left = gone is not trial and gone not in after
             time = self._time_of(result or {})
             if left and self._ends_early(time):
-                self.stopped.setdefault(self._group(gone), time)
+                self.stopped.setdefault(_configuration(gone), time)
         return outcome
 
     def _decide(self, tune_controller: Any, trial: Trial, judged: dict) -> str:
