@@ -53,7 +53,7 @@ def test_ties_share_a_draw():
 def test_vectorised_aggregate_matches_the_one_used_for_ranking(how):
     rows = np.random.default_rng(3).normal(size=(40, 7))
     expected = [seeds.aggregate(list(r), how) for r in rows]
-    assert np.allclose(noise.aggregate_rows(rows, how), expected)
+    assert np.allclose(seeds.aggregate_rows(rows, how), expected)
 
 
 def test_the_bound_is_pessimistic_on_the_side_of_the_mode():

@@ -12,35 +12,17 @@ Pure functions, Ray-free; the seed is fixed so a report shows the same figures e
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from tune_app.seeds import AGGREGATES, Configuration
+from tune_app.seeds import Configuration, aggregate_rows, finite_values
 
 DRAWS = 2000
 SEED = 0
 LEVEL = 0.95  # the bound's one-sided confidence
 DEFAULT_SELECT = "aggregate"
 MIN_SEEDS = 2  # scored seeds a configuration needs for a chance or a bound
-
-
-def _finite(values: Sequence[float | None]) -> np.ndarray:
-    return np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
-
-
-def aggregate_rows(draws: np.ndarray, how: str) -> np.ndarray:
-    """The aggregate of each row of `draws` (draws x seeds): `seeds.aggregate`, vectorised."""
-    if how == "mean":
-        return np.asarray(draws.mean(axis=1))
-    if how == "median":
-        return np.asarray(np.median(draws, axis=1))
-    if how == "iqm":
-        ordered = np.sort(draws, axis=1)
-        cut = int(math.floor(draws.shape[1] * 0.25))  # as seeds.aggregate
-        return np.asarray(ordered[:, cut : draws.shape[1] - cut].mean(axis=1))
-    raise ValueError(f"unknown aggregate {how!r}; allowed: {', '.join(AGGREGATES)}")
 
 
 def resampled(
@@ -52,7 +34,7 @@ def resampled(
     rng = np.random.default_rng(seed)
     out: list[np.ndarray | None] = []
     for values in scores:
-        finite = _finite(values)
+        finite = finite_values(values)
         if finite.size < MIN_SEEDS:
             out.append(None)
             continue
