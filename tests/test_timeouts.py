@@ -224,10 +224,6 @@ def test_the_watch_pickles_for_resume_without_its_trials(tmp_path):
     assert pickle.loads(pickle.dumps(watch)).limit_s == 10.0  # Tune pickles its callbacks
 
 
-def _attempts(log: Path) -> list[float]:
-    return [float(line) for line in log.read_text().split()]
-
-
 def _failed_at(error_txt: str) -> list[float]:
     """When each failure in a trial's error.txt occurred, as Tune stamps them (local time)."""
     stamps = re.findall(r"^Failure # \d+ \(occurred at ([^)]*)\)", error_txt, flags=re.M)
@@ -269,7 +265,7 @@ experiments:
         assert json.loads((folder / "run.json").read_text())["result_timeout_s"] == 2
     # Each attempt reported once, hung for 600 s, and failed soon after the limit (Tune stamps a
     # failure to the second).
-    reported = _attempts(log)
+    reported = [float(line) for line in log.read_text().split()]
     function = tmp_path / "o" / "function"
     (trial,) = json.loads((function / "summary.json").read_text())["trials"]
     failed = _failed_at((function / trial["path"] / "error.txt").read_text())
