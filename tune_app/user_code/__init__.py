@@ -42,7 +42,7 @@ from tune_app.user_code.locating import (
     on_path,
     spec_of,
 )
-from tune_app.user_code.source import bound_names, followed
+from tune_app.user_code.source import bound_names, followed, parsed_source
 
 # Packages a spec may not name code in, beside the standard library: the app itself.
 APP_PACKAGES = frozenset({"tune_app"})
@@ -67,6 +67,16 @@ class Role:
     @property
     def base_name(self) -> str:
         return self.base_shown or (self.base or "").rpartition(":")[2] or "class"
+
+    def fits(self, *, required: int, kw_required: int, positional: bool) -> bool:
+        """Whether a function of this signature can be called as the role calls it: `required`
+        positional and `kw_required` keyword-only parameters without defaults, `positional`
+        whether it takes any positional argument."""
+        return (
+            (positional or not self.needs_positional)
+            and required <= self.max_required
+            and (self.keywords or not kw_required)
+        )
 
     def base_class(self) -> type | None:
         if self.base is None:
@@ -262,13 +272,7 @@ def _installed_function(ref: CodeRef) -> SpecError:
 
 def source_tree(ref: CodeRef) -> ast.Module | None:
     """The parsed source of the module `ref` names, where it is plain Python (no import)."""
-    origin = find_module(ref.module_name, ref.search_path, ref.where).origin
-    if not origin or not origin.endswith(".py"):
-        return None
-    try:
-        return ast.parse(Path(origin).read_bytes())
-    except (OSError, SyntaxError, ValueError):
-        return None
+    return parsed_source(find_module(ref.module_name, ref.search_path, ref.where))
 
 
 def defined_as(ref: CodeRef) -> Literal["class", "function"] | None:
@@ -288,11 +292,8 @@ def _check_source(module: ModuleSpec, ref: CodeRef) -> None:
     one the role takes (from an installed package, declared), a name imported from the standard
     library is refused, and a name the module never binds is missing. Names bound in ways the
     source does not show plainly are left to the check after import."""
-    if not module.origin or not module.origin.endswith(".py"):
-        return
-    try:
-        tree = ast.parse(Path(module.origin).read_bytes())
-    except (OSError, SyntaxError, ValueError):
+    tree = parsed_source(module)
+    if tree is None:
         return  # importing it reports the problem, at run
     _check_reexported(tree, module, ref)
     for node in tree.body:
@@ -327,20 +328,15 @@ def _check_function_source(node: ast.FunctionDef | ast.AsyncFunctionDef, ref: Co
         raise not_role(ref.name, "a function", ref.role, ref.where)
     if not (ref.local or ref.declared):
         raise _installed_function(ref)
-    if isinstance(node, ast.AsyncFunctionDef) or not _takes(node.args, ref.role):
-        raise not_role(ref.name, _signature(node), ref.role, ref.where)
-
-
-def _takes(args: ast.arguments, role: Role) -> bool:
+    args = node.args
     positional = [*args.posonlyargs, *args.args]
-    required = len(positional) - len(args.defaults)
-    kw_required = sum(d is None for d in args.kw_defaults)
-    has_positional = bool(positional) or args.vararg is not None
-    return (
-        (has_positional or not role.needs_positional)
-        and required <= role.max_required
-        and (role.keywords or not kw_required)
+    fits = ref.role.fits(
+        required=len(positional) - len(args.defaults),
+        kw_required=sum(d is None for d in args.kw_defaults),
+        positional=bool(positional) or args.vararg is not None,
     )
+    if isinstance(node, ast.AsyncFunctionDef) or not fits:
+        raise not_role(ref.name, _signature(node), ref.role, ref.where)
 
 
 def _check_signature(obj: Any, ref: CodeRef) -> None:
@@ -349,13 +345,12 @@ def _check_signature(obj: Any, ref: CodeRef) -> None:
     except (TypeError, ValueError):
         raise not_role(ref.name, "a function without a signature", ref.role, ref.where) from None
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    required = [p for p in positional if p.default is p.empty]
-    kw_required = [p for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
-    takes_any = any(p.kind is p.VAR_POSITIONAL for p in params)
-    fits = not (inspect.iscoroutinefunction(obj) or len(required) > ref.role.max_required)
-    fits = fits and (ref.role.keywords or not kw_required)
-    fits = fits and (bool(positional) or takes_any or not ref.role.needs_positional)
-    if not fits:
+    fits = ref.role.fits(
+        required=sum(p.default is p.empty for p in positional),
+        kw_required=sum(p.kind is p.KEYWORD_ONLY and p.default is p.empty for p in params),
+        positional=bool(positional) or any(p.kind is p.VAR_POSITIONAL for p in params),
+    )
+    if inspect.iscoroutinefunction(obj) or not fits:
         what = f"def {obj.__name__}{inspect.signature(obj)}"[:200]
         raise not_role(ref.name, what, ref.role, ref.where)
 

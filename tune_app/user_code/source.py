@@ -13,6 +13,17 @@ from pathlib import Path
 from tune_app.user_code.locating import static_spec
 
 
+def parsed_source(module: ModuleSpec | None) -> ast.Module | None:
+    """The module's parsed source, where it is plain Python that parses; None elsewhere (a
+    missing or compiled module, a syntax error: importing it reports the problem, at run)."""
+    if module is None or not module.origin or not module.origin.endswith(".py"):
+        return None
+    try:
+        return ast.parse(Path(module.origin).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
 def bound_names(tree: ast.Module) -> set[str] | None:
     """Every name the module's top level binds, or None where it may bind names the source does
     not show (`from x import *`, a module `__getattr__`, writes to `globals()`)."""
@@ -61,11 +72,8 @@ def followed(tree: ast.Module, module: ModuleSpec, name: str, depth: int = 4) ->
         except (ImportError, ValueError):
             return None
         found = static_spec(target)
-        if found is None or not found.origin or not found.origin.endswith(".py"):
-            return None
-        try:
-            source = ast.parse(Path(found.origin).read_bytes())
-        except (OSError, SyntaxError, ValueError):
+        source = parsed_source(found)
+        if found is None or source is None:
             return None
         for defined in statements(source.body):
             if isinstance(defined, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
