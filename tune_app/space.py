@@ -104,24 +104,36 @@ class _Rule:
     doc: str = ""
 
 
+def _first(*checks: Callable[..., str | None]) -> Callable[..., str | None]:
+    """A check of a mapping's arguments that runs `checks` in order and says the first problem."""
+
+    def check(*args: Any) -> str | None:
+        for each in checks:
+            problem = each(*args)
+            if problem:
+                return problem
+        return None
+
+    return check
+
+
 def _bounds(lo: Any, hi: Any, *_: Any) -> str | None:
     return None if lo < hi else f"lower < upper must hold, but got lower={lo}, upper={hi}"
 
 
-def _log_bounds(lo: Any, hi: Any, *rest: Any) -> str | None:
+def _log_bounds(lo: Any, hi: Any, *_: Any) -> str | None:
     if lo <= 0:
         return f"lower > 0 must hold for a log scale, but got lower={lo}"
-    if rest and rest[-1] <= 0:
-        return f"the last argument must be > 0, but got {rest[-1]}"
     return _bounds(lo, hi)
 
 
-def _quantized(lo: Any, hi: Any, q: Any) -> str | None:
-    return f"q > 0 must hold, but got q={q}" if q <= 0 else _bounds(lo, hi)
+def _positive_q(*args: Any) -> str | None:
+    q = args[-1]  # a quantized mapping's last argument
+    return f"q > 0 must hold, but got q={q}" if q <= 0 else None
 
 
-def _log_quantized(lo: Any, hi: Any, q: Any) -> str | None:
-    return f"q > 0 must hold, but got q={q}" if q <= 0 else _log_bounds(lo, hi)
+def _positive_sd(mean: Any, sd: Any, *_: Any) -> str | None:
+    return f"sd > 0 must hold, but got sd={sd}" if sd <= 0 else None
 
 
 def _integer_values(lo: int, hi: int, q: int = 1) -> str | None:
@@ -137,22 +149,6 @@ def _integer_values(lo: int, hi: int, q: int = 1) -> str | None:
     return None
 
 
-def _integer(lo: Any, hi: Any) -> str | None:
-    return _bounds(lo, hi) or _integer_values(lo, hi)
-
-
-def _integer_log(lo: Any, hi: Any) -> str | None:
-    return _log_bounds(lo, hi) or _integer_values(lo, hi)
-
-
-def _integer_quantized(lo: Any, hi: Any, q: Any) -> str | None:
-    return _quantized(lo, hi, q) or _integer_values(lo, hi, q)
-
-
-def _integer_log_quantized(lo: Any, hi: Any, q: Any) -> str | None:
-    return _log_quantized(lo, hi, q) or _integer_values(lo, hi, q)
-
-
 def _divisible(lo: Any, hi: Any, q: Any) -> str | None:
     """Tune's float quantization needs bounds that are multiples of q (it refuses the rest when
     the trials are made)."""
@@ -166,22 +162,6 @@ def _divisible(lo: Any, hi: Any, q: Any) -> str | None:
     return None
 
 
-def _float_quantized(lo: Any, hi: Any, q: Any) -> str | None:
-    return _quantized(lo, hi, q) or _divisible(lo, hi, q)
-
-
-def _float_log_quantized(lo: Any, hi: Any, q: Any) -> str | None:
-    return _log_quantized(lo, hi, q) or _divisible(lo, hi, q)
-
-
-def _normal(mean: Any, sd: Any, *rest: Any) -> str | None:
-    if sd <= 0:
-        return f"sd > 0 must hold, but got sd={sd}"
-    if rest and rest[0] <= 0:
-        return f"q > 0 must hold, but got q={rest[0]}"
-    return None
-
-
 # Bounds follow Tune: float samplers draw from [lower, upper); `randint` and `lograndint` exclude
 # `upper`, while the quantized integer samplers `qrandint` and `qlograndint` include it, except
 # for q = 1, where Tune excludes it too.
@@ -190,7 +170,7 @@ RULES: dict[str, _Rule] = {
     "quniform": _Rule(
         ("lower", "upper", "q"),
         False,
-        _float_quantized,
+        _first(_positive_q, _bounds, _divisible),
         doc="float in [lower, upper], rounded to a multiple of q",
     ),
     "loguniform": _Rule(
@@ -199,32 +179,40 @@ RULES: dict[str, _Rule] = {
     "qloguniform": _Rule(
         ("lower", "upper", "q"),
         False,
-        _float_log_quantized,
+        _first(_positive_q, _log_bounds, _divisible),
         doc="loguniform, rounded to a multiple of q",
     ),
     "randint": _Rule(
-        ("lower", "upper"), True, _integer, doc="integer in [lower, upper): upper excluded"
+        ("lower", "upper"),
+        True,
+        _first(_bounds, _integer_values),
+        doc="integer in [lower, upper): upper excluded",
     ),
     "qrandint": _Rule(
         ("lower", "upper", "q"),
         True,
-        _integer_quantized,
+        _first(_positive_q, _bounds, _integer_values),
         doc="integer multiple of q in [lower, upper]: upper included unless q = 1",
     ),
     "lograndint": _Rule(
         ("lower", "upper"),
         True,
-        _integer_log,
+        _first(_log_bounds, _integer_values),
         doc="integer in [lower, upper), uniform in log space: upper excluded",
     ),
     "qlograndint": _Rule(
         ("lower", "upper", "q"),
         True,
-        _integer_log_quantized,
+        _first(_positive_q, _log_bounds, _integer_values),
         doc="lograndint rounded to a multiple of q: upper included unless q = 1",
     ),
-    "randn": _Rule(("mean", "sd"), False, _normal, doc="float from a normal distribution"),
-    "qrandn": _Rule(("mean", "sd", "q"), False, _normal, doc="normal, rounded to a multiple of q"),
+    "randn": _Rule(("mean", "sd"), False, _positive_sd, doc="float from a normal distribution"),
+    "qrandn": _Rule(
+        ("mean", "sd", "q"),
+        False,
+        _first(_positive_sd, _positive_q),
+        doc="normal, rounded to a multiple of q",
+    ),
 }
 LIST_KINDS = {
     "grid_search": "every value, crossed with the other grid axes",
@@ -272,9 +260,8 @@ def _parse_domain(kind: str, args: Any, path: str) -> Domain:
             )
         return Domain(kind, tuple(parse_space(a, f"{path}[{i}]") for i, a in enumerate(args)))
     rule = RULES[kind]
-    names = rule.params
     form = f"{kind}: [{', '.join(rule.params)}]"
-    if not isinstance(args, list) or not len(rule.params) <= len(args) <= len(names):
+    if not isinstance(args, list) or len(args) != len(rule.params):
         raise SpecError(
             f"{kind} takes {len(rule.params)} arguments [{', '.join(rule.params)}], "
             f"but got {args!r}",
