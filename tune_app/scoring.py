@@ -41,21 +41,15 @@ def finite(value: Any) -> float | None:
 def score(
     values: Iterable[Any], scope: str = DEFAULT_SCOPE, mode: str | None = "max"
 ) -> float | None:
-    """A trial's score from the metric values it reported (missing and non-finite ones skipped)."""
+    """A trial's score from the metric values it reported (missing and non-finite ones skipped):
+    `RunningScore` of them all."""
     numbers_ = [v for v in (finite(x) for x in values) if v is not None]
     if not numbers_:
         return None
-    if scope == "last":
-        return numbers_[-1]
-    if scope == "all":
-        return min(numbers_) if mode == "min" else max(numbers_)
-    if scope == "avg":
-        return sum(numbers_) / len(numbers_)
-    found = re.fullmatch(r"last-([1-9][0-9]*)-avg", scope)
-    if found is None:
-        raise ValueError(f"unknown scope {scope!r}; allowed: {', '.join(SCOPES)}")
-    tail = numbers_[-int(found.group(1)) :]
-    return sum(tail) / len(tail)
+    running = RunningScore(scope, mode)
+    for x in numbers_:
+        running.add(x)
+    return running.value
 
 
 @dataclass
