@@ -21,7 +21,7 @@ def _section(title: str, model: type, intro: str, skip: tuple[str, ...] = ()) ->
 
 
 def _legacy() -> str:
-    rows = [[code(old), "read as " + code(new)] for old, (_, new) in legacy.LEGACY_KEYS.items()]
+    rows = [[code(old), "read as " + code(new)] for old, new in legacy.LEGACY_KEYS.items()]
     rows += [[code(alias), "an alias of " + code(key)] for alias, key in legacy.ALIASES.items()]
     rows += [[code(old), "dropped: " + why] for old, why in legacy.NO_EFFECT_KEYS.items()]
     return (

@@ -8,25 +8,16 @@ from typing import Any
 
 from tune_app.errors import SpecError
 
-# Tune's old experiment keys, translated with a warning: key -> (new key path, value mapper).
-LEGACY_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
-    "local_dir": (("storage_path",), "storage_path"),
-    "checkpoint_freq": (
-        ("checkpoint_config", "checkpoint_frequency"),
-        "checkpoint_config.checkpoint_frequency",
-    ),
-    "checkpoint_at_end": (
-        ("checkpoint_config", "checkpoint_at_end"),
-        "checkpoint_config.checkpoint_at_end",
-    ),
-    "keep_checkpoints_num": (("checkpoint_config", "num_to_keep"), "checkpoint_config.num_to_keep"),
-    "upload_dir": (("storage_path",), "storage_path"),  # Ray 1.x: where results were synced to
-    "repeat": (("num_samples",), "num_samples"),  # Ray 0.x
-    "trial_resources": (("resources_per_trial",), "resources_per_trial"),  # Ray 0.x
-    "checkpoint_score_attr": (
-        ("checkpoint_config", "checkpoint_score_attribute"),
-        "checkpoint_config.checkpoint_score_attribute",
-    ),
+# Tune's old experiment keys, translated with a warning: key -> the dotted key it is read as.
+LEGACY_KEYS = {
+    "local_dir": "storage_path",
+    "checkpoint_freq": "checkpoint_config.checkpoint_frequency",
+    "checkpoint_at_end": "checkpoint_config.checkpoint_at_end",
+    "keep_checkpoints_num": "checkpoint_config.num_to_keep",
+    "upload_dir": "storage_path",  # Ray 1.x: where results were synced to
+    "repeat": "num_samples",  # Ray 0.x
+    "trial_resources": "resources_per_trial",  # Ray 0.x
+    "checkpoint_score_attr": "checkpoint_config.checkpoint_score_attribute",
 }
 ALIASES = {"resources": "resources_per_trial"}
 # Tune's old experiment keys that Ray 2 has nothing for: dropped with a warning saying why.
@@ -61,10 +52,10 @@ def translate_legacy(raw: Any, path: str, warnings: list[str]) -> Any:  # noqa: 
             f"{path}.local_dir: legacy Tune key with no effect beside upload_dir: Ray 2 keeps "
             "results in one place, storage_path (read from upload_dir)"
         )
-    for old, (new, shown) in LEGACY_KEYS.items():
+    for old, shown in LEGACY_KEYS.items():
         if old not in out:
             continue
-        value = out.pop(old)
+        value, new = out.pop(old), shown.split(".")
         target = out
         for part in new[:-1]:
             inner = target.get(part, {})

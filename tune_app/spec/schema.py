@@ -63,7 +63,8 @@ def _renamed_keys(defs: dict[str, Any]) -> None:
     for alias, key in ALIASES.items():
         keys[alias] = {**keys[key], "title": alias, "description": f"alias of {key}"}
         exclusive.append({"not": {"required": [alias, key]}})
-    for old, (new, shown) in LEGACY_KEYS.items():
+    for old, shown in LEGACY_KEYS.items():
+        new = shown.split(".")
         target: dict[str, Any] = experiment
         for part in new:
             if "$ref" in target:
