@@ -290,20 +290,6 @@ def test_alias_and_its_key_together_is_an_error():
         load_text("e: {run: my_func, resources: {cpu: 1}, resources_per_trial: {cpu: 1}}")
 
 
-def test_schema_covers_both_forms_and_the_shorthands():
-    schema = spec.json_schema()
-    text = str(schema)
-    for word in (
-        "experiments",
-        "resources_per_trial",
-        "hyperband",
-        "n_initial_points",
-        "grace_period",
-    ):
-        assert word in text
-    assert {"anyOf"} <= set(schema) or "oneOf" in schema
-
-
 @pytest.mark.parametrize(
     ("keys", "words"),
     [
@@ -368,13 +354,6 @@ def test_every_example_spec_validates_and_plans(path):
     jsonschema.validate(yaml.safe_load(path.read_text()), spec.json_schema())
     plan = make_plan(spec.load(path), cpus=2)
     assert plan.experiments and all(ep.trials >= 1 for ep in plan.experiments)
-
-
-def test_schema_rejects_what_the_loader_rejects():
-    import jsonschema
-
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"e": {"run": "my_func", "num_sample": 2}}, spec.json_schema())
 
 
 @pytest.mark.parametrize(
