@@ -55,7 +55,8 @@ def shown(run: Callable[[], RunResult]) -> int:
             print_result(err.result)
         raise
     print_result(result)
-    print_resume_hint(result.interrupted_folders)
+    if result.interrupted_folders:
+        print(interrupted_line(result.interrupted_folders), file=sys.stderr)
     return result.exit_code
 
 
@@ -68,11 +69,6 @@ def print_result(result: RunResult) -> None:
         line = same_failures_line(ep, summary)
         if line is not None:  # last: the one line a user acts on
             print(f"error: {line}", file=sys.stderr)
-
-
-def print_resume_hint(folders: list[str]) -> None:
-    if folders:
-        print(interrupted_line(folders), file=sys.stderr)
 
 
 def interrupted_line(stop: BaseException | list[str]) -> str:
