@@ -426,18 +426,23 @@ def test_a_missing_spec_says_where_it_was_looked_for(cli, tmp_path, monkeypatch)
     assert f"looked for {tmp_path / 'specs' / 'nope.yaml'} (relative to {tmp_path})" in result.err
 
 
-def test_the_summary_table_fits_80_columns_without_cutting_trial_ids(write_spec, capsys):
+def _summary_of(write_spec, capsys, config, width):
+    """The summary table of GOOD's plan, its best trial `a1b2c_00017` of `config`, printed
+    `width` columns wide; and the plan."""
     from tune_app import spec
     from tune_app.cli.console import print_summaries
     from tune_app.plan.make import make_plan
     from tune_app.rundir.records import RunSummary, TrialOutcome
 
     plan = make_plan(spec.load(write_spec(GOOD)), cpus=2)
-    config = {"alpha": 0.123456789, "beta": 2, "comment": "x" * 120}
     best = TrialOutcome("a1b2c_00017", "TERMINATED", config, 0.987654321, 2, "t")
-    summary = RunSummary("e", "mean_accuracy", "max", 12.5, [best])
-    print_summaries(plan, [summary], width=80)
-    out = capsys.readouterr().out
+    print_summaries(plan, [RunSummary("e", "mean_accuracy", "max", 12.5, [best])], width=width)
+    return capsys.readouterr().out, plan
+
+
+def test_the_summary_table_fits_80_columns_without_cutting_trial_ids(write_spec, capsys):
+    config = {"alpha": 0.123456789, "beta": 2, "comment": "x" * 120}
+    out, _ = _summary_of(write_spec, capsys, config, width=80)
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "a1b2c_00017" in out
 
@@ -461,17 +466,9 @@ def test_a_relative_storage_path_is_shown_resolved(cli, write_spec, tmp_path, mo
 
 
 def test_the_summary_of_a_search_of_nothing_names_what_ran_not_its_whole_config(write_spec, capsys):
-    from tune_app import spec
-    from tune_app.cli.console import print_summaries
-    from tune_app.plan.make import make_plan
-    from tune_app.rundir.records import RunSummary, TrialOutcome
-
-    plan = make_plan(spec.load(write_spec(GOOD)), cpus=2)
-    assert plan.experiments[0].searched == ()
     config = {"alpha": 0.5, "beta": 1, **{f"rllib_key_{i}": i for i in range(200)}}
-    best = TrialOutcome("a1b2c_00000", "TERMINATED", config, 0.9, 2, "t")
-    print_summaries(plan, [RunSummary("e", "mean_accuracy", "max", 1.0, [best])], width=200)
-    out = capsys.readouterr().out
+    out, plan = _summary_of(write_spec, capsys, config, width=200)
+    assert plan.experiments[0].searched == ()
     assert "nothing searched: my_func" in out and "rllib_key_" not in out
 
 
