@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -119,7 +118,3 @@ def status(outcome: TrialOutcome) -> str:
     if outcome.stopped_early:
         return "stopped early"
     return outcome.status.lower()
-
-
-def outcomes(trials: Iterable[TrialOutcome]) -> dict[str, TrialOutcome]:
-    return {t.trial_id: t for t in trials}
