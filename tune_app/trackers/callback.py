@@ -7,12 +7,13 @@ from a Ray actor that Tune kills as soon as the trial ends (runs left empty, in 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ray.tune.logger import LoggerCallback
 
 from tune_app.callbacks import located
-from tune_app.trackers.mirror import LIVE, Mirror, Target, mirror_for, target_of
+from tune_app.trackers.mirror import LIVE, Mirror, mirror_for, target_of
 
 if TYPE_CHECKING:
     from tune_app.plan.types import ExperimentPlan
@@ -29,14 +30,10 @@ class TrackerLog(LoggerCallback):
         self.mirror: Mirror | None = None
 
     def setup(self, *args: Any, **kwargs: Any) -> None:
+        # Its run folder where it is now (a resumed run's may have moved): `__setstate__`.
         folder = self.folder
-        target = Target(
-            **{
-                **self.target.__dict__,
-                "results": folder.results,
-                "spec": folder.spec,
-                "summary": folder.summary,
-            }
+        target = replace(
+            self.target, results=folder.results, spec=folder.spec, summary=folder.summary
         )
         self.mirror = mirror_for(self.sink, self.options, target)
         LIVE[(self.sink, target.experiment)] = self.mirror

@@ -34,7 +34,6 @@ from tune_app.trackers import naming
 
 if TYPE_CHECKING:
     from tune_app.plan.types import ExperimentPlan
-    from tune_app.rundir.location import RunLocation
     from tune_app.rundir.records import RunSummary
 
 # Events waiting for a tracker before new ones are dropped (and sent at the experiment's end).
@@ -308,17 +307,16 @@ def drain_s() -> float:
 LIVE: dict[tuple[str, str], Mirror] = {}
 
 
-def target_of(ep: ExperimentPlan, folder: RunLocation | None = None) -> Target:
+def target_of(ep: ExperimentPlan) -> Target:
     """What a tracker logs for `ep`'s run, with its run folder where it is in this process."""
-    where = folder or ep.folder
-    record = read_run_record(where)
+    record = read_run_record(ep.folder)
     return Target(
         experiment=ep.name,
         naming=naming.Naming.of(ep, record.spec_file),
         key=f"{ep.folder.where}@{record.started}",
-        results=where.results,
-        spec=where.spec,
-        summary=where.summary,
+        results=ep.folder.results,
+        spec=ep.folder.spec,
+        summary=ep.folder.summary,
     )
 
 
