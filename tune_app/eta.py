@@ -49,19 +49,6 @@ class Plan:
         return sum(self.expected(i) - i for i in running) + unstarted * self.expected()
 
 
-def left_s(
-    plan: Plan, elapsed_s: float, total: int | None, ran: Sequence[tuple[float, bool]]
-) -> float | None:
-    """Seconds left of a search of `total` trials whose trials so far have run `ran` (each
-    one's iterations, and whether it ended) in `elapsed_s`, at the rate so far; None without
-    a plan, a total, or an iteration run."""
-    done = sum(i for i, _ in ran)
-    if not plan.known or not total or done <= 0:
-        return None
-    left = plan.left([i for i, ended in ran if not ended], max(0, total - len(ran)))
-    return elapsed_s * max(0.0, left) / done
-
-
 def seconds_left(
     elapsed_s: float,
     total: int | None,
@@ -71,12 +58,16 @@ def seconds_left(
 ) -> float | None:
     """Seconds left of a search of `total` trials whose trials so far have run `ran` (each
     one's iterations, and whether it ended) in `elapsed_s`, at the rate so far. With a `plan`
-    (a scheduler that stops trials early) by the iterations the plan will run (`left_s`);
-    without one, by the trials' share done: an ended trial all of its work, a running one its
-    iterations over the stop's `bound` (none without a bound). None where nothing is done yet,
-    or there is no total or plan to count to."""
+    (a scheduler that stops trials early) by the iterations the plan will run over those run
+    so far; without one, by the trials' share done: an ended trial all of its work, a running
+    one its iterations over the stop's `bound` (none without a bound). None where nothing is
+    done yet, or there is no total or plan to count to."""
     if plan is not None:
-        return left_s(plan, elapsed_s, total, ran)
+        iterations = sum(i for i, _ in ran)
+        if not plan.known or not total or iterations <= 0:
+            return None
+        left = plan.left([i for i, ended in ran if not ended], max(0, total - len(ran)))
+        return elapsed_s * max(0.0, left) / iterations
     done = sum(1.0 if ended else min(1.0, i / bound) if bound else 0.0 for i, ended in ran)
     return elapsed_s * (total - done) / done if total and done > 0 else None
 
