@@ -64,7 +64,7 @@ def as_dict(
             "finished": exp.finished,
             "counts": exp.counts,
             "best": _trial_dict(best, exp) if best else None,
-            "trials": [_trial_dict(t, exp) for t in _ranked(exp)[:top]],
+            "trials": [_trial_dict(t, exp) for t in front.best_first(exp.summary)[:top]],
             "failed": {
                 cause: [t.trial_id for t in members]
                 for cause, members in exp.failed_by_cause().items()
@@ -144,11 +144,6 @@ def _trial_dict(t: TrialOutcome, exp: ExperimentResults) -> dict[str, Any]:
     }
 
 
-def _ranked(exp: ExperimentResults) -> list[TrialOutcome]:
-    """Trials best first; with several objectives, the front first."""
-    return front.best_first(exp.summary)
-
-
 def trial_rows(
     experiments: list[ExperimentResults], top: int | None = None
 ) -> list[dict[str, Any]]:
@@ -157,7 +152,7 @@ def trial_rows(
     is the run read (a folder or a URI), `metric` what `score` is a value of."""
     rows = []
     for e in experiments:
-        for t in _ranked(e)[:top]:
+        for t in front.best_first(e.summary)[:top]:
             # The run read and its metric: a storage folder's runs may be re-runs (`e_2`) and
             # rank by different metrics.
             row = {"experiment": e.name, "run": e.where, "metric": e.metric, **_trial_dict(t, e)}
@@ -192,7 +187,7 @@ def _csv(experiments: list[ExperimentResults], top: int | None) -> str:
     )
     for e in experiments:
         on_front = set(e.summary.pareto())
-        for t in _ranked(e)[:top]:
+        for t in front.best_first(e.summary)[:top]:
             values = [_raw(t.objectives.get(n)) for n in names]
             mark = [str(t.trial_id in on_front) if e.summary.objectives else ""]
             writer.writerow(
@@ -229,17 +224,12 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     table.add_column("trial", no_wrap=True, min_width=11)
     for col in ("status", *exp.searched, *numeric):
         table.add_column(col, justify="right" if col in numeric else "left", overflow="fold")
-    ranked = _ranked(exp)
+    ranked = front.best_first(exp.summary)
     rows = top if top is not None else TABLE_ROWS
     for t in ranked[:rows]:
-        status = t.status.lower()
-        if t.stopped_early:
-            status += " (early)"
-        if t.failure:
-            status = f"error: {t.failure.cause}"
         table.add_row(
             t.trial_id,
-            status,
+            status_cell(t),
             *(cell(t.params.get(p)) for p in exp.searched),
             str(t.iterations),
             *front.cells(t, exp.summary, cell),
@@ -370,6 +360,13 @@ def clone_lines(exp: ExperimentResults) -> list[str]:
         )
         for c in exp.clones
     ]
+
+
+def status_cell(t: TrialOutcome) -> str:
+    """A trial's status as `analyze` and `report` show it: how it ended, or why it failed."""
+    if t.failure is not None:
+        return f"error: {t.failure.cause}"
+    return t.status.lower() + (" (early)" if t.stopped_early else "")
 
 
 def cell(value: Any) -> str:

@@ -23,7 +23,7 @@ from tune_app import scoring
 from tune_app.command import APP
 from tune_app.readback import front, importance, plots
 from tune_app.readback.analyze import cell as _shown  # the same cells as `analyze` prints
-from tune_app.readback.analyze import clone_lines, configuration_cells, rung_checks
+from tune_app.readback.analyze import clone_lines, configuration_cells, rung_checks, status_cell
 from tune_app.readback.importance import table as importance_table
 from tune_app.readback.plots import front as front_plot
 from tune_app.readback.plots import parallel as plots_parallel
@@ -426,9 +426,6 @@ def _rows(exp: ExperimentResults) -> tuple[TrialRow, ...]:
 
 
 def _row(rank: int, t: TrialOutcome, exp: ExperimentResults, color: str, top: bool) -> TrialRow:
-    status = t.status.lower() + (" (early)" if t.stopped_early else "")
-    if t.failure is not None:
-        status = f"error: {t.failure.cause}"
     classes = [c for c, on in (("error", t.status == ERRORED), ("top", top)) if on]
     if t.status == UNFINISHED:
         classes.append("unfinished")
@@ -436,7 +433,7 @@ def _row(rank: int, t: TrialOutcome, exp: ExperimentResults, color: str, top: bo
         trial_id=t.trial_id,
         rank=rank,
         color=color,
-        status=status,
+        status=status_cell(t),
         params=tuple(_shown(t.params.get(k)) for k in exp.searched),
         iterations=t.iterations,
         values=tuple(front.cells(t, exp.summary, _shown)),
