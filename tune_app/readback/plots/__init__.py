@@ -150,7 +150,7 @@ def learning_curves(
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     else:
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 200k, 1.5M
-    ax.set_ylabel(_tex_safe(metric))
+    ax.set_ylabel(tex_safe(metric))
     handles = ax.get_legend_handles_labels()[0][::-1]  # best first
     handles += faint.legend(linewidth=0.8)
     handles += _marker_proxies(ranked)
@@ -229,7 +229,7 @@ def best_over_time(exp: ExperimentResults) -> Figure | None:
         color="#1565c0",
     )
     ax.set_xlabel(f"wall time since the first result ({unit})")
-    ax.set_ylabel(f"best {_tex_safe(metric)} so far")
+    ax.set_ylabel(f"best {tex_safe(metric)} so far")
     ax.legend(loc="best", fontsize=8)
     return fig
 
@@ -291,8 +291,8 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> Figure |
                 mew=1.6,
                 zorder=3 if bold else 2,
             )
-        ax.set_xlabel(_tex_safe(key) + (" (log)" if scale == LOG else ""))
-        ax.set_ylabel(f"{_tex_safe(exp.metric)} ({scoring.describe(exp.scope)})", fontsize=8)
+        ax.set_xlabel(tex_safe(key) + (" (log)" if scale == LOG else ""))
+        ax.set_ylabel(f"{tex_safe(exp.metric)} ({scoring.describe(exp.scope)})", fontsize=8)
     for ax in axes[len(searched) :]:
         ax.set_visible(False)
     return fig
@@ -382,10 +382,10 @@ def ordered(by_label: dict[str, Any]) -> list[str]:
 
 
 def short(text: str, limit: int = 18) -> str:
-    return _tex_safe(text if len(text) <= limit else text[: limit - 1] + "…")
+    return tex_safe(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
-def _tex_safe(text: str) -> str:
+def tex_safe(text: str) -> str:
     """`text` shown as written: matplotlib reads a pair of `$` as math."""
     return text.replace("$", r"\$")
 
@@ -428,7 +428,7 @@ def expected_best(exp: ExperimentResults) -> Figure | None:
         fontsize=9,
     )
     ax.set_xlabel(f"number of {found.unit} (n)")
-    ax.set_ylabel(f"expected best {_tex_safe(exp.metric)}")
+    ax.set_ylabel(f"expected best {tex_safe(exp.metric)}")
     if found.count > 30:
         ax.set_xscale("log")
     else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from tune_app.readback.front import on_front, several
-from tune_app.readback.plots import DPI, FAILED_COLOR, WIDTH_IN
+from tune_app.readback.plots import DPI, FAILED_COLOR, WIDTH_IN, tex_safe
 from tune_app.readback.plots.faint import FAINT_COLOR
 from tune_app.rundir.read import ExperimentResults
 
@@ -73,8 +73,8 @@ def pareto_front(exp: ExperimentResults) -> Figure | None:
                 fontsize=7,
                 color=FRONT_COLOR,
             )
-    ax.set_xlabel(f"{x_obj.name} ({x_obj.mode})".replace("$", r"\$"))
-    ax.set_ylabel(f"{y_obj.name} ({y_obj.mode})".replace("$", r"\$"))
+    ax.set_xlabel(tex_safe(f"{x_obj.name} ({x_obj.mode})"))
+    ax.set_ylabel(tex_safe(f"{y_obj.name} ({y_obj.mode})"))
     ax.tick_params(labelsize=8)
     ax.legend(loc="best", fontsize=8)
     return fig

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from tune_app.readback.comparing import AXES, AXIS_WORDS, Comparison
-from tune_app.readback.plots import new_figure
+from tune_app.readback.plots import new_figure, tex_safe
 
 
 def run_colors(c: Comparison) -> dict[str, str]:
@@ -36,7 +36,7 @@ def staircases(c: Comparison) -> dict[str, Figure]:
                 continue
             xs = [s.at(axis) or 0.0 for s in r.curve]
             ys = [s.best for s in r.curve]
-            ax.step(xs, ys, where="post", color=colors[r.label], lw=2.0, label=_safe(r.label))
+            ax.step(xs, ys, where="post", color=colors[r.label], lw=2.0, label=tex_safe(r.label))
             ax.plot(xs[-1:], ys[-1:], "o", color=colors[r.label], ms=5)
         if axis == "trials" and max(len(r.curve) for r in c.runs) > 50:
             ax.set_xscale("log")
@@ -45,12 +45,7 @@ def staircases(c: Comparison) -> dict[str, Figure]:
         if axis != "seconds":
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(AXIS_WORDS[axis])
-        ax.set_ylabel(f"best {_safe(c.metric)} so far ({c.mode})")
+        ax.set_ylabel(f"best {tex_safe(c.metric)} so far ({c.mode})")
         ax.legend(loc="best", fontsize=8)
         out[axis] = fig
     return out
-
-
-def _safe(text: str) -> str:
-    """`text` shown as written: matplotlib reads a pair of `$` as math."""
-    return text.replace("$", r"\$")
