@@ -98,11 +98,7 @@ def page(c: Comparison) -> Page:
                 scheduler=r.scheduler,
                 trials=str(r.trials) + ("" if r.finished else " (not finished)"),
                 best=cell(r.best),
-                interval=(
-                    f"[{cell(r.interval[0])}, {cell(r.interval[1])}] ({r.interval_words})"
-                    if r.interval
-                    else "-"
-                ),
+                interval=r.interval_text(),
                 method=r.method,
             )
             for r in c.runs

@@ -67,6 +67,12 @@ class ComparedRun:
                 found = step.best
         return found
 
+    def interval_text(self) -> str:
+        """Its interval and what it is, as the table and the page show it; - without one."""
+        if self.interval is None:
+            return "-"
+        return f"[{cell(self.interval[0])}, {cell(self.interval[1])}] ({self.interval_words})"
+
     def ended_by(self, axis: str, x: float) -> bool:
         """Whether the run had ended before `x` of `axis` was spent."""
         return bool(self.curve) and x > (self.curve[-1].at(axis) or 0.0) * (1 + 1e-9)
@@ -128,9 +134,7 @@ def render(c: Comparison) -> str:
             r.scheduler,
             str(r.trials) + ("" if r.finished else " (unfinished)"),
             cell(r.best),
-            f"[{cell(r.interval[0])}, {cell(r.interval[1])}] ({r.interval_words})"
-            if r.interval
-            else "-",
+            r.interval_text(),
             r.where,
         )
         for r in c.runs
