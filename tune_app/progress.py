@@ -252,7 +252,7 @@ class ProgressCallback(tune.Callback):
         )
 
     def _row(self, trial: Any) -> tuple[str, str, float]:
-        """Tune's status, the status counted (`_status`) and the iterations so far: of an
+        """Tune's status, the status counted (`_counted`) and the iterations so far: of an
         ended trial, kept from the first time it is read."""
         kept = self._ended.get(trial.trial_id)
         if kept is not None and kept[0] == trial.status:
@@ -267,12 +267,9 @@ class ProgressCallback(tune.Callback):
             self._ended[trial.trial_id] = row
         return row
 
-    def _status(self, trial: Any) -> str:
+    def _counted(self, status: str, last: dict[str, Any]) -> str:
         """Tune's status, but ERROR for a trial stopped for a NaN metric, as the summary counts
         it."""
-        return self._row(trial)[1]
-
-    def _counted(self, status: str, last: dict[str, Any]) -> str:
         if status == "TERMINATED" and diverged(
             last, self.metric or [o.name for o in self.objectives]
         ):
@@ -289,7 +286,7 @@ class ProgressCallback(tune.Callback):
             value = running.value if running is not None else None
             if value is None or self._judged(trial.trial_id).get("broken"):
                 continue
-            if self._status(trial) == "ERROR":
+            if self._row(trial)[1] == "ERROR":  # failed, or stopped for a NaN metric
                 if scoring.better(value, failed_best, self.mode):
                     failed_best, failed_trial = value, trial
             elif scoring.better(value, best, self.mode):
