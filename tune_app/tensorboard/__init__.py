@@ -338,9 +338,7 @@ class TrialBoard(LoggerCallback):
         # A run begun when the writers were TBXLoggerCallback's own state, resumed.
         for old in ("_trial_writer", "_trial_result", "_summary_writer_cls"):
             state.pop(old, None)
-        state["writers"] = {}
-        state["last_step"] = {}
-        state["written"] = set()
+        state.update(writers={}, last_step={}, written=set())
         # Unpickled: a resumed run (Tune restores its callbacks). Its folder may have moved.
         results = state.get("results")
         if results is not None and state.get("folder") is not None:
@@ -370,10 +368,8 @@ def _step_score(kept: Any, scope: str, mode: str | None) -> scoring.StepScore:
 def metric_keys(ep: ExperimentPlan) -> tuple[str, ...]:
     """Result keys the HParams table shows: the metric, stop and expect keys, the declared ones,
     each only if it is a scalar TensorBoard shows."""
-    keys = [ep.metric] if ep.metric else []
-    keys += [*ep.experiment.stop, *ep.experiment.expect.metrics]
-    keys += ep.trainable.kind.declared_metrics
-    layout = TagLayout.for_experiment(ep)
+    layout = TagLayout.for_experiment(ep)  # its `named`: the metric, stop and expect keys
+    keys = [*layout.named, *ep.trainable.kind.declared_metrics]
     return tuple(k for k in dict.fromkeys(keys) if layout.tag(k) is not None)
 
 
