@@ -12,7 +12,7 @@ import contextlib
 import copy
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,9 @@ from tune_app.rundir.layout import TUNE_TRIAL_LOGS, cut_trial_logs
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.stream import read_jsonl
 
-MIRROR_PERIOD_S = 5.0
+MIRROR_PERIOD_S = 5.0  # how often the app's files are copied to cloud storage during a run
 # Trials that fail alike before any trial reports end the search (`SameFailures`).
-SAME_FAILURES = 3  # how often the app's files are copied to cloud storage during a run
+SAME_FAILURES = 3
 
 # Result keys that repeat on every row without saying anything about the trial's progress.
 _DROPPED = ("config", "hostname", "node_ip", "date", "done", "should_checkpoint")
@@ -169,11 +169,14 @@ class JsonlResults(Callback):
         self._configs[trial.trial_id] = config
         return True
 
-    def _open(self) -> None:
-        """Open for appending, after cutting a torn last line and indexing the whole ones."""
+    def _open(self, rows: Iterable[dict[str, Any]] | None = None) -> None:
+        """Open for appending, after indexing `rows`, the file's (None: its whole lines, a torn
+        last one cut first)."""
         self._seen, self._logged, self._configs, self._given = set(), {}, {}, {}
-        cut_torn_tail(self.path)
-        for row in read_jsonl(self.path, []):  # a row at a time: a resumed file may be large
+        if rows is None:
+            cut_torn_tail(self.path)
+            rows = read_jsonl(self.path, [])  # a row at a time: a resumed file may be large
+        for row in rows:
             self._index(row)
         self._file = open_append(self.path)
 
@@ -195,10 +198,7 @@ class JsonlResults(Callback):
             if not (row.get("trial_id") == trial_id and row.get("training_iteration", 0) >= step)
         ]
         write_text(self.path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in kept))
-        self._seen, self._logged, self._configs, self._given = set(), {}, {}, {}
-        for row in kept:
-            self._index(row)
-        self._file = open_append(self.path)
+        self._open(kept)
 
     def _close(self) -> None:
         if self._file is not None:
