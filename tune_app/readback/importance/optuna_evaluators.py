@@ -111,8 +111,7 @@ def evaluate(
     score the higher one under `mode` max; `domains` (searched path -> the spec's domain) give
     the distributions, `log_scaled` the log scale of a parameter without one."""
     scored = scored_trials(trials)
-    scores = [float(t.score) for t in scored if t.score is not None]
-    why = too_little(scores, params)
+    why = too_little(scored, params)
     if why:
         return tuple(Evaluated(e.key, (), len(scored), why) for e in EVALUATORS)
     missing = {e.key: [p for p in e.packages if not installed(p)] for e in EVALUATORS}

@@ -64,8 +64,7 @@ def importances(
     """
     scored = scored_trials(trials)
     n = len(scored)
-    scores = [float(t.score) for t in scored if t.score is not None]
-    why = too_little(scores, params)
+    why = too_little(scored, params)
     if why:
         return Importances((), n, note=why)
     if not installed("sklearn"):
@@ -127,8 +126,10 @@ def scored_trials(trials: Sequence[TrialOutcome]) -> list[TrialOutcome]:
     return [t for t in trials if finite(t.score) is not None]
 
 
-def too_little(scores: Sequence[float], params: Sequence[str]) -> str:
-    """Why no importance can be learnt from trials of `scores` over `params`; "" when it can."""
+def too_little(scored: Sequence[TrialOutcome], params: Sequence[str]) -> str:
+    """Why no importance can be learnt from the `scored` trials (`scored_trials`) over `params`;
+    "" when it can."""
+    scores = [float(t.score) for t in scored if t.score is not None]
     n = len(scores)
     if not params:
         return "No parameter was searched."

@@ -67,8 +67,7 @@ def of_run(
         return None
     logs = list(log_scaled) if log_scaled is not None else _log_scaled(exp, params)
     permutation = importances(exp.trials, params, logs)
-    scores = [float(t.score) for t in scored_trials(exp.trials) if t.score is not None]
-    domains = {} if too_little(scores, params) else spec_domains(exp)
+    domains = {} if too_little(scored_trials(exp.trials), params) else spec_domains(exp)
     evaluated = evaluate(exp.trials, params, exp.mode, domains, logs)
     ranked = [i.param for i in permutation.params]
     for e in evaluated:
