@@ -110,8 +110,8 @@ def cells(t: TrialOutcome, summary: RunSummary, cell: Any) -> list[str]:
 
 def lines(summary: RunSummary, where: str) -> list[str]:
     """What the table's foot says of the front: its size and how `best` picks one of it."""
+    broken = [t for t in summary.trials if t.broken]
     if not several(summary):
-        broken = [t for t in summary.trials if t.broken]
         return [f"broke a constraint (never best): {_ids(broken)}"] if broken else []
     front = on_front(summary)
     found = [
@@ -119,7 +119,6 @@ def lines(summary: RunSummary, where: str) -> list[str]:
         f"`{APP} best {where}` exports them all, with {PICK_OPTION} "
         f"{summary.objectives[0].name} the one best on {summary.objectives[0].name}"
     ]
-    broken = [t for t in summary.trials if t.broken]
     if broken:
         found.append(f"off the front, a constraint broken: {_ids(broken)}")
     return found
