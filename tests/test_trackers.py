@@ -791,27 +791,12 @@ def _get(row: dict, key: str):
 
 
 def _wandb_records(path: Path) -> list:
-    """The records of a W&B offline run file: LevelDB's log format (32 KiB blocks of chunks
-    with a 7-byte header) after W&B's own 7-byte header, each record a protobuf `Record`."""
-    from wandb.proto.wandb_internal_pb2 import Record
+    """The records of a W&B offline run file, each a protobuf `Record` (`wandb_runs.records`)."""
+    from tune_app.trackers.wandb_runs import records
 
     data = path.read_bytes()
     assert data[:4] == b":W&B"
-    pos, block, part, out = 7, 32768, b"", []
-    while pos + 7 <= len(data):
-        left = block - pos % block
-        length, kind = int.from_bytes(data[pos + 4 : pos + 6], "little"), data[pos + 6]
-        if left < 7 or kind == 0:  # a block's zero padding
-            pos += left
-            continue
-        part += data[pos + 7 : pos + 7 + length]
-        pos += 7 + length
-        if kind in (1, 4):  # a whole record, or the last chunk of one
-            record = Record()
-            record.ParseFromString(part)
-            out.append(record)
-            part = b""
-    return out
+    return list(records(data))
 
 
 @pytest.mark.e2e

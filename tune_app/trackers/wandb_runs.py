@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,14 +36,11 @@ WRITTEN_S = 60.0
 _BLOCK = 32768
 
 
-def _exited(path: Path) -> bool:
-    """Whether the run file at `path` holds the run's exit record (its last), whole."""
+def records(data: bytes) -> Iterator[Any]:
+    """The whole records of a run file's bytes, in order, each a protobuf `Record`; a chunk
+    still being written ends them."""
     from wandb.proto.wandb_internal_pb2 import Record  # type: ignore[attr-defined]  # generated
 
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return False
     pos, part = 7, b""
     while pos + 7 <= len(data):
         left = _BLOCK - pos % _BLOCK
@@ -51,16 +49,23 @@ def _exited(path: Path) -> bool:
             pos += left
             continue
         if pos + 7 + length > len(data):  # a chunk still being written
-            return False
+            return
         part += data[pos + 7 : pos + 7 + length]
         pos += 7 + length
         if kind in (1, 4):  # a whole record, or the last chunk of one
             record = Record()
             record.ParseFromString(part)
-            if record.WhichOneof("record_type") == "exit":
-                return True
+            yield record
             part = b""
-    return False
+
+
+def _exited(path: Path) -> bool:
+    """Whether the run file at `path` holds the run's exit record (its last), whole."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return any(r.WhichOneof("record_type") == "exit" for r in records(data))
 
 
 class WandbSink:
