@@ -4,6 +4,9 @@ Tune's tables only with -v, nothing but the summary with -q."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -98,13 +101,7 @@ def test_the_best_so_far_follows_the_scope_and_a_nan_stopped_trial_is_errored():
 
 @pytest.mark.e2e
 def test_a_failing_trial_prints_one_line_and_no_traceback_when_piped(tmp_path):
-    import shutil
-    import subprocess
-    import sys
-
-    from .conftest import ROOT
-
-    shutil.copy(ROOT / "tests" / "user_modules" / "boom.py", tmp_path / "boom.py")
+    user_module("boom.py", tmp_path)
     (tmp_path / "s.yaml").write_text(
         "e:\n  run: boom:train\n  metric: score\n  mode: max\n"
         "  config: {x: {grid_search: [1, 2]}}\n"
@@ -134,29 +131,14 @@ def test_a_failing_trial_prints_one_line_and_no_traceback_when_piped(tmp_path):
 @pytest.mark.e2e
 def test_run_says_where_results_go_before_ray_is_even_imported(tmp_path):
     """The start line comes first: nothing printed for the seconds Ray takes to import and start
-    was the complaint. `-X importtime` logs each import as it happens, in the same stream."""
-    import subprocess
-    import sys
-
+    was the complaint."""
     from .conftest import SEARCH_SPACES
 
-    command = [sys.executable, "-u", "-X", "importtime", "-m", "tune_app", "run"]
-    command += [str(SEARCH_SPACES / "grid.yaml"), "--smoke", "--storage-path", str(tmp_path)]
-    proc = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path
-    )
-    seen = []
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            seen.append(line.rstrip("\n"))
-            if _imports_ray(line):  # Ray's own package imported: enough
-                break
-    finally:
-        proc.kill()
-        proc.wait()
+    grid = str(SEARCH_SPACES / "grid.yaml")
+    command = ["run", grid, "--smoke", "--storage-path", str(tmp_path)]
+    seen = _printed_until_imported(command, tmp_path, "ray")  # Ray's own package: enough
     start = [i for i, line in enumerate(seen) if line.startswith("tune_app: starting")]
-    ray = [i for i, line in enumerate(seen) if _imports_ray(line)]
+    ray = [i for i, line in enumerate(seen) if _imports(line, "ray")]
     assert start and ray and start[0] < ray[0], seen[-5:]
     assert seen[start[0]] == (
         f"tune_app: starting grid.yaml --smoke, 1 experiment; results in "
@@ -168,36 +150,40 @@ def test_run_says_where_results_go_before_ray_is_even_imported(tmp_path):
 @pytest.mark.e2e
 def test_the_start_line_comes_before_a_user_module_is_imported(tmp_path, write_spec):
     """A user's trainable module may import Ray itself (seconds): the line comes first."""
-    import subprocess
-    import sys
-
     user_module("report_steps.py", tmp_path)
     spec_file = write_spec("e: {run: report_steps:train, config: {steps: 1}}\n")
-    command = [sys.executable, "-u", "-X", "importtime", "-m", "tune_app", "run", str(spec_file)]
+    command = ["run", str(spec_file), "--storage-path", str(tmp_path / "o")]
+    seen = _printed_until_imported(command, tmp_path, "report_steps")
+    start = [i for i, line in enumerate(seen) if line.startswith("tune_app: starting spec.yaml")]
+    assert start and start[0] < len(seen) - 1, seen[-5:]  # before the module's own import line
+
+
+def _printed_until_imported(command: list[str], cwd: Path, module: str) -> list[str]:
+    """The lines `tune_app COMMAND` prints until it imports `module`: `-X importtime` logs each
+    import as it happens, in the same stream."""
     proc = subprocess.Popen(
-        [*command, "--storage-path", str(tmp_path / "o")],
+        [sys.executable, "-u", "-X", "importtime", "-m", "tune_app", *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        cwd=tmp_path,
+        cwd=cwd,
     )
     seen = []
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
             seen.append(line.rstrip("\n"))
-            if line.startswith("import time:") and line.split("|")[-1].strip() == "report_steps":
+            if _imports(line, module):
                 break
     finally:
         proc.kill()
         proc.wait()
-    start = [i for i, line in enumerate(seen) if line.startswith("tune_app: starting spec.yaml")]
-    assert start and start[0] < len(seen) - 1, seen[-5:]  # before the module's own import line
+    return seen
 
 
-def _imports_ray(line: str) -> bool:
-    """An `-X importtime` line for the `ray` package itself (`import time: ... |   ray`)."""
-    return line.startswith("import time:") and line.split("|")[-1].strip() == "ray"
+def _imports(line: str, module: str) -> bool:
+    """An `-X importtime` line for `module` itself (`import time: ... |   ray`)."""
+    return line.startswith("import time:") and line.split("|")[-1].strip() == module
 
 
 def test_a_log_that_is_no_terminal_gets_where_things_stand_at_least_every_30_s(capsys):
