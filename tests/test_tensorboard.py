@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -123,16 +124,13 @@ def _hparams(folder: Path, *tags: str) -> dict[str, Any]:
         pytest.param([64, 64], "[64, 64]", id="list"),
         pytest.param({"a": 1}, '{"a": 1}', id="dict"),
         pytest.param(None, "null", id="none"),
+        pytest.param(np.float32(0.5), 0.5, id="numpy float"),
+        pytest.param(np.bool_(True), True, id="numpy bool"),
     ],
 )
 def test_config_values_become_numbers_strings_or_bools(value: Any, expected: Any) -> None:
     converted = hparam_value(value)
     assert converted == expected and type(converted) is type(expected)
-
-
-def test_numpy_values_are_unwrapped() -> None:
-    np = pytest.importorskip("numpy")
-    assert hparam_value(np.float32(0.5)) == 0.5 and hparam_value(np.bool_(True)) is True
 
 
 def test_searched_values_follow_the_dotted_paths_only() -> None:
