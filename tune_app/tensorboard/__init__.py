@@ -115,15 +115,6 @@ class TagLayout:
         """The scalar tag of result key `key` (flattened with `/`), or None: not shown."""
         return _tag(self, key)
 
-    def _tag(self, key: str) -> str | None:
-        if key in self.named:
-            return f"{SPEC_GROUP}/{key}"
-        if not matches(key, self.include) and (
-            key in BOOKKEEPING or matches(key, TIMERS) or matches(key, self.exclude)
-        ):
-            return None
-        return key if "/" in key else f"{OTHER_GROUP}/{key}"
-
     def shown(self, flat: dict[str, Any]) -> dict[str, float]:
         """A result's shown numbers by tag (`flat_result`), the spec's keys first; NaNs and
         infinities left out."""
@@ -145,7 +136,13 @@ def flat_result(result: dict[str, Any]) -> dict[str, Any]:
 def _tag(layout: TagLayout, key: str) -> str | None:
     # A result's keys are the same from one result to the next: each is matched against the
     # layout's patterns once, not at every result.
-    return layout._tag(key)
+    if key in layout.named:
+        return f"{SPEC_GROUP}/{key}"
+    if not matches(key, layout.include) and (
+        key in BOOKKEEPING or matches(key, TIMERS) or matches(key, layout.exclude)
+    ):
+        return None
+    return key if "/" in key else f"{OTHER_GROUP}/{key}"
 
 
 class TrialBoard(LoggerCallback):
