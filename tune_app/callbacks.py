@@ -286,9 +286,7 @@ class TrialLogsFollowResults(Callback):
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         copy_trial_files_now(trial, TUNE_TRIAL_LOGS)
 
-    @stops_on_write_error
-    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        copy_trial_files_now(trial, TUNE_TRIAL_LOGS)
+    on_trial_error = on_trial_complete  # a trial that failed: its logs as well
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_last": {}}
