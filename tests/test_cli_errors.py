@@ -426,7 +426,7 @@ def test_a_missing_spec_says_where_it_was_looked_for(cli, tmp_path, monkeypatch)
     assert f"looked for {tmp_path / 'specs' / 'nope.yaml'} (relative to {tmp_path})" in result.err
 
 
-def _summary_of(write_spec, capsys, config, width):
+def _summary_of(write_spec, capsys, config, width, storage_path=None):
     """The summary table of GOOD's plan, its best trial `a1b2c_00017` of `config`, printed
     `width` columns wide; and the plan."""
     from tune_app import spec
@@ -434,7 +434,7 @@ def _summary_of(write_spec, capsys, config, width):
     from tune_app.plan.make import make_plan
     from tune_app.rundir.records import RunSummary, TrialOutcome
 
-    plan = make_plan(spec.load(write_spec(GOOD)), cpus=2)
+    plan = make_plan(spec.load(write_spec(GOOD)), cpus=2, storage_path=storage_path)
     best = TrialOutcome("a1b2c_00017", "TERMINATED", config, 0.987654321, 2, "t")
     print_summaries(plan, [RunSummary("e", "mean_accuracy", "max", 12.5, [best])], width=width)
     return capsys.readouterr().out, plan
@@ -445,6 +445,14 @@ def test_the_summary_table_fits_80_columns_without_cutting_trial_ids(write_spec,
     out, _ = _summary_of(write_spec, capsys, config, width=80)
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "a1b2c_00017" in out
+
+
+def test_the_summary_prints_a_storage_path_as_written(write_spec, capsys, tmp_path):
+    """Square brackets are rich's markup: `[bold]` and `[/]` were dropped from the path shown
+    (and a `[/]` with nothing to close ended the command with a MarkupError, after the run)."""
+    where = tmp_path / "[bold]runs[/]"
+    out, _ = _summary_of(write_spec, capsys, {"alpha": 0.5}, width=200, storage_path=str(where))
+    assert f"results: {where / 'e'}" in out
 
 
 def test_a_storage_path_under_a_file_is_refused_before_anything_runs(cli, write_spec, tmp_path):

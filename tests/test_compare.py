@@ -315,8 +315,8 @@ def test_what_a_received_run_holds_is_printed_escaped(cli, tmp_path):
     """A received folder's values and names reached the terminal raw: an escape sequence set
     the window's title and the colours, a right-to-left override turned the text around."""
     hostile = "\x1b]0;PWNED\x07\x1b[31mRED\u202e"
-    run = make_run(tmp_path / "a", [({"x": hostile}, [1.0]), ({"x": "plain"}, [0.5])])
-    named = make_run(tmp_path / "b\x1b[31m", [({"x": "plain"}, [0.2])])
+    run = make_run(tmp_path / "a", [({"x": hostile}, [1.0]), ({"x": "[/]y[b]"}, [0.5])])
+    named = make_run(tmp_path / "b\x1b[31m[/]", [({"x": "plain"}, [0.2])])
     for args in (
         ("analyze", run),
         ("analyze", run, "--format", "csv"),
@@ -327,6 +327,8 @@ def test_what_a_received_run_holds_is_printed_escaped(cli, tmp_path):
         assert result.code == 0, result.err
         assert "\x1b" not in result.out and "\u202e" not in result.out, args
         assert "\\x1b" in result.out or "\\u001b" in result.out, args  # shown, escaped
+        # Shown as written: as rich's markup, `[/]` ended the command (best shows the best only).
+        assert "[/]" in result.out or args[0] == "best", args
 
 
 def test_compare_json_is_strict_json_whatever_the_runs_hold():

@@ -51,7 +51,10 @@ def test_the_live_view_redraws_one_line_per_experiment():
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=120)
     with progress.View(live=True, console=console) as view:
-        view.snapshot(progress.Snapshot("a", done=1, total=4, metric="m", best=2.0))
+        # A trial's text is shown as written: `[/]` as rich's markup ended the run.
+        view.snapshot(
+            progress.Snapshot("a", done=1, total=4, metric="m", best=2.0, best_params="x=[/]a[b]")
+        )
         view.snapshot(progress.Snapshot("b", running=2, total=2))
         view.line("[a] trial x done after 3 iterations")  # shown by the table instead
         view.line("[b] trial y failed, lr=0.1")
@@ -59,6 +62,7 @@ def test_the_live_view_redraws_one_line_per_experiment():
     assert "\x1b[" in text  # a terminal: redrawn in place
     assert "1/4 done, 0 running" in text and "0/2 done, 2 running" in text
     assert "trial y failed" in text and "trial x done" not in text
+    assert "best m = 2 (x=[/]a[b])" in text
 
 
 @pytest.mark.slow  # the first tier checks the lines as the callback writes them

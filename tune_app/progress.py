@@ -408,12 +408,13 @@ class View:
 
     def _render(self) -> Any:
         from rich.table import Table
+        from rich.text import Text
 
         table = Table(box=None, show_header=False, pad_edge=False)
         table.add_column(style="bold")
         table.add_column()
-        for name, snap in self.snapshots.items():
-            table.add_row(name, describe(snap))
+        for name, snap in self.snapshots.items():  # as Text: a trial's `[/]` is no markup
+            table.add_row(Text(name), Text(describe(snap)))
         if not self.snapshots:
             table.add_row("starting", "")
         return table

@@ -183,7 +183,7 @@ def evaluation_text(found: list[Any], summaries: list[RunSummary]) -> str:
 def _rendered(renderable: Any) -> str:
     from rich.console import Console
 
-    console = Console(width=120, color_system=None, force_terminal=False, record=True)
+    console = Console(width=120, color_system=None, force_terminal=False, record=True, markup=False)
     with console.capture() as captured:
         console.print(renderable)
     return captured.get().rstrip("\n")
@@ -218,8 +218,9 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
     from rich.console import Console
     from rich.table import Table
 
-    # A log file is no terminal: rich would cut the table to 80 columns.
-    console = Console(width=width or (None if sys.stdout.isatty() else 200))
+    # A log file is no terminal: rich would cut the table to 80 columns. No markup: the cells and
+    # lines hold the spec's and the trials' text, and `[/]` in a value would end the command.
+    console = Console(width=width or (None if sys.stdout.isatty() else 200), markup=False)
     table = Table(title="tune_app results")
     # On a narrow terminal the long cells fold; trial ids and times are never cut.
     table.add_column("experiment", overflow="fold")
@@ -268,15 +269,15 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
     for ep, s in zip(plan.experiments, summaries, strict=True):
         console.print(f"results: {ep.location}", highlight=False)
         if ep.warm is not None:  # its trials are the earlier runs': none is in the table above
-            console.print(f"  {ep.warm.line()}", highlight=False, markup=False)
+            console.print(f"  {ep.warm.line()}", highlight=False)
         for line in front.lines(s, ep.location):
-            console.print(f"  {line}", highlight=False, markup=False)
+            console.print(f"  {line}", highlight=False)
         for line in failures_text(s.trials).splitlines():
-            console.print(line, highlight=False, markup=False)
+            console.print(line, highlight=False)
         if s.early_stopping:
-            console.print(f"  {rungs.check_text(s.early_stopping)}", highlight=False, markup=False)
+            console.print(f"  {rungs.check_text(s.early_stopping)}", highlight=False)
         for note in s.notes:
-            console.print(f"  note: {note}", highlight=False, markup=False)
+            console.print(f"  note: {note}", highlight=False)
 
 
 def failures_text(trials: list[Any]) -> str:

@@ -260,7 +260,7 @@ def _table(exp: ExperimentResults, top: int | None) -> str:
     lines += [w for w in (warm_start_line(exp.warm_start),) if w]  # none of the rows above
     lines.append(f"folder: {exp.where}")
     text = io.StringIO()
-    console = Console(file=text, width=120, color_system=None, force_terminal=False)
+    console = Console(file=text, width=120, color_system=None, force_terminal=False, markup=False)
     console.print(table)
     return text.getvalue().rstrip("\n") + "\n" + "\n".join(lines)
 
