@@ -12,7 +12,7 @@ from tune_app import rllib, spec
 from tune_app.cluster import local_pythonpath, runtime_env
 from tune_app.errors import SpecError
 from tune_app.plan.make import make_plan
-from tune_app.space import Domain
+from tune_app.space import Domain, value_at
 
 from .conftest import results_of, user_module
 
@@ -55,6 +55,10 @@ def test_legacy_key_is_translated_with_one_warning(old, value, new, expected):
     assert out.config == {new: expected}
     assert len(out.warnings) == 1 + (old == "model")  # the model's renamed sub-key warns too
     assert old in out.warnings[0] and new in out.warnings[0]
+    # Each value traced back to the key the spec wrote (where `best` puts a searched value).
+    assert out.written and all(
+        value_at(out.config, path) == value_at({old: value}, at) for path, at in out.written.items()
+    )
     # What we hand RLlib really lands on the setting it names (not silently ignored).
     built = rllib.algorithm_config("PPO", out.config)
     if new == "model_config":

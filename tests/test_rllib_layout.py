@@ -228,8 +228,44 @@ def test_dqn_advice_keeps_what_it_learns(write_spec):
     assert "the fastest layout that fits: num_env_runners: 0 (DQN learns as" in str(caught.value)
 
 
-def test_run_json_records_the_layout_and_best_exports_it(write_spec, tmp_path):
-    text = exp_text("PPO", "  num_samples: 2\n  config: {lr: {choice: [0.001, 0.01]}}\n")
+PBT = "  scheduler: {type: pbt, hyperparam_mutations: {num_epochs: [1, 4]}}"
+
+
+# (the experiment's keys, the two trials' configs as run, what `best` exports of the second)
+@pytest.mark.parametrize(
+    ("extra", "configs", "exported"),
+    [
+        pytest.param(
+            "  num_samples: 2\n  config: {lr: {choice: [0.001, 0.01]}}\n",
+            [{"lr": 0.001}, {"lr": 0.01}],
+            {"lr": 0.01},
+            id="searched",
+        ),
+        # A legacy RLlib key runs under its new name, and is exported under the name written.
+        pytest.param(
+            "  config: {num_sgd_iter: {grid_search: [1, 2]}}\n",
+            [{"num_epochs": 1}, {"num_epochs": 2}],
+            {"num_sgd_iter": 2},
+            id="legacy-key",
+        ),
+        pytest.param(
+            "  num_samples: 2\n  config: {model: {fcnet_hiddens: {choice: [[16], [64, 64]]}}}\n",
+            [{"model_config": {"fcnet_hiddens": h}} for h in ([16], [64, 64])],
+            {"model": {"fcnet_hiddens": [64, 64]}},
+            id="legacy-model-key",
+        ),
+        pytest.param(
+            f"  num_samples: 2\n  config: {{num_sgd_iter: 2}}\n{PBT}\n",
+            [{"num_epochs": 1}, {"num_epochs": 4}],
+            {"num_sgd_iter": 4},
+            id="legacy-key-mutated",
+        ),
+    ],
+)
+def test_run_json_records_the_layout_and_best_exports_it(
+    write_spec, tmp_path, extra, configs, exported
+):
+    text = exp_text("PPO", extra)
     plan = make_plan(spec.load(write_spec(text)), cpus=2, storage_path=str(tmp_path / "out"))
     (ep,) = plan.experiments
     folder = ep.folder.local
@@ -239,16 +275,16 @@ def test_run_json_records_the_layout_and_best_exports_it(write_spec, tmp_path):
     assert record.layout == {"num_env_runners": 0, "num_envs_per_env_runner": 8}
     assert record.layout_line == ep.layout.line
     rows = [
-        {"trial_id": t, "training_iteration": 1, "config": {"lr": lr}}
+        {"trial_id": t, "training_iteration": 1, "config": config}
         | {"env_runners": {"episode_return_mean_smoothed": score}}
-        for t, lr, score in (("a", 0.001, 20.0), ("b", 0.01, 30.0))
+        for t, config, score in zip("ab", configs, (20.0, 30.0), strict=True)
     ]
     (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     done = [{"trial_id": t, "status": "TERMINATED"} for t in "ab"]
     (folder / "finished.jsonl").write_text("".join(json.dumps(j) + "\n" for j in done))
     out, _ = best_spec(folder)
     config = out["e-best"]["config"]
-    assert config == {"lr": 0.01, "num_env_runners": 0, "num_envs_per_env_runner": 8}
+    assert config == exported | {"num_env_runners": 0, "num_envs_per_env_runner": 8}
     # The exported single trial keeps the search's layout as written values.
     (again,) = make_plan(spec.parse(out, tmp_path / "best.yaml"), cpus=2).experiments
     assert again.layout.chosen == {} and again.experiment.config["num_envs_per_env_runner"] == 8

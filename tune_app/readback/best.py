@@ -15,7 +15,7 @@ import copy
 import json
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +29,7 @@ from tune_app.rundir import noise
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults, read_experiment
-from tune_app.rundir.records import TrialOutcome
+from tune_app.rundir.records import RunRecord, TrialOutcome
 from tune_app.seeds import MAX_SEEDS, SEED_KEY
 from tune_app.space import place_at
 from tune_app.spec.loading import read_yaml_text, spec_text
@@ -58,7 +58,7 @@ class Best:
     name: str  # the experiment that runs it: <experiment>-best or <experiment>-top<rank>
     rank: int
     trial: TrialOutcome  # its best trial
-    params: dict[str, Any]  # searched dotted config path -> value (the seed left out)
+    params: dict[str, Any]  # searched dotted config path, as the spec wrote it -> value
     score: float  # the trial's score, or with seeds the configuration's aggregate
     judged: str  # how the score was taken, in words
     metric: str
@@ -116,13 +116,13 @@ def best_spec(
             path="--seeds",
             suggestion="leave --seeds out: the front's configurations are exported as they ran",
         )
-    found = [b for e in read for b in _chosen(e, top, pick)]
-    layouts = _layouts(runs)
+    records = _records(runs)
+    found = [b for e in read for b in _chosen(e, top, pick, records.get(e.name))]
     if parsed.form == "app":
         out = {k: v for k, v in raw.items() if k not in (*SEARCH_KEYS, "experiments")}
-        out["experiments"] = _experiments(raw["experiments"], found, seeds, layouts)
+        out["experiments"] = _experiments(raw["experiments"], found, seeds, records)
     else:
-        out = _experiments(raw, found, seeds, layouts)
+        out = _experiments(raw, found, seeds, records)
     parse(copy.deepcopy(out), Path("<best>"))  # a bug here must not reach the user's run
     return out, found
 
@@ -179,18 +179,25 @@ def read_from(found: list[Best]) -> str:
     return ", ".join(dict.fromkeys(b.run.where for b in found))
 
 
-def _chosen(exp: ExperimentResults, top: int, pick: str | None) -> list[Best]:
-    """The experiment's `top` best configurations, or for several objectives its front."""
+def _chosen(
+    exp: ExperimentResults, top: int, pick: str | None, record: RunRecord | None
+) -> list[Best]:
+    """The experiment's `top` best configurations, or for several objectives its front, each
+    value at the path the spec wrote it (run.json's `written_at`: num_sgd_iter, read as
+    num_epochs, keeps its name)."""
     if front.several(exp.summary):
-        return _front(exp, pick)
-    if pick is not None:
+        found = _front(exp, pick)
+    elif pick is not None:
         raise SpecError(
             f"{front.PICK_OPTION} names a point of a Pareto front, and experiment "
             f"'{exp.name}' optimised one metric ({exp.metric or 'none'})",
             path=front.PICK_OPTION,
             suggestion=f"leave {front.PICK_OPTION} out: the best trial is exported",
         )
-    return _top(exp, top)
+    else:
+        found = _top(exp, top)
+    written = record.written_at if record is not None else {}
+    return [replace(b, params={written.get(k, k): v for k, v in b.params.items()}) for b in found]
 
 
 def _top(exp: ExperimentResults, top: int) -> list[Best]:
@@ -261,9 +268,10 @@ def _front(exp: ExperimentResults, pick: str | None) -> list[Best]:
     return out
 
 
-def _layouts(runs: list[RunLocation]) -> dict[str, dict[str, Any]]:
-    """Each experiment's config keys the app's layout chose (run.json), which the exported spec
-    writes out: a single trial would otherwise get the layout of a single-trial search."""
+def _records(runs: list[RunLocation]) -> dict[str, RunRecord]:
+    """Each experiment's run.json, by experiment: where the spec wrote each searched key, and
+    the config keys the app's layout chose, which the exported spec writes out (a single trial
+    would otherwise get the layout of a single-trial search)."""
     from tune_app.rundir.write import read_run_record
 
     out = {}
@@ -272,7 +280,7 @@ def _layouts(runs: list[RunLocation]) -> dict[str, dict[str, Any]]:
             record = read_run_record(run)
         except SpecError:  # summary.json was read: the results stand without it
             continue
-        out[record.experiment] = record.layout
+        out[record.experiment] = record
     return out
 
 
@@ -280,7 +288,7 @@ def _experiments(
     written: dict[str, Any],
     found: list[Best],
     seeds: int | None,
-    layouts: dict[str, dict[str, Any]],
+    records: dict[str, RunRecord],
 ) -> dict[str, Any]:
     """Each chosen configuration's experiment, as written, with its values and the layout it
     ran with, and no searcher."""
@@ -290,8 +298,8 @@ def _experiments(
             k: copy.deepcopy(v) for k, v in written[b.experiment].items() if k not in SEARCH_KEYS
         }
         config = exp.setdefault("config", {})
-        if isinstance(config, dict):
-            config.update(layouts.get(b.experiment, {}))
+        if isinstance(config, dict) and b.experiment in records:
+            config.update(records[b.experiment].layout)
         for path, value in b.params.items():
             if not place_at(config, path, value):
                 where = f"{b.experiment}.config.{path}"

@@ -91,6 +91,7 @@ def translate_experiment(  # noqa: C901
     translated_exp = replace(
         exp,
         config=config if failed is None else exp.config,
+        written_at=translated.written,
         stop=stop,
         expect=expect,
         metric=metric(exp.metric, "metric") if exp.metric else None,

@@ -409,16 +409,16 @@ def _model(t: Translation, value: Any, path: str) -> None:
     """An old `model:` dict as a new-stack `model_config`, refusing sub-keys it would ignore."""
     value = _mapping(value, path)
     t.warnings.append(f"{path}: legacy RLlib key, read as model_config")
-    out = {}
+    out, written = {}, {}
     for sub, v in value.items():
         if sub in MODEL_NO_OPS and v == MODEL_NO_OPS[sub]:
             continue
         new = RENAMED_MODEL_KEYS.get(sub, sub)
         if new != sub:
             t.warnings.append(f"{path}.{sub}: legacy model key, read as model_config.{new}")
-        out[new] = v
-    for sub, v in check_model_keys(out, t.keys, path).items():
-        t.put(f"model_config.{sub}", v, path)
+        out[new], written[new] = v, sub
+    for new, v in check_model_keys(out, t.keys, path).items():
+        t.put(f"model_config.{new}", v, f"{path}.{written[new]}")
 
 
 def check_model_keys(value: Any, keys: AlgorithmKeys, path: str) -> Any:

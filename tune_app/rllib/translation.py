@@ -9,7 +9,7 @@ error saying why nothing on the new stack does what it asked. Renames and no-ops
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tune_app.errors import Collector, SpecError, did_you_mean
@@ -43,10 +43,12 @@ from tune_app.space import Domain, whole_number
 
 @dataclass(frozen=True)
 class Translated:
-    """An RLlib experiment's config after translation, with one warning per change."""
+    """An RLlib experiment's config after translation, with one warning per change, and where
+    the spec wrote each key read under a new name: config path as run -> as written."""
 
     config: dict[str, Any]
     warnings: tuple[str, ...]
+    written: dict[str, str] = field(default_factory=dict)
 
 
 def translate_config(name: str, config: Any, *, gym_env: bool = True) -> Translated:
@@ -73,7 +75,9 @@ def translate_config(name: str, config: Any, *, gym_env: bool = True) -> Transla
     errors.raise_any()
     _check_n_step(t)
     _fragments_for_n_step(t)
-    return Translated(config=t.out, warnings=tuple(t.warnings))
+    written = {new: at.removeprefix("config.") for new, at in t.sources.items()}
+    moved = {new: at for new, at in written.items() if new != at}
+    return Translated(config=t.out, warnings=tuple(t.warnings), written=moved)
 
 
 def _check_n_step(t: Translation) -> None:

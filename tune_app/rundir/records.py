@@ -118,6 +118,8 @@ class RunRecord:
     aggregate: str | None = None
     select: str | None = None  # what ranks configurations over seeds: aggregate or lcb
     searched: tuple[str, ...] = ()
+    # Searched path -> where the spec wrote it, where they differ (`Experiment.written_at`).
+    written_at: dict[str, str] = field(default_factory=dict)
     log_scaled: tuple[str, ...] | None = None
     scheduler: str | None = None
     # ASHA's and HyperBand's (BOHB's) share kept at each rung is 1 / reduction_factor.

@@ -104,6 +104,7 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         aggregate=exp.aggregate,
         select=exp.select,
         searched=tuple(ep.searched),
+        written_at={p: exp.written_path(p) for p in ep.searched if exp.written_path(p) != p},
         log_scaled=tuple(log_scaled(exp.config)),
         scheduler=exp.scheduler.type,
         reduction_factor=getattr(exp.scheduler, "reduction_factor", None),

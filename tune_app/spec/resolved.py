@@ -4,7 +4,8 @@ file as written are `tune_app.spec.models`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,6 +57,9 @@ class Experiment:
     objectives: tuple[Objective, ...] = ()
     constraints: tuple[Limit, ...] = ()  # bounds a trial keeps to be best or on the front
     warm_start: tuple[str, ...] = ()  # earlier runs the search starts from (tune_app.warmstart)
+    # Config path as run -> as the spec wrote it, where a key was read under another name (RLlib's
+    # legacy keys: num_epochs -> num_sgd_iter).
+    written_at: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def buffered(self) -> bool:
@@ -66,6 +70,13 @@ class Experiment:
         """The trials its search makes: grid points (an env grid in the config among them) x
         `envs` (an env grid taken out of it) x samples x seeds."""
         return grid_size(self.config) * envs * self.num_samples * max(1, len(self.seeds))
+
+    def written_path(self, path: str) -> str:
+        """Where the spec wrote the config path `path` of the config as run."""
+        for new, at in self.written_at.items():
+            if path == new or path.startswith((f"{new}.", f"{new}[")):
+                return at + path[len(new) :]
+        return path
 
 
 @dataclass(frozen=True)
