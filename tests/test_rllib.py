@@ -162,6 +162,20 @@ def test_classic_rllib_yaml_plans_with_translated_keys_metrics_and_bundles(write
         assert joined.count(f".{old}:") == 1, old
 
 
+def test_legacy_metric_names_of_several_objectives_and_constraints_are_translated(write_spec):
+    text = (
+        "metric: [episode_reward_mean, time_total_s]\nmode: [max, min]\n"
+        "constraints: {episodes_total: {min: 1}}\nexperiments:\n  e: {run: PPO, env: CartPole-v1}\n"
+    )
+    plan = plan_of(write_spec, text)
+    exp = plan.experiments[0].experiment
+    assert [o.name for o in exp.objectives] == [rllib.METRIC, "time_total_s"]
+    assert [c.name for c in exp.constraints] == ["env_runners/num_episodes_lifetime"]
+    joined = "\n".join(plan.warnings)
+    assert "experiments.e.metric[0]: legacy RLlib metric 'episode_reward_mean'" in joined
+    assert "experiments.e.constraints.episodes_total: legacy RLlib metric" in joined
+
+
 def test_simulations_are_env_runners(write_spec):
     plan = plan_of(
         write_spec,

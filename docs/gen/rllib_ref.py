@@ -52,8 +52,8 @@ def page() -> str:
         _pairs(t.NO_OPS, ("key", "why it does nothing"), fmt=str),
         "\n## API stack flags\n\n",
         _pairs(stack, ("flag", "what happens"), fmt=str),
-        "\n## Result names of the old stack\n\nIn `stop`, `metric` and `expect`, read as the "
-        "new stack's key with a warning.\n\n",
+        "\n## Result names of the old stack\n\nIn `stop`, `metric` (one or several), `constraints` "
+        "and `expect`, read as the new stack's key with a warning.\n\n",
         _pairs(t.LEGACY_METRICS, ("old result key", "read as")),
         "\n",
         _pairs(t.SMOOTHED_NOTE, ("key", "what it is"), fmt=str),

@@ -95,6 +95,12 @@ def translate_experiment(  # noqa: C901
         stop=stop,
         expect=expect,
         metric=metric(exp.metric, "metric") if exp.metric else None,
+        objectives=tuple(
+            replace(o, name=metric(o.name, f"metric[{i}]")) for i, o in enumerate(exp.objectives)
+        ),
+        constraints=tuple(
+            replace(c, name=metric(c.name, f"constraints.{c.name}")) for c in exp.constraints
+        ),
         scheduler=scheduler,
         checkpoint=checkpoint,
     )
