@@ -540,6 +540,11 @@ def test_list_of_an_algorithm_says_what_each_key_is_for_and_filters_by_a_word(cl
     assert lr.out.splitlines()[1].startswith("  lr = 5e-05: The learning rate")
     gae = cli("list", "PPO", "gae").out.splitlines()  # in a name or, as a word, in a description
     assert {"use_gae", "lambda"} <= {line.split(" = ")[0].strip() for line in gae[1:]}, gae
+    old = cli("list", "PPO", "num_workers")  # a legacy name a spec may write
+    assert old.code == 0 and old.out.startswith(
+        "num_workers: a legacy key, read as num_env_runners\n"
+    ), old.err
+    assert old.out.splitlines()[2].startswith("  num_env_runners = "), old.out
     none = cli("list", "PPO", "lrr")
     assert none.code == 2 and "no config key of PPO has 'lrr'" in none.err
     assert "did you mean 'lr'" in none.err and none.out == ""

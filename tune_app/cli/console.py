@@ -74,9 +74,15 @@ def algorithm_keys_text(name: str, word: str | None = None) -> str:
 
     keys = rllib.algorithm_keys(name)
     shown = sorted(keys.defaults)
+    renamed = rllib.renamed_to(name, word) if word else None  # a legacy name specs accept
+    read_as = renamed.split(".")[0] if renamed else None
     if word:
         low, whole = word.lower(), re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
-        shown = [k for k in shown if low in k.lower() or whole.search(keys.docs.get(k, ""))]
+        shown = [
+            k
+            for k in shown
+            if k == read_as or low in k.lower() or whole.search(keys.docs.get(k, ""))
+        ]
         if not shown:
             hint = did_you_mean(word, keys.defaults)
             raise TuneAppError(
@@ -85,6 +91,8 @@ def algorithm_keys_text(name: str, word: str | None = None) -> str:
             )
     counted = f"{len(shown)} of {len(keys.defaults)}" if word else f"{len(keys.defaults)}"
     lines = [f"{name}: {counted} config keys (key = default: what it is for, from RLlib)"]
+    if read_as in keys.defaults:
+        lines.insert(0, f"{word}: a legacy key, read as {renamed}")
     for k in shown:
         doc = keys.docs.get(k)
         lines.append(f"  {k} = {_brief(keys.defaults[k])}" + (f": {doc}" if doc else ""))

@@ -48,6 +48,7 @@ from tune_app.rllib.translation import (
     check_metric,
     check_mutated_key,
     is_legacy,
+    renamed_to,
     translate_config,
     translate_metric,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "check_with_rllib",
     "is_legacy",
     "live_algorithm_keys",
+    "renamed_to",
     "resources",
     "shown_knobs",
     "to_rllib",

@@ -145,19 +145,23 @@ def is_legacy(key: str) -> bool:
     return key in RENAMED or key in HANDLERS or key in NO_OPS or key in NO_OP_DEFAULTS
 
 
+def renamed_to(name: str, key: str) -> str | None:
+    """The new-stack key (dotted: a sub-key) algorithm `name` reads the legacy `key` as, where
+    that is a rename; else None."""
+    if key in RENAMED_FOR:
+        return RENAMED_FOR[key][1] if RENAMED_FOR[key][0] == name else None
+    return RENAMED.get(key)
+
+
 def _translate_key(t: Translation, key: str, value: Any, path: str) -> None:  # noqa: C901
     keys = t.keys
     if key in HANDLERS:
         HANDLERS[key](t, value, path)
-    elif key in RENAMED:
-        new = RENAMED[key]
+    elif (new := renamed_to(t.name, key)) is not None:
         if key == "evaluation_num_episodes":
             t.out.setdefault("evaluation_duration_unit", "episodes")
         if new.startswith("replay_buffer_config") and "replay_buffer_config" not in keys.defaults:
             raise no_key(t, key, path)
-        t.put(new, value, path, f"legacy RLlib key, read as {new}")
-    elif key in RENAMED_FOR and RENAMED_FOR[key][0] == t.name:
-        new = RENAMED_FOR[key][1]
         t.put(new, value, path, f"legacy RLlib key, read as {new}")
     elif key in NO_OPS:
         dropped = " (its search is dropped: every value ran the same)" if _searched(value) else ""
@@ -225,7 +229,7 @@ def check_mutated_key(name: str, key: str, path: str) -> None:
             suggestion=keys.ignored[key],
         )
     if is_legacy(key):
-        new = RENAMED.get(key)
+        new = renamed_to(name, key)
         raise SpecError(
             f"'{key}' is a legacy RLlib key, read only when the spec is loaded: mutated as named, "
             "it would change nothing",
