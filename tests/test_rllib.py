@@ -212,6 +212,12 @@ def test_simulations_are_env_runners(write_spec):
             "APPO trial needs 4 CPUs (1 for the main process + 3 env runners x 1; num_workers: "
             "3) but the machine has 2; set num_workers: 1 to fit",
         ),
+        (  # what the spec wrote is never suggested again
+            "e:\n  run: APPO\n  env: CartPole-v1\n  config: {num_workers: 1, num_learners: 1}\n",
+            "e.config.num_learners",
+            "set num_learners: 0 (the main process then trains) to fit; the fastest layout that "
+            "fits: num_learners: 0 (env",
+        ),
         (
             "e:\n  run: PPO\n  env: CartPole-v1\n  simulations: 4\n",
             "e.simulations",

@@ -65,6 +65,21 @@ CHOICES = [
         id="appo-keeps-a-runner",
     ),
     pytest.param(
+        exp_text("APPO", "  config: {num_workers: 1}\n"),
+        2,
+        {"num_learners": 0},  # the written runner keeps its CPU: the main process trains
+        "1 env runner x 1 env; 1 trial at once (env runners sample while APPO learns; "
+        "num_env_runners as written)",
+        id="appo-written-runner",
+    ),
+    pytest.param(
+        exp_text("IMPALA", "  config: {num_env_runners: 1}\n"),
+        2,
+        {"num_learners": 0},
+        "1 env runner x 1 env; 1 trial at once",
+        id="impala-written-runner",
+    ),
+    pytest.param(
         exp_text("IMPALA", "  num_samples: 2\n"),
         16,
         {},  # 2 runners + learner + main fit 8 CPUs: RLlib's own

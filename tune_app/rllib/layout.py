@@ -72,11 +72,12 @@ def _asynchronous(budget: int, defaults: dict[str, Any], runners: int | None) ->
     """APPO and IMPALA learn while their runners sample: keep runners, at most RLlib's default
     number (more make the samples staler); the main process trains when no learner fits."""
     learners = int(defaults.get(LEARNERS) or 0)
-    fixed = 1 + learners  # the main process and its learners, 1 CPU each by default
-    if runners is None and budget - fixed < 1:
-        learners, fixed = 0, 1
+    # The main process and its learners take 1 CPU each by default; a runner count the spec
+    # wrote is kept, so the learners make way for it as for the 1 runner kept otherwise.
+    if budget - 1 - learners < (1 if runners is None else runners):
+        learners = 0
     if runners is None:
-        runners = max(1, min(int(defaults.get(RUNNERS) or 1), budget - fixed))
+        runners = max(1, min(int(defaults.get(RUNNERS) or 1), budget - 1 - learners))
     return Choice(runners, None, learners, "env runners sample while {alg} learns")
 
 
@@ -216,4 +217,5 @@ def fastest_fit(exp: Experiment, machine: Machine) -> str | None:
             return None
     except SpecError:  # a config the plan refuses for its own reason
         return None
-    return f"{', '.join(f'{k}: {v}' for k, v in keys.items())} ({why})"
+    changed = [f"{k}: {v}" for k, v in keys.items() if k not in config or config[k] != v]
+    return f"{', '.join(changed)} ({why})"

@@ -189,7 +189,8 @@ def trial_bundles(  # noqa: C901
     elif res.learners and most_runners(cpus - fixed_alone) >= 1:
         path, how = learners_path, learners_how
         k = min(res.env_runners or 1, most_runners(cpus - fixed_alone))
-        hint = f"set {learners_key}: 0 (the main process then trains) and {runners_hint(k)} to fit"
+        also = f" and {runners_hint(k)}" if k != res.env_runners else ""
+        hint = f"set {learners_key}: 0 (the main process then trains){also} to fit"
     elif res.env_runners and fixed <= cpus:
         path, how = runners_path, runners_how
         hint = f"set {runners_hint(0)} to fit (the main process then samples)"
