@@ -58,6 +58,14 @@ CHOICES = [
         id="ppo-one-at-a-time",
     ),
     pytest.param(
+        exp_text("PPO", "  config: {num_workers: 0, num_envs_per_worker: 1}\n"),
+        2,
+        {},
+        "sampling in the trial process, 1 env; 1 trial at once (PPO samples, then trains; "
+        "num_env_runners, num_envs_per_env_runner as written)",  # no count of the app's 8
+        id="ppo-all-written",
+    ),
+    pytest.param(
         exp_text("APPO", "  num_samples: 4\n"),
         2,
         {"num_env_runners": 1, "num_learners": 0},

@@ -59,10 +59,8 @@ def _synchronous(budget: int, defaults: dict[str, Any], runners: int | None) -> 
     if runners is None:  # above 2 CPUs a trial unmeasured: at most RLlib's 2 runners
         runners = 0 if budget < 3 else min(budget - 1, int(defaults.get(RUNNERS) or 2))
     envs = max(1, VECTOR_ENVS // max(runners, 1))
-    if given:
-        return Choice(
-            runners, envs, None, f"{VECTOR_ENVS} envs in all: {{alg}} samples, then trains"
-        )
+    if given:  # no count said: a written count of envs, or 3 runners' 2 each, is not 8 in all
+        return Choice(runners, envs, None, "{alg} samples, then trains")
     if runners == 0:
         return Choice(0, envs, None, "no env-runner process: {alg} trains between samples")
     return Choice(runners, envs, None, "runners sample in parallel, then {alg} trains")
