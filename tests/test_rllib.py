@@ -218,6 +218,15 @@ def test_simulations_are_env_runners(write_spec):
             "set num_learners: 0 (the main process then trains) to fit; the fastest layout that "
             "fits: num_learners: 0 (env",
         ),
+        (  # one message, not RLlib's own as well
+            "e:\n  run: PPO\n  env: CartPole-v1\n  config: {num_envs_per_worker: 8, "
+            "rollout_fragment_length: 200, train_batch_size: 800}\n",
+            "e.config.rollout_fragment_length",
+            "PPO refuses rollout_fragment_length 200 with num_envs_per_env_runner 8 and "
+            "num_env_runners 0: its rounds of sampling, 200 steps in each of 8 envs, overshoot the "
+            "train batch (train_batch_size 800) by more than 10% (1600 steps); write "
+            "rollout_fragment_length: auto or 100, or fewer envs",
+        ),
         (
             "e:\n  run: PPO\n  env: CartPole-v1\n  simulations: 4\n",
             "e.simulations",

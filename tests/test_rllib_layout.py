@@ -66,6 +66,18 @@ CHOICES = [
         id="ppo-all-written",
     ),
     pytest.param(
+        exp_text(
+            "PPO",
+            "  num_samples: 2\n"
+            "  config: {num_workers: 0, rollout_fragment_length: 200, train_batch_size: 800}\n",
+        ),
+        2,
+        {"num_envs_per_env_runner": 4},  # 8 envs x 200 steps: 1,600, which RLlib refuses
+        "sampling in the trial process, 4 envs; 2 trials at once (PPO samples, then trains; "
+        "fewer envs for rollout_fragment_length as written",
+        id="ppo-fragment-written",
+    ),
+    pytest.param(
         exp_text("APPO", "  num_samples: 4\n"),
         2,
         {"num_env_runners": 1, "num_learners": 0},

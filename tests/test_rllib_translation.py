@@ -14,6 +14,7 @@ from tune_app import rllib, spec
 from tune_app.errors import SpecError, SpecErrors
 from tune_app.plan.make import make_plan
 from tune_app.rllib.handlers import HANDLERS
+from tune_app.rllib.layout import fragment_misfit
 
 from .conftest import ROOT
 
@@ -352,6 +353,35 @@ def test_the_key_snapshot_matches_the_installed_rllib():
 def test_bundles_without_rllib_are_rllibs_own(name, config):
     ours = rllib.resources(name, {**config, "env": "CartPole-v1"}).bundles
     assert ours == rllib.check_with_rllib(name, {**config, "env": "CartPole-v1"})
+
+
+@pytest.mark.parametrize(
+    ("config", "refused"),
+    [
+        ({"rollout_fragment_length": 200, "num_envs_per_env_runner": 8}, True),
+        ({"rollout_fragment_length": 200, "num_envs_per_env_runner": 4}, False),
+        ({"rollout_fragment_length": 270}, False),  # 3 rounds: 810, within 10%
+        ({"rollout_fragment_length": 300}, True),  # 3 rounds: 900
+        (
+            {"rollout_fragment_length": 100, "num_env_runners": 2, "num_envs_per_env_runner": 4},
+            False,
+        ),
+        ({"rollout_fragment_length": 100, "num_learners": 2, "num_envs_per_env_runner": 16}, True),
+        (
+            {"rollout_fragment_length": 50, "train_batch_size_per_learner": 200, "num_learners": 2},
+            False,
+        ),
+        ({"rollout_fragment_length": "auto", "num_envs_per_env_runner": 8}, False),
+    ],
+)
+def test_the_fragment_check_without_rllib_is_rllibs_own(config, refused):
+    config = {"train_batch_size": 800, "num_env_runners": 0, **config, "env": "CartPole-v1"}
+    assert (fragment_misfit("PPO", config) is not None) is refused
+    if refused:
+        with pytest.raises(SpecError, match="rollout_fragment_length"):
+            rllib.check_with_rllib("PPO", config)
+    else:
+        rllib.check_with_rllib("PPO", config)
 
 
 def test_validate_of_an_rllib_spec_does_not_import_rllib():

@@ -22,7 +22,7 @@ from tune_app.rllib.code import code_modules, load_code
 from tune_app.rllib.config import to_rllib
 from tune_app.rllib.experiment import translate_experiment
 from tune_app.rllib.keys import algorithm_keys
-from tune_app.rllib.layout import choose, fastest_fit
+from tune_app.rllib.layout import choose, fastest_fit, fragment_misfit
 from tune_app.rllib.resources import trial_bundles
 from tune_app.rllib.tables import METRIC, SMOKE, SMOKE_AT_MOST, SMOKE_FRAGMENTS
 from tune_app.rllib.translation import check_metric, check_mutated_key
@@ -119,6 +119,10 @@ class RLlibKind(KindDefaults):
         machine: Machine,
         library_checks: bool,
     ) -> tuple[dict[str, float], ...]:
+        # RLlib's fragment check first without RLlib (for validate too), so run says it once.
+        found = fragment_misfit(self.algorithm, exp.config if isinstance(exp.config, dict) else {})
+        if found is not None:
+            raise found.under(exp.key_path)
         # RLlib sizes a trial the same whatever the env: the first gymnasium one is checked.
         gym_ids = [e.env for e in env.members if e.kind == "gym"] if env is not None else []
         gym_id = gym_ids[0] if gym_ids else None

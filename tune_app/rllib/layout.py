@@ -17,12 +17,16 @@ from tune_app.kinds import Layout
 from tune_app.resources import Machine, gpu_sharing, misfit, trials_at_once
 from tune_app.rllib.keys import algorithm_keys
 from tune_app.rllib.resources import resources
-from tune_app.rllib.tables import LAYOUT_FAMILY
+from tune_app.rllib.tables import FRAGMENT_CHECKED, LAYOUT_FAMILY
+from tune_app.space import whole_number
 from tune_app.spec.resolved import Experiment
 
 # The keys a layout sets where the spec does not (legacy names are already translated to these).
 RUNNERS, ENVS, LEARNERS = "num_env_runners", "num_envs_per_env_runner", "num_learners"
 LAYOUT_KEYS = (RUNNERS, ENVS, LEARNERS)
+FRAGMENT = "rollout_fragment_length"  # with the train batch's keys, what PPO checks it against
+BATCH, PER_LEARNER = "train_batch_size", "train_batch_size_per_learner"
+FRAGMENT_KEYS = (FRAGMENT, ENVS, RUNNERS, LEARNERS, PER_LEARNER, BATCH)
 # Vectorized envs per sampling process in all: on 2 cores, 4 PPO CartPole trials sampling 8 envs
 # in the trial process ran at 2,594 env steps/s against 1,410-1,466 with 1 env.
 VECTOR_ENVS = 8
@@ -150,14 +154,51 @@ def _fill(
     budget = max(1, int(cpus // concurrent))
     c = family.choose(budget, defaults, runners)
     wanted = {RUNNERS: c.runners, ENVS: c.envs, LEARNERS: c.learners}
+    if c.envs is not None and ENVS not in config:  # the widest vector the fragments written fit
+        laid = {**config, **{k: v for k, v in wanted.items() if v is not None and k not in config}}
+        fits = (e for e in range(c.envs, 0, -1) if fragment_misfit(name, {**laid, ENVS: e}) is None)
+        wanted[ENVS] = next(fits, None)  # none: RLlib's default, which the plan then refuses
     chosen = {
         k: v for k, v in wanted.items() if v is not None and k not in config and v != defaults[k]
     }
     kept = [k for k, v in wanted.items() if v is not None and k in config]
     why = c.why.format(alg=name)
+    if wanted[ENVS] != c.envs:
+        why += f"; fewer envs for {FRAGMENT} as written"
     if kept:
         why += f"; {', '.join(kept)} as written"
     return chosen, why
+
+
+def fragment_misfit(name: str, config: dict[str, Any]) -> SpecError | None:
+    """RLlib 2.60's refusal (`validate_train_batch_size_vs_rollout_fragment_length`, for
+    `FRAGMENT_CHECKED`) of a config that samples the train batch in rounds of
+    rollout_fragment_length x num_envs_per_env_runner x max(num_env_runners, 1) steps that
+    overshoot it by more than 10%; None where they do not, or a number in it is "auto" or
+    searched (RLlib then checks the point drawn)."""
+    if name not in FRAGMENT_CHECKED:
+        return None
+    defaults = algorithm_keys(name).defaults
+    given: dict[str, Any] = {k: config.get(k, defaults.get(k)) for k in FRAGMENT_KEYS}
+    learners, batch = given[LEARNERS], given[BATCH]
+    batch_text = f"{PER_LEARNER} {given[PER_LEARNER]} x {learners or 1} learners"
+    if given[PER_LEARNER] is None and whole_number(batch) and whole_number(learners):
+        given[PER_LEARNER], batch_text = batch // (learners or 1), f"{BATCH} {batch}"
+    fragment, envs, runners, _, per_learner, _ = (given[k] for k in FRAGMENT_KEYS)
+    if not all(whole_number(v) for v in (fragment, envs, runners, learners, per_learner)):
+        return None
+    total, width = per_learner * (learners or 1), envs * max(runners, 1)
+    if fragment * width < 1 or -total % (fragment * width) <= 0.1 * total:
+        return None  # the whole rounds pass the batch by at most 10%
+    over = -total % (fragment * width)
+    fits = f" or {total // width}" if total // width else ""
+    return SpecError(
+        f"{name} refuses {FRAGMENT} {fragment} with {ENVS} {envs} and {RUNNERS} {runners}: its "
+        f"rounds of sampling, {fragment} steps in each of {width} envs, overshoot the train "
+        f"batch ({batch_text}) by more than 10% ({total + over} steps)",
+        path=f"config.{FRAGMENT}",
+        suggestion=f"write {FRAGMENT}: auto{fits}, or fewer envs",
+    )
 
 
 def _line(name: str, exp: Experiment, trials: int, machine: Machine, why: str, chose: bool) -> str:

@@ -279,6 +279,10 @@ LAYOUT_FAMILY = {
     "SAC": "off-policy",
 }
 
+# Algorithms whose RLlib 2.60 config refuses rollout fragments that overshoot the train batch
+# (`validate_train_batch_size_vs_rollout_fragment_length`, called by PPOConfig.validate alone).
+FRAGMENT_CHECKED = ("PPO",)
+
 # Config overrides for --smoke: one env runner, tiny batches, where the algorithm has the key.
 SMOKE = {
     "train_batch_size": 256,
