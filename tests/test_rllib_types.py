@@ -105,6 +105,13 @@ def test_the_issues_example_names_the_key_the_value_and_the_fix():
         pytest.param("PPO", {"use_gae": "yes"}, "config.use_gae", "true or false", id="text-bool"),
         pytest.param(
             "PPO",
+            {"entropy_coeff": "0.01"},
+            "config.entropy_coeff",
+            "PPO takes a number or a list here (its default is 0.0), but got the text '0.01'",
+            id="text-for-schedule",
+        ),
+        pytest.param(
+            "PPO",
             {"num_sgd_iter": "6"},
             "config.num_sgd_iter",
             "(as num_epochs, its default is 30), but got the text '6'; write num_sgd_iter: 6,",
@@ -147,6 +154,12 @@ def test_values_of_the_wrong_kind_are_refused_at_their_key(name, config, where, 
         pytest.param("SAC", {"target_entropy": "auto"}, id="sac-auto-entropy"),
         pytest.param("DQN", {"n_step": [1, 3]}, id="dqn-n-step-range"),
         pytest.param("DQN", {"epsilon": [[0, 1.0], [10000, 0.05]]}, id="dqn-epsilon-schedule"),
+        pytest.param(
+            "PPO", {"entropy_coeff": [[0, 0.01], [20000, 0.0]]}, id="ppo-entropy-schedule"
+        ),
+        pytest.param(
+            "PPO", {"entropy_coeff_schedule": [[0, 0.01], [20000, 0.0]]}, id="legacy-schedule-name"
+        ),
     ],
 )
 def test_values_rllib_takes_are_accepted(name, config):
@@ -190,13 +203,16 @@ class _Config:
 
     def env(self, flag: Literal[True, False, "x"] = True) -> None: ...
 
+    def validate(self) -> None:  # as RLlib's PPOConfig validates entropy_coeff
+        Scheduler.validate(fixed_value_or_schedule=self.rate, setting_name="rate")  # noqa: F821
+
 
 def test_kinds_are_read_off_the_defaults_and_the_setters_annotations():
     config = _Config()
     keys = ["batch", "rate", "flag", "mode", "hook", "size", "free", "num_cpus_per_runner"]
     assert declared_kinds(_Config, config, [*keys, "lambda"]) == {
         "batch": ("int", "null"),  # the default's int and the annotation's Optional[int]
-        "rate": ("number",),  # no annotation: the default's type
+        "rate": ("list", "number"),  # the default's type; validated as a schedule
         "flag": ("bool", "text"),
         "mode": ("int", "text"),  # a text default with an annotation
         "num_cpus_per_runner": ("null", "number"),  # Ray takes fractions of a CPU

@@ -6,14 +6,17 @@ trial naming no key (`train_batch_size_per_learner: "2000"`: "'<' not supported 
 instances of 'int' and 'str'"). A key's kinds are read off RLlib's own declarations when the
 snapshot is written (`declared_kinds`, which imports nothing itself): the default's type in a
 fresh config (bool, int or float), joined with the annotation of the setter parameters of that
-name (`training(lr=...)`). A key whose declaration says nothing a YAML value can be checked
-against (`Any`, a class, a callable, an unresolved name) has no entry and takes anything.
+name (`training(lr=...)`), and with a list where the config's own methods validate the key as
+a schedule (PPO's `entropy_coeff`, annotated `float`). A key whose declaration says nothing a
+YAML value can be checked against (`Any`, a class, a callable, an unresolved name) has no entry
+and takes anything.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import re
 import typing
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
@@ -42,6 +45,9 @@ _DEFAULT_KINDS = {**_BASIC, list: "list", tuple: "list", dict: "mapping"}
 _RESOURCE_AMOUNTS = ("num_cpus_", "num_gpus_")
 _LISTS = (list, tuple, set, frozenset, Sequence, Collection, Iterable)
 _MAPPINGS = (dict, Mapping)
+# A key RLlib hands to `Scheduler.validate` takes a number or a [[timestep, value], ...] schedule,
+# whatever its setter's annotation says (RLlib 2.60's PPO: `entropy_coeff: Optional[float]`).
+_SCHEDULED = re.compile(r"fixed_value_or_schedule=self\.(\w+)")
 
 
 class _Anything(Exception):
@@ -54,6 +60,7 @@ def declared_kinds(
     """The kinds each key takes, from a fresh `config` of `config_cls` and the annotations of its
     setter methods; keys that take anything are left out."""
     annotations = _setter_annotations(config_cls)
+    scheduled = _scheduled(config_cls)
     out: dict[str, tuple[str, ...]] = {}
     for key in keys:
         found = annotations.get(key, []) + annotations.get(f"{key}_", [])  # lambda_ sets lambda
@@ -65,6 +72,7 @@ def declared_kinds(
         except _Anything:
             continue
         kinds |= {default} if default else set()
+        kinds |= {"list"} if key in scheduled else set()
         if key.startswith(_RESOURCE_AMOUNTS) and "int" in kinds:
             kinds.add("number")
         if "number" in kinds:
@@ -85,6 +93,16 @@ def _setter_annotations(config_cls: type) -> dict[str, list[Any]]:
             for param in inspect.signature(func).parameters.values():
                 if param.annotation is not inspect.Parameter.empty:
                     found.setdefault(param.name, []).append(_resolve(param.annotation, func))
+    return found
+
+
+def _scheduled(config_cls: type) -> set[str]:
+    """The keys the class's own methods (over its MRO) validate as schedules."""
+    found: set[str] = set()
+    for cls in config_cls.__mro__:
+        for func in vars(cls).values():
+            if inspect.isfunction(func):
+                found.update(_SCHEDULED.findall(inspect.getsource(func)))
     return found
 
 
