@@ -4,6 +4,7 @@ Tune's tables only with -v, nothing but the summary with -q."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -354,3 +355,22 @@ def test_trials_ending_take_a_snapshot_at_most_every_period_and_each_reads_an_en
         assert (again.done, again.running) == (49, 1) and 1 <= len(read) <= 2
     finally:
         progress.attach("e", None)
+
+
+def test_what_is_printed_after_stdout_s_reader_has_gone_is_dropped(monkeypatch):
+    """`run ... | head -1`: the reader went away mid-run, and the progress line's write raised
+    BrokenPipeError inside Tune's loop, which failed the trial it reported."""
+    from tune_app.cli.printing import stdout_while_read
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone
+    closed = io.TextIOWrapper(io.FileIO(write, "w"), write_through=False)
+    monkeypatch.setattr(sys, "stdout", closed)
+    view = progress.View(live=False)
+    with pytest.raises(BrokenPipeError):
+        view.line("[e] trial a done")
+    with stdout_while_read():
+        for _ in range(3):
+            view.line("[e] trial b done")  # dropped, not raised
+        sys.stdout.flush()
+    assert sys.stdout is closed

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import traceback
 import warnings
@@ -28,6 +27,7 @@ from tune_app.cli.printing import (
     print_plan_warnings,
     print_warnings,
     shown,
+    stdout_while_read,
 )
 from tune_app.cli.table import Argument, Command, arg, parent_parser
 from tune_app.errors import SpecErrors, TuneAppError, printable
@@ -463,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = argv
     try:
         # SIGTERM and SIGHUP act as Ctrl-C, from the start
-        with as_interrupts(), warnings.catch_warnings():
+        with as_interrupts(), stdout_while_read(), warnings.catch_warnings():
             warnings.showwarning = one_line_warnings(warnings.showwarning)
             return args.handler(args)
     except TuneAppError as err:
@@ -477,11 +477,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as stop:
         print(interrupted_line(stop), file=sys.stderr)
         return interrupts.exit_code()
-    except BrokenPipeError:
-        # The reader went away (`tune_app analyze ... | head`): what it took was all it wanted.
-        # Python would complain again flushing stdout at exit, so stdout goes to /dev/null.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
     except Exception as err:  # a bug or an environment failure, not the user's input
         if args.debug:
             traceback.print_exc()

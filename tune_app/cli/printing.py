@@ -4,8 +4,10 @@ line each. (`console` builds the reports' text.)"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tune_app import interrupts
@@ -15,6 +17,44 @@ from tune_app.ray_internals.versions import UncheckedRayWarning
 if TYPE_CHECKING:
     from tune_app.api import RunResult
     from tune_app.plan.types import Plan
+
+
+class _WhileRead:
+    """stdout that writes nowhere once its reader has gone (`run ... | head -1`, a pager quit):
+    a write that raised BrokenPipeError inside Tune's loop failed the trial it reported."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def _gone(self) -> None:  # what is buffered, and all that follows, goes to /dev/null
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def stdout_while_read() -> Iterator[None]:
+    """While this holds, what is printed after stdout's reader has gone is dropped, not raised."""
+    given = sys.stdout
+    sys.stdout = _WhileRead(given)
+    try:
+        yield
+    finally:
+        sys.stdout = given
 
 
 def earlier_runs(plan: Plan) -> list[str]:
