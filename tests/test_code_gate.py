@@ -79,6 +79,24 @@ def test_a_function_of_an_installed_package_is_refused_before_it_is_run(cli, wri
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize(
+    ("named", "module"), [("json.py", "json"), ("random/__init__.py", "random")]
+)
+def test_a_file_beside_the_spec_named_as_pythons_own_module_is_refused(
+    cli, write_spec, tmp_path, named, module
+):
+    """The spec's folder is on the path of every process a run starts: `json.py` there stopped
+    the local Ray from starting, after 35 s, and `run: json:train` passed validate by dropping
+    Python's json from the process for the file."""
+    user_module("quadratic.py", tmp_path)
+    (tmp_path / named).parent.mkdir(exist_ok=True)
+    (tmp_path / named).write_text("X = 1\n")
+    refused(
+        cli("validate", write_spec("e:\n  run: quadratic:train\n")), "e.run", f"Python's '{module}'"
+    )
+    refused(cli("validate", write_spec(f"e:\n  run: {module}:train\n")), "part of Python")
+
+
 def test_an_env_of_an_installed_package_must_be_an_env_class(installed):
     installed.mkdir()
     with pytest.raises(SpecError, match="is a function, not an environment"):

@@ -27,6 +27,7 @@ from tune_app.space import searched_paths
 from tune_app.spec.models import Mode
 from tune_app.spec.resolved import Experiment, Spec
 from tune_app.trackers import check as check_trackers
+from tune_app.user_code.locating import shadowing
 from tune_app.warmstart.earlier import read_warm_start
 
 
@@ -70,6 +71,8 @@ def make_plan(
             )
     with errors.check():
         _folders_apart(plans)
+    with errors.check():
+        _nothing_shadowed(plans)
     try:
         errors.raise_any()
     except SpecError as err:
@@ -81,6 +84,21 @@ def make_plan(
         warnings=tuple(warnings),
         smoke=smoke,
     )
+
+
+def _nothing_shadowed(plans: list[ExperimentPlan]) -> None:
+    """Refuse a module file beside a user's module named as one of Python's own: the run puts
+    that folder on the path of every process it starts, Ray's own included, and `json.py` there
+    stopped a local Ray from starting (a time-out after 35 s)."""
+    for ep in plans:
+        for file, name in shadowing(ep.search_path):
+            raise SpecError(
+                f"{file} has the name of Python's '{name}' module: a run puts its folder on the "
+                "path of every process it starts, Ray's own included, which would import it in "
+                "the library's place",
+                path=f"{ep.experiment.key_path}.run",
+                suggestion=f"rename {file.name} (and its imports)",
+            )
 
 
 def _folders_apart(plans: list[ExperimentPlan]) -> None:

@@ -212,7 +212,7 @@ def find_module(module_name: str, search_path: tuple[str, ...], where: str) -> M
     """The module `module_name` as found on `search_path`, without running it or its parent
     packages' `__init__`; SpecError if it is missing or is not user code."""
     top = module_name.split(".")[0]
-    if top in sys.builtin_module_names or top in APP_PACKAGES:
+    if top in sys.stdlib_module_names or top in APP_PACKAGES:  # a file of that name: shadowing
         raise _not_user_code(module_name, where)
     forget_stale(module_name, search_path)
     with on_path(search_path):

@@ -78,6 +78,29 @@ def forget_stale(module_name: str, search_path: tuple[str, ...]) -> None:
             del sys.modules[name]
 
 
+def shadowing(folders: tuple[str, ...]) -> Iterator[tuple[Path, str]]:
+    """Each module file or package in `folders` named as a standard-library module that Python
+    finds on its path (not a builtin or frozen one), with that name: every process started with
+    the folder on its path imports it in the library's place, the local Ray's own included."""
+    for folder in map(Path, folders):
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.stem if entry.suffix == ".py" else entry.name
+            if entry.suffix == ".py" or (entry / "__init__.py").is_file():
+                if name in sys.stdlib_module_names and not _unshadowable(name):
+                    yield entry, name
+
+
+def _unshadowable(name: str) -> bool:
+    return (
+        name in sys.builtin_module_names
+        or importlib.machinery.FrozenImporter.find_spec(name) is not None
+    )
+
+
 def is_local(module: Any, folders: tuple[str, ...]) -> bool:
     return is_local_origin(getattr(module, "__file__", None), folders)
 
