@@ -283,6 +283,12 @@ def test_folder_commands_refuse_what_is_not_a_run(cli, tmp_path, command, make, 
         ),
         pytest.param("scor", ["score", "time"], "did you mean 'score'?", id="similar"),
         pytest.param("acc", ["val/accuracy"], None, id="a-prefix-of-a-leaf-is-not-the-leaf"),
+        pytest.param(
+            "Cartpole-v1",
+            ["phys2d/CartPole-v1", "CartPole-v1", "CartPole-v0"],
+            "did you mean 'CartPole-v1'?",
+            id="the-same-in-another-case-before-a-grouped-one",
+        ),
     ],
 )
 def test_near_miss_hints(word, choices, hint):

@@ -308,20 +308,23 @@ def _as_text(allowed: Iterable[str] | str | None) -> str | None:
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """A 'did you mean X?' hint for a near-miss of `word` among `choices`, or None.
 
-    A choice that is `word` under a group (`episode_return_mean` ->
-    `env_runners/episode_return_mean`, `lr` -> `optim.lr`) is what was meant, and is the only
-    hint (shortest path first): a similar-looking key beside it (`episode_len_mean`) would
-    mislead. Otherwise prefixes count first (`grace` -> `grace_period`), then difflib's
-    similarity.
+    A choice that is `word` in another case (`Cartpole-v1` -> `CartPole-v1`, not the namespaced
+    `phys2d/CartPole-v1`) is what was meant, and is the only hint. Next, a choice that is `word`
+    under a group (`episode_return_mean` -> `env_runners/episode_return_mean`, `lr` ->
+    `optim.lr`) is the only hint (shortest path first): a similar-looking key beside it
+    (`episode_len_mean`) would mislead. Otherwise prefixes count first (`grace` ->
+    `grace_period`), then difflib's similarity, case kept (lowercased, `ALE/Fake-v5` comes near
+    `Walker2d-v5`).
     """
     word, options = str(word), [str(c) for c in choices]
     low = word.lower()
+    same = [c for c in options if c.lower() == low]
     grouped = sorted(
         (c for c in options if c.lower().endswith((f"/{low}", f".{low}"))),
         key=lambda c: (len(c), c),
     )
-    if grouped:
-        return "did you mean " + " or ".join(repr(c) for c in grouped[:3]) + "?"
+    if same or grouped:
+        return "did you mean " + " or ".join(repr(c) for c in (same or grouped)[:3]) + "?"
     prefixed = [c for c in options if len(low) >= 3 and c.lower().startswith(low)]
     close = difflib.get_close_matches(word, options, n=3, cutoff=0.6)
     picks = list(dict.fromkeys(prefixed + close))[:3]
