@@ -5,7 +5,9 @@ path to import. Each refusal: exit 2, one line with the key path, nothing writte
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -67,6 +69,45 @@ def test_a_declared_function_and_a_trainable_class_of_an_installed_package_pass(
     # and by the name the package declares it under
     assert resolve("lab_train", installed).run == "lab_train"
     assert resolve("lab_train", installed).kind.run == "labpkg:train"
+
+
+@pytest.mark.parametrize(
+    ("folder", "local"),
+    [
+        pytest.param("src", True, id="the-users-own-code"),
+        pytest.param("venv/lib/site-packages", False, id="an-installed-package-still"),
+    ],
+)
+def test_a_module_on_pythonpath_is_the_users_own_code(tmp_path, monkeypatch, folder, local):
+    """`PYTHONPATH=src`: a function there is the user's, not an installed package's."""
+    code = tmp_path / folder
+    code.mkdir(parents=True)
+    (code / "mytrain.py").write_text("def train(config):\n    return {'score': 1}\n")
+    monkeypatch.setenv("PYTHONPATH", str(code))
+    monkeypatch.syspath_prepend(str(code))  # as Python puts PYTHONPATH on sys.path
+    (tmp_path / "specs").mkdir()
+    folders = user_path(tmp_path / "specs")
+    if local:
+        assert check("mytrain:train", TRAINABLE, folders, "run").load()({}) == {"score": 1}
+    else:
+        with pytest.raises(SpecError, match=INSTALLED_FUNCTION):
+            check("mytrain:train", TRAINABLE, folders, "run")
+
+
+def test_a_local_rays_pythonpath_is_the_users_again_after_the_run(monkeypatch):
+    """The workers' PYTHONPATH (the spec's folders first) is not left for a later spec of the
+    same process to take for its own code."""
+    from tune_app import cluster
+
+    monkeypatch.setenv("PYTHONPATH", "src")
+    monkeypatch.setattr(cluster, "local_pythonpath", lambda plan: "/spec/folder")
+    monkeypatch.setattr(cluster, "TUNE_TRIAL_ENV", {})  # no variables left in this process
+    monkeypatch.setattr(cluster, "worker_env", dict)
+    monkeypatch.setattr(cluster.ray, "init", lambda **kwargs: None)
+    monkeypatch.setattr(cluster.ray, "shutdown", lambda: None)
+    with cluster.ray_for(SimpleNamespace(cpus=1), None, 0):
+        assert os.environ["PYTHONPATH"] == "/spec/folder"
+    assert os.environ["PYTHONPATH"] == "src"
 
 
 def test_a_function_of_an_installed_package_is_refused_before_it_is_run(cli, write_spec, tmp_path):

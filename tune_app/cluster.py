@@ -70,7 +70,7 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
         finally:
             ray.shutdown()
         return
-    path = local_pythonpath(plan)
+    path, before = local_pythonpath(plan), os.environ.get("PYTHONPATH")
     if path:
         os.environ["PYTHONPATH"] = path  # the local Ray's workers inherit it
     # What Tune would give each trial actor as its runtime env, inherited instead: see
@@ -93,6 +93,12 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+        # The user's own again: a later spec in this process would take this one's folders, put
+        # there for the workers, for its own code (`tune_app.user_code.user_path`).
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 def check_cluster(plan: Plan) -> None:

@@ -30,6 +30,8 @@ def tune_app(args: list[str], cwd: Path) -> tuple[int, str, str]:
     with (
         _inside(cwd),
         mock.patch("os.cpu_count", return_value=CPUS),
+        # The reader's PYTHONPATH, not the build's (the checkout): messages list its folders.
+        mock.patch.dict(os.environ, {"PYTHONPATH": ""}),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(err),
     ):

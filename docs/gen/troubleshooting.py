@@ -73,9 +73,9 @@ CASES = (
         "A module that cannot be found",
         "e:\n  run: my_trian:train\n",
         VALIDATE,
-        "`module:function` is looked up in the spec's folder, the working directory, then "
-        "installed packages. Check the spelling and where you run from; see "
-        "[Bring your own code](tutorials/own-code.md).",
+        "`module:function` is looked up in the spec's folder, the working directory, the "
+        "`PYTHONPATH` folders, then installed packages. Check the spelling and where you run "
+        "from; see [Bring your own code](tutorials/own-code.md).",
     ),
     Case(
         "Search-space bounds the wrong way round",

@@ -5,8 +5,9 @@ code: `run:` (a trainable), `env:` (an environment class) and the RLlib config k
 RLlib imports or calls (`tune_app.rllib.code.CODE_KEYS`). Each key has a `Role` saying what the
 object must be. For every role:
 - the standard library, the builtins and tune_app itself are never user code;
-- a module found in the spec's folder or the working directory is the user's own code: any
-  object of the role's shape there (a function with the role's signature, a class of its base);
+- a module found in the spec's folder, the working directory or a PYTHONPATH folder is the
+  user's own code: any object of the role's shape there (a function with the role's
+  signature, a class of its base);
 - a module of an installed package reaches a spec only as a class of the role's base (a
   `tune.Trainable`, a `gymnasium.Env`, an `RLlibCallback`, ...) or as an object the package
   declares in the role's entry-point group (`tune_app.trainables`, `tune_app.envs`,
@@ -40,6 +41,7 @@ from tune_app.user_code.locating import (
     is_local_origin,
     is_user_origin,
     on_path,
+    pythonpath_folders,
     spec_of,
 )
 from tune_app.user_code.source import bound_names, followed, parsed_source
@@ -107,10 +109,10 @@ ENV = Role(
 
 
 def user_path(spec_dir: Path | None) -> tuple[str, ...]:
-    """Folders user modules are imported from: the spec's folder, then the working directory."""
-    return tuple(
-        str(p) for p in dict.fromkeys([(spec_dir or Path.cwd()).resolve(), Path.cwd().resolve()])
-    )
+    """Folders user modules are imported from: the spec's folder, the working directory, then
+    PYTHONPATH's folders."""
+    here = [(spec_dir or Path.cwd()).resolve(), Path.cwd().resolve()]
+    return tuple(str(p) for p in dict.fromkeys([*here, *pythonpath_folders()]))
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ class CodeRef:
     role: Role
     search_path: tuple[str, ...]
     where: str  # the key path, for messages
-    local: bool  # found in the spec's folder or the working directory
+    local: bool  # found in the spec's folder, the working directory or on PYTHONPATH
     declared: bool  # an installed package declares it in the role's entry-point group
 
     @property
@@ -262,8 +264,9 @@ def _installed_function(ref: CodeRef) -> SpecError:
         f"'{ref.text}' is a function of an installed package that does not declare it as "
         f"{ref.role.noun}",
         path=ref.where,
-        allowed=f"a function in a module beside the spec or in the working directory; from an "
-        f"installed package, a {ref.role.base_name} subclass or an entry point in group "
+        allowed=f"a function in a module beside the spec, in the working directory or on "
+        f"PYTHONPATH; from an installed package, a {ref.role.base_name} subclass or an entry "
+        f"point in group "
         f"'{ref.role.group}'",
         suggestion=f"wrap it in a module of your own, or declare it in the package's "
         f'[project.entry-points."{ref.role.group}"]',
@@ -367,8 +370,8 @@ def _is_stdlib_name(module_name: str) -> bool:
 def import_user_module(module_name: str, search_path: tuple[str, ...], where: str) -> Any:
     """Import a user's module from `search_path` or the installed packages (driver only).
 
-    A module found in the spec's folder or the working directory is pickled by value, so Ray
-    workers that cannot import it (not installed, not on their path) still run it.
+    A module found in the spec's folder, the working directory or on PYTHONPATH is pickled by
+    value, so Ray workers that cannot import it (not installed, not on their path) still run it.
     """
     find_module(module_name, search_path, where)
     with on_path(search_path):

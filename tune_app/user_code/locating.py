@@ -1,11 +1,13 @@
 """Where a module a spec names lies, found without running it: the standard library, an
-installed package, or the user's own folders (the spec's, the working directory). Used by the
+installed package, or the user's own folders (the spec's, the working directory, PYTHONPATH's).
+Used by the
 gate (`tune_app.user_code`) and the code fingerprints (`tune_app.sources`)."""
 
 from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import sysconfig
 from collections.abc import Iterator
@@ -45,6 +47,20 @@ def spec_of(module_name: str, folders: tuple[str, ...]) -> ModuleSpec | None:
     return found
 
 
+def pythonpath_folders() -> list[Path]:
+    """PYTHONPATH's folders, where a user keeps code (`PYTHONPATH=src`): not the standard
+    library's, nor an installed package's (a site-packages put on PYTHONPATH)."""
+    entries = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    folders = [Path(p).resolve() for p in entries if p]
+    return [
+        f
+        for f in folders
+        if f.is_dir()
+        and not any(d in f.parts for d in _INSTALLED_DIRS)
+        and not any(f.is_relative_to(d) for d in _STDLIB_DIRS)
+    ]
+
+
 def is_user_origin(origin: str | None) -> bool:
     """Whether a module loaded from `origin` is outside the standard library and the builtins."""
     if origin is None or origin in ("built-in", "frozen"):
@@ -55,8 +71,8 @@ def is_user_origin(origin: str | None) -> bool:
 
 
 def is_local_origin(origin: str | None, folders: tuple[str, ...]) -> bool:
-    """Whether a module's file lies in one of `folders` (the spec's, the working directory),
-    not in an installed package."""
+    """Whether a module's file lies in one of `folders` (the spec's, the working directory,
+    PYTHONPATH's), not in an installed package."""
     if not origin:
         return False
     path = Path(origin).resolve()
