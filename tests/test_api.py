@@ -90,6 +90,40 @@ def test_bad_input_raises_the_clis_error_and_writes_nothing(tmp_path, cli):
         tune_app.run(spec_file, storage_path=tmp_path / "out")
 
 
+def _train(config):
+    """A trainable handed over as a function object, Ray Tune's way."""
+
+
+@pytest.mark.parametrize(
+    ("spec", "path", "words"),
+    [
+        pytest.param(
+            {"e": {"run": _train}},
+            "e.run",
+            ["a spec names its trainable", "'module:function'", "write 'tests.test_api:_train'"],
+            id="a-function-its-own-name-suggested",
+        ),
+        pytest.param(
+            {"e": {"run": lambda config: None}},
+            "e.run",
+            ["<lambda> is a Python object", "at the top level of a module file"],
+            id="a-lambda",
+        ),
+        pytest.param(
+            {"e": {"run": "my_func", "config": {"x": {"grid_search": [1, 2j]}}}},
+            "e.config.x.grid_search[1]",
+            ["complex 2j is not plain data"],
+            id="not-plain-data",
+        ),
+    ],
+)
+def test_a_python_object_in_a_dict_spec_is_one_error_at_its_key(tmp_path, spec, path, words):
+    with pytest.raises(SpecError) as raised:
+        tune_app.run(spec, storage_path=tmp_path / "out")
+    assert raised.value.path == path and all(w in str(raised.value) for w in words)
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     ("folders", "command"),
     [

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from tune_app.command import resume_command
 from tune_app.errors import RunStopped, SpecError, TuneAppError
-from tune_app.spec.loading import DICT_SPEC
+from tune_app.spec.loading import DICT_SPEC, mapping_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -466,15 +466,6 @@ def _load(source: SpecSource | Spec) -> Spec:
     if isinstance(source, Spec):
         return source
     if isinstance(source, Mapping):
-        import yaml
-
-        data = dict(source)
-        try:
-            text = yaml.safe_dump(data, sort_keys=False)
-        except yaml.YAMLError as err:
-            raise SpecError(
-                f"the spec holds a value that is not plain data: {err}", file=DICT_SPEC
-            ) from None
         # The same path as a file: errors name the mapping, the run keeps its text as spec.yaml.
-        return specs.loads(text, Path(DICT_SPEC))
+        return specs.loads(mapping_text(dict(source)), Path(DICT_SPEC))
     return specs.load(os.fspath(source))

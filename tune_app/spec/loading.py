@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tune_app.errors import SpecError, first_line
+from tune_app.errors import SpecError, clip, first_line
 from tune_app.rundir.files import open_regular
 
 DICT_SPEC = "<dict>"  # the file name a spec given as a mapping goes by (run.json, messages)
@@ -200,6 +200,51 @@ def check_bounds(text: str, file: str) -> None:  # noqa: C901
                     suggestion="a spec's values cannot contain themselves",
                 )
             add(*sizes.get(event.anchor, (1, 0)), event.start_mark)
+
+
+def mapping_text(data: dict[str, Any]) -> str:
+    """A spec given as a mapping (the Python API) as the YAML a file would hold; SpecError at
+    the key path of the first value that is not plain data."""
+    try:
+        return yaml.safe_dump(data, sort_keys=False)
+    except yaml.YAMLError:
+        path, value = _not_plain(data, "")
+    name, module = getattr(value, "__qualname__", None), getattr(value, "__module__", None)
+    if not (callable(value) and isinstance(name, str) and isinstance(module, str)):
+        raise SpecError(
+            f"{type(value).__name__} {clip(repr(value), 100)} is not plain data",
+            file=DICT_SPEC,
+            path=path or None,
+            allowed="text, numbers, booleans, null, lists and mappings",
+        )
+    # A function or class, as Ray Tune takes a trainable: a spec names code, as YAML would.
+    if not name.isidentifier():  # a lambda, a method, a function defined in a function
+        hint = "define it at the top level of a module file and write 'module:name'"
+    elif module == "__main__":  # a notebook's or a script's, which Tune's workers cannot import
+        hint = f"move {name} into a module file, e.g. {name.lower()}.py in the working "
+        hint += f"directory, and write '{name.lower()}:{name}'"
+    else:
+        hint = f"write '{module}:{name}'"
+    raise SpecError(
+        f"{name} is a Python object; a spec names its trainable and other code as text",
+        file=DICT_SPEC,
+        path=path or None,
+        allowed="'module:function' or 'module:Class' (a trainable also by its registered name)",
+        suggestion=hint,
+    )
+
+
+def _not_plain(value: Any, path: str) -> tuple[str, Any]:
+    """The key path and the value of the first part of `value` YAML cannot hold."""
+    if isinstance(value, dict | list):
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in pairs:
+            where = f"{path}[{key}]" if isinstance(value, list) else f"{path}.{key}".lstrip(".")
+            try:
+                yaml.safe_dump(item)
+            except yaml.YAMLError:
+                return _not_plain(item, where)
+    return path, value  # itself, or a mapping whose key is not plain data
 
 
 def read_yaml_text(text: str, path: Path) -> Any:
