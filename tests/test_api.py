@@ -146,7 +146,11 @@ def test_resume_command_continues_every_folder_with_one_command_where_it_can(fol
 
 
 def test_importing_the_package_imports_neither_ray_nor_pandas():
-    code = "import sys, tune_app; print(sorted(m for m in ('ray', 'pandas') if m in sys.modules))"
+    code = (
+        "import sys, tune_app\n"
+        "from tune_app import NeverReported, SpecError, StorageError, TuneAppError, TuneFailure\n"
+        "print(sorted(m for m in ('ray', 'pandas') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -252,6 +256,8 @@ def test_no_submodule_is_named_as_an_api_function():
         assert importlib.util.find_spec(f"tune_app.{name}") is None, name
         assert callable(getattr(tune_app, name)) or isinstance(getattr(tune_app, name), type)
     assert set(tune_app.__all__) <= set(dir(tune_app))  # found before first use too
+    assert not {"Any", "annotations"} & set(dir(tune_app))  # what its code imports is not API
+    assert issubclass(tune_app.NeverReported, tune_app.SpecError)
 
 
 class _Stop(Exception):
