@@ -57,6 +57,26 @@ def test_run_returns_a_typed_result(finished):
     assert json.loads(open(path).read())["best"]["trial_id"] == best.trial_id
 
 
+def test_results_show_short_in_a_notebook():
+    """A run's reprs say what it ended with, not every trial's every reported key."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from tune_app.api import RunResult
+    from tune_app.rundir.read import ExperimentResults
+    from tune_app.rundir.records import RunSummary, TrialOutcome
+
+    trials = [TrialOutcome(f"t_{i:05}", "TERMINATED", {"x": i}, float(i), 9) for i in range(50)]
+    summary = RunSummary("e", "score", "max", 1.0, trials, reported=[f"k{i}" for i in range(999)])
+    plan = SimpleNamespace(experiments=[SimpleNamespace(name="e", location="/r/e")])
+    shown = "RunSummary('e': 50 terminated; best score = 49 (trial t_00049))"
+    assert repr(RunResult(plan, [summary], [])) == (
+        f"RunResult(exit_code=0, [{shown}], folders={{'e': '/r/e'}})"
+    )
+    read = ExperimentResults(summary, Path("/r/e"), [], "", {}, {}, location="/r/e")
+    assert repr(read) == f"ExperimentResults({shown}, location='/r/e')"
+
+
 def test_load_gives_the_trials_as_analyze_ranks_them(finished, cli):
     result, out = finished
     frame = tune_app.load(out)

@@ -98,6 +98,10 @@ class RunResult:
         """The run's trials as `load` reads them back from the results."""
         return load(*self.folders.values())
 
+    def __repr__(self) -> str:
+        """Short, as a notebook shows it: each experiment's summary and where its results are."""
+        return f"RunResult(exit_code={self.exit_code}, {self.summaries}, folders={self.folders})"
+
 
 class NeverReported(SpecError):
     """A stop or metric key the trainable never reported, or never as a number, ended the

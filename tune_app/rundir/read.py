@@ -99,6 +99,10 @@ class ExperimentResults:
     # Trial id -> its metric at every iteration, as read from the files (None: from `history`).
     curves: Mapping[str, Mapping[int, float | None]] | None = None
 
+    def __repr__(self) -> str:
+        """Short, as a notebook shows it: the summary, and where the run is."""
+        return f"ExperimentResults({self.summary!r}, location={self.location!r})"
+
     @property
     def name(self) -> str:
         return self.summary.experiment

@@ -274,6 +274,20 @@ class RunSummary:
         found = group(self.trials, self.aggregate, self.mode, expected=len(self.seeds))
         return noise.judged(found, self.aggregate, self.mode, self.select)
 
+    def __repr__(self) -> str:
+        """Short, as a notebook shows it (the fields hold every trial and every reported key):
+        the experiment, its trials by status, its best trial or front."""
+        counts = ", ".join(f"{n} {status.lower()}" for status, n in self.counts.items())
+        best = self.best
+        if self.objectives:
+            found = f"a front of {len(self.pareto())} trials"
+        elif best is not None and best.score is not None:
+            found = f"best {self.metric} = {best.score:.6g} (trial {best.trial_id})"
+        else:
+            found = "no best trial"
+        stopped = ", interrupted" if self.interrupted else ""
+        return f"RunSummary({self.experiment!r}: {counts or 'no trials'}{stopped}; {found})"
+
     @property
     def counts(self) -> dict[str, int]:
         found: dict[str, int] = {}
