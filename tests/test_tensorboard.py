@@ -184,6 +184,16 @@ def test_metrics_are_the_spec_metric_stop_keys_and_the_declared_ones() -> None:
     )
 
 
+def test_every_objective_is_a_metric_of_hparams(tmp_path: Path) -> None:
+    (tmp_path / "spec.yaml").write_text(
+        "metric: [timesteps_total, mean_accuracy]\nmode: [min, max]\n"
+        "experiments:\n"
+        "  e: {run: my_func, stop: {training_iteration: 2}, config: {alpha: 0.5, beta: 1}}\n"
+    )
+    (ep,) = make_plan(spec.load(tmp_path / "spec.yaml")).experiments
+    assert metric_keys(ep) == ("timesteps_total", "mean_accuracy", "training_iteration")
+
+
 RLLIB = TagLayout(named=("env_runners/episode_return_mean", "training_iteration"))
 
 

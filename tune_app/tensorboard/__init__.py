@@ -106,8 +106,7 @@ class TagLayout:
     @classmethod
     def for_experiment(cls, ep: ExperimentPlan) -> TagLayout:
         exp = ep.experiment
-        named = [ep.metric] if ep.metric else []
-        named += [*exp.stop, *exp.expect.metrics]
+        named = [*ep.ranked_by, *exp.stop, *exp.expect.metrics]  # the metric, or each objective
         board = exp.tensorboard
         return cls(tuple(dict.fromkeys(named)), board.include, board.exclude)
 
@@ -363,9 +362,9 @@ def _step_score(kept: Any, scope: str, mode: str | None) -> scoring.StepScore:
 
 
 def metric_keys(ep: ExperimentPlan) -> tuple[str, ...]:
-    """Result keys the HParams table shows: the metric, stop and expect keys, the declared ones,
-    each only if it is a scalar TensorBoard shows."""
-    layout = TagLayout.for_experiment(ep)  # its `named`: the metric, stop and expect keys
+    """Result keys the HParams table shows: the metric (or each objective), stop and expect keys,
+    the declared ones, each only if it is a scalar TensorBoard shows."""
+    layout = TagLayout.for_experiment(ep)  # its `named`: the metric(s), stop and expect keys
     keys = [*layout.named, *ep.trainable.kind.declared_metrics]
     return tuple(k for k in dict.fromkeys(keys) if layout.tag(k) is not None)
 
