@@ -266,8 +266,7 @@ def _installed_function(ref: CodeRef) -> SpecError:
         path=ref.where,
         allowed=f"a function in a module beside the spec, in the working directory or on "
         f"PYTHONPATH; from an installed package, a {ref.role.base_name} subclass or an entry "
-        f"point in group "
-        f"'{ref.role.group}'",
+        f"point in group '{ref.role.group}'",
         suggestion=f"wrap it in a module of your own, or declare it in the package's "
         f'[project.entry-points."{ref.role.group}"]',
     )

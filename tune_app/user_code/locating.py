@@ -1,7 +1,6 @@
 """Where a module a spec names lies, found without running it: the standard library, an
 installed package, or the user's own folders (the spec's, the working directory, PYTHONPATH's).
-Used by the
-gate (`tune_app.user_code`) and the code fingerprints (`tune_app.sources`)."""
+Used by the gate (`tune_app.user_code`) and the code fingerprints (`tune_app.sources`)."""
 
 from __future__ import annotations
 
