@@ -11,11 +11,13 @@ private, and no code of the app is frozen into them by value.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 
+import numpy as np
 import pytest
 
-from tests.conftest import BOHB_RANGES, user_module
+from tests.conftest import BOHB_RANGES, refused, user_module
 from tune_app import saved_state, spec
 from tune_app.plan.make import make_plan
 from tune_app.rundir.layout import TUNER_STATE
@@ -230,6 +232,7 @@ def test_tunes_saved_state_names_only_the_apps_stable_names(
     assert held, "Tune's saved state holds the app's callbacks"
     assert wrong == []
     assert saved_state.missing_name(folder) is None  # and resume reads it
+    assert saved_state.foreign_name(folder, (str(tmp_path),)) is None
 
 
 # ---- a state this release cannot read --------------------------------------------------------
@@ -276,12 +279,7 @@ def test_a_state_naming_what_this_release_lacks_is_refused_in_one_line(
     written. The pickle is protocol 0 (`c` is GLOBAL): no release of this one can make it."""
     from importlib import metadata
 
-    user_module("quadratic.py", tmp_path)
-    spec_file = write_spec("e:\n  run: quadratic:train\n  config: {x: 1}\n")
-    plan = make_plan(spec.load(spec_file), cpus=2, storage_path=str(tmp_path / "o"))
-    (ep,) = plan.experiments
-    ep.folder.create()
-    write_run_files(ep, plan, ["run", str(spec_file)])
+    ep = _saved_run(write_spec, tmp_path)
     record = json.loads(ep.folder.record.read_text())
     ep.folder.record.write_text(json.dumps({**record, **recorded}))
     module, _, name = named.partition(":")
@@ -294,6 +292,53 @@ def test_a_state_naming_what_this_release_lacks_is_refused_in_one_line(
     assert (result.code, result.err) == (2, f"error: {expected}\n")
     assert "Traceback" not in result.out + result.err
     assert sorted(p.name for p in ep.folder.local.iterdir()) == before
+
+
+def _saved_run(write_spec, tmp_path):
+    """A run folder of quadratic:train as `run` writes it before Tune starts."""
+    user_module("quadratic.py", tmp_path)
+    spec_file = write_spec("e:\n  run: quadratic:train\n  config: {x: 1}\n")
+    plan = make_plan(spec.load(spec_file), cpus=2, storage_path=str(tmp_path / "o"))
+    (ep,) = plan.experiments
+    ep.folder.create()
+    write_run_files(ep, plan, ["run", str(spec_file)])
+    return ep
+
+
+class _Calls:
+    """Pickled, a call of `function` with `args` when unpickled."""
+
+    def __init__(self, function, *args):
+        self.call = function, args
+
+    def __reduce__(self):
+        return self.call
+
+
+@pytest.mark.parametrize(
+    "state, refused_name",
+    [
+        pytest.param(lambda p: _Calls(os.system, f"touch {p}"), "posix:system", id="os.system"),
+        pytest.param(lambda p: _Calls(eval, f"open({str(p)!r}, 'w')"), "builtins:eval", id="eval"),
+        pytest.param(lambda p: b"cnot_beside_the_spec\ntrain\n.", "not_beside_the_spec:train"),
+        # What runs of the app pickle: the user's module, numbers, paths, exceptions, the app's
+        pytest.param(lambda p: b"cquadratic\ntrain\n.", None, id="users-module"),
+        pytest.param(lambda p: [{"a": np.arange(3)}, p, KeyError("x"), Domain], None, id="data"),
+    ],
+)
+def test_a_saved_state_naming_what_no_run_puts_there_is_not_resumed(
+    cli, write_spec, tmp_path, state, refused_name
+):
+    """A received folder's tuner.pkl calling os.system ran as `resume` read it: Tune unpickles
+    the state, and unpickling calls what a pickle names."""
+    ep = _saved_run(write_spec, tmp_path)
+    sentinel, made = tmp_path / "ran", state(tmp_path / "ran")
+    pickled = made if isinstance(made, bytes) else pickle.dumps(made)
+    (ep.folder.local / TUNER_STATE).write_bytes(pickled)
+    assert saved_state.foreign_name(ep.folder.local, (str(tmp_path),)) == refused_name
+    if refused_name:
+        refused(cli("resume", ep.folder.local), refused_name, "resume only a run folder you trust")
+    assert not sentinel.exists()
 
 
 def test_run_json_records_the_release_that_wrote_it(write_spec, tmp_path):

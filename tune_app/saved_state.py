@@ -31,6 +31,8 @@ from tune_app.rundir.read import read_summary
 from tune_app.rundir.saved import tune_pickles
 from tune_app.rundir.write import mark_finished_trials
 from tune_app.sources import app_fingerprint
+from tune_app.user_code import user_path
+from tune_app.user_code.locating import is_local_origin, on_path, static_spec
 
 if TYPE_CHECKING:
     from tune_app.plan.types import ExperimentPlan
@@ -100,6 +102,27 @@ PICKLED_NAMES = frozenset(
 # The packages whose names `resume` checks before handing the state to Tune: the app's and
 # Ray's, whose versions run.json records. A user's module imports only on the run's own path.
 _CHECKED = ("tune_app", "ray")
+# What else a saved state may name for `resume` to hand it to Tune: the libraries the app's
+# searchers, schedulers and trainables keep objects of, the standard library's data types, and
+# builtins that hold data. A pickle names the functions it calls: a received folder's tuner.pkl
+# calling `os.system` ran as `resume` read it. A filter of names, not a sandbox: code pickled
+# by value, which Tune's own state holds (HyperBand's lambdas, a user's env), is not judged.
+_TRUSTED = frozenset(
+    {
+        *_CHECKED,
+        "trainables",
+        *("numpy", "pandas", "pyarrow", "scipy", "sklearn", "statsmodels", "joblib", "torch"),
+        *("optuna", "hyperopt", "hpbandster", "ConfigSpace", "gymnasium", "networkx"),
+        *("collections", "copyreg", "datetime", "decimal", "enum", "fractions", "pathlib"),
+        *("uuid", "typing", "inspect", "abc", "concurrent", "_operator", "numbers", "re"),
+        *("functools", "random", "array", "math"),  # hyperopt's partial, Python's Random
+    }
+)
+_DATA_BUILTINS = frozenset(
+    "bool int float complex str bytes bytearray list tuple dict set frozenset slice range "
+    "object type property NoneType".split()
+)
+_EXCEPTIONS = ("Error", "Exception", "Warning", "Interrupt", "Exit")
 
 
 def saved_summary(ep: ExperimentPlan, wall_time_s: float) -> RunSummary | None:
@@ -214,13 +237,46 @@ def missing_name(folder: Path) -> str | None:
     return None
 
 
+def foreign_name(folder: Path, own: tuple[str, ...]) -> str | None:
+    """The first name in the state Tune saved in `folder` that a run of the app does not put
+    there (`module:qualname`), or None: not of the app, Ray, the libraries their objects come
+    from, the standard library's data, or the user's modules in `own` (folders)."""
+    for _, data in tune_pickles(folder):
+        for name in pickled_globals(data):
+            module, _, qualname = name.partition(":")
+            top = module.split(".")[0]
+            if top == "builtins":
+                if qualname not in _DATA_BUILTINS and not qualname.endswith(_EXCEPTIONS):
+                    return name
+            elif top not in _TRUSTED and not _users(top, own):
+                return name
+    return None
+
+
+def _users(top: str, own: tuple[str, ...]) -> bool:
+    """Whether top-level module `top` is a module file of the user's, in `own` (found, not
+    imported)."""
+    with on_path(own):
+        found = static_spec(top) if top else None
+    return found is not None and is_local_origin(found.origin, own)
+
+
 def check_readable(folder: RunLocation, record: RunRecord) -> None:
     """Refuse, in one line, to resume a run whose saved state names a class or function of the
     app or of Ray that this release does not have, naming the release that saved it: Tune would
-    fail unpickling it with a traceback ("Can't get attribute ...")."""
+    fail unpickling it with a traceback ("Can't get attribute ..."); or one that names what no
+    run of the app puts there, which unpickling would call."""
     name = missing_name(folder.local)
     if name is not None:
         raise unreadable(folder, record, name)
+    foreign = foreign_name(folder.local, user_path(Path(record.spec_file).parent))
+    if foreign is not None:
+        raise SpecError(
+            f"{folder.where}: its saved search state names {foreign}, which no run of tune_app "
+            "puts there: resuming would hand it to Tune, whose unpickling calls what it names",
+            suggestion="its results read as they are (analyze, report, best); resume only a run "
+            "folder you trust",
+        )
 
 
 def unreadable(folder: RunLocation, record: RunRecord, cause: str) -> SpecError:

@@ -71,8 +71,9 @@ def is_user_origin(origin: str | None) -> bool:
 
 def is_local_origin(origin: str | None, folders: tuple[str, ...]) -> bool:
     """Whether a module's file lies in one of `folders` (the spec's, the working directory,
-    PYTHONPATH's), not in an installed package."""
-    if not origin:
+    PYTHONPATH's), not in an installed package. (A builtin module's origin, "built-in", is no
+    file: as a path it would lie in the working directory.)"""
+    if not origin or origin in ("built-in", "frozen"):
         return False
     path = Path(origin).resolve()
     return not any(d in path.parts for d in _INSTALLED_DIRS) and any(
