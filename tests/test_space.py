@@ -135,6 +135,12 @@ BAD = [
     pytest.param(
         {"qlograndint": [3, 7, 5]}, "config.x.qlograndint", "it holds one value, 5:", id="q-one"
     ),
+    pytest.param(
+        {"randint": [0, 10**23]}, "config.x.randint", "must fit in 64 bits", id="int-too-wide"
+    ),
+    pytest.param(
+        {"uniform": [-1e308, 1e308]}, "config.x.uniform", "upper - lower must be", id="too-wide"
+    ),
     pytest.param({"choice": []}, "config.x.choice", "non-empty list", id="choice-empty"),
     pytest.param({"grid_search": 3}, "config.x.grid_search", "non-empty list", id="grid-scalar"),
     pytest.param({"gridsearch": [1, 2]}, "config.x", "did you mean 'grid_search'", id="near-miss"),

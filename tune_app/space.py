@@ -118,7 +118,12 @@ def _first(*checks: Callable[..., str | None]) -> Callable[..., str | None]:
 
 
 def _bounds(lo: Any, hi: Any, *_: Any) -> str | None:
-    return None if lo < hi else f"lower < upper must hold, but got lower={lo}, upper={hi}"
+    if not lo < hi:
+        return f"lower < upper must hold, but got lower={lo}, upper={hi}"
+    # Tune's float samplers draw lower + (upper - lower) * u: an infinite width draws inf.
+    if isinstance(hi - lo, float) and not math.isfinite(hi - lo):
+        return f"upper - lower must be a finite float, but got lower={lo:g}, upper={hi:g}"
+    return None
 
 
 def _log_bounds(lo: Any, hi: Any, *_: Any) -> str | None:
@@ -139,7 +144,10 @@ def _positive_sd(mean: Any, sd: Any, *_: Any) -> str | None:
 def _integer_values(lo: int, hi: int, q: int = 1) -> str | None:
     """An integer range must hold two values or more: on none, Tune's sampler fails mid-run;
     one is a constant, on which HyperOpt's TPE (`assert prior_sigma > 0`) and BOHB (ConfigSpace:
-    "illegal settings") fail mid-run."""
+    "illegal settings") fail mid-run. Its bounds must fit numpy's int64, as Tune's sampler
+    needs them."""
+    if not all(-(2**63) <= bound < 2**63 for bound in (lo, hi)):
+        return f"the bounds must fit in 64 bits (-2**63 to 2**63 - 1), but got [{lo}, {hi}]"
     first, last = -(-lo // q), (hi - 1 if q == 1 else hi // q)
     if last < first:
         return f"no multiple of q={q} lies in [{lo}, {hi}]"
