@@ -47,12 +47,16 @@ def test_spec_takes_a_scope_at_either_level(tmp_path, scope):
     assert (a.scope, b.scope) == (scope, "all")
 
 
-def test_a_bad_scope_names_the_choices(cli, write_spec):
+@pytest.mark.parametrize("scope", ["best", "last-1000000-avg"])
+def test_a_bad_scope_names_the_choices(cli, write_spec, scope):
     result = cli(
-        "validate", write_spec("e: {run: my_func, scope: best, config: {alpha: 1, beta: 1}}")
+        "validate",
+        write_spec(f"e: {{run: my_func, scope: {scope}, config: {{alpha: 1, beta: 1}}}}"),
     )
     assert result.code == 2
-    assert "e.scope: 'best' is not a scope; allowed: last, all, avg, last-N-avg" in result.err
+    assert (
+        f"e.scope: '{scope}' is not a scope; allowed: last, all, avg, last-N-avg (N" in result.err
+    )
 
 
 SPEC = """

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_SCOPE = "last"
-SCOPE_PATTERN = r"^(last|all|avg|last-[1-9][0-9]*-avg)$"
-SCOPES = ("last", "all", "avg", "last-N-avg")
+# N has at most 6 digits: a window of a million values is more than any run reports.
+SCOPE_PATTERN = r"^(last|all|avg|last-([1-9][0-9]{0,5})-avg)$"
+SCOPES = ("last", "all", "avg", "last-N-avg (N from 1 to 999999)")
 
 
 def number(value: Any) -> float | None:
@@ -69,11 +70,11 @@ class RunningScore:
     _tail: deque[float] | None = None
 
     def __post_init__(self) -> None:
-        found = re.fullmatch(r"last-([1-9][0-9]*)-avg", self.scope)
-        if found is None and self.scope not in ("last", "all", "avg"):
+        found = re.match(SCOPE_PATTERN, self.scope)
+        if found is None:
             raise ValueError(f"unknown scope {self.scope!r}; allowed: {', '.join(SCOPES)}")
-        if found:
-            self._tail = deque(maxlen=int(found.group(1)))
+        if found.group(2):
+            self._tail = deque(maxlen=int(found.group(2)))
 
     def add(self, reported: Any) -> None:
         """Take one reported value (a missing or non-finite one is skipped, as `score` does)."""

@@ -236,7 +236,8 @@ class Settings(_Strict):
     scope: str | None = Field(
         None,
         pattern=SCOPE_PATTERN,
-        description="which value ranks a trial: last (default), all (best ever), avg, last-N-avg",
+        description="which value ranks a trial: last (default), all (best ever), avg, "
+        "last-N-avg (mean of the last N, N up to 999999)",
     )
     search: SearchSpec | None = Field(None, description=" | ".join(SEARCHES) + " (default grid)")
     scheduler: SchedulerSpec | None = Field(
