@@ -129,7 +129,10 @@ experiments:
         ("{run: es_cartpole, seeds: [1, 1]}", "seeds must differ"),
         ("{run: es_cartpole, seeds: 0}", "seeds is a count"),
         ("{run: es_cartpole, seeds: three}", "seeds is a count"),
-        ("{run: es_cartpole, seeds: [-1, 2]}", "seeds are 0 or more"),
+        ("{run: es_cartpole, seeds: [-1, 2]}", r"seeds are 0 to 2\*\*32 - 1"),
+        ("{run: es_cartpole, seeds: [1, 4294967296]}", r"seeds are 0 to 2\*\*32 - 1"),
+        ("{run: es_cartpole, seed: -5}", "seed: input should be greater than or equal to 0"),
+        ("{run: es_cartpole, seed: 4294967296}", "seed: input should be less than 4294967296"),
         ("{run: es_cartpole, select: lcb}", "experiment 'e' has no seeds"),
         ("{run: es_cartpole, seeds: 1, select: lcb}", "a bound over one seed is no bound"),
         (

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 SEED_KEY = "seed"  # the config key each trial's seed is passed in (RLlib's debugging seed too)
+# A seed is below it: Optuna, HyperOpt and numpy's RandomState take 0 to 2**32 - 1.
+SEED_LIMIT = 2**32
 MAX_SEEDS = 10_000  # seeds a configuration runs on, at most (`seeds:`, `best`/`evaluate --seeds`)
 AGGREGATES = ("mean", "iqm", "median")
 DEFAULT_AGGREGATE = "mean"

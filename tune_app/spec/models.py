@@ -22,7 +22,7 @@ from tune_app.methods import SCHEDULERS, SEARCHERS
 from tune_app.ray_internals.buffering import WINDOW_S
 from tune_app.rundir.allowed import file_name_problem
 from tune_app.scoring import SCOPE_PATTERN
-from tune_app.seeds import MAX_SEEDS
+from tune_app.seeds import MAX_SEEDS, SEED_LIMIT
 from tune_app.trackers.options import TrackersSpec
 
 Mode = Literal["min", "max"]
@@ -246,7 +246,12 @@ class Settings(_Strict):
     max_concurrent_trials: int | None = Field(
         None, ge=1, description="trials running at once per experiment (default: all that fit)"
     )
-    seed: int | None = Field(None, description="seeds the searcher, so runs draw the same configs")
+    seed: int | None = Field(
+        None,
+        ge=0,
+        lt=SEED_LIMIT,
+        description="seeds the searcher, so runs draw the same configs (0 to 2**32 - 1)",
+    )
     layout: Literal["app", "rllib"] | None = Field(
         None,
         description="RLlib trials' sampling layout for keys the config leaves out "
@@ -340,10 +345,12 @@ class Settings(_Strict):
                 f"at most {MAX_SEEDS:,} seeds (each runs every configuration once more), "
                 f"got {count:,}"
             )
-        if value is None or (whole and value >= 1) or (listed and value and min(value) >= 0):
+        if value is None or (whole and value >= 1):
+            return value
+        if listed and value and 0 <= min(value) and max(value) < SEED_LIMIT:
             return value
         if listed and value:
-            raise ValueError(f"seeds are 0 or more (numpy takes no negative seed), got {value}")
+            raise ValueError(f"seeds are 0 to 2**32 - 1 (numpy's RandomState), got {value}")
         raise ValueError(
             f"seeds is a count (N: seeds 0 to N-1, at least 1) or a list of whole numbers, "
             f"got {value!r}"
