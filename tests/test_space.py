@@ -141,6 +141,9 @@ BAD = [
     pytest.param(
         {"uniform": [-1e308, 1e308]}, "config.x.uniform", "upper - lower must be", id="too-wide"
     ),
+    pytest.param({"a.b": {"choice": [1, 2]}}, "config.x.a.b", "would not read back", id="dot"),
+    pytest.param({"c[0]": [{"randint": [0, 4]}]}, "config.x.c[0]", "would not", id="index"),
+    pytest.param({True: {"grid_search": [1, 2]}}, "config.x.True", "would not", id="bool-key"),
     pytest.param({"choice": []}, "config.x.choice", "non-empty list", id="choice-empty"),
     pytest.param({"grid_search": 3}, "config.x.grid_search", "non-empty list", id="grid-scalar"),
     pytest.param({"gridsearch": [1, 2]}, "config.x", "did you mean 'grid_search'", id="near-miss"),

@@ -248,7 +248,17 @@ def parse_space(value: Any, path: str) -> Any:
                     allowed=KINDS,
                     suggestion=hint + " (a constant one-key mapping must not hold a list)",
                 )
-        return {k: parse_space(v, f"{path}.{k}") for k, v in value.items()}
+        parsed = {k: parse_space(v, f"{path}.{k}") for k, v in value.items()}
+        for k, v in parsed.items():
+            if value_at({k: v}, str(k)) is not v and any(True for _ in iter_domains(v)):
+                raise SpecError(
+                    f"the key {str(k)!r} holds a searched value, but its path would not read "
+                    "back (a searched value is found again by its path: names joined by '.', "
+                    "list indexes as [i])",
+                    path=f"{path}.{k}",
+                    allowed="a name without '.', '[' or ']', or a whole number 0 or more",
+                )
+        return parsed
     if isinstance(value, list):
         return [parse_space(v, f"{path}[{i}]") for i, v in enumerate(value)]
     return value
