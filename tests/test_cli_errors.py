@@ -192,6 +192,12 @@ BAD_SPECS = [
         id="experiment-name-ending-in-a-newline",
     ),
     pytest.param(
+        "e: {run: my_func, config: {alpha: 1, true: 2}}\n",
+        "e.config.True",
+        ["a key must be text, but YAML reads true as True", "quote it: 'true':"],
+        id="boolean-config-key",
+    ),
+    pytest.param(
         "%s: {run: my_func}\n" % ("名" * 70),
         "名" * 70,
         ["210 bytes long", "at most 200 bytes"],

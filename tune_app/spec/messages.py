@@ -48,6 +48,14 @@ def _to_spec_error(target: Any, err: Any) -> SpecError:  # noqa: C901
         )
     shown, _ = _walk(target, loc)
     path = _join(shown)
+    if loc[-1] == "[key]":  # pydantic's loc holds a bad key as it hashes: true as 1
+        written = {"True": "true", "False": "false", "None": "null"}.get(repr(value))
+        read = repr(value) if written else "a number"
+        return SpecError(
+            f"a key must be text, but YAML reads {written or value} as {read}",
+            path=_join(shown[:-2] + [str(value)]),
+            suggestion=f"quote it: '{written or value}':",
+        )
     if kind == "missing":
         return SpecError(
             f"the required key '{loc[-1]}' is missing",
