@@ -381,6 +381,17 @@ def test_yaml_1_2_floats_are_numbers_everywhere(tmp_path, written, number):
     assert spec.load(path).experiments[0].config["tag"] == "1e-4"
 
 
+def test_yaml_dates_stay_the_text_written(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "e:\n  run: my_func\n  config: {alpha: 1, beta: 2001-12-14, "
+        "tag: {grid_search: [2001-12-14 21:59:43.10, !!timestamp 2002-01-01]}}\n"
+    )
+    (exp,) = spec.load(path).experiments
+    assert exp.config["beta"] == "2001-12-14"
+    assert exp.config["tag"] == Domain("grid_search", ("2001-12-14 21:59:43.10", "2002-01-01"))
+
+
 def test_the_spec_offers_exactly_the_methods_of_the_tables():
     """Adding a searcher or scheduler is one table entry: the spec's names, its JSON Schema and
     the error's allowed list follow."""

@@ -68,6 +68,9 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+# Dates and times stay the text written (YAML 1.2's core schema has no timestamps): a trainable
+# would get a datetime, and a run's records could not write it as JSON.
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
 
 
 # Bounds on what a spec file may make the loader build, so a hostile or broken file is refused
