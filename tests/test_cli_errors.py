@@ -214,6 +214,18 @@ def test_bad_spec_gives_one_clear_message(cli, write_spec, tmp_path, text, path,
     assert not out_dir.exists()
 
 
+@pytest.mark.parametrize("value", ["abc", "-1", "nan"])
+def test_a_state_period_tune_cannot_read_is_refused(cli, write_spec, tmp_path, monkeypatch, value):
+    monkeypatch.setenv("TUNE_GLOBAL_CHECKPOINT_S", value)
+    spec_file, out_dir = write_spec(GOOD), tmp_path / "out"
+    for command in ("validate", "run"):
+        result = cli(command, spec_file, "--storage-path", out_dir)
+        refused(
+            result, f"TUNE_GLOBAL_CHECKPOINT_S is '{value}'", "auto, or seconds", file=spec_file
+        )
+    assert not out_dir.exists()
+
+
 @pytest.mark.parametrize(
     "make, words",
     [

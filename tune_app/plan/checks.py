@@ -4,6 +4,8 @@ concurrency. `tune_app.plan.make` runs them all and reports every problem at onc
 
 from __future__ import annotations
 
+import math
+import os
 from typing import Any
 
 from tune_app.errors import Collector, SpecError
@@ -211,6 +213,22 @@ def check_dotted_keys(exp: Experiment) -> None:
             walk(value, f"{path}.")
 
     walk(exp.config, "")
+
+
+def check_state_period() -> None:
+    """A user's own TUNE_GLOBAL_CHECKPOINT_S is handed to Tune, which reads it as "auto" or as
+    float() seconds: anything else would fail every experiment once Ray has started."""
+    given = os.environ.get("TUNE_GLOBAL_CHECKPOINT_S") or "auto"
+    try:
+        fine = given == "auto" or (math.isfinite(float(given)) and float(given) >= 0)
+    except ValueError:
+        fine = False
+    if not fine:
+        raise SpecError(
+            f"the environment variable TUNE_GLOBAL_CHECKPOINT_S is {given!r}, not a period",
+            allowed="auto, or seconds between saves of the experiment's state (0 or more)",
+            suggestion="unset it to let the app choose",
+        )
 
 
 def check_concurrency(exp: Experiment, trials: int) -> None:

@@ -73,6 +73,8 @@ def make_plan(
         _folders_apart(plans)
     with errors.check():
         _nothing_shadowed(plans)
+    with errors.check():
+        checks.check_state_period()
     try:
         errors.raise_any()
     except SpecError as err:
