@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import refused, results_of, user_module
 from tune_app.errors import SpecError
-from tune_app.user_code import ENV, TRAINABLE, check, declared_refs, user_path
+from tune_app.user_code import ENV, TRAINABLE, CodeRef, check, declared_refs, user_path
 
 INSTALLED_FUNCTION = "a function of an installed package that does not declare it"
 
@@ -142,6 +142,25 @@ def test_an_env_of_an_installed_package_must_be_an_env_class(installed):
     installed.mkdir()
     with pytest.raises(SpecError, match="is a function, not an environment"):
         check("labpkg:train", ENV, user_path(installed), "env")
+
+
+@pytest.mark.parametrize(
+    ("ref", "role"),
+    [
+        pytest.param("ray.tune:Trainable", TRAINABLE, id="trainable"),
+        pytest.param(
+            "ray.tune.trainable.function_trainable:FunctionTrainable", TRAINABLE, id="function"
+        ),
+        pytest.param("ray.rllib.algorithms.algorithm:Algorithm", TRAINABLE, id="algorithm"),
+        pytest.param("gymnasium:Env", ENV, id="env"),
+    ],
+)
+def test_a_base_class_of_the_role_is_refused_at_validate_and_as_it_is_loaded(tmp_path, ref, role):
+    with pytest.raises(SpecError, match="is a base class, whose methods a subclass must write"):
+        check(ref, role, user_path(tmp_path), "run")
+    loaded = CodeRef(ref, role, user_path(tmp_path), "run", local=False, declared=False)
+    with pytest.raises(SpecError, match="is a base class"):
+        loaded.load()
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ object must be. For every role:
   `tune.Trainable`, a `gymnasium.Env`, an `RLlibCallback`, ...) or as an object the package
   declares in the role's entry-point group (`tune_app.trainables`, `tune_app.envs`,
   `tune_app.rllib`), never as an arbitrary function: without this, `run:
-  mlflow.utils.process:_exec_cmd` ran a command taken from `config`.
+  mlflow.utils.process:_exec_cmd` ran a command taken from `config`;
+- a base class of the role's family (`Role.bases`) or an abstract class is never the object.
 `check` runs no user code (the module's origin, the package's declared entry points and, where
 the source is plain Python, the definition read from it); `CodeRef.load` checks the imported
 object again on the driver, before anything is written.
@@ -65,6 +66,9 @@ class Role:
     needs_positional: bool = False  # a function must take a positional argument (a config)
     keywords: bool = False  # called with keyword arguments: required keyword-only ones are fine
     base_shown: str = ""  # how messages name the base, where not by its class name
+    # Classes of the base's family, as `defining.module:Class`, that only declare what a
+    # subclass must write (Trainable.step raises NotImplementedError): never the object itself.
+    bases: tuple[str, ...] = ()
 
     @property
     def base_name(self) -> str:
@@ -97,6 +101,11 @@ TRAINABLE = Role(
     max_required=2,
     needs_positional=True,
     base_shown="tune.Trainable",
+    bases=(
+        "ray.tune.trainable.trainable:Trainable",
+        "ray.tune.trainable.function_trainable:FunctionTrainable",
+        "ray.rllib.algorithms.algorithm:Algorithm",
+    ),
 )
 ENV = Role(
     noun="an environment",
@@ -105,6 +114,7 @@ ENV = Role(
     functions=False,
     group="tune_app.envs",
     base_shown="gymnasium.Env",
+    bases=("gymnasium.core:Env",),
 )
 
 
@@ -159,6 +169,8 @@ class CodeRef:
             if base is None or not issubclass(obj, base):
                 shown = f" (not a {role.base_name})" if base and role.functions else ""
                 raise not_role(name, f"class {obj.__name__}{shown}", role, where)
+            if inspect.isabstract(obj) or f"{obj.__module__}:{obj.__qualname__}" in role.bases:
+                raise _a_base(self)
             return
         if not (role.functions and inspect.isfunction(obj)):
             what = "a function" if inspect.isfunction(obj) else f"a {type(obj).__name__}"
@@ -298,6 +310,9 @@ def _check_source(module: ModuleSpec, ref: CodeRef) -> None:
     if tree is None:
         return  # importing it reports the problem, at run
     _check_reexported(tree, module, ref)
+    source = followed(tree, module, ref.name)
+    if f"{source[1] if source else module.name}:{ref.name}" in ref.role.bases:
+        raise _a_base(ref)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == ref.name:
             _check_function_source(node, ref)
@@ -321,8 +336,18 @@ def _check_reexported(tree: ast.Module, module: ModuleSpec, ref: CodeRef) -> Non
     as the gate refuses it at run."""
     if ref.local or ref.declared or not ref.role.functions:
         return
-    if isinstance(followed(tree, module, ref.name), ast.FunctionDef | ast.AsyncFunctionDef):
+    defined = followed(tree, module, ref.name)
+    if defined and isinstance(defined[0], ast.FunctionDef | ast.AsyncFunctionDef):
         raise _installed_function(ref)
+
+
+def _a_base(ref: CodeRef) -> SpecError:
+    return SpecError(
+        f"'{ref.text}' is a base class, whose methods a subclass must write, not {ref.role.noun}",
+        path=ref.where,
+        allowed=ref.role.allowed,
+        suggestion="name a subclass of it that writes them",
+    )
 
 
 def _check_function_source(node: ast.FunctionDef | ast.AsyncFunctionDef, ref: CodeRef) -> None:

@@ -56,10 +56,13 @@ def binds(node: ast.AST) -> Iterator[str]:
         yield from (t.id for t in stores if isinstance(t.ctx, ast.Store))
 
 
-def followed(tree: ast.Module, module: ModuleSpec, name: str, depth: int = 4) -> ast.stmt | None:
+def followed(
+    tree: ast.Module, module: ModuleSpec, name: str, depth: int = 4
+) -> tuple[ast.stmt, str] | None:
     """What an installed module's `from X import name` (at its top level, or inside its `if`
-    and `try` blocks) binds `name` to in X's source, followed `depth` imports deep without
-    importing anything; None where the source does not show it plainly."""
+    and `try` blocks) binds `name` to in X's source, and the module that defines it, followed
+    `depth` imports deep without importing anything; None where the source does not show it
+    plainly."""
     for node in statements(tree.body):
         if not isinstance(node, ast.ImportFrom) or depth == 0:
             continue
@@ -78,7 +81,7 @@ def followed(tree: ast.Module, module: ModuleSpec, name: str, depth: int = 4) ->
         for defined in statements(source.body):
             if isinstance(defined, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 if defined.name == alias.name:
-                    return defined
+                    return defined, target
         return followed(source, found, alias.name, depth - 1)
     return None
 
