@@ -118,6 +118,10 @@ _TRUSTED = frozenset(
         *("functools", "random", "array", "math"),  # hyperopt's partial, Python's Random
     }
 )
+# Single names of modules whose others could call code (logging.config builds what it is told)
+_TRUSTED_NAMES = frozenset(
+    {"logging:getLogger", "time:monotonic", "time:time", "time:perf_counter"}  # a Logger, clocks
+)
 _DATA_BUILTINS = frozenset(
     "bool int float complex str bytes bytearray list tuple dict set frozenset slice range "
     "object type property NoneType".split()
@@ -248,7 +252,7 @@ def foreign_name(folder: Path, own: tuple[str, ...]) -> str | None:
             if top == "builtins":
                 if qualname not in _DATA_BUILTINS and not qualname.endswith(_EXCEPTIONS):
                     return name
-            elif top not in _TRUSTED and not _users(top, own):
+            elif top not in _TRUSTED and name not in _TRUSTED_NAMES and not _users(top, own):
                 return name
     return None
 
