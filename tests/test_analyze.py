@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from .conftest import refused
+from .conftest import refused, user_module
 
 
 def _experiment(folder, name="e", torn=True):
@@ -261,3 +261,90 @@ def test_a_damaged_run_folder_is_read_as_far_as_it_goes(cli, tmp_path, file, dam
         assert not re.search(r"\binf\b", result.out), result.out  # no score
     shown = cli("analyze", exp)
     assert shown.code == 0 or file == "run.json", shown
+
+
+_CLONE = {"trial_id": "aaaaa_00000", "from_trial": "aaaaa_00001", "from_iteration": 1}
+_SPEC = """
+metric: score
+mode: max
+experiments:
+  e:
+    run: my_trainables:train
+    stop: {training_iteration: 4}
+    config:
+      lr: {grid_search: [0.1, 0.2, 0.3, 0.4]}
+      model: {layers: [16, 16]}
+"""
+
+
+@pytest.mark.parametrize(
+    ("file", "change"),
+    [
+        pytest.param("clones.jsonl", {**_CLONE, "changed": [1, 2], "iteration": "x"}, id="clone-x"),
+        pytest.param(
+            "clones.jsonl", {**_CLONE, "changed": {"lr": 5}, "iteration": 1}, id="clone-5"
+        ),
+        pytest.param(
+            "clones.jsonl",
+            '{"trial_id": "aaaaa_00000", "from_trial": "aaaaa_00001", "iteration": 1e400}',
+            id="clone-at-infinity",
+        ),
+        pytest.param(
+            "finished.jsonl", {"trial_id": ["x"], "status": "ERROR"}, id="journal-list-id"
+        ),
+        pytest.param(
+            "finished.jsonl", {"trial_id": "aaaaa_00001", "status": 5}, id="journal-status"
+        ),
+        pytest.param("run.json", {"warm_start": [{"run": "..", "trials": "x"}]}, id="warm-start-x"),
+        pytest.param("run.json", {"searched": [1, None]}, id="searched-not-names"),
+        pytest.param("run.json", {"scope": "last-0-avg"}, id="scope-last-0"),
+        pytest.param("run.json", {"scope": "last-99999999999999999999-avg"}, id="scope-huge"),
+        pytest.param("run.json", {"aggregate": "bogus", "seeds": [0, 1]}, id="aggregate-bogus"),
+        pytest.param("summary.json", {"early_stopping": [{"rung": 1, "trials": "x"}]}, id="rung"),
+        pytest.param("summary.json", {"constraints": [{"name": "score", "min": "a"}]}, id="limit"),
+    ],
+)
+def test_a_run_folder_of_malformed_records_is_read_by_every_reader(cli, tmp_path, file, change):
+    """A record a reader takes a field of (a clone's iteration, a journal line's trial id,
+    run.json's searched keys or scope) held another type or word: the readers ended in a
+    ValueError or a TypeError (exit 1). Each record is read once, typed (`records.record`): a
+    field that does not fit reads as not recorded, a line of one is skipped with a note."""
+    user_module("my_trainables.py", tmp_path)
+    exp = _experiment(tmp_path / "runs", torn=False)
+    (exp / "spec.yaml").write_text(_SPEC)
+    (exp / "summary.json").write_text(json.dumps({"experiment": "e", "metric": "score"}))
+    path = exp / file
+    if isinstance(change, str) and file == "spec.yaml":
+        path.write_text(change)
+    elif file.endswith(".jsonl"):  # the file's one line
+        path.write_text((change if isinstance(change, str) else json.dumps(change)) + "\n")
+    else:
+        path.write_text(json.dumps(json.loads(path.read_text()) | change))
+    warm = tmp_path / "warm.yaml"
+    warm.write_text(
+        _SPEC.replace("grid_search: [0.1, 0.2, 0.3, 0.4]", "uniform: [0, 1]")
+        + f"    search: random\n    warm_start: [{str(exp)!r}]\n"
+        + f"    storage_path: {tmp_path / 'o'}\n"
+    )
+    commands = [
+        ("analyze", exp),
+        ("report", exp, "--out", tmp_path / "r.html"),
+        ("best", exp),
+        (
+            "compare",
+            exp,
+            _experiment(tmp_path / "whole", torn=False),
+            "--html",
+            tmp_path / "c.html",
+        ),
+        ("validate", warm),
+    ]
+    for command in commands:
+        result = cli(*command)
+        assert result.code in (0, 2) and "Traceback" not in result.err, (command, result)
+        if result.code == 2 and command[0] != "validate":  # what cannot be read, in one line
+            assert len(result.err.strip().splitlines()) == 1, result.err
+            assert str(exp) in result.err, result.err
+    if file in ("clones.jsonl", "finished.jsonl"):  # the line skipped, with a note
+        read = json.loads(cli("analyze", exp, "--format", "json").out)[0]
+        assert any(f"{file}: 1 line with a field" in p for p in read["problems"]), read

@@ -79,20 +79,6 @@ def limited_keys(objectives: Sequence[Objective], constraints: Sequence[Limit]) 
     return list(dict.fromkeys([*(o.name for o in objectives), *(c.name for c in constraints)]))
 
 
-def from_json(data: Any) -> tuple[tuple[Objective, ...], tuple[Limit, ...]]:
-    """The objectives and constraints of summary.json or run.json (`{"objectives": [{name,
-    mode}], "constraints": [{name, min, max}]}`); what an older file lacks reads as none."""
-    data = data if isinstance(data, dict) else {}
-    found = [o for o in data.get("objectives") or [] if isinstance(o, dict)]
-    limits = [c for c in data.get("constraints") or [] if isinstance(c, dict)]
-    return (
-        tuple(
-            Objective(str(o["name"]), str(o["mode"])) for o in found if {"name", "mode"} <= o.keys()
-        ),
-        tuple(Limit(str(c["name"]), c.get("min"), c.get("max")) for c in limits if "name" in c),
-    )
-
-
 def several(metric: Any) -> bool:
     """Whether a spec's `metric` names several objectives (a list)."""
     return isinstance(metric, list | tuple)

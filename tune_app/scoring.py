@@ -25,6 +25,11 @@ SCOPE_PATTERN = r"^(last|all|avg|last-([1-9][0-9]{0,5})-avg)$"
 SCOPES = ("last", "all", "avg", "last-N-avg (N from 1 to 999999)")
 
 
+def is_scope(text: str) -> bool:
+    """Whether `text` is a scope (`SCOPES`)."""
+    return re.fullmatch(SCOPE_PATTERN, text) is not None
+
+
 def number(value: Any) -> float | None:
     """`value` as a float when it is a real number (numpy's too; NaN and infinities included, a
     bool not), else None: a metric reported as text or a list holds no value of it."""

@@ -6,8 +6,9 @@
 - `files`: how the app reads and writes a file: atomic writes and whole appended lines, never
   through a link, never reading a pipe or a device;
 - `write`: the run manifest (`run.json`), the spec as run, the journal of ended trials;
-- `records`: the types written and read back: `RunRecord` (run.json), `TrialOutcome`,
-  `RunSummary` (summary.json);
+- `records`: the types written and read back, each typed as it is read: `RunRecord`
+  (run.json), `TrialOutcome`, `RunSummary` (summary.json), `CloneEvent`, `TrialEnd` (the
+  journal);
 - `outcome`: what an experiment ended with, computed from Tune's results;
 - `pareto`: the Pareto front of a search of several objectives, and the point `best --pick`
   names (pure functions);

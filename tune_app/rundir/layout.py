@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from tune_app.rundir.files import nofollow, open_regular, read_rows, read_text
+from tune_app.rundir.records import TrialEnd, record
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -233,7 +234,7 @@ def saved_trials(folder: Path) -> dict[str, SavedTrial]:
     """Each trial in Tune's newest saved experiment state, by id; for a trial the journal saw
     end, at least the failures Tune had counted then (its count is taken after Tune handled the
     failure; the saved state is written on Tune's own schedule)."""
-    counted = _journaled_failures(Path(folder) / FINISHED_FILE)
+    counted = {e.trial_id: e.failures for e in journal(folder)}
     saved: dict[str, SavedTrial] = {}
     try:
         # A trial at a time: parsed, each holds its metadata (its checkpoints, its last result),
@@ -259,24 +260,18 @@ def journaled_ends(folder: Path) -> set[str]:
     callbacks) or that failed. A trial that the run's own end stopped (`fail_fast` after
     another trial's error, `time_budget_s` running out) is marked terminated with no callback,
     so it is not here."""
-    try:
-        rows = read_rows((Path(folder) / FINISHED_FILE).read_bytes())
-    except OSError:
-        return set()
-    return {str(r["trial_id"]) for r in rows if "trial_id" in r}
+    return {e.trial_id for e in journal(folder)}
 
 
-def _journaled_failures(journal: Path) -> dict[str, int]:
-    """Trial id -> the failures Tune had counted when the journal saw the trial end."""
+def journal(folder: Path) -> list[TrialEnd]:
+    """The journal of ended trials (finished.jsonl), each line that is a `TrialEnd`; [] where
+    it cannot be read (`open_regular`)."""
     try:
-        rows = read_rows(journal.read_bytes())
+        with open_regular(Path(folder) / FINISHED_FILE) as file:
+            rows = read_rows(file.read())
     except OSError:
-        return {}
-    return {
-        str(r["trial_id"]): int(r["failures"])
-        for r in rows
-        if "trial_id" in r and isinstance(r.get("failures"), int)
-    }
+        return []
+    return [e for e in (record(TrialEnd, r) for r in rows) if e is not None]
 
 
 def glob_escape(name: str) -> str:

@@ -22,6 +22,7 @@ DRAWS = 2000
 SEED = 0
 LEVEL = 0.95  # the bound's one-sided confidence
 DEFAULT_SELECT = "aggregate"
+SELECTS = ("aggregate", "lcb")  # what may rank configurations: their aggregate, or its bound
 MIN_SEEDS = 2  # scored seeds a configuration needs for a chance or a bound
 
 

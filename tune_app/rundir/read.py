@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tune_app import failures, objectives, scoring
 from tune_app.config_keys import restore_private_keys
@@ -46,10 +46,12 @@ from tune_app.rundir.records import (
     CloneEvent,
     RunRecord,
     RunSummary,
+    TrialEnd,
     TrialOutcome,
     WarmStartRecord,
     best_value,
     last_value,
+    record,
     stopped_early,
 )
 from tune_app.rundir.rungs import curves_from
@@ -58,6 +60,9 @@ from tune_app.rundir.stream import ResultsFollower, TrialRows, read_jsonl, read_
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import DEFAULT_AGGREGATE
 from tune_app.space import value_at
+from tune_app.words import counted
+
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -246,9 +251,7 @@ def read_experiment(  # noqa: C901
     configs = {
         t: restore_private_keys(r.config) for t, r in results.items() if isinstance(r.config, dict)
     }
-    journal = {
-        r["trial_id"]: r for r in read_jsonl(folder / FINISHED_FILE, problems) if "trial_id" in r
-    }
+    journal = {e.trial_id: e for e in _records(folder / FINISHED_FILE, TrialEnd, problems)}
     saved = saved_trials(folder)
     for trial_id, kept in saved.items():  # pending, or failed before its first result
         configs.setdefault(trial_id, restore_private_keys(kept.config))
@@ -279,8 +282,10 @@ def read_experiment(  # noqa: C901
                 trial.best = best_value(values, mode)
             trials.append(trial)
             continue
-        status = journal.get(trial_id, {}).get("status") or _final(
-            saved.get(trial_id, (UNFINISHED, 0))[0]
+        status = (
+            journal[trial_id].status
+            if trial_id in journal
+            else _final(saved.get(trial_id, (UNFINISHED, 0))[0])
         )
         failure = _failure(folders.get(trial_id), status)
         if failure is None and metric and last_row.get(metric, 0) is None:
@@ -348,8 +353,10 @@ def read_experiment(  # noqa: C901
         finished=written is not None and not written.interrupted,
         location=location or str(folder),
         clones=[
-            CloneEvent.from_json(r)
-            for r in latest_clones(list(read_jsonl(folder / CLONES_FILE, problems)))
+            CloneEvent(**e)
+            for e in latest_clones(
+                [asdict(e) for e in _records(folder / CLONES_FILE, CloneEvent, problems)]
+            )
         ],
         log_scaled=[str(k) for k in logs] if logs is not None else None,
         warm_start=list(info.warm_start),
@@ -357,6 +364,17 @@ def read_experiment(  # noqa: C901
         trial_ends=info.trial_ends,
         curves={trial_id: r.curve for trial_id, r in results.items()},
     )
+
+
+def _records(path: Path, kind: type[_R], problems: list[str]) -> list[_R]:
+    """The records of a JSON-lines file, each line read as a `kind` (`records.record`); the
+    lines that are none (a field missing or of the wrong type) skipped, as one problem."""
+    found = [record(kind, row) for row in read_jsonl(path, problems)]
+    kept = [made for made in found if made is not None]
+    if len(kept) < len(found):
+        skipped = counted(len(found) - len(kept), "line")
+        problems.append(f"{path}: {skipped} with a field missing or of the wrong type; skipped")
+    return kept
 
 
 def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:

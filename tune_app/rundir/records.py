@@ -1,24 +1,28 @@
 """The records a run leaves and `analyze` reads: one `RunRecord` per experiment (run.json, how
 it was run), one `TrialOutcome` per trial and one `RunSummary` per experiment (summary.json),
-each written and read back as the same type. Ray-free and plan-free, so every reader can import
-them.
+a `CloneEvent` per line of clones.jsonl and a `TrialEnd` per line of the journal, each written
+and read back as the same type. Each is read from JSON once, typed by its fields' annotations
+(`record`): a file received from someone may hold anything. Ray-free and plan-free, so every
+reader can import them.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from functools import cache
+from types import UnionType
+from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from tune_app import objectives, scoring
+from tune_app import scoring
 from tune_app.failures import Failure
-from tune_app.objectives import Limit, Objective
+from tune_app.objectives import MODES, Limit, Objective
 from tune_app.rundir import noise, pareto, rungs
-from tune_app.rundir.noise import DEFAULT_SELECT
+from tune_app.rundir.noise import DEFAULT_SELECT, SELECTS
 from tune_app.rundir.rungs import RungCheck
 from tune_app.scoring import DEFAULT_SCOPE
-from tune_app.seeds import DEFAULT_AGGREGATE, Configuration, group
+from tune_app.seeds import AGGREGATES, DEFAULT_AGGREGATE, Configuration, group
 
 FINISHED = "TERMINATED"
 ERRORED = "ERROR"
@@ -37,14 +41,8 @@ class WarmStartRecord:
     the earlier run's: never trials nor rows of the warm-started run."""
 
     run: str
-    trials: int
-    how: str
-
-    @classmethod
-    def from_json(cls, data: Any) -> WarmStartRecord | None:
-        if not isinstance(data, dict) or not isinstance(data.get("run"), str):
-            return None
-        return cls(data["run"], int(data.get("trials") or 0), str(data.get("how") or ""))
+    trials: int = 0
+    how: str = ""
 
 
 # How each kind of hand-over is said after "warm start: N trials from RUN".
@@ -55,41 +53,94 @@ WARM_HOW = {
 }
 
 
-# The JSON values each annotation of a record's field takes (its first alternative; `| None`
-# takes null too). A value of another type, in a file written by hand or received from someone,
-# reads as the field's default instead of reaching a reader that would trip on it.
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "str": (str,),
-    "bool": (bool,),
-    "int": (int,),
-    "float": (int, float),
-    "dict": (dict,),
-    "list": (list,),
-    "tuple": (list, tuple),
+# Fields whose text is one of a few words or a pattern, in whichever record: another text
+# reads as not recorded, as a value of another type does.
+_ALLOWED: dict[str, Callable[[str], bool]] = {
+    "mode": MODES.__contains__,
+    "aggregate": AGGREGATES.__contains__,
+    "select": SELECTS.__contains__,
+    "scope": scoring.is_scope,
+    "status": (FINISHED, ERRORED, UNFINISHED).__contains__,
 }
+_BAD = object()
+_R = TypeVar("_R")
 
 
-def _typed(annotation: Any, value: Any) -> bool:
-    """Whether `value` (from JSON) fits a field annotated `annotation` (a string here)."""
-    text = str(annotation)
-    if value is None:
-        return text.replace(" ", "").endswith("|None")  # the field's own union, not an item's
-    kinds = _JSON_TYPES.get(text.split(" |")[0].split("[")[0].strip())
-    if kinds is None:
-        return True  # a type of the app's own (Objective, Limit): read by its own from_json
-    if isinstance(value, bool) and bool not in kinds:
-        return False  # JSON's true is no number
-    if isinstance(value, float) and not math.isfinite(value):
-        return False  # the app writes no Infinity or NaN (null in their place)
-    return isinstance(value, kinds)
+def _read(hint: Any, value: Any) -> Any:  # noqa: C901 - one case per kind of type
+    """`value` (from JSON) as a field of type `hint` holds it (a list as a tuple where it says
+    tuple, a record of the app's as that record), or _BAD where it does not fit: every item of
+    a list or a mapping is checked, and a list of records keeps those that fit. A file written
+    by hand or received from someone may hold anything."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return value
+    if origin in (Union, UnionType):
+        either = (_read(alt, value) for alt in args)
+        return next((v for v in either if v is not _BAD), _BAD)
+    if value is None or hint is type(None):
+        return value if hint is type(None) and value is None else _BAD
+    if dict in (origin, hint):
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            return _BAD
+        items = {k: _read(args[1] if args else Any, v) for k, v in value.items()}
+        return _BAD if any(v is _BAD for v in items.values()) else items
+    if origin in (list, tuple) or hint in (list, tuple):
+        if not isinstance(value, list | tuple):
+            return _BAD
+        if len(args) == 2 and args[1] is Ellipsis or origin is list:  # items of one type
+            found = [_read(args[0], v) for v in value]
+            if is_dataclass(args[0]):  # records: those that fit
+                found = [v for v in found if v is not _BAD]
+        elif args and len(args) != len(value):
+            return _BAD
+        else:
+            found = [_read(a, v) for a, v in zip(args, value, strict=True)] if args else list(value)
+        if any(v is _BAD for v in found):
+            return _BAD
+        return tuple(found) if tuple in (origin, hint) else found
+    if isinstance(hint, type) and is_dataclass(hint):
+        made = hint.from_json(value) if hasattr(hint, "from_json") else record(hint, value)
+        return _BAD if made is None else made
+    if isinstance(value, bool) and hint is not bool:
+        return _BAD  # JSON's true is no number
+    if hint is float:
+        # The app writes no Infinity or NaN (null in their place), nor an int past a float.
+        fits = isinstance(value, int | float) and abs(value) <= sys.float_info.max
+        return value if fits else _BAD
+    return value if isinstance(hint, type) and isinstance(value, hint) else _BAD
 
 
-def _ends(value: Any) -> tuple[tuple[float, float], ...] | None:
-    """run.json's `trial_ends` as pairs of numbers; None where it is not a list of them."""
-    try:
-        return tuple((float(x), float(p)) for x, p in value)
-    except (TypeError, ValueError):
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)
+
+
+def _fields(cls: type, data: dict[str, Any], names: dict[str, str] | None = None) -> dict[str, Any]:
+    """The fields of `cls` that JSON object `data` holds (under `names`' keys, where they
+    differ), each as its type holds it (`_read`) and, where it is one of a few words
+    (`_ALLOWED`), one of them; a field holding anything else is left out (its default)."""
+    kept = {}
+    for f in fields(cls):
+        key = (names or {}).get(f.name, f.name)
+        value: Any = _read(_hints(cls)[f.name], data[key]) if key in data else _BAD
+        allowed = _ALLOWED.get(f.name)
+        if value is not _BAD and (value is None or allowed is None or allowed(value)):
+            kept[f.name] = value
+    return kept
+
+
+def record(cls: type[_R], data: Any) -> _R | None:
+    """A record of dataclass `cls` from a JSON object (a line of clones.jsonl, an item of a
+    list in run.json): None where it is no object, a field it holds does not fit, or it lacks
+    a field that has no default. Keys of no field are left out."""
+    if not isinstance(data, dict):
         return None
+    kept = _fields(cls, data)
+    for f in fields(cls):  # type: ignore[arg-type]  # a dataclass, by contract
+        needed = f.default is MISSING and f.default_factory is MISSING
+        if f.name not in kept and (f.name in data or needed):
+            return None
+    return cls(**kept)
 
 
 def warm_start_line(runs: tuple[WarmStartRecord, ...] | list[WarmStartRecord]) -> str | None:
@@ -156,23 +207,7 @@ class RunRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunRecord:
-        known = {f.name: f for f in fields(cls)}
-        kept: dict[str, Any] = {}
-        for key, value in data.items():
-            if key not in known or value is None or not _typed(known[key].type, value):
-                continue
-            if key in ("stop", "versions", "layout", "sources") and not isinstance(value, dict):
-                continue
-            if key in ("seeds", "searched", "log_scaled", "command") and isinstance(value, list):
-                value = tuple(value)
-            if key == "trial_ends" and (value := _ends(value)) is None:
-                continue
-            kept[key] = value
-        kept["objectives"], kept["constraints"] = objectives.from_json(data)
-        warm = data.get("warm_start")
-        runs = map(WarmStartRecord.from_json, warm if isinstance(warm, list) else [])
-        kept["warm_start"] = tuple(r for r in runs if r is not None)
-        return cls(**kept)
+        return cls(**_fields(cls, data))
 
 
 @dataclass
@@ -207,14 +242,12 @@ class TrialOutcome:
         return {_JSON_NAMES.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TrialOutcome:
-        """A trial as summary.json holds it; keys an older file lacks take their defaults."""
-        known = {f.name: (_JSON_NAMES.get(f.name, f.name), f.type) for f in fields(cls)}
-        values = {
-            name: data[key]
-            for name, (key, annotation) in known.items()
-            if key in data and _typed(annotation, data[key])
-        }
+    def from_json(cls, data: Any) -> TrialOutcome | None:
+        """A trial as summary.json holds it; keys an older file lacks take their defaults.
+        None where it is no JSON object."""
+        if not isinstance(data, dict):
+            return None
+        values = _fields(cls, data, _JSON_NAMES)
         values.setdefault("trial_id", "?")
         values.setdefault("status", UNFINISHED)
         values.setdefault("config", {})
@@ -366,35 +399,8 @@ class RunSummary:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSummary:
-        def get(key: str, annotation: str, default: Any) -> Any:
-            value = data.get(key)
-            return value if value is not None and _typed(annotation, value) else default
-
-        return cls(
-            experiment=get("experiment", "str", ""),
-            metric=get("metric", "str", None),
-            mode=get("mode", "str", None),
-            wall_time_s=float(get("wall_time_s", "float", 0.0)),
-            trials=[
-                TrialOutcome.from_json(t) for t in get("trials", "list", []) if isinstance(t, dict)
-            ],
-            missing=dict(get("missing", "dict", {})),
-            unusable=dict(get("unusable", "dict", {})),
-            reported=list(get("reported", "list", [])),
-            interrupted=bool(data.get("interrupted")),
-            notes=list(get("notes", "list", [])),
-            scope=get("scope", "str", None) or DEFAULT_SCOPE,
-            seeds=list(get("seeds", "list", [])),
-            aggregate=get("aggregate", "str", None) or DEFAULT_AGGREGATE,
-            objectives=list(objectives.from_json(data)[0]),
-            constraints=list(objectives.from_json(data)[1]),
-            select=get("select", "str", None) or DEFAULT_SELECT,
-            early_stopping=[
-                c
-                for c in map(RungCheck.from_json, get("early_stopping", "list", []))
-                if c is not None
-            ],
-        )
+        given = {"experiment": "", "metric": None, "mode": None, "wall_time_s": 0.0}
+        return cls(**(given | _fields(cls, data)))
 
 
 @dataclass(frozen=True)
@@ -406,17 +412,18 @@ class CloneEvent:
     from_trial: str
     iteration: int  # the copying trial's iteration when it copied
     from_iteration: int  # the copied trial's iteration (its checkpoint's, at most)
-    changed: dict[str, list[Any]] = field(default_factory=dict)
+    changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CloneEvent:
-        return cls(
-            trial_id=str(data.get("trial_id")),
-            from_trial=str(data.get("from_trial")),
-            iteration=int(data.get("iteration") or 0),
-            from_iteration=int(data.get("from_iteration") or 0),
-            changed={str(k): list(v) for k, v in (data.get("changed") or {}).items()},
-        )
+
+@dataclass(frozen=True)
+class TrialEnd:
+    """A line of the journal of ended trials (finished.jsonl): a trial Tune ended, how, its
+    last result, and the failures Tune had counted by then."""
+
+    trial_id: str
+    status: str
+    last_result: dict[str, Any] | None = None
+    failures: int = 0
 
 
 def ranked(trials: list[TrialOutcome], mode: str | None) -> list[TrialOutcome]:

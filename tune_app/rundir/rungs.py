@@ -20,7 +20,7 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -65,18 +65,6 @@ class RungCheck:
     def predicts(self) -> bool | None:
         """Whether the rung's scores predicted the final ones (None: not judged)."""
         return None if self.spearman is None else self.spearman >= BOUND
-
-    @classmethod
-    def from_json(cls, data: Any) -> RungCheck | None:
-        """A check as summary.json holds it; None for anything else."""
-        if not isinstance(data, dict) or not isinstance(data.get("rung"), int):
-            return None
-        rho = data.get("spearman")
-        return cls(
-            int(data["rung"]),
-            int(data.get("trials") or 0),
-            float(rho) if isinstance(rho, int | float) else None,
-        )
 
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import tune_app
 from tune_app.errors import SpecError
-from tune_app.rundir.files import read_json, read_rows, write_json, write_text
-from tune_app.rundir.layout import FINISHED_FILE, newest_trial_entries, read_newest_state
+from tune_app.rundir.files import read_json, write_json, write_text
+from tune_app.rundir.layout import journal, newest_trial_entries, read_newest_state
 from tune_app.rundir.location import RunLocation
-from tune_app.rundir.records import ENDED, RunRecord
+from tune_app.rundir.records import ENDED, RunRecord, TrialEnd
 from tune_app.scoring import finite
 from tune_app.sources import app_fingerprint, module_fingerprints
 from tune_app.space import outer_domains
@@ -36,12 +36,7 @@ def mark_finished_trials(folder: Path) -> list[str]:
     """Trials our journal saw end are marked so (terminated or errored) in Tune's newest saved
     state, with their last result: after a run, so the state on disk is final; before a resume,
     so Tune does not run them again. Returns their ids."""
-    journal = Path(folder) / FINISHED_FILE
-    if not journal.exists():  # nothing to correct
-        return []
-    finished = {
-        row["trial_id"]: row for row in read_rows(journal.read_bytes()) if "trial_id" in row
-    }
+    finished = {e.trial_id: e for e in journal(folder)}
     try:  # Tune's own final save is most often right: read whole only a state to correct
         stale = any(_stale(entry, finished) for entry in newest_trial_entries(folder))
     except (OSError, ValueError, TypeError, IndexError):
@@ -56,9 +51,9 @@ def mark_finished_trials(folder: Path) -> list[str]:
         done = finished.get(trial.get("trial_id"))
         if done is None or trial.get("status") in ENDED:
             continue
-        trial["status"] = done.get("status", "TERMINATED")
+        trial["status"] = done.status
         metadata = json.loads(entry[1])
-        metadata["last_result"] = done.get("last_result") or metadata.get("last_result")
+        metadata["last_result"] = done.last_result or metadata.get("last_result")
         entry[0], entry[1] = json.dumps(trial, indent=2), json.dumps(metadata, indent=2)
         marked.append(trial["trial_id"])
     if marked:
@@ -66,7 +61,7 @@ def mark_finished_trials(folder: Path) -> list[str]:
     return marked
 
 
-def _stale(entry: Any, finished: dict[str, Any]) -> bool:
+def _stale(entry: Any, finished: dict[str, TrialEnd]) -> bool:
     """Whether a saved trial (its JSON text first) ended in the journal but not in the state."""
     trial = json.loads(entry[0])
     return trial.get("trial_id") in finished and trial.get("status") not in ENDED
