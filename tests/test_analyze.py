@@ -297,6 +297,8 @@ experiments:
         ),
         pytest.param("run.json", {"warm_start": [{"run": "..", "trials": "x"}]}, id="warm-start-x"),
         pytest.param("run.json", {"searched": [1, None]}, id="searched-not-names"),
+        pytest.param("run.json", {"experiment": "../../x"}, id="experiment-not-in-spec"),
+        pytest.param("spec.yaml", _SPEC.replace("  e:", "  other:"), id="spec-of-another-run"),
         pytest.param("run.json", {"scope": "last-0-avg"}, id="scope-last-0"),
         pytest.param("run.json", {"scope": "last-99999999999999999999-avg"}, id="scope-huge"),
         pytest.param("run.json", {"aggregate": "bogus", "seeds": [0, 1]}, id="aggregate-bogus"),
@@ -307,8 +309,10 @@ experiments:
 def test_a_run_folder_of_malformed_records_is_read_by_every_reader(cli, tmp_path, file, change):
     """A record a reader takes a field of (a clone's iteration, a journal line's trial id,
     run.json's searched keys or scope) held another type or word: the readers ended in a
-    ValueError or a TypeError (exit 1). Each record is read once, typed (`records.record`): a
-    field that does not fit reads as not recorded, a line of one is skipped with a note."""
+    ValueError or a TypeError (exit 1), and `best` in a KeyError where the spec as run lacked
+    run.json's experiment. Each record is read once, typed (`records.record`): a field that
+    does not fit reads as not recorded, a line of one is skipped with a note; a spec as run
+    without the run's experiment is one line naming it."""
     user_module("my_trainables.py", tmp_path)
     exp = _experiment(tmp_path / "runs", torn=False)
     (exp / "spec.yaml").write_text(_SPEC)

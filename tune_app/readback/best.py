@@ -120,9 +120,9 @@ def best_spec(
     found = [b for e in read for b in _chosen(e, top, pick, records.get(e.name))]
     if parsed.form == "app":
         out = {k: v for k, v in raw.items() if k not in (*SEARCH_KEYS, "experiments")}
-        out["experiments"] = _experiments(raw["experiments"], found, seeds, records)
+        out["experiments"] = _experiments(raw["experiments"], found, seeds, records, spec_path)
     else:
-        out = _experiments(raw, found, seeds, records)
+        out = _experiments(raw, found, seeds, records, spec_path)
     parse(copy.deepcopy(out), Path("<best>"))  # a bug here must not reach the user's run
     return out, found
 
@@ -289,11 +289,19 @@ def _experiments(
     found: list[Best],
     seeds: int | None,
     records: dict[str, RunRecord],
+    spec_path: Path,
 ) -> dict[str, Any]:
-    """Each chosen configuration's experiment, as written, with its values and the layout it
-    ran with, and no searcher."""
+    """Each chosen configuration's experiment, as written (in `spec_path`), with its values and
+    the layout it ran with, and no searcher."""
     out: dict[str, Any] = {}
     for b in found:
+        if b.experiment not in written:  # a run.json or a spec.yaml of another run, or edited
+            raise SpecError(
+                f"holds no experiment '{b.experiment}', the experiment its run.json names",
+                file=str(spec_path),
+                allowed=list(written),
+                suggestion="the run folder's spec.yaml and run.json must be of one run",
+            )
         exp = {
             k: copy.deepcopy(v) for k, v in written[b.experiment].items() if k not in SEARCH_KEYS
         }
