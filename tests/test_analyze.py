@@ -304,6 +304,11 @@ experiments:
         pytest.param("run.json", {"aggregate": "bogus", "seeds": [0, 1]}, id="aggregate-bogus"),
         pytest.param("summary.json", {"early_stopping": [{"rung": 1, "trials": "x"}]}, id="rung"),
         pytest.param("summary.json", {"constraints": [{"name": "score", "min": "a"}]}, id="limit"),
+        pytest.param(
+            "results.jsonl",
+            {"trial_id": "aaaaa_00000", "training_iteration": 5, "score": -1e308},
+            id="results-near-float-limit",
+        ),
     ],
 )
 def test_a_run_folder_of_malformed_records_is_read_by_every_reader(cli, tmp_path, file, change):
@@ -312,7 +317,8 @@ def test_a_run_folder_of_malformed_records_is_read_by_every_reader(cli, tmp_path
     ValueError or a TypeError (exit 1), and `best` in a KeyError where the spec as run lacked
     run.json's experiment. Each record is read once, typed (`records.record`): a field that
     does not fit reads as not recorded, a line of one is skipped with a note; a spec as run
-    without the run's experiment is one line naming it."""
+    without the run's experiment is one line naming it. A score near a float's limit ended
+    report in matplotlib's ValueError: that figure is left out."""
     user_module("my_trainables.py", tmp_path)
     exp = _experiment(tmp_path / "runs", torn=False)
     (exp / "spec.yaml").write_text(_SPEC)

@@ -76,14 +76,16 @@ def page(c: Comparison) -> Page:
     from tune_app.readback.plots.overlay import run_colors, staircases
 
     colors = run_colors(c)
+    drawn = {axis: png(fig) for axis, fig in staircases(c).items()}
     figures = tuple(
         Figure(
             f"The best {c.metric} so far ({c.mode}) against {AXIS_WORDS[axis]}, one staircase "
             "per run; a trial counts from its last result (with seeds, a configuration from its "
             "last seed's), the dot marks where the run ended.",
-            "data:image/png;base64," + base64.b64encode(png(fig)).decode("ascii"),
+            "data:image/png;base64," + base64.b64encode(image).decode("ascii"),
         )
-        for axis, fig in staircases(c).items()
+        for axis, image in drawn.items()
+        if image is not None
     )
     return Page(
         title=" vs ".join(r.label for r in c.runs),

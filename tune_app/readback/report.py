@@ -246,10 +246,11 @@ def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:
         ),
         "expected-best": (_budget_caption(exp), plots.expected_best(exp)),
     }
+    pngs = {k: (caption, plots.png(fig)) for k, (caption, fig) in drawn.items() if fig is not None}
     return tuple(
-        Figure(f"{prefix}-{key}.png", caption, plots.png(fig))
-        for key, (caption, fig) in drawn.items()
-        if fig is not None
+        Figure(f"{prefix}-{k}.png", caption, png)
+        for k, (caption, png) in pngs.items()
+        if png is not None  # an axis matplotlib cannot lay out: no figure
     )
 
 

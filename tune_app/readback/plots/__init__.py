@@ -298,10 +298,15 @@ def params_vs_metric(exp: ExperimentResults, colors: dict[str, str]) -> Figure |
     return fig
 
 
-def png(fig: Figure) -> bytes:
-    """The figure as PNG bytes."""
+def png(fig: Figure) -> bytes | None:
+    """The figure as PNG bytes; None where matplotlib cannot lay out an axis: one spanning
+    values near a float's limit (1e308, in a results file written by hand) overflows as its
+    ticks are placed (ValueError, "arange: cannot compute length")."""
     buffer = io.BytesIO()
-    FigureCanvasAgg(fig).print_png(buffer)
+    try:
+        FigureCanvasAgg(fig).print_png(buffer)
+    except (ValueError, OverflowError):
+        return None
     return buffer.getvalue()
 
 
