@@ -15,6 +15,8 @@ import pytest
 
 from .conftest import refused, user_module
 
+_FAILED = "train_aaaaa_00003_3_lr=0.4_2026-01-01_00-00-00"  # the failed trial's folder
+
 
 def _experiment(folder, name="e", torn=True):
     """A run folder as a killed run leaves it: no summary.json, a torn last line, a trial that
@@ -53,7 +55,7 @@ def _experiment(folder, name="e", torn=True):
         {"trial_id": "aaaaa_00003", "status": "ERROR"},
     ]
     (exp / "finished.jsonl").write_text("".join(json.dumps(j) + "\n" for j in journal))
-    trial_dir = exp / "train_aaaaa_00003_3_lr=0.4_2026-01-01_00-00-00"
+    trial_dir = exp / _FAILED
     trial_dir.mkdir()
     (trial_dir / "error.txt").write_text(
         "Failure # 1 (occurred at 2026-01-01_00-00-05)\n"
@@ -222,6 +224,14 @@ def _to_dev_zero(path):
     path.symlink_to("/dev/zero")
 
 
+def _to_elsewhere(path):
+    """A link to a file outside the run folder, as `ln -s /etc/passwd error.txt`: read through,
+    analyze printed the file and report embedded it."""
+    elsewhere = path.parents[2] / "elsewhere.txt"
+    elsewhere.write_text("ValueError: PRIVATE line of a file outside the run\n")
+    path.symlink_to(elsewhere)
+
+
 @pytest.mark.parametrize(
     ("file", "damage"),
     [
@@ -237,6 +247,7 @@ def _to_dev_zero(path):
         pytest.param("summary.json", _to_dev_zero, id="summary-a-device"),
         pytest.param("summary.json", _infinite, id="summary-of-infinite-scores"),
         pytest.param("results.jsonl", _infinite, id="results-of-infinite-scores"),
+        pytest.param(f"{_FAILED}/error.txt", _to_elsewhere, id="error-a-link-out"),
     ],
 )
 def test_a_damaged_run_folder_is_read_as_far_as_it_goes(cli, tmp_path, file, damage):
@@ -259,6 +270,7 @@ def test_a_damaged_run_folder_is_read_as_far_as_it_goes(cli, tmp_path, file, dam
         if result.code == 2:  # what cannot be read, in one line
             assert len(result.err.strip().splitlines()) == 1, result.err
         assert not re.search(r"\binf\b", result.out), result.out  # no score
+        assert "PRIVATE" not in result.out, result.out
     shown = cli("analyze", exp)
     assert shown.code == 0 or file == "run.json", shown
 

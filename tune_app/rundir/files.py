@@ -1,6 +1,6 @@
 """How the app reads and writes a file of its own: whole or not at all (a temporary file and a
 rename, lines appended whole and a torn last one cut), never through a link planted where it
-writes, and never from a pipe or a device where it reads (a run folder received from someone).
+writes or reads, and never from a pipe or a device (a run folder received from someone).
 Ray-free; the files a run folder holds are `tune_app.rundir.layout`'s.
 """
 
@@ -51,10 +51,18 @@ def nofollow(path: str, flags: int) -> int:
     return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
 
 
-def open_regular(path: Path, mode: str = "rb", **options: Any) -> IO[Any]:
+def open_regular(path: Path, mode: str = "rb", *, links: bool = False, **options: Any) -> IO[Any]:
     """`path` open for reading, if it is a regular file; OSError if not: a pipe or a device in
-    a run folder received from someone would block the reader, or never end."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    a run folder received from someone would block the reader, or never end, and a link there
+    would show what it points to (`/etc/passwd` as a trial's error). `links`: a link at `path`
+    is followed (a file the user names: a spec)."""
+    nofollow = 0 if links else getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | nofollow)
+    except OSError as err:
+        if err.errno == errno.ELOOP and not links:
+            raise OSError(errno.ELOOP, "a link, not followed", str(path)) from None
+        raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from tune_app.errors import StorageError, TuneAppError
+from tune_app.rundir.files import read_text
 from tune_app.rundir.location import RunLocation
 
 HEARTBEAT_S = 10.0
@@ -101,7 +102,7 @@ def writer_of(folder: RunLocation) -> Owner | None:
         fresh = owner is not None and time.time() - owner.heartbeat < LEASE_S
         return owner if fresh and owner is not None and owner.alive() else None
     try:
-        text = lock_path(folder).read_text(encoding="utf-8")
+        text = read_text(lock_path(folder))  # not a pipe or a link planted there
     except (OSError, UnicodeDecodeError):
         return None
     owner = Owner.parse(text)

@@ -397,7 +397,7 @@ def _trial_folders(folder: Path) -> dict[str, Path]:
     found = {}
     for path in folder.iterdir():
         trial_id = trial_id_of(path.name)
-        if trial_id and path.is_dir():
+        if trial_id and path.is_dir() and not path.is_symlink():  # a link: read nowhere else
             found[trial_id] = path
     return found
 
