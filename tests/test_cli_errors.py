@@ -231,6 +231,8 @@ def test_a_state_period_tune_cannot_read_is_refused(cli, write_spec, tmp_path, m
     [
         pytest.param(lambda d: d / "missing.yaml", "no such file", id="missing"),
         pytest.param(lambda d: d, "is a directory", id="directory"),
+        # Read as a file, a pipe waited for a writer that never came: validate hung.
+        pytest.param(lambda d: os.mkfifo(d / "ff") or d / "ff", "not a regular file", id="pipe"),
     ],
 )
 def test_bad_paths(cli, tmp_path, make, words):

@@ -121,7 +121,7 @@ def read_yaml(path: Path) -> tuple[str, Any]:
             suggestion="pass a .yaml file, such as search_spaces/grid.yaml",
         )
     try:
-        with path.open("rb") as f:
+        with open_regular(path, links=True) as f:  # not a pipe, which would never end
             raw = f.read(MAX_SPEC_BYTES + 1)
     except PermissionError:
         raise SpecError("cannot be read (permission denied)", file=file) from None
