@@ -410,8 +410,9 @@ class CloneEvent:
 
     trial_id: str
     from_trial: str
-    iteration: int  # the copying trial's iteration when it copied
-    from_iteration: int  # the copied trial's iteration (its checkpoint's, at most)
+    # An older release's line may lack the iterations: 0, as it read them
+    iteration: int = 0  # the copying trial's iteration when it copied
+    from_iteration: int = 0  # the copied trial's iteration (its checkpoint's, at most)
     changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
 
