@@ -186,6 +186,7 @@ def test_the_finished_journal_corrects_tune_stale_saved_statuses(tmp_path):
         entry("b", "PAUSED"),
         entry("c", "RUNNING"),
         entry("d", "TERMINATED"),
+        entry("e", "RUNNING"),
     ]
     state.write_text(json.dumps({"trial_data": trials}))
     (tmp_path / FINISHED_FILE).write_text(
@@ -193,13 +194,16 @@ def test_the_finished_journal_corrects_tune_stale_saved_statuses(tmp_path):
         + "\n"
         + json.dumps({"trial_id": "b", "status": "ERROR", "last_result": {"x": 2}})
         + "\n"
+        + json.dumps({"trial_id": "e", "last_result": {"x": 3}})  # the first journal's line
+        + "\n"
     )
-    assert sorted(mark_finished_trials(tmp_path)) == ["a", "b"]
+    assert sorted(mark_finished_trials(tmp_path)) == ["a", "b", "e"]
     assert {t: saved.status for t, saved in saved_trials(tmp_path).items()} == {
         "a": "TERMINATED",
         "b": "ERROR",
         "c": "RUNNING",  # not journaled: still unfinished, a resume runs it
         "d": "TERMINATED",
+        "e": "TERMINATED",
     }
     metadata = json.loads(json.loads(state.read_text())["trial_data"][0][1])
     assert metadata["last_result"] == {"x": 1}

@@ -422,7 +422,7 @@ class TrialEnd:
     last result, and the failures Tune had counted by then."""
 
     trial_id: str
-    status: str
+    status: str = FINISHED  # the first journal's lines had none: each was a trial that ended
     last_result: dict[str, Any] | None = None
     failures: int = 0
 
