@@ -58,8 +58,8 @@ class RungCheck:
     Spearman correlation of their scores there with their final scores (None: too few)."""
 
     rung: int
-    trials: int
-    spearman: float | None
+    trials: int = 0
+    spearman: float | None = None
 
     @property
     def predicts(self) -> bool | None:
