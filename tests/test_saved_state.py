@@ -231,8 +231,9 @@ def test_tunes_saved_state_names_only_the_apps_stable_names(
         ]
     assert held, "Tune's saved state holds the app's callbacks"
     assert wrong == []
-    assert saved_state.missing_name(folder) is None  # and resume reads it
-    assert saved_state.foreign_name(folder, (str(tmp_path),)) is None
+    names = saved_state.saved_names(folder)
+    assert saved_state.missing_name(names) is None  # and resume reads it
+    assert saved_state.foreign_name(names, (str(tmp_path),)) is None
 
 
 # ---- a state this release cannot read --------------------------------------------------------
@@ -335,7 +336,8 @@ def test_a_saved_state_naming_what_no_run_puts_there_is_not_resumed(
     sentinel, made = tmp_path / "ran", state(tmp_path / "ran")
     pickled = made if isinstance(made, bytes) else pickle.dumps(made)
     (ep.folder.local / TUNER_STATE).write_bytes(pickled)
-    assert saved_state.foreign_name(ep.folder.local, (str(tmp_path),)) == refused_name
+    names = saved_state.saved_names(ep.folder.local)
+    assert saved_state.foreign_name(names, (str(tmp_path),)) == refused_name
     if refused_name:
         refused(cli("resume", ep.folder.local), refused_name, "resume only a run folder you trust")
     assert not sentinel.exists()
