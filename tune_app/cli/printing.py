@@ -40,7 +40,9 @@ class _WhileRead:
             self._gone()
 
     def _gone(self) -> None:  # what is buffered, and all that follows, goes to /dev/null
-        os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())
+        os.close(devnull)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
