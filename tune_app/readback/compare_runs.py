@@ -35,7 +35,7 @@ from tune_app.rundir import noise
 from tune_app.rundir.files import read_text
 from tune_app.rundir.location import RunLocation, name_of, parent_of
 from tune_app.rundir.read import ExperimentResults, read_experiment
-from tune_app.seeds import CONFIDENCE, Configuration
+from tune_app.seeds import CONFIDENCE, Configuration, finite_values
 
 LOGGED_AT = "logged_at"  # unix time the driver logged a result (tune_app.callbacks writes it)
 
@@ -141,11 +141,11 @@ def _run(exp: ExperimentResults, label: str) -> ComparedRun:
         top = configs[0]
         best, interval = top.score, top.interval
         words = _seed_words(top, exp.summary.aggregate) if interval else ""
-        seed_scores = tuple(_finite(top.scores))
+        seed_scores = tuple(finite_values(top.scores).tolist())
     else:
         trial = exp.best_trial
         best = trial.score if trial is not None else None
-        scores = _finite([t.score for t in exp.trials if t.failure is None])
+        scores = finite_values([t.score for t in exp.trials if t.failure is None]).tolist()
         interval = best_of_interval(scores, exp.mode)
         words = (
             f"{CONFIDENCE:.0%} bootstrap of the best of its {len(scores)} scored trials"
@@ -172,10 +172,6 @@ def _seed_words(top: Configuration, how: str) -> str:
     if top.interval_is_range:
         return f"range of its best configuration's {top.scored} seeds"
     return f"{CONFIDENCE:.0%} bootstrap of the {how} of its best configuration's {top.scored} seeds"
-
-
-def _finite(values: Sequence[float | None]) -> list[float]:
-    return [float(v) for v in values if v is not None and math.isfinite(v)]
 
 
 def best_of_interval(scores: Sequence[float], mode: str | None) -> tuple[float, float] | None:
@@ -260,7 +256,7 @@ def _methods(
         if len(members) > 1:
             names = [runs[i].label for i in members]
             label = " + ".join(names) if len(names) <= 3 else f"{names[0]} + {len(names) - 1} more"
-            scores = tuple(_finite([runs[i].best for i in members]))
+            scores = tuple(finite_values([runs[i].best for i in members]).tolist())
             basis = f"the best of each of its {len(members)} runs"
         else:
             label, scores = first.label, first.seed_scores
