@@ -154,10 +154,7 @@ class StorageError(RunStopped):
         super().__init__(error, resume, summaries)
 
     def stopped_by(self) -> str:
-        err = self.error
-        where = f"{os.fsdecode(err.filename)}: " if err.filename is not None else ""
-        number = f" (errno {err.errno})" if err.errno is not None else ""
-        return f"{where}{err.strerror or str(err)}{number}"
+        return _failed(self.error)
 
     def then(self) -> str:
         fix = _STORAGE_FIXES.get(self.error.errno or 0, "fix the storage")
@@ -175,13 +172,10 @@ class WriteError(TuneAppError):
 
     def __init__(self, error: OSError) -> None:
         self.error = error
-        err = error
-        where = f"{os.fsdecode(err.filename)}: " if err.filename is not None else ""
-        number = f" (errno {err.errno})" if err.errno is not None else ""
-        fix = _STORAGE_FIXES.get(err.errno or 0, "fix the storage")
+        fix = _STORAGE_FIXES.get(error.errno or 0, "fix the storage")
         super().__init__(
-            f"{where}{err.strerror or str(err)}{number}; nothing was written: {fix} (or write "
-            "elsewhere), then run the command again"
+            f"{_failed(error)}; nothing was written: {fix} (or write elsewhere), then run the "
+            "command again"
         )
 
 
@@ -221,6 +215,13 @@ class TuneFailure(RunStopped):
         if self.resume is None:
             return "nothing was saved to resume: run it again"
         return f"the state is saved. Continue with: {self.resume}"
+
+
+def _failed(err: OSError) -> str:
+    """A failed write in words: its file, what the system said and its errno."""
+    where = f"{os.fsdecode(err.filename)}: " if err.filename is not None else ""
+    number = f" (errno {err.errno})" if err.errno is not None else ""
+    return f"{where}{err.strerror or str(err)}{number}"
 
 
 _STORAGE_FIXES = {
@@ -288,7 +289,7 @@ _ESCAPES = {c: repr(chr(c))[1:-1] for c in [*range(32), 127]}
 # C0 and C1 controls but the line breaks and tabs of a layout, and the bidirectional overrides.
 _SHOWN = {
     c: ascii(chr(c))[1:-1]
-    for c in [*range(32), *range(127, 160), 0x61C, 0x200E, 0x200F, *range(0x202A, 0x202F)]
+    for c in [*_ESCAPES, *range(128, 160), 0x61C, 0x200E, 0x200F, *range(0x202A, 0x202F)]
     + [*range(0x2066, 0x206A)]
     if chr(c) not in "\n\t"
 }
