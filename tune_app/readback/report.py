@@ -41,6 +41,7 @@ from tune_app.rundir.location import name_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import ERRORED, UNFINISHED, TrialOutcome, warm_start_line
 from tune_app.seeds import SEED_KEY
+from tune_app.words import counted
 
 # The templates ship as package data; PackageLoader finds them in a wheel install as well.
 TEMPLATES = jinja2.Environment(
@@ -359,7 +360,7 @@ def _meta(exp: ExperimentResults) -> str:
         metric,
         f"scheduler {exp.scheduler}",
         f"stop {stop}",
-        f"{len(exp.trials)} trial{'' if len(exp.trials) == 1 else 's'}: {counts or 'none yet'}",
+        f"{counted(len(exp.trials), 'trial')}: {counts or 'none yet'}",
         state,
         warm_start_line(exp.warm_start),  # the earlier runs' trials: none of this page's
     ]

@@ -27,6 +27,7 @@ from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import UNFINISHED
 from tune_app.rundir.storage import is_uri, local_path
+from tune_app.words import counted
 
 DEFAULT_EVERY_S = 10
 MIN_EVERY_S = 2  # below this a page of many trials would be rewritten while the browser reads it
@@ -118,7 +119,7 @@ def note(experiments: Experiments, every: float, updated: str, now: float) -> Li
     running = sum(t.status == UNFINISHED and t.iterations > 0 for t in trials)  # reported
     pending = f"{busy - running} pending, " if busy > running else ""
     line = (
-        f"live: updated {updated}; {running} trial{'' if running == 1 else 's'} running, "
+        f"live: updated {updated}; {counted(running, 'trial')} running, "
         f"{pending}{len(trials) - busy} done; {time_left(experiments, now)}"
     )
     return LiveNote(line=line, every_s=max(MIN_EVERY_S, round(every)))

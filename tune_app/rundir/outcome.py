@@ -33,6 +33,7 @@ from tune_app.rundir.records import (
 )
 from tune_app.scoring import finite, number
 from tune_app.space import value_at
+from tune_app.words import counted
 
 if TYPE_CHECKING:
     from tune_app.plan.types import ExperimentPlan
@@ -180,8 +181,7 @@ def _budget_spent(
     never = sum(t.status == FINISHED and not t.iterations and not t.failures for t in trials)
     return [
         f"time_budget_s ({budget_s:g} s) ran out: the search was ended, its running trials "
-        "stopped where they were"
-        + (f", {never} trial{'s' * (never != 1)} never started" if never else "")
+        "stopped where they were" + (f", {counted(never, 'trial')} never started" if never else "")
     ]
 
 

@@ -23,6 +23,7 @@ from tune_app.rundir.noise import DEFAULT_SELECT, SELECTS
 from tune_app.rundir.rungs import RungCheck
 from tune_app.scoring import DEFAULT_SCOPE
 from tune_app.seeds import AGGREGATES, DEFAULT_AGGREGATE, Configuration, group
+from tune_app.words import counted
 
 FINISHED = "TERMINATED"
 ERRORED = "ERROR"
@@ -148,7 +149,7 @@ def warm_start_line(runs: tuple[WarmStartRecord, ...] | list[WarmStartRecord]) -
     trials from results/e (told the searcher as evaluated, not run again)"); None without."""
     if not runs:
         return None
-    each = "; ".join(f"{r.trials} trial{'s' * (r.trials != 1)} from {r.run}" for r in runs)
+    each = "; ".join(f"{counted(r.trials, 'trial')} from {r.run}" for r in runs)
     return f"warm start: {each} ({WARM_HOW.get(runs[0].how, runs[0].how)})"
 
 

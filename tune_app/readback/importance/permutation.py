@@ -21,6 +21,7 @@ from typing import Any
 from tune_app.extras import install_line, installed
 from tune_app.rundir.records import TrialOutcome
 from tune_app.scoring import finite
+from tune_app.words import counted
 
 MIN_TRIALS = 5  # fewer scored trials than this teach the trees nothing worth showing
 TREES = 100  # scikit-learn's default; 200 doubled the fits of a large report for the same ranks
@@ -135,7 +136,7 @@ def too_little(scored: Sequence[TrialOutcome], params: Sequence[str]) -> str:
         return "No parameter was searched."
     if n < MIN_TRIALS:
         return (
-            f"Only {n} trial{'' if n == 1 else 's'} with a score: parameter importance needs at "
+            f"Only {counted(n, 'trial')} with a score: parameter importance needs at "
             f"least {MIN_TRIALS}."
         )
     if max(scores) == min(scores):
