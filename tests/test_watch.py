@@ -233,10 +233,10 @@ def test_the_run_is_live_while_a_process_holds_its_lock(tmp_path):
     run = live_run(tmp_path / "e")
     (exp,) = results.load(run)
     assert not watch.running([exp])
-    lock.lock_path(RunLocation(run)).write_text(json.dumps(asdict(lock.Owner.me())))
+    RunLocation(run).lock_file.write_text(json.dumps(asdict(lock.Owner.me())))
     assert watch.running([exp])
     gone = lock.Owner("elsewhere", 1, "2026-01-01 00:00:00+0000")
-    lock.lock_path(RunLocation(run)).write_text(json.dumps(asdict(gone) | {"host": "x"}))
+    RunLocation(run).lock_file.write_text(json.dumps(asdict(gone) | {"host": "x"}))
     assert watch.running([exp])  # another host's lock: only its lease's age could tell
 
 

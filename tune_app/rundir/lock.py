@@ -102,21 +102,16 @@ def writer_of(folder: RunLocation) -> Owner | None:
         fresh = owner is not None and time.time() - owner.heartbeat < LEASE_S
         return owner if fresh and owner is not None and owner.alive() else None
     try:
-        text = read_text(lock_path(folder))  # not a pipe or a link planted there
+        text = read_text(folder.lock_file)  # not a pipe or a link planted there
     except (OSError, UnicodeDecodeError):
         return None
     owner = Owner.parse(text)
     return owner if owner is not None and owner.alive() else None
 
 
-def lock_path(folder: RunLocation) -> Path:
-    """The local lock file of a folder (`RunLocation.lock_file`: beside its real path)."""
-    return folder.lock_file
-
-
 @contextlib.contextmanager
 def _flock(folder: RunLocation, resuming: bool) -> Iterator[None]:
-    path = lock_path(folder)
+    path = folder.lock_file
     made = _missing_ancestors(path.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
