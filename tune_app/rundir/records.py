@@ -9,6 +9,7 @@ reader can import them.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from functools import cache
@@ -111,9 +112,7 @@ def _read(hint: Any, value: Any) -> Any:  # noqa: C901 - one case per kind of ty
     return value if isinstance(hint, type) and isinstance(value, hint) else _BAD
 
 
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return get_type_hints(cls)
+_hints = cache(get_type_hints)
 
 
 def _fields(cls: type, data: dict[str, Any], names: dict[str, str] | None = None) -> dict[str, Any]:
@@ -324,10 +323,7 @@ class RunSummary:
 
     @property
     def counts(self) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for t in self.trials:
-            found[t.status] = found.get(t.status, 0) + 1
-        return found
+        return dict(Counter(t.status for t in self.trials))  # in the order first seen
 
     @property
     def errored(self) -> int:
