@@ -38,7 +38,6 @@ from tune_app.rundir.layout import (
     trial_id_of,
 )
 from tune_app.rundir.location import RunLocation
-from tune_app.rundir.noise import DEFAULT_SELECT
 from tune_app.rundir.records import (
     ERRORED,
     FINISHED,
@@ -57,8 +56,6 @@ from tune_app.rundir.records import (
 from tune_app.rundir.rungs import curves_from
 from tune_app.rundir.storage import is_uri
 from tune_app.rundir.stream import ResultsFollower, TrialRows, read_jsonl, read_results
-from tune_app.scoring import DEFAULT_SCOPE
-from tune_app.seeds import DEFAULT_AGGREGATE
 from tune_app.space import value_at
 from tune_app.words import counted
 
@@ -233,11 +230,12 @@ def read_experiment(  # noqa: C901
     if (folder / SUMMARY_FILE).exists():  # absent until the run ends
         data = _read_json(folder / SUMMARY_FILE, problems)
         written = RunSummary.from_json(data) if data is not None else None
-    metric = info.metric or (written.metric if written else None)
-    several = info.objectives or tuple(written.objectives if written else ())
-    limits = info.constraints or tuple(written.constraints if written else ())
-    mode = info.mode or (written.mode if written else None)
-    scope = str(info.scope or (written.scope if written else DEFAULT_SCOPE))
+    as_written = written or RunSummary.from_json({})  # none (a killed run): each field its default
+    metric = info.metric or as_written.metric
+    several = info.objectives or tuple(as_written.objectives)
+    limits = info.constraints or tuple(as_written.constraints)
+    mode = info.mode or as_written.mode
+    scope = str(info.scope or as_written.scope)
     keys = tuple(objectives.limited_keys(several, limits))
     if followers is None:
         results = read_results(read_jsonl(folder / RESULTS_FILE, problems), metric, mode, keys)
@@ -255,7 +253,7 @@ def read_experiment(  # noqa: C901
     saved = saved_trials(folder)
     for trial_id, kept in saved.items():  # pending, or failed before its first result
         configs.setdefault(trial_id, restore_private_keys(kept.config))
-    ended = {t.trial_id: t for t in written.trials} if written else {}
+    ended = {t.trial_id: t for t in as_written.trials}
     for trial_id in [*journal, *saved, *ended]:  # trials that never reported still count
         results.setdefault(trial_id, TrialRows())
     history = {trial_id: r.rows for trial_id, r in results.items()}
@@ -320,27 +318,20 @@ def read_experiment(  # noqa: C901
                 **objectives.judged(several, limits, got.lasts),
             )
         )
-    summary = RunSummary(
-        experiment=str(info.experiment or (written.experiment if written else "")),
+    # run.json's first, then summary.json's; its wall time, missing keys, notes, ... as written
+    summary = replace(
+        as_written,
+        experiment=str(info.experiment or as_written.experiment or folder.name),
         metric=metric,
         mode=mode,
-        wall_time_s=written.wall_time_s if written else 0.0,
         trials=trials,
-        missing=written.missing if written else {},
-        unusable=written.unusable if written else {},
-        reported=written.reported if written else [],
-        interrupted=written.interrupted if written else False,
-        notes=written.notes if written else [],
         scope=scope,
-        seeds=list(info.seeds or (written.seeds if written else [])),
-        aggregate=str(info.aggregate or (written.aggregate if written else DEFAULT_AGGREGATE)),
+        seeds=list(info.seeds or as_written.seeds),
+        aggregate=str(info.aggregate or as_written.aggregate),
         objectives=list(several),
         constraints=list(limits),
-        select=str(info.select or (written.select if written else DEFAULT_SELECT)),
-        early_stopping=written.early_stopping if written else [],
+        select=str(info.select or as_written.select),
     )
-    if not summary.experiment:
-        summary = replace(summary, experiment=folder.name)
     return ExperimentResults(
         summary=summary,
         folder=folder,
