@@ -14,11 +14,9 @@ from datetime import datetime
 from pathlib import Path
 
 from tune_app.command import APP
-from tune_app.errors import SpecError
 from tune_app.readback.analyze import cell
 from tune_app.readback.comparing import AXIS_WORDS, MIN_SCORES, Comparison
-from tune_app.readback.report import TEMPLATES
-from tune_app.rundir.allowed import output_problem
+from tune_app.readback.report import TEMPLATES, page_path
 from tune_app.rundir.files import for_the_user, write_text
 
 PAGE_TEMPLATE = "compare.html.j2"
@@ -58,12 +56,7 @@ class Page:
 def write(c: Comparison, out: str | Path) -> Path:
     """Write the page of `c` to `out` (a folder: `compare.html` in it), atomically; an OSError
     becomes WriteError (exit 74)."""
-    path = Path(out)
-    if path.is_dir():
-        path /= "compare.html"
-    problem = output_problem(path, (".html", ".htm"))
-    if problem is not None:
-        raise SpecError(problem, path="--html", suggestion="name a page ending in .html")
+    path = page_path(Path(out), "compare.html", "--html")
     with for_the_user():
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, render(page(c)))

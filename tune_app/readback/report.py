@@ -21,6 +21,7 @@ import jinja2
 
 from tune_app import scoring
 from tune_app.command import APP
+from tune_app.errors import SpecError
 from tune_app.readback import front, importance, plots
 from tune_app.readback.analyze import cell as _shown  # the same cells as `analyze` prints
 from tune_app.readback.analyze import clone_lines, configuration_cells, rung_checks, status_cell
@@ -29,6 +30,7 @@ from tune_app.readback.plots import front as front_plot
 from tune_app.readback.plots import parallel as plots_parallel
 from tune_app.readback.plots import timeline
 from tune_app.rundir import budget, noise, rungs
+from tune_app.rundir.allowed import output_problem
 from tune_app.rundir.files import (
     for_the_user,
     new_file,
@@ -205,6 +207,16 @@ def write(
 def render(page: Page) -> str:
     """The page as HTML text."""
     return TEMPLATES.get_template(PAGE_TEMPLATE).render(page=page, app=APP)
+
+
+def page_path(out: Path, default: str, option: str) -> Path:
+    """Where the page the user named with `option` goes: `out`, or in a folder its `default`;
+    SpecError where no page should be written there (`allowed.output_problem`)."""
+    path = out / default if out.is_dir() else out
+    problem = output_problem(path, (".html", ".htm"))
+    if problem is not None:
+        raise SpecError(problem, path=option, suggestion="name a page ending in .html")
+    return path
 
 
 def _figures(exp: ExperimentResults) -> tuple[Figure, ...]:

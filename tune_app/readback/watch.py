@@ -17,12 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tune_app import eta
-from tune_app.errors import SpecError, TuneAppError
+from tune_app.errors import TuneAppError
 from tune_app.readback import importance, report
 from tune_app.readback.plots import timeline
 from tune_app.readback.report import LiveNote
 from tune_app.rundir import read
-from tune_app.rundir.allowed import output_problem
 from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import ExperimentResults
 from tune_app.rundir.records import UNFINISHED
@@ -45,12 +44,9 @@ def page(folder: str, out: str | None, every: float | None = None) -> Path:
     # Named by the run read, which a folder of several runs chose (`RunLocation.open`).
     source = experiments[0].where if len(experiments) == 1 else str(folder)
     # Beside the results, or here when they are on cloud storage.
-    path = Path(out or ("." if is_uri(source) else local_path(source)))
-    if path.is_dir():
-        path /= "report.html"
-    problem = output_problem(path, (".html", ".htm"))
-    if problem is not None:
-        raise SpecError(problem, path="--out", suggestion="name a page ending in .html")
+    path = report.page_path(
+        Path(out or ("." if is_uri(source) else local_path(source))), "report.html", "--out"
+    )
     if every is None:
         return report.write(experiments, path, source=source)
     if running(experiments):
