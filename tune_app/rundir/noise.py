@@ -26,35 +26,29 @@ SELECTS = ("aggregate", "lcb")  # what may rank configurations: their aggregate,
 MIN_SEEDS = 2  # scored seeds a configuration needs for a chance or a bound
 
 
-def resampled(
-    scores: Sequence[Sequence[float | None]], how: str, draws: int = DRAWS, seed: int = SEED
-) -> list[np.ndarray | None]:
-    """For each configuration, the aggregates of `draws` bootstrap resamples of its finite
+def resampled(scores: Sequence[Sequence[float | None]], how: str) -> list[np.ndarray | None]:
+    """For each configuration, the aggregates of DRAWS bootstrap resamples of its finite
     scores; None for one with fewer than MIN_SEEDS. One generator draws them all in order, so
-    the result depends only on the scores and the seed."""
-    rng = np.random.default_rng(seed)
+    the result depends only on the scores and SEED."""
+    rng = np.random.default_rng(SEED)
     out: list[np.ndarray | None] = []
     for values in scores:
         finite = finite_values(values)
         if finite.size < MIN_SEEDS:
             out.append(None)
             continue
-        picks = rng.integers(0, finite.size, size=(draws, finite.size))
+        picks = rng.integers(0, finite.size, size=(DRAWS, finite.size))
         out.append(aggregate_rows(finite[picks], how))
     return out
 
 
 def chance_best(
-    scores: Sequence[Sequence[float | None]],
-    how: str,
-    mode: str | None,
-    draws: int = DRAWS,
-    seed: int = SEED,
+    scores: Sequence[Sequence[float | None]], how: str, mode: str | None
 ) -> list[float | None]:
     """Each configuration's chance of being the best: the share of bootstrap draws in which its
     aggregate is the top one among the configurations with MIN_SEEDS scored seeds (a tie shares
     the draw). None for a configuration with fewer; the others' chances sum to 1."""
-    stats = resampled(scores, how, draws, seed)
+    stats = resampled(scores, how)
     judged = [i for i, s in enumerate(stats) if s is not None]
     out: list[float | None] = [None] * len(stats)
     if not judged:
@@ -70,16 +64,10 @@ def chance_best(
     return out
 
 
-def lower_bound(
-    values: Sequence[float | None],
-    how: str,
-    mode: str | None,
-    draws: int = DRAWS,
-    seed: int = SEED,
-) -> float | None:
+def lower_bound(values: Sequence[float | None], how: str, mode: str | None) -> float | None:
     """The pessimistic one-sided 95% bootstrap bound of the aggregate of `values`: its 5th
     percentile (95th when lower is better). None under MIN_SEEDS finite values."""
-    stats = resampled([values], how, draws, seed)[0]
+    stats = resampled([values], how)[0]
     if stats is None:
         return None
     tail = (1 - LEVEL) * 100
