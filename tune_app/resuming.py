@@ -29,7 +29,6 @@ def resume_plan(
     folder: str | Path,
     *,
     force: bool = False,
-    cpus: float | None = None,
     machine: Machine | None = None,
 ) -> Plan:
     """The plan continuing the runs in `folder` (a path or a cloud URI), for `machine` (a
@@ -73,9 +72,7 @@ def resume_plan(
     loaded = loads(as_run, spec_file)
     smoke = records[0].smoke
     root = found[0].storage_path(smoke)
-    plan = make_plan(
-        loaded, cpus=cpus, machine=machine, storage_path=root, smoke=smoke, rllib_checks=True
-    )
+    plan = make_plan(loaded, machine=machine, storage_path=root, smoke=smoke, rllib_checks=True)
     # A re-run wrote `<name>_<n>` beside the first run: each found run continues the plan's
     # experiment its run.json names, in the folder it was run in.
     by_name = {ep.name: ep for ep in plan.experiments}
