@@ -300,10 +300,8 @@ class _Trial:
             self.best = None
             for p, r in self.kept:
                 value = scoring.finite(r.get(self.metric or ""))
-                if value is not None and (
-                    self.best is None
-                    or (value < self.best[1] if self.mode == "min" else value > self.best[1])
-                ):
+                top = None if self.best is None else self.best[1]
+                if value is not None and scoring.better(value, top, self.mode):
                     self.best = (p, value, r)
 
     def done(self) -> TrialRows:
