@@ -32,6 +32,7 @@ from tune_app.readback.importance.permutation import (
     too_little,
 )
 from tune_app.rundir.records import TrialOutcome
+from tune_app.rundir.write import LOG_KINDS
 from tune_app.scoring import finite
 from tune_app.space import Domain, whole_number
 
@@ -47,7 +48,6 @@ PED_MIN_BEST = 5
 PED_MAX_QUANTILE = 0.5
 # Kinds of `space.Domain` read as integers; the others of `space.RULES` as floats.
 _INTEGER_KINDS = ("randint", "qrandint", "lograndint", "qlograndint")
-_LOG_KINDS = ("loguniform", "qloguniform", "lograndint", "qlograndint")
 _UPPER_EXCLUDED = ("randint", "lograndint")
 _LISTS = ("choice", "grid_search")  # read as categories
 _PACKAGE_NAMES = {"optuna": "Optuna", "sklearn": "scikit-learn"}
@@ -236,7 +236,7 @@ def axis(domain: Domain | None, values: Sequence[Any], log: bool = False) -> Axi
     if kind in _UPPER_EXCLUDED:
         bounds[1] -= 1
     low, high = min([*bounds, *numbers], default=0.0), max([*bounds, *numbers], default=0.0)
-    if kind in _LOG_KINDS and low > 0:  # as its log10, uniform (see above)
+    if kind in LOG_KINDS and low > 0:  # as its log10, uniform (see above)
         logs = FloatDistribution(math.log10(low), math.log10(high))
         return Axis(logs, lambda v: math.log10(v) if (finite(v) or 0) > 0 else _ABSENT)
     if kind in _INTEGER_KINDS:
