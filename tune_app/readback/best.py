@@ -142,7 +142,7 @@ def _spec_as_run(run: RunLocation) -> str:
 def render(data: dict[str, Any], found: list[Best], fmt: Format) -> str:
     """The spec as YAML or JSON, the chosen values as `experiment.config.path=value` lines, or
     the chosen trials' checkpoint folders, one a line; the header and errors name the runs read."""
-    source = read_from(found)
+    source = ", ".join(dict.fromkeys(b.run.where for b in found))  # the runs read, as named
     if fmt == "checkpoint":
         missing = [b.trial.trial_id for b in found if b.checkpoint is None]
         if missing:
@@ -172,11 +172,6 @@ def render(data: dict[str, Any], found: list[Best], fmt: Format) -> str:
         for b in found
     ]
     return "\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=False).rstrip("\n")
-
-
-def read_from(found: list[Best]) -> str:
-    """The run folders the chosen configurations were read from, as a user names them."""
-    return ", ".join(dict.fromkeys(b.run.where for b in found))
 
 
 def _chosen(
