@@ -100,7 +100,9 @@ class RunLocation:
             prefer=finding.unfinished if resuming else finding.ran_trials,
         )
         found = [RunLocation(p) for p in paths]
-        _say_passed_over(found, [str(p) for p in passed], _not_run_here, resuming)
+        _say_passed_over(
+            found, [str(p) for p in passed], lambda p: finding.not_run(Path(p)), resuming
+        )
         return found
 
     def fresh(self, claimed: Sequence[RunLocation] = ()) -> RunLocation:
@@ -357,10 +359,6 @@ def _say_passed_over(
         file=sys.stderr,
         flush=True,
     )
-
-
-def _not_run_here(where: str) -> str | None:
-    return finding.not_run(Path(where))
 
 
 def _canonical(location: RunLocation) -> str:
