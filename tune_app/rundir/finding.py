@@ -12,7 +12,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from tune_app.errors import SpecError
-from tune_app.rundir.files import open_regular, read_json
+from tune_app.rundir.files import read_json, read_text
 from tune_app.rundir.layout import (
     CLONES_FILE,
     FINISHED_FILE,
@@ -107,8 +107,7 @@ def not_run_why(summary: str | None, reported: bool) -> str | None:
 def not_run(folder: Path) -> str | None:
     """`not_run_why` of a local run folder."""
     try:
-        with open_regular(folder / SUMMARY_FILE, "r", encoding="utf-8") as f:
-            summary: str | None = f.read()
+        summary: str | None = read_text(folder / SUMMARY_FILE)
     except (OSError, UnicodeDecodeError):
         summary = None
     return not_run_why(summary, any(_has_lines(folder / n) for n in (RESULTS_FILE, FINISHED_FILE)))
