@@ -11,6 +11,7 @@ keeping per trial what the readers use (`stream`): a 500 MB file reads in a few 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -397,12 +398,9 @@ def _failure(trial_folder: Path | None, status: str) -> Failure | None:
     """Why a trial that ended in error failed, from its error.txt."""
     if status != ERRORED:
         return None
-    error_file = trial_folder / ERROR_FILE if trial_folder else None
-    if error_file is not None and error_file.exists():
-        try:
-            return failures.from_text(read_text(error_file, errors="replace"))
-        except OSError:
-            pass
+    if trial_folder is not None:
+        with contextlib.suppress(OSError):  # none was left, or it is no regular file
+            return failures.from_text(read_text(trial_folder / ERROR_FILE, errors="replace"))
     return Failure("unknown error", "no error.txt was left")
 
 

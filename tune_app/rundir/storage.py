@@ -203,7 +203,7 @@ def read_text(uri: str, name: str) -> str | None:
     try:
         with fs.open_input_stream(f"{path}/{name}") as f:
             return bytes(f.read()).decode("utf-8", errors="replace")
-    except (FileNotFoundError, OSError):
+    except OSError:  # FileNotFoundError among them
         return None
 
 
