@@ -209,11 +209,11 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
     by_id = {t.trial_id: t for t in exp.trials}
     if exp.summary.seeds:
         how = f"{exp.summary.aggregate} of its seeds"
+        rank = {t.trial_id: n for n, t in enumerate(exp.ranked())}
         for c in exp.summary.configurations():
             if c.score is None:
                 continue
-            order = [t.trial_id for t in exp.ranked()]
-            best = min((by_id[i] for i in c.trial_ids), key=lambda t: order.index(t.trial_id))
+            best = by_id[min(c.trial_ids, key=rank.__getitem__)]
             chosen.append((c.params, c.score, best, how + noise.chosen_by(c, exp.summary.select)))
     else:
         seen = set()
