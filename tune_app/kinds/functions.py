@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 
 def as_tune_function(fn: Callable[..., Any]) -> Callable[..., Any]:

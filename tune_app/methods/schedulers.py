@@ -201,12 +201,6 @@ class Variants:
     plain: str
     for_bohb: str | None = None  # the brackets BOHB's searcher fills
 
-    def choose(self, ctx: Context) -> str:
-        """The variant for an experiment without seeds: BOHB's brackets, or plain."""
-        if ctx.searcher in BRACKET_SEARCHERS and self.for_bohb:
-            return self.for_bohb
-        return self.plain
-
 
 def _import(path: str) -> Any:
     import importlib
@@ -248,10 +242,10 @@ class Scheduler:
         """The Tune scheduler for an experiment (with seeds: the seeds package's choice)."""
         extra = self.context_options(ctx) if self.context_options else {}
         kwargs = {**options.options(), **extra}
-        bohb = ctx.searcher in BRACKET_SEARCHERS and self.variants.for_bohb
+        bohb = self.variants.for_bohb if ctx.searcher in BRACKET_SEARCHERS else None
         if ctx.seeds_aggregate and not bohb and self.name in seeded.SEEDED_SCHEDULERS:
             return seeded.seeded_scheduler(self.name, ctx.seeds_aggregate, **kwargs)
-        return _import(self.variants.choose(ctx))(**kwargs)
+        return _import(bohb or self.variants.plain)(**kwargs)
 
     def trial_lengths(self, options: Options, bound: int | None) -> eta.Plan | None:
         """How long its trials are expected to run (`plan`); None where no trial is stopped
