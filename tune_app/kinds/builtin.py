@@ -161,8 +161,7 @@ class RegisteredKind(KindDefaults):
         errors = Collector()
         with errors.check():
             require(f"trainable '{exp.run}'", self.info.packages, f"{exp.key_path}.run")
-        config = exp.config if isinstance(exp.config, dict) else {}
-        for key, value in config.items():
+        for key, value in exp.config.items():
             with errors.check():
                 where = f"{exp.key_path}.config.{key}"
                 if key not in knobs:
@@ -174,7 +173,7 @@ class RegisteredKind(KindDefaults):
                     )
                 _check_knob_type(knobs[key], value, where, exp.run)
         for knob in knobs.values():
-            given = knob.name in config or (knob.name == "env" and exp.env is not None)
+            given = knob.name in exp.config or (knob.name == "env" and exp.env is not None)
             if knob.default is None and not given:
                 errors.errors.append(
                     SpecError(

@@ -147,7 +147,7 @@ def check_seeds(exp: Experiment, kind: TrainableKind) -> None:
     if not exp.seeds:
         return
     where = f"{exp.key_path}.seeds"
-    if isinstance(exp.config, dict) and SEED_KEY in exp.config:
+    if SEED_KEY in exp.config:
         raise SpecError(
             "config.seed is set by the seeds axis; the config must not set it too",
             path=f"{exp.key_path}.config.seed",

@@ -21,9 +21,7 @@ MAX_ITERATIONS = 2
 
 def shrink(exp: Experiment, ref: TrainableRef) -> Experiment:
     """The smoke-size version of `exp` (RLlib keys already in their new-stack names)."""
-    config = cut_grids(exp.config)
-    if isinstance(config, dict):
-        config = ref.kind.smoke_config(config)
+    config = ref.kind.smoke_config(cut_grids(exp.config))
     stop = dict(exp.stop)
     stop["training_iteration"] = min(stop.get("training_iteration", MAX_ITERATIONS), MAX_ITERATIONS)
     expect = exp.expect

@@ -188,8 +188,6 @@ def _resolve(name: str, exp: ExperimentSpec, top: Settings, path: str) -> Experi
         inherited = getattr(top, key)
         return default if inherited is None else inherited
 
-    if not isinstance(exp.config, dict):
-        raise SpecError("must be a mapping", path=f"{path}.config")
     search = pick("search", GridOptions())
     scheduler = pick("scheduler")
     pairs_with = SEARCHERS[search.type].pairs_with

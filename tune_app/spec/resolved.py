@@ -24,7 +24,7 @@ class Experiment:
     name: str
     run: str
     env: str | None
-    config: Any  # the parsed space: constants and `space.Domain`s
+    config: dict[str, Any]  # the parsed space: constants and `space.Domain`s
     stop: dict[str, float]
     num_samples: int
     resources: ResourcesSpec | None  # None: the trainable's default
