@@ -29,8 +29,8 @@ class Domain:
     def to_tune(self) -> Any:
         from ray import tune
 
-        if self.is_grid:
-            return tune.grid_search(list(self.args))
+        if self.is_grid:  # its values may hold domains of their own
+            return tune.grid_search([to_tune(v) for v in self.args])
         if self.kind == "choice":
             return tune.choice(list(self.args))
         kind, args = self.tune_form()
@@ -409,13 +409,7 @@ def searched_paths(space: Any) -> list[str]:
 
 def to_tune(space: Any) -> Any:
     """The parsed space as Tune's `param_space`: every `Domain` becomes Tune's domain object."""
-
-    def tune_domain(d: Domain) -> Any:
-        if d.is_grid:
-            return Domain("grid_search", tuple(to_tune(v) for v in d.args)).to_tune()
-        return d.to_tune()
-
-    return map_domains(space, tune_domain)
+    return map_domains(space, Domain.to_tune)
 
 
 def representative(space: Any) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 
 from tune_app.errors import Collector, SpecError
 from tune_app.methods import searcher_of
+from tune_app.objectives import describe
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.read import FINISHED, ExperimentResults, read_experiment
 from tune_app.rundir.records import TrialOutcome, WarmStartRecord, warm_start_line
@@ -170,12 +171,11 @@ def _check_objective(
     """An earlier run ranked by another metric or mode scored its trials otherwise: refused,
     except for a grid searched without a metric (it compares configurations only)."""
     if exp.objectives:
-        this = [(o.name, o.mode) for o in exp.objectives]
-        theirs = [(o.name, o.mode) for o in results.summary.objectives]
-        if this != theirs:
+        theirs = results.summary.objectives
+        if list(exp.objectives) != theirs:
             raise SpecError(
-                f"{results.where} is a run of {_shown(theirs) or 'one metric'}, this experiment "
-                f"searches {_shown(this)}: its trials were scored otherwise",
+                f"{results.where} is a run of {describe(theirs) or 'one metric'}, this experiment "
+                f"searches {describe(exp.objectives)}: its trials were scored otherwise",
                 path=at,
                 suggestion="warm-start from runs of the same objectives",
             )
@@ -190,10 +190,6 @@ def _check_objective(
             path=at,
             suggestion=f"warm-start from runs of metric {metric}, mode {mode}",
         )
-
-
-def _shown(objectives: list[tuple[str, str]]) -> str:
-    return ", ".join(f"{name} ({mode})" for name, mode in objectives)
 
 
 def _outside(
