@@ -39,32 +39,24 @@ def check_reported(exp: Experiment, kind: TrainableKind, metric: str | None) -> 
     kind.check_reported(exp, keys)
 
 
-def check_search(exp: Experiment, metric: str | None) -> None:
-    """What the searcher needs of the space: no grid axes, at least one sampled value."""
+def check_search(exp: Experiment) -> None:
+    """What the searcher needs of the space: no grid axes, no domain it cannot sample, at least
+    one sampled value."""
     entry = searcher_of(exp.search)
     domains = list(iter_domains(exp.config))
     errors = Collector()
-    if not entry.takes_grid:
-        for path, domain in domains:
-            if domain.is_grid:
-                errors.errors.append(
-                    SpecError(
-                        f"{entry.name} cannot search a grid_search axis",
-                        path=f"{exp.key_path}.config.{path}",
-                        suggestion="use choice: [...] instead, or search: grid",
-                    )
-                )
-    if entry.refuses is not None:
-        for path, domain in domains:
-            refused = entry.refuses(domain)
-            if refused is not None:
-                errors.errors.append(
-                    SpecError(
-                        refused[0],
-                        path=f"{exp.key_path}.config.{path}",
-                        suggestion=refused[1],
-                    )
-                )
+    grid = (
+        f"{entry.name} cannot search a grid_search axis",
+        "use choice: [...] instead, or search: grid",
+    )
+    for path, domain in domains:
+        if domain.is_grid and not entry.takes_grid:
+            refused: tuple[str, str] | None = grid
+        else:
+            refused = entry.refuses(domain) if entry.refuses is not None else None
+        if refused is not None:
+            at = f"{exp.key_path}.config.{path}"
+            errors.errors.append(SpecError(refused[0], path=at, suggestion=refused[1]))
     if entry.needs_sampled and not domains:
         errors.errors.append(
             SpecError(

@@ -164,7 +164,7 @@ def _plan_experiment(
     for check in (
         lambda: checks.check_reported(exp, kind, metric),
         lambda: kind.check_config(exp),
-        lambda: checks.check_search(exp, metric),
+        lambda: checks.check_search(exp),
         lambda: kind.check_checkpoint_keys(exp),
         lambda: checks.check_population(exp, kind, warnings),
         lambda: checks.check_seeds(exp, kind),
