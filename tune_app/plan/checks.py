@@ -254,17 +254,15 @@ def _or(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
-def warn_unread_constraints(exp: Experiment) -> str | None:
+def warn_unread_constraints(exp: Experiment, warnings: list[str]) -> None:
     """A warning when the search samples without the constraints (they still keep a trial that
-    breaks one off the front and from being best); None when it reads them or there are none."""
-    if not exp.constraints or reads_constraints(exp.search):
-        return None
-    samplers = " or ".join(OPTUNA_CONSTRAINED)
-    return (
-        f"{exp.key_path}.constraints: search {exp.search.type} samples without them (Optuna's "
-        f"{samplers} sampler reads them); a trial that breaks one is still never best nor on "
-        "the front"
-    )
+    breaks one off the front and from being best); none when it reads them or there are none."""
+    if exp.constraints and not reads_constraints(exp.search):
+        warnings.append(
+            f"{exp.key_path}.constraints: search {exp.search.type} samples without them "
+            f"(Optuna's {' or '.join(OPTUNA_CONSTRAINED)} sampler reads them); a trial that "
+            "breaks one is still never best nor on the front"
+        )
 
 
 def check_objectives(exp: Experiment) -> None:

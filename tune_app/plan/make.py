@@ -185,7 +185,7 @@ def _plan_experiment(
             bundles = kind.bundles(exp, written, env, machine, rllib_checks)
     errors.raise_any()
     checks.warn_unwatched_time(exp, warnings)
-    warnings += [w for w in (checks.warn_unread_constraints(exp),) if w is not None]
+    checks.warn_unread_constraints(exp, warnings)
     if smoke and warm is not None:
         warnings.append(f"{exp.key_path}.warm_start: checked; a --smoke run starts without it")
         warm = None
@@ -198,8 +198,8 @@ def _plan_experiment(
         )
     trials = warm.trials(exp, envs) if warm is not None else exp.trials(envs)
     checks.check_concurrency(exp, trials)
-    folder = RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
     where = storage or exp.storage_path
+    folder = RunLocation.for_experiment(where, exp.name, smoke=smoke)
     unwritable = (
         local_uri_problem(where)
         or home_problem(where)

@@ -46,7 +46,7 @@ def _to_spec_error(target: Any, err: Any) -> SpecError:  # noqa: C901
             allowed=keys,
             suggestion=did_you_mean(loc[-1], known),
         )
-    shown, _ = _walk(target, loc)
+    shown, at = _walk(target, loc)
     path = _join(shown)
     if loc[-1] == "[key]":  # pydantic's loc holds a bad key as it hashes: true as 1
         written = {"True": "true", "False": "false", "None": "null"}.get(repr(value))
@@ -87,7 +87,7 @@ def _to_spec_error(target: Any, err: Any) -> SpecError:  # noqa: C901
             allowed=SCOPES,
             suggestion="last ranks trials by where their curves ended, all by their best value",
         )
-    if _walk(target, loc)[1] is TensorBoardSpec and kind.endswith("_type"):
+    if at is TensorBoardSpec and kind.endswith("_type"):
         return SpecError(
             f"must be a mapping, but got {value!r}",
             path=path,

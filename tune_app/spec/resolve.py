@@ -99,8 +99,7 @@ def parse(data: Any, file: Path, text: str = "") -> Spec:
                 "must be a non-empty mapping of experiment names to experiments", path="experiments"
             )
         fixed = _each(exps, lambda k, v: translate_legacy(v, f"experiments.{k}", warnings))
-        top = validate(AppSpec, {**data, "experiments": fixed})
-        assert isinstance(top, AppSpec)
+        top: AppSpec = validate(AppSpec, {**data, "experiments": fixed})
         settings: Settings = top
         written = top.experiments
         prefix = "experiments."
