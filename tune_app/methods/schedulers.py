@@ -115,10 +115,8 @@ class PbtOptions(Options):
     def options(self) -> dict[str, Any]:
         from tune_app.space import parse_space, to_tune
 
-        found = super().options()
-        found["hyperparam_mutations"] = to_tune(parse_space(self.hyperparam_mutations, ""))
-        found["perturbation_factors"] = tuple(self.perturbation_factors)
-        return found
+        mutations = to_tune(parse_space(self.hyperparam_mutations, ""))
+        return {**super().options(), "hyperparam_mutations": mutations}
 
 
 class Pb2Options(Options):

@@ -14,17 +14,15 @@ of fully resolved `Experiment`s. No Ray import here, so `validate` and `--help` 
 """
 
 from tune_app.spec.loading import read_yaml, read_yaml_text
-from tune_app.spec.models import SCHEDULER_NAMES, SEARCHES, CheckpointSpec, Mode, ResourcesSpec
+from tune_app.spec.models import SCHEDULER_NAMES, SEARCHES, CheckpointSpec, ResourcesSpec
 from tune_app.spec.resolve import load, loads, parse
-from tune_app.spec.resolved import Experiment, Spec
+from tune_app.spec.resolved import Spec
 from tune_app.spec.schema import json_schema
 
 __all__ = [
     "SCHEDULER_NAMES",
     "SEARCHES",
     "CheckpointSpec",
-    "Experiment",
-    "Mode",
     "ResourcesSpec",
     "Spec",
     "json_schema",
