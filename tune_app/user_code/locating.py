@@ -36,14 +36,7 @@ def spec_of(module_name: str, folders: tuple[str, ...]) -> ModuleSpec | None:
     places = [origin] if origin else list(found.submodule_search_locations or ())
     if not any(is_local_origin(p, folders) for p in places):
         return importlib.util.find_spec(module_name)
-    for i in range(1, len(rest) + 1):
-        if found is None or found.submodule_search_locations is None:
-            return None
-        name = ".".join([first, *rest[:i]])
-        parent = sys.modules.get(name.rpartition(".")[0])  # imported already: its own path
-        where = getattr(parent, "__path__", None) or found.submodule_search_locations
-        found = importlib.machinery.PathFinder.find_spec(name, list(where))
-    return found
+    return static_spec(module_name, imported=True)
 
 
 def pythonpath_folders() -> list[Path]:
@@ -132,16 +125,17 @@ def on_path(folders: tuple[str, ...]) -> Iterator[None]:
             sys.path.remove(f)
 
 
-def static_spec(module_name: str) -> ModuleSpec | None:
-    """Where `module_name` lies, each part looked up in its parent package's folders: nothing
-    is imported, not even the parents (`importlib.util.find_spec` imports them)."""
+def static_spec(module_name: str, imported: bool = False) -> ModuleSpec | None:
+    """Where `module_name` lies, each part looked up in its parent package's folders (with
+    `imported`, a parent imported already in its own `__path__`): nothing is imported, not even
+    the parents (`importlib.util.find_spec` imports them)."""
     first, *rest = module_name.split(".")
     found = importlib.util.find_spec(first)  # a top-level name is found, not imported
     for i in range(1, len(rest) + 1):
         if found is None or found.submodule_search_locations is None:
             return None
         name = ".".join([first, *rest[:i]])
-        found = importlib.machinery.PathFinder.find_spec(
-            name, list(found.submodule_search_locations)
-        )
+        parent = sys.modules.get(name.rpartition(".")[0]) if imported else None
+        where = getattr(parent, "__path__", None) or found.submodule_search_locations
+        found = importlib.machinery.PathFinder.find_spec(name, list(where))
     return found
