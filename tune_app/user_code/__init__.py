@@ -216,10 +216,8 @@ def declared_refs(group: str) -> frozenset[str]:
 
 def entry_point(group: str, name: str) -> str | None:
     """The `module:name` an installed package declares under `name` in `group`, or None."""
-    for ep in metadata.entry_points(group=group):
-        if ep.name == name:
-            return " ".join(ep.value.split())
-    return None
+    found = [ep.value for ep in metadata.entry_points(group=group, name=name)]
+    return " ".join(found[0].split()) if found else None
 
 
 def find_module(module_name: str, search_path: tuple[str, ...], where: str) -> ModuleSpec:
