@@ -96,7 +96,27 @@ class PbtOptions(Options):
     @field_validator("hyperparam_mutations")
     @classmethod
     def _spaces(cls, value: dict[str, Any]) -> dict[str, Any]:
-        _check_mutations(value, "hyperparam_mutations")
+        """PBT's mutations as `space` parses them; grid axes make no sense there, and each key
+        needs values to pick from (Tune fails mid-run on an empty list or a constant)."""
+        from tune_app.errors import SpecError
+        from tune_app.space import iter_domains, parse_space
+
+        # The error's path names the option; these name the key under it.
+        for where, v in _mutations(value):
+            if isinstance(v, list) and not v:
+                raise ValueError(f"{where}: an empty list leaves nothing to pick; list values")
+            if not isinstance(v, dict | list):
+                raise ValueError(
+                    f"{where}: {v!r} is one value, nothing to mutate to; write a list of "
+                    "values, or a search-space mapping such as {uniform: [low, high]}"
+                )
+        try:
+            parsed = parse_space(value, "hyperparam_mutations")
+        except SpecError as err:
+            raise ValueError(f"{err.path}: {err.what}") from None
+        for where, domain in iter_domains(parsed, "hyperparam_mutations"):
+            if domain.is_grid:
+                raise ValueError(f"{where}: a mutation is redrawn, not a grid; write choice: [...]")
         return value
 
     @field_validator("perturbation_factors", mode="before")
@@ -163,31 +183,6 @@ def mutated_paths(options: Options) -> list[str]:
     if not isinstance(options, PbtOptions):
         return []
     return [path for path, _ in _mutations(options.hyperparam_mutations)]
-
-
-def _check_mutations(value: Any, path: str) -> None:
-    """PBT's mutations as `space` parses them; grid axes make no sense there, and each key needs
-    values to pick from (Tune fails mid-run on an empty list or a constant)."""
-    from tune_app.errors import SpecError
-    from tune_app.space import iter_domains, parse_space
-
-    # The error's path names the option; these name the key under it.
-    for where, v in _mutations(value) if isinstance(value, dict) else []:
-        if isinstance(v, list) and not v:
-            raise ValueError(f"{where}: an empty list leaves nothing to pick; list values")
-        if not isinstance(v, dict | list):
-            raise ValueError(
-                f"{where}: {v!r} is one value, nothing to mutate to; write a list of "
-                "values, or a search-space mapping such as {uniform: [low, high]}"
-            )
-
-    try:
-        parsed = parse_space(value, path)
-    except SpecError as err:
-        raise ValueError(f"{err.path}: {err.what}") from None
-    for where, domain in iter_domains(parsed, path):
-        if domain.is_grid:
-            raise ValueError(f"{where}: a mutation is redrawn, not a grid; write choice: [...]")
 
 
 @dataclass(frozen=True)
