@@ -96,25 +96,13 @@ def whole_number(x: Any) -> TypeGuard[int]:
 
 @dataclass(frozen=True)
 class _Rule:
-    """How one mapping is written: argument names, which must be integers, and its range check."""
+    """How one mapping is written: argument names, which must be integers, and its range checks,
+    run in order until one finds a problem (a later one may rely on an earlier: q > 0)."""
 
     params: tuple[str, ...]
     integer: bool
-    check: Callable[..., str | None]
+    checks: tuple[Callable[..., str | None], ...]
     doc: str = ""
-
-
-def _first(*checks: Callable[..., str | None]) -> Callable[..., str | None]:
-    """A check of a mapping's arguments that runs `checks` in order and says the first problem."""
-
-    def check(*args: Any) -> str | None:
-        for each in checks:
-            problem = each(*args)
-            if problem:
-                return problem
-        return None
-
-    return check
 
 
 def _bounds(lo: Any, hi: Any, *_: Any) -> str | None:
@@ -174,51 +162,54 @@ def _divisible(lo: Any, hi: Any, q: Any) -> str | None:
 # `upper`, while the quantized integer samplers `qrandint` and `qlograndint` include it, except
 # for q = 1, where Tune excludes it too.
 RULES: dict[str, _Rule] = {
-    "uniform": _Rule(("lower", "upper"), False, _bounds, doc="float in [lower, upper)"),
+    "uniform": _Rule(("lower", "upper"), False, (_bounds,), doc="float in [lower, upper)"),
     "quniform": _Rule(
         ("lower", "upper", "q"),
         False,
-        _first(_positive_q, _bounds, _divisible),
+        (_positive_q, _bounds, _divisible),
         doc="float in [lower, upper], rounded to a multiple of q",
     ),
     "loguniform": _Rule(
-        ("lower", "upper"), False, _log_bounds, doc="float in [lower, upper), uniform in log space"
+        ("lower", "upper"),
+        False,
+        (_log_bounds,),
+        doc="float in [lower, upper), uniform in log space",
     ),
     "qloguniform": _Rule(
         ("lower", "upper", "q"),
         False,
-        _first(_positive_q, _log_bounds, _divisible),
+        (_positive_q, _log_bounds, _divisible),
         doc="loguniform, rounded to a multiple of q",
     ),
     "randint": _Rule(
         ("lower", "upper"),
         True,
-        _first(_bounds, _integer_values),
+        (_bounds, _integer_values),
         doc="integer in [lower, upper): upper excluded",
     ),
     "qrandint": _Rule(
         ("lower", "upper", "q"),
         True,
-        _first(_positive_q, _bounds, _integer_values),
+        (_positive_q, _bounds, _integer_values),
         doc="integer multiple of q in [lower, upper]: upper included unless q = 1",
     ),
     "lograndint": _Rule(
         ("lower", "upper"),
         True,
-        _first(_log_bounds, _integer_values),
+        (_log_bounds, _integer_values),
         doc="integer in [lower, upper), uniform in log space: upper excluded",
     ),
     "qlograndint": _Rule(
         ("lower", "upper", "q"),
         True,
-        _first(_positive_q, _log_bounds, _integer_values),
+        (_positive_q, _log_bounds, _integer_values),
         doc="lograndint rounded to a multiple of q: upper included unless q = 1",
     ),
-    "randn": _Rule(("mean", "sd"), False, _positive_sd, doc="float from a normal distribution"),
+    "randn": _Rule(("mean", "sd"), False, (_positive_sd,), doc="float from a normal distribution"),
     "qrandn": _Rule(
         ("mean", "sd", "q"),
         False,
-        _first(_positive_sd, _positive_q),
+        (_positive_sd, _positive_q),
         doc="normal, rounded to a multiple of q",
     ),
 }
@@ -293,7 +284,7 @@ def _parse_domain(kind: str, args: Any, path: str) -> Domain:
             path=path,
             suggestion=f"write {form}",
         )
-    problem = rule.check(*args)
+    problem = next(filter(None, (check(*args) for check in rule.checks)), None)
     if problem:
         raise SpecError(f"{kind}: {problem}", path=path, suggestion=f"write {form}: {rule.doc}")
     return Domain(kind, tuple(args))
