@@ -42,11 +42,9 @@ class EnvRef:
         return check(self.env, ENV, self.search_path, "env").load()
 
 
-def resolve_env_grid(envs: Any, where: str, spec_dir: Path | None = None) -> EnvRef:
-    """Check every env of a `grid_search` over envs at key path `where`; each error names its
-    member's index."""
-    if not isinstance(envs, list) or not envs:
-        raise SpecError("an env grid_search takes a list of env names", path=f"{where}.grid_search")
+def resolve_env_grid(envs: list[Any], where: str, spec_dir: Path | None = None) -> EnvRef:
+    """Check every env of a `grid_search` over envs at key path `where` (a parsed grid's values:
+    a list, never empty); each error names its member's index."""
     members, errors = [], Collector()
     for i, env in enumerate(envs):
         with errors.check():

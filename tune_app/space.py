@@ -345,7 +345,7 @@ def place_at(config: Any, path: str, value: Any) -> bool:
         for index, key in parts[:-1]:
             node = _step(node, index, key)[1]
         at, _ = _step(node, *parts[-1])
-    except (LookupError, IndexError):
+    except LookupError:  # an IndexError too
         return False
     node[at] = value
     return True
