@@ -145,6 +145,12 @@ BAD = [
     pytest.param({"c[0]": [{"randint": [0, 4]}]}, "config.x.c[0]", "would not", id="index"),
     pytest.param({True: {"grid_search": [1, 2]}}, "config.x.True", "would not", id="bool-key"),
     pytest.param({"choice": []}, "config.x.choice", "non-empty list", id="choice-empty"),
+    pytest.param(
+        {"choice": [1, {"uniform": [0, 1]}]}, "config.x.choice", "must be constants", id="choice-of"
+    ),
+    pytest.param(
+        {"choice": [{"uniform": [1]}]}, "config.x.choice[0].uniform", "takes 2", id="choice-bad"
+    ),
     pytest.param({"grid_search": 3}, "config.x.grid_search", "non-empty list", id="grid-scalar"),
     pytest.param({"gridsearch": [1, 2]}, "config.x", "did you mean 'grid_search'", id="near-miss"),
 ]

@@ -263,11 +263,12 @@ def _parse_domain(kind: str, args: Any, path: str) -> Domain:
                 path=path,
                 suggestion=f"write {kind}: [a, b, c]",
             )
-        if kind == "choice" and any(_contains_domain(a) for a in args):
+        values = tuple(parse_space(a, f"{path}[{i}]") for i, a in enumerate(args))
+        if kind == "choice" and any(True for v in values for _ in iter_domains(v)):
             raise SpecError(
                 "choice values must be constants, but one holds a search-space mapping", path=path
             )
-        return Domain(kind, tuple(parse_space(a, f"{path}[{i}]") for i, a in enumerate(args)))
+        return Domain(kind, values)
     rule = RULES[kind]
     form = f"{kind}: [{', '.join(rule.params)}]"
     if not isinstance(args, list) or len(args) != len(rule.params):
@@ -288,10 +289,6 @@ def _parse_domain(kind: str, args: Any, path: str) -> Domain:
     if problem:
         raise SpecError(f"{kind}: {problem}", path=path, suggestion=f"write {form}: {rule.doc}")
     return Domain(kind, tuple(args))
-
-
-def _contains_domain(value: Any) -> bool:
-    return any(True for _ in iter_domains(parse_space(value, "")))
 
 
 def outer_domains(space: Any, path: str = "") -> Iterator[tuple[str, Domain]]:
