@@ -49,11 +49,8 @@ def score(
 ) -> float | None:
     """A trial's score from the metric values it reported (missing and non-finite ones skipped):
     `RunningScore` of them all."""
-    numbers_ = [v for v in (finite(x) for x in values) if v is not None]
-    if not numbers_:
-        return None
     running = RunningScore(scope, mode)
-    for x in numbers_:
+    for x in values:
         running.add(x)
     return running.value
 
@@ -110,7 +107,7 @@ def better(value: float, than: float | None, mode: str | None) -> bool:
 
 def describe(scope: str) -> str:
     """A few words saying what a score under `scope` is, for tables and plans."""
-    if scope.startswith("last-") and scope != "last":
+    if scope.startswith("last-"):
         return f"mean of the last {scope.split('-')[1]} values"
     return {"last": "last value", "all": "best value ever", "avg": "mean of all values"}[scope]
 
