@@ -121,9 +121,4 @@ SYMBOLS: tuple[Symbol, ...] = (
 
 def broken() -> list[tuple[Symbol, str]]:
     """Each symbol of the table that does not hold in the installed Ray, with why."""
-    found = []
-    for symbol in SYMBOLS:
-        problem = symbol.check()
-        if problem is not None:
-            found.append((symbol, problem))
-    return found
+    return [(symbol, problem) for symbol in SYMBOLS if (problem := symbol.check()) is not None]
