@@ -105,7 +105,7 @@ def test_sigkilled_driver_resumes_without_rerunning_finished_trials(steps_spec, 
     from tests.test_tensorboard import _hparams
 
     # Events reach the disk within FLUSH_S; a trial started just before the kill may be lost.
-    from tune_app.tensorboard import FLUSH_S
+    from tune_app.tensorboard.events import FLUSH_S
 
     running = [
         t

@@ -33,7 +33,7 @@ from tune_app.rundir.layout import flatten, latest_results
 from tune_app.seeds import SEED_KEY
 from tune_app.space import Domain, iter_domains, value_at
 from tune_app.tensorboard import hparams as hp
-from tune_app.tensorboard.events import FLUSH_S, EventWriter, ended_in_events
+from tune_app.tensorboard.events import EventWriter, ended_in_events
 
 if TYPE_CHECKING:
     from ray.tune.experiment import Trial
@@ -223,7 +223,7 @@ class TrialBoard(LoggerCallback):
         if trial in self.writers:
             self.writers[trial].close()
         self.last_step.pop(trial, None)
-        self.writers[trial] = EventWriter(self.trial_folder(trial), flush_secs=FLUSH_S)
+        self.writers[trial] = EventWriter(self.trial_folder(trial))
         # Also on a restart (resume, retry, unpause); TensorBoard keeps the first of each tag.
         self._write(trial, experiment_summary(self.hparams, self.shown_metrics, self.created))
         values = searched_values(trial.config, self.hparams)

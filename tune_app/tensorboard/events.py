@@ -51,11 +51,11 @@ class EventWriter:
     """A trial's events file in TensorBoard's format (`record`): scalars as
     `simple_value`s, as TensorBoard and tensorboardX write them. Written in the driver's own
     thread, with no writer thread per trial (a search of many short trials starts a writer per
-    trial); `TrialBoard.on_step_end` flushes what is older than `flush_secs`."""
+    trial); `TrialBoard.on_step_end` flushes what is older than FLUSH_S."""
 
     _made = itertools.count()
 
-    def __init__(self, logdir: str, flush_secs: float = FLUSH_S) -> None:
+    def __init__(self, logdir: str) -> None:
         from tensorboard.compat.proto.event_pb2 import Event
 
         Path(logdir).mkdir(parents=True, exist_ok=True)
@@ -67,7 +67,6 @@ class EventWriter:
             f"{os.getpid()}.{next(self._made):08d}"
         )
         self._file = open(Path(logdir) / name, "wb")  # noqa: SIM115 - closed by close()
-        self.flush_secs = min(flush_secs, FLUSH_S)
         self._unflushed_since: float | None = None
         self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
 
@@ -110,7 +109,7 @@ class EventWriter:
 
     def flush_if_due(self) -> None:
         since = self._unflushed_since
-        if since is not None and time.monotonic() - since >= self.flush_secs:
+        if since is not None and time.monotonic() - since >= FLUSH_S:
             self.flush()
 
     def flush(self) -> None:
