@@ -46,8 +46,5 @@ def results_buffered(results: int | None) -> Iterator[None]:
     """While this holds (a Tuner's fit, where Tune reads them), Tune's buffering variables are
     `settings(results)`; None: they are left as the environment has them. Restored afterwards.
     (A resumed fit keeps the buffering its run began with: Tune restores it with its state.)"""
-    if results is None:
-        yield
-        return
-    with environment(settings(results)):
+    with environment(settings(results) if results is not None else {}):
         yield
