@@ -37,9 +37,7 @@ def takes_seeds(scheduler: str, judges: bool) -> bool:
 def seeded_scheduler(scheduler: str, how: str, **options: Any) -> Any:
     """`scheduler`'s seeded class built with its options, judging by the aggregate `how`."""
     module, _, name = SEEDED_SCHEDULERS[scheduler].partition(":")
-    built = getattr(importlib.import_module(module), name)(**options)
-    built.how = how
-    return built
+    return getattr(importlib.import_module(module), name)(how=how, **options)
 
 
 def seeded_variants(seeds: Sequence[int], **options: Any) -> Any:
