@@ -299,7 +299,6 @@ def _repeats(ep: ExperimentPlan) -> int:
 
 
 def _scheduler(ep: ExperimentPlan) -> Any:
-    sched = ep.experiment.scheduler
     exp = ep.experiment
     ctx = Context(
         seed=exp.seed,
@@ -307,4 +306,4 @@ def _scheduler(ep: ExperimentPlan) -> Any:
         folder=ep.folder,
         seeds_aggregate=exp.aggregate if exp.seeds else None,
     )
-    return SkipsEnded(scheduler_of(sched).build(sched, ctx))
+    return SkipsEnded(scheduler_of(exp.scheduler).build(exp.scheduler, ctx))
