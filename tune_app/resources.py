@@ -42,7 +42,6 @@ class Machine:
         cls,
         cpus: float | None = None,
         gpus: float | None = None,
-        memory: float | None = None,
         name: str = "the machine",
     ) -> Machine:
         """This machine as a local Ray started on it would count it, with what is given
@@ -51,9 +50,9 @@ class Machine:
             "CPU": float(cpus if cpus is not None else os.cpu_count() or 1),
             "GPU": float(gpus if gpus is not None else local_gpus()),
         }
-        bytes_ = memory if memory is not None else local_memory()
-        if bytes_ is not None:
-            totals["memory"] = float(bytes_)
+        memory = local_memory()
+        if memory is not None:
+            totals["memory"] = memory
         return cls(nodes=(totals,), name=name)
 
     @classmethod
