@@ -22,6 +22,7 @@ import tune_app
 from tune_app.errors import SpecError, first_line
 from tune_app.interrupts import deferred, reclaim
 from tune_app.plan.types import Plan
+from tune_app.ray_internals.replacing import environment
 from tune_app.ray_internals.startup import (
     TUNE_TRIAL_ENV,
     daemons_in_own_session,
@@ -70,35 +71,32 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
         finally:
             ray.shutdown()
         return
-    path, before = local_pythonpath(plan), os.environ.get("PYTHONPATH")
-    if path:
-        os.environ["PYTHONPATH"] = path  # the local Ray's workers inherit it
     # What Tune would give each trial actor as its runtime env, inherited instead: see
     # trials_on_prestarted_workers.
     for key, value in {**TUNE_TRIAL_ENV, **worker_env()}.items():
         os.environ.setdefault(key, value)
-    try:  # an interruption while Ray starts stops what did start
-        with (
-            daemons_in_own_session(),
-            node_on_loopback(),
-            lean_local_node(kwargs["log_to_driver"]),
-            signals_left_to_the_driver(),
-        ):
-            # A signal waits for the local Ray to have started, then interrupts: raised inside
-            # ray.init, once in a CI run, the process aborted ("terminate called without an
-            # active exception": a C++ thread of its core worker left running at exit).
-            with deferred():
-                ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
-        reclaim()  # should a handler of Ray's have got through
-        yield
-    finally:
-        ray.shutdown()
-        # The user's own again: a later spec in this process would take this one's folders, put
-        # there for the workers, for its own code (`tune_app.user_code.user_path`).
-        if before is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = before
+    # The local Ray's workers inherit PYTHONPATH; the user's own is back after Ray stops: a later
+    # spec in this process would take this one's folders, put there for the workers, for its
+    # own code (`tune_app.user_code.user_path`).
+    path = local_pythonpath(plan)
+    with environment({"PYTHONPATH": path} if path else {}):
+        try:  # an interruption while Ray starts stops what did start
+            with (
+                daemons_in_own_session(),
+                node_on_loopback(),
+                lean_local_node(kwargs["log_to_driver"]),
+                signals_left_to_the_driver(),
+            ):
+                # A signal waits for the local Ray to have started, then interrupts: raised
+                # inside ray.init, once in a CI run, the process aborted ("terminate called
+                # without an active exception": a C++ thread of its core worker left running at
+                # exit).
+                with deferred():
+                    ray.init(address="local", num_cpus=int(plan.cpus), **kwargs)
+            reclaim()  # should a handler of Ray's have got through
+            yield
+        finally:
+            ray.shutdown()
 
 
 def check_cluster(plan: Plan) -> None:
