@@ -16,6 +16,7 @@ tracker was slow, are sent. Ray-free: tests drive it with any sink.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import queue
@@ -183,10 +184,8 @@ class Mirror:
         DRAIN_S); True when it did. A tracker still busy then is left behind, with a warning."""
         budget = drain_s() if timeout is None else timeout
         deadline = time.monotonic() + budget
-        try:
+        with contextlib.suppress(queue.Full):
             self.queue.put(_STOP, timeout=budget)
-        except queue.Full:
-            pass
         self._thread.join(max(0.0, deadline - time.monotonic()))
         if self._thread.is_alive():
             warn(self.sink.name, f"did not answer within {budget:g} s and was left behind")
