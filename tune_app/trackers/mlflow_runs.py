@@ -9,6 +9,7 @@ deleted and written again: MLflow keeps every value logged at a step and cannot 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -60,10 +61,8 @@ class MlflowSink:
         given = os.environ.get("MLFLOW_EXPERIMENT_ID")
         found = None
         if given is not None:
-            try:
+            with contextlib.suppress(MlflowException):
                 found = self.client.get_experiment(given)
-            except MlflowException:
-                found = None
         name = self.options.experiment_name or self.target.experiment
         found = found or self.client.get_experiment_by_name(name)
         self.experiment_id = (
