@@ -63,17 +63,11 @@ class ResultTimeout(Callback):
             if trial_id not in self._ended and self._kill(trial):
                 self._ended.add(trial_id)
 
-    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._record(trial)
-
-    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._record(trial)
-
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._since.pop(trial.trial_id, None)
         self._ended.discard(trial.trial_id)
 
-    def _record(self, trial: Any) -> None:
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         """A failed trial leaves the watch until it starts again; if it failed because it was
         killed here, its failure is recorded as what it was."""
         self._since.pop(trial.trial_id, None)
@@ -84,6 +78,8 @@ class ResultTimeout(Callback):
             failures.record_failure(
                 trial.error_file, trial.pickled_error_file, failures.no_result(self.limit_s)
             )
+
+    on_trial_error = on_trial_recover  # a trial that failed for good (no retry left): alike
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its callbacks for resume; the trials and clock readings stay here.
