@@ -270,11 +270,8 @@ class ProgressCallback(tune.Callback):
     def _counted(self, status: str, last: dict[str, Any]) -> str:
         """Tune's status, but ERROR for a trial stopped for a NaN metric, as the summary counts
         it."""
-        if status == "TERMINATED" and diverged(
-            last, self.metric or [o.name for o in self.objectives]
-        ):
-            return "ERROR"
-        return str(status)
+        ranked = self.metric or [o.name for o in self.objectives]
+        return "ERROR" if status == "TERMINATED" and diverged(last, ranked) else str(status)
 
     def _best(self, trials: list) -> tuple[float | None, Any]:
         """The best score so far and its trial: failed trials rank after the others, and one
