@@ -20,7 +20,7 @@ from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_experiment
 from tune_app.tuner import SpecStopper
 
-from .conftest import user_module
+from .conftest import results_of, user_module
 from .test_scoring import SPEC
 
 
@@ -42,7 +42,7 @@ def test_results_log_cuts_a_torn_line_and_replaces_replayed_iterations(tmp_path)
     a = trial("a", x=1)
     log.on_trial_result(0, [a], a, {"training_iteration": 2, "score": 5.0})  # restored at 2
     log.on_trial_result(0, [a], a, {"training_iteration": 3, "score": 6.0, "done": False})
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = results_of(tmp_path)
     assert [r["training_iteration"] for r in rows] == [1, 2, 3]
     assert rows[1]["score"] == 5.0 and "done" not in rows[2]
     assert "config" in rows[0] and all("config" not in r for r in rows[1:])
@@ -78,14 +78,14 @@ def test_results_log_writes_a_config_again_when_pbt_changes_it(tmp_path):
     a.config = {"lr": 0.24}  # an exploit: Tune gives the trial a new config dict
     for step in (3, 4):
         log.on_trial_result(0, [a], a, {"training_iteration": step, "score": float(step)})
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = results_of(tmp_path)
     assert [r.get("config") for r in rows] == [{"lr": 0.1}, None, {"lr": 0.24}, None]
     (read,) = read_experiment(tmp_path).trials
     assert read.params == {"lr": 0.24}
     # resumed in a new process, and restored to iteration 3: the config comes again with it
     log = JsonlResults(RunLocation(path.parent), "e")
     log.on_trial_result(0, [a], a, {"training_iteration": 3, "score": 3.5})
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = results_of(tmp_path)
     assert [r.get("config") for r in rows] == [{"lr": 0.1}, None, {"lr": 0.24}]
 
 
@@ -101,15 +101,11 @@ def test_results_log_writes_a_config_changed_in_place_and_no_unchanged_one_again
         if step == 3:
             a.config["nested"]["w"] = (1, 3)  # changed where it lies
         log.on_trial_result(0, [a], a, {"training_iteration": step, "score": float(step)})
-    rows = logged(tmp_path / "results.jsonl")
+    rows = results_of(tmp_path)
     written = [r.get("config") for r in rows]
     assert written[1] is None
     assert written[0]["nested"] == {"w": [1, 2]} and written[2]["nested"] == {"w": [1, 3]}
     assert written[0]["gap"] is None and written[0]["grid"] == [0, 1, 2]
-
-
-def logged(path):
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def test_results_log_replaces_a_replay_after_a_resume_that_lost_an_exploit(tmp_path):
@@ -127,7 +123,7 @@ def test_results_log_replaces_a_replay_after_a_resume_that_lost_an_exploit(tmp_p
     resumed = JsonlResults(RunLocation(path.parent), "e")  # a new driver process
     a.config = {"lr": 0.1}  # as Tune saved it, before the exploit
     resumed.on_trial_result(0, [a], a, {"training_iteration": 4, "score": 4.5})
-    rows = logged(path)
+    rows = results_of(tmp_path)
     assert [(r["training_iteration"], r["score"]) for r in rows] == [
         (1, 1),
         (2, 2),
@@ -152,10 +148,10 @@ def test_results_log_replaces_the_iterations_a_pbt_exploit_moves_a_trial_back_ov
     a.config = {"lr": 0.24}
     log.on_trial_result(0, [a], a, {"training_iteration": 4, "score": 4.0})
     log.on_trial_result(0, [a], a, {"training_iteration": 3, "score": 9.0})
-    rows = [r for r in logged(path) if r["trial_id"] == "a"]
+    rows = [r for r in results_of(tmp_path) if r["trial_id"] == "a"]
     assert [(r["training_iteration"], r["score"]) for r in rows] == [(1, 1), (2, 2), (3, 9)]
     assert rows[-1]["config"] == {"lr": 0.24}
-    assert [r["score"] for r in logged(path) if r["trial_id"] == "b"] == [6.0, 7.0, 8.0]
+    assert [r["score"] for r in results_of(tmp_path) if r["trial_id"] == "b"] == [6.0, 7.0, 8.0]
 
 
 def test_results_log_writes_non_finite_numbers_as_valid_json(tmp_path):
@@ -163,7 +159,7 @@ def test_results_log_writes_non_finite_numbers_as_valid_json(tmp_path):
     log = JsonlResults(RunLocation(path.parent), "e")
     a = trial("a")
     log.on_trial_result(0, [a], a, {"training_iteration": 1, "loss": float("nan")})
-    (row,) = [json.loads(line) for line in path.read_text().splitlines()]  # strict JSON
+    (row,) = results_of(tmp_path)  # strict JSON
     assert row["loss"] is None
 
 
