@@ -240,16 +240,15 @@ class JsonlResults(Callback):
     ) -> None:
         # Tune's next saved state will restore this trial from this checkpoint: the rows up to
         # it must be in the cloud copy before, or a resume elsewhere would never see them.
-        if self.folder.uri:
-            self._mirror()
+        self._mirror()
 
     @stops_on_write_error
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self._close()
-        if self.folder.uri:
-            self._mirror()
+        self._mirror()
 
     def _mirror(self) -> None:
+        """Copy the app's files to the cloud folder (`push`: nothing for a local one)."""
         self._mirrored = time.monotonic()
         self.folder.push()
 
