@@ -44,9 +44,7 @@ def callbacks_tagged_if_imported() -> Iterator[None]:
         return
 
     def tag_callbacks(callbacks: Any) -> bool:
-        if all(name in sys.modules for name in INTEGRATIONS):
-            return bool(original(callbacks))
-        return False
+        return all(name in sys.modules for name in INTEGRATIONS) and bool(original(callbacks))
 
     with replaced(usage, "tag_callbacks", tag_callbacks):
         yield
