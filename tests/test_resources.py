@@ -111,7 +111,7 @@ def test_local_machine_counts_what_is_given(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert Machine.local().nodes[0]["GPU"] == 0.0
     planned = Machine.planned(16, 1)
-    assert (planned.cpus, planned.gpus) == (16, 1)
+    assert (planned.cpus, planned.total("GPU")) == (16, 1)
     assert planned.name == "the machine of --cpus 16 --gpus 1"
     assert Machine.unknown().cpus == math.inf
 

@@ -85,10 +85,6 @@ class Machine:
     def cpus(self) -> float:
         return self.total("CPU")
 
-    @property
-    def gpus(self) -> float:
-        return self.total("GPU")
-
     def describe(self, memory: bool = True) -> str:
         """'16 CPUs, 1 GPU, 23 GB memory' (no GPUs: not said), or per node on a cluster:
         '2 nodes: 8 CPUs, ...'. Without `memory`, which moves as the machine is used, for
