@@ -13,6 +13,7 @@ trials in parallel, carried on.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -123,7 +124,7 @@ def hyperband(
         return Plan()
     end = float(min(max_t, bound) if bound else max_t)
     s_max = int(round(math.log(max_t) / math.log(reduction_factor))) + 1
-    counts: dict[float, float] = {}
+    counts: defaultdict[float, float] = defaultdict(float)
     for s in range(s_max):
         budget = int(max_t * reduction_factor**-s)
         if budget == 0:
@@ -131,9 +132,9 @@ def hyperband(
         n = math.ceil(s_max / (s + 1) * reduction_factor**s)
         for _ in range(s):
             kept = math.ceil(n / reduction_factor)
-            _add(counts, min(budget, end), n - kept)
+            counts[float(min(budget, end))] += n - kept
             n, budget = kept, int(min(budget * reduction_factor, max_t))
-        _add(counts, min(budget, end), n)
+        counts[float(min(budget, end))] += n
     total = sum(counts.values())
     return Plan(tuple(sorted((x, c / total) for x, c in counts.items())))
 
@@ -150,12 +151,8 @@ def _halving(marks: list[float], end: float, rf: float) -> Lengths:
 
 def _merged(parts: Iterable[tuple[float, Lengths]]) -> Lengths:
     """Several distributions of ends, each weighted, as one."""
-    counts: dict[float, float] = {}
+    counts: defaultdict[float, float] = defaultdict(float)
     for weight, lengths in parts:
         for x, p in lengths:
-            _add(counts, x, weight * p)
+            counts[float(x)] += weight * p
     return tuple(sorted(counts.items()))
-
-
-def _add(counts: dict[float, float], x: float, p: float) -> None:
-    counts[float(x)] = counts.get(float(x), 0.0) + p
