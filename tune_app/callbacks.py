@@ -104,12 +104,8 @@ class JsonlResults(Callback):
         self._failed = False  # a write failed: the file may end in a torn line, add nothing
 
     @property
-    def folder(self) -> RunLocation:
-        return self._folder
-
-    @property
     def path(self) -> Path:
-        return self.folder.results
+        return self._folder.results
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # A run begun when this callback kept a results path and a URI, resumed.
@@ -227,11 +223,11 @@ class JsonlResults(Callback):
             "last_result": trial.last_result,
             "failures": trial.run_metadata.num_failures,  # this trial's, retried ones included
         }
-        append_line(self.folder.finished, entry)
+        append_line(self._folder.finished, entry)
 
     @stops_on_write_error
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
-        if self.folder.uri and time.monotonic() - self._mirrored >= MIRROR_PERIOD_S:
+        if self._folder.uri and time.monotonic() - self._mirrored >= MIRROR_PERIOD_S:
             self._mirror()
 
     @stops_on_write_error
@@ -250,7 +246,7 @@ class JsonlResults(Callback):
     def _mirror(self) -> None:
         """Copy the app's files to the cloud folder (`push`: nothing for a local one)."""
         self._mirrored = time.monotonic()
-        self.folder.push()
+        self._folder.push()
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config for resume; an open file cannot travel.
