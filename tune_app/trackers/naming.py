@@ -4,14 +4,13 @@ final status. Ray-free and tracker-free, so both trackers say the same and tests
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tune_app.config_keys import restore_private_keys
 from tune_app.rundir.layout import flatten
 from tune_app.rundir.records import ERRORED, TrialOutcome
+from tune_app.scoring import finite
 from tune_app.seeds import SEED_KEY
 
 if TYPE_CHECKING:
@@ -103,11 +102,9 @@ def metrics(result: dict[str, Any]) -> dict[str, float]:
     """Every finite number of a result, under its key as Tune flattens it (`a/b`)."""
     found = {}
     for key, value in flatten(result, "/").items():
-        if key in NOT_METRICS or key.startswith("config/"):
-            continue
-        if isinstance(value, numbers.Real) and not isinstance(value, bool):
-            if math.isfinite(float(value)):
-                found[key] = float(value)
+        if key not in NOT_METRICS and not key.startswith("config/"):
+            if (number := finite(value)) is not None:
+                found[key] = number
     return found
 
 
