@@ -41,10 +41,8 @@ def ended_in_events(folder: Path) -> bool:
     files = sorted(folder.glob("events.out.tfevents.*"), key=lambda f: f.stat().st_mtime_ns)
     if not files:
         return False
-    for event in EventFileLoader(str(files[-1])).Load():
-        if any(v.tag == SESSION_END_INFO_TAG for v in event.summary.value):
-            return True
-    return False
+    events = EventFileLoader(str(files[-1])).Load()
+    return any(v.tag == SESSION_END_INFO_TAG for event in events for v in event.summary.value)
 
 
 class EventWriter:
