@@ -31,7 +31,7 @@ from tune_app.trackers.options import MlflowOptions, WandbOptions
 
 from .browser import chromium, needs_chromium
 from .conftest import ROOT, free_port, refused, user_module
-from .runs import started
+from .runs import started, wait_for
 
 # ---- checked before Ray starts ---------------------------------------------------------------
 
@@ -651,15 +651,13 @@ def _cli(*args, cwd, env=None):
 def _kill_midway(run, results, low, high):
     """kill -9 the run's process group once one trial has ended at step 3 and the other is
     at a step in [low, high)."""
-    deadline = time.monotonic() + 240
-    while True:
+
+    def midway() -> bool:
         rows = _rows(results) if results.exists() else {}
         steps = sorted(rows[t][-1]["training_iteration"] for t in rows)
-        if len(steps) == 2 and steps[0] == 3 and low <= steps[1] < high:
-            break
-        assert run.poll() is None, run.communicate()
-        assert time.monotonic() < deadline, "the run never got there"
-        time.sleep(0.2)
+        return len(steps) == 2 and steps[0] == 3 and low <= steps[1] < high
+
+    wait_for(midway, run, seconds=240, every=0.2)
     os.killpg(run.pid, signal.SIGKILL)
     run.communicate()
 
