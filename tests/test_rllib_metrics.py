@@ -77,6 +77,16 @@ def test_an_infinite_metric_is_a_divergence():
     assert diverged({"score": 1.0}, "score") is None
 
 
+@pytest.mark.parametrize("value", [True, False, None, "nan"])
+def test_a_metric_that_is_no_number_is_no_divergence(value):
+    """A trial reporting its metric as a bool (or text) is scored as if it had not reported it;
+    it is not stopped at its first result as a NaN would be."""
+    from tune_app.tuner import SpecStopper
+
+    assert diverged({"score": value}, "score") is None
+    assert not SpecStopper({}, metric="score")("t", {"score": value, "training_iteration": 1})
+
+
 def test_smoothed_return_is_the_mean_of_the_last_window_episodes():
     rng = random.Random(0)
     smoother = Smoother(window=10)

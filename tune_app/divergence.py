@@ -4,11 +4,11 @@ the stopper, the live view, TensorBoard and the run's summary, for every kind of
 
 from __future__ import annotations
 
-import numbers
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tune_app.scoring import finite
+from tune_app.scoring import number
 
 
 def diverged(flat: Mapping[str, Any], metric: str | Sequence[str] | None) -> tuple[str, Any] | None:
@@ -20,6 +20,7 @@ def diverged(flat: Mapping[str, Any], metric: str | Sequence[str] | None) -> tup
     keys += [k for k in flat if k.startswith("learners/") and k.endswith("loss")]
     for key in keys:
         value = flat.get(key)
-        if isinstance(value, numbers.Real) and finite(value) is None:
+        found = number(value)  # a bool or text is no measurement, not a NaN
+        if found is not None and not math.isfinite(found):
             return key, value
     return None
