@@ -209,11 +209,11 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
     by_id = {t.trial_id: t for t in exp.trials}
     if exp.summary.seeds:
         how = f"{exp.summary.aggregate} of its seeds"
-        rank = {t.trial_id: n for n, t in enumerate(exp.ranked())}
+        place = {t.trial_id: n for n, t in enumerate(exp.ranked())}
         for c in exp.summary.configurations():
             if c.score is None:
                 continue
-            best = by_id[min(c.trial_ids, key=rank.__getitem__)]
+            best = by_id[min(c.trial_ids, key=place.__getitem__)]
             chosen.append((c.params, c.score, best, how + noise.chosen_by(c, exp.summary.select)))
     else:
         seen = set()

@@ -300,7 +300,7 @@ class _Trial:
             self.best = None
             for p, r in self.kept:
                 value = scoring.finite(r.get(self.metric or ""))
-                top = None if self.best is None else self.best[1]
+                top: float | None = None if self.best is None else self.best[1]
                 if value is not None and scoring.better(value, top, self.mode):
                     self.best = (p, value, r)
 
