@@ -49,7 +49,7 @@ class Naming:
     @classmethod
     def of(cls, ep: ExperimentPlan, spec_file: str) -> Naming:
         exp = ep.experiment
-        written = tuple(flatten(exp.config)) if isinstance(exp.config, dict) else ()
+        written = tuple(flatten(exp.config))
         return cls(
             experiment=ep.name,
             spec_file=spec_file,
