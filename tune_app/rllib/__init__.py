@@ -19,72 +19,33 @@ installed RLlib by the tests), so `validate` never imports RLlib; `run` also has
 - `experiment`: an RLlib experiment of a spec, and the knobs `tune_app list` shows;
 - `snapshot`: `keys.json` written from the installed RLlib (`python -m tune_app.rllib`).
 
-The names below are re-exported for callers of the former single module.
+The names below, the ones `tune_app list` and the tests read, are re-exported here.
 """
 
 from __future__ import annotations
 
-from tune_app.rllib.algorithm import algorithm_class, app_algorithm
-from tune_app.rllib.config import algorithm_config, check_with_rllib, to_rllib
-from tune_app.rllib.experiment import shown_knobs, translate_experiment
-from tune_app.rllib.handlers import ObservationConnectors
-from tune_app.rllib.keys import KEYS_FILE, AlgorithmKeys, algorithm_keys
-from tune_app.rllib.resources import Resources, resources, trial_bundles
-from tune_app.rllib.snapshot import live_algorithm_keys, write_keys_snapshot
-from tune_app.rllib.tables import (
-    ALGORITHMS,
-    LEGACY_METRICS,
-    METRIC,
-    MODE,
-    REMOVED,
-    RENAMED,
-    RESULT_GROUPS,
-    SMOKE,
-    SMOKE_AT_MOST,
-    SMOKE_FRAGMENTS,
-)
-from tune_app.rllib.translation import (
-    Translated,
-    check_metric,
-    check_mutated_key,
-    is_legacy,
-    renamed_to,
-    translate_config,
-    translate_metric,
-)
+from tune_app.rllib.config import algorithm_config, check_with_rllib
+from tune_app.rllib.experiment import shown_knobs
+from tune_app.rllib.keys import algorithm_keys
+from tune_app.rllib.resources import resources
+from tune_app.rllib.snapshot import live_algorithm_keys
+from tune_app.rllib.tables import ALGORITHMS, LEGACY_METRICS, METRIC, MODE, RENAMED
+from tune_app.rllib.translation import Translated, is_legacy, renamed_to, translate_config
 
 __all__ = [
     "ALGORITHMS",
-    "KEYS_FILE",
     "LEGACY_METRICS",
     "METRIC",
     "MODE",
-    "REMOVED",
     "RENAMED",
-    "RESULT_GROUPS",
-    "SMOKE",
-    "SMOKE_AT_MOST",
-    "SMOKE_FRAGMENTS",
-    "AlgorithmKeys",
-    "ObservationConnectors",
-    "Resources",
     "Translated",
-    "algorithm_class",
     "algorithm_config",
     "algorithm_keys",
-    "app_algorithm",
-    "check_metric",
-    "check_mutated_key",
     "check_with_rllib",
     "is_legacy",
     "live_algorithm_keys",
     "renamed_to",
     "resources",
     "shown_knobs",
-    "to_rllib",
     "translate_config",
-    "translate_experiment",
-    "translate_metric",
-    "trial_bundles",
-    "write_keys_snapshot",
 ]
