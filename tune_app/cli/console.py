@@ -59,8 +59,9 @@ def algorithms_text(names: Iterable[str]) -> str:
             f"  metric      {rllib.METRIC} ({rllib.MODE})",
             f"  simulations {runners} env runners by default (simulations: sets num_env_runners)",
         ]
-        for knob, default in rllib.shown_knobs(name):
-            lines.append(f"  {knob:<26} default {default!r}")
+        for knob in rllib.SHOWN_KNOBS:  # the main ones, where the algorithm has them
+            if knob in keys.defaults:
+                lines.append(f"  {knob:<26} default {keys.defaults[knob]!r}")
         lines.append(f"  ({len(keys.defaults)} keys in all: {APP} list {name})")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

@@ -16,7 +16,7 @@ installed RLlib by the tests), so `validate` never imports RLlib; `run` also has
 - `algorithm`: RLlib's Algorithm classes, imported lazily, and the subclass trials run;
 - `config`: RLlib's own view of a config (`to_rllib`, its `validate`);
 - `resources`: a trial's bundles as RLlib sizes them, and the refusal of one that cannot fit;
-- `experiment`: an RLlib experiment of a spec, and the knobs `tune_app list` shows;
+- `experiment`: an RLlib experiment of a spec;
 - `snapshot`: `keys.json` written from the installed RLlib (`python -m tune_app.rllib`).
 
 The names below, the ones `tune_app list` and the tests read, are re-exported here.
@@ -25,11 +25,10 @@ The names below, the ones `tune_app list` and the tests read, are re-exported he
 from __future__ import annotations
 
 from tune_app.rllib.config import algorithm_config, check_with_rllib
-from tune_app.rllib.experiment import shown_knobs
 from tune_app.rllib.keys import algorithm_keys
 from tune_app.rllib.resources import resources
 from tune_app.rllib.snapshot import live_algorithm_keys
-from tune_app.rllib.tables import ALGORITHMS, LEGACY_METRICS, METRIC, MODE, RENAMED
+from tune_app.rllib.tables import ALGORITHMS, LEGACY_METRICS, METRIC, MODE, RENAMED, SHOWN_KNOBS
 from tune_app.rllib.translation import Translated, is_legacy, renamed_to, translate_config
 
 __all__ = [
@@ -38,6 +37,7 @@ __all__ = [
     "METRIC",
     "MODE",
     "RENAMED",
+    "SHOWN_KNOBS",
     "Translated",
     "algorithm_config",
     "algorithm_keys",
@@ -46,6 +46,5 @@ __all__ = [
     "live_algorithm_keys",
     "renamed_to",
     "resources",
-    "shown_knobs",
     "translate_config",
 ]

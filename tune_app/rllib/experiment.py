@@ -1,16 +1,13 @@
 """An RLlib experiment of a spec: its config and metric names in new-stack spelling, the
-spec's simulations and resources as RLlib keys, and the knobs `tune_app list` shows.
+spec's simulations and resources as RLlib keys.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from tune_app.errors import SpecError
 from tune_app.rllib.code import check_code
-from tune_app.rllib.keys import algorithm_keys
-from tune_app.rllib.tables import SHOWN_KNOBS
 from tune_app.rllib.translation import Translated, translate_config, translate_metric
 from tune_app.spec.resolved import Experiment
 
@@ -105,9 +102,3 @@ def translate_experiment(  # noqa: C901
         checkpoint=checkpoint,
     )
     return translated_exp, failed
-
-
-def shown_knobs(name: str) -> list[tuple[str, Any]]:
-    """The main knobs of an algorithm with their defaults, for `tune_app list`."""
-    defaults = algorithm_keys(name).defaults
-    return [(k, defaults[k]) for k in SHOWN_KNOBS if k in defaults]
