@@ -47,12 +47,8 @@ class Choice:
     why: str
 
 
-@dataclass(frozen=True)
-class Family:
-    """How an algorithm family samples, and the layout that pays for it."""
-
-    name: str
-    choose: Callable[[int, dict[str, Any], int | None], Choice]  # budget, defaults, runners
+# How an algorithm family samples, as the layout that pays for it: (budget, defaults, runners).
+Family = Callable[[int, dict[str, Any], int | None], Choice]
 
 
 def _synchronous(budget: int, defaults: dict[str, Any], runners: int | None) -> Choice:
@@ -101,10 +97,10 @@ def _off_policy(budget: int, defaults: dict[str, Any], runners: int | None) -> C
     )
 
 
-FAMILIES = {
-    "synchronous": Family("synchronous on-policy", _synchronous),
-    "asynchronous": Family("asynchronous", _asynchronous),
-    "off-policy": Family("off-policy", _off_policy),
+FAMILIES: dict[str, Family] = {
+    "synchronous": _synchronous,
+    "asynchronous": _asynchronous,
+    "off-policy": _off_policy,
 }
 
 
@@ -152,7 +148,7 @@ def _fill(
     written = config.get(RUNNERS)
     runners = written if isinstance(written, int) and not isinstance(written, bool) else None
     budget = max(1, int(cpus // concurrent))
-    c = family.choose(budget, defaults, runners)
+    c = family(budget, defaults, runners)
     wanted = {RUNNERS: c.runners, ENVS: c.envs, LEARNERS: c.learners}
     if c.envs is not None and ENVS not in config:  # the widest vector the fragments written fit
         laid = {**config, **{k: v for k, v in wanted.items() if v is not None and k not in config}}
