@@ -55,7 +55,9 @@ class Translation:
         self.sources[target] = path
         if note is not None:
             self.warnings.append(f"{path}: {note}")
-        _merge(self.out, top, value)
+        if isinstance(self.out.get(top), dict) and isinstance(value, dict):
+            value = {**self.out[top], **value}  # another sub-key of the same key
+        self.out[top] = value
 
 
 def no_key(t: Translation, key: str, path: str) -> SpecError:
@@ -69,13 +71,6 @@ def no_key(t: Translation, key: str, path: str) -> SpecError:
         or did_you_mean(key, RENAMED)
         or "RLlib would silently ignore it",
     )
-
-
-def _merge(out: dict[str, Any], key: str, value: Any) -> None:
-    if key in out and isinstance(out[key], dict) and isinstance(value, dict):
-        out[key] = {**out[key], **value}
-    else:
-        out[key] = value
 
 
 def _mapping(value: Any, path: str) -> dict[str, Any]:

@@ -58,8 +58,7 @@ def resources(name: str, config: dict[str, Any]) -> Resources:
         check_size(key, evaluation.get(key), f"config.evaluation_config.{key}")
 
     def get(key: str) -> Any:
-        value = config.get(key, defaults.get(key))
-        return value
+        return config.get(key, defaults.get(key))
 
     learners = int(get("num_learners") or 0)
     gpus_per_learner = float(get("num_gpus_per_learner") or 0)

@@ -84,7 +84,7 @@ def _check_n_step(t: Translation) -> None:
     """DQN's and SAC's n_step: a whole number of steps, or a [low, high] range drawn from per
     episode; RLlib 2.60 takes anything else and fails inside the trial."""
     n_step = t.out.get("n_step")
-    if t.name not in ("DQN", "SAC") or n_step is None or _searched(n_step):
+    if t.name not in ("DQN", "SAC") or n_step is None or isinstance(n_step, Domain):
         return
     pair = isinstance(n_step, list) and len(n_step) == 2 and all(map(whole_number, n_step))
     if (whole_number(n_step) and n_step >= 1) or (pair and 1 <= n_step[0] <= n_step[1]):
@@ -94,10 +94,6 @@ def _check_n_step(t: Translation) -> None:
         path="config.n_step",
         allowed="a whole number >= 1, or [low, high] with 1 <= low <= high",
     )
-
-
-def _searched(value: Any) -> bool:
-    return isinstance(value, Domain)
 
 
 def _fragments_for_n_step(t: Translation) -> None:
@@ -164,7 +160,8 @@ def _translate_key(t: Translation, key: str, value: Any, path: str) -> None:  # 
             raise no_key(t, key, path)
         t.put(new, value, path, f"legacy RLlib key, read as {new}")
     elif key in NO_OPS:
-        dropped = " (its search is dropped: every value ran the same)" if _searched(value) else ""
+        searched = isinstance(value, Domain)
+        dropped = " (its search is dropped: every value ran the same)" if searched else ""
         t.warnings.append(
             f"{path}: legacy RLlib key with no effect on the new stack ({NO_OPS[key]}){dropped}"
         )
