@@ -169,6 +169,7 @@ def evaluation_text(found: list[Any], summaries: list[RunSummary]) -> str:
     """`evaluate`'s table: each configuration's tuning score against its aggregate over the
     fresh seeds, with its interval: a 95% bootstrap one, or under 5 seeds the seeds' range,
     called so (`Configuration.interval_text`)."""
+    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="evaluation on fresh seeds")
@@ -186,19 +187,13 @@ def evaluation_text(found: list[Any], summaries: list[RunSummary]) -> str:
             f"{c.score:.6g} ({s.aggregate})" if c and c.score is not None and s else "-",
             c.interval_text() if c else "-",
         )
-    return _rendered(table)
-
-
-def _rendered(renderable: Any) -> str:
-    from rich.console import Console
-
     console = Console(width=120, color_system=None, force_terminal=False, record=True, markup=False)
     with console.capture() as captured:
-        console.print(renderable)
+        console.print(table)
     return captured.get().rstrip("\n")
 
 
-def start_line(spec: Spec, storage: str | None, smoke: bool, verb: str = "starting") -> str:
+def start_line(spec: Spec, storage: str | None, smoke: bool) -> str:
     """The line a run prints at once, from the spec alone (before the trainables are imported,
     which may import Ray): that it started and where its results go."""
     from tune_app.rundir.location import RunLocation
@@ -214,7 +209,7 @@ def start_line(spec: Spec, storage: str | None, smoke: bool, verb: str = "starti
             kept.append(first.where)
     n = len(spec.experiments)
     what = f"{spec.file.name}{' --smoke' if smoke else ''}, {n} experiment{'s' if n != 1 else ''}"
-    line = f"tune_app: {verb} {what}; results in {', '.join(where)}"
+    line = f"tune_app: starting {what}; results in {', '.join(where)}"
     if kept:
         line += f" (earlier runs kept in {', '.join(kept)} and beside)"
     if any(exp.log_to_file for exp in spec.experiments):  # Tune's log_to_file, on by default

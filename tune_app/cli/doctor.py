@@ -18,7 +18,6 @@ class Diagnosis:
     ray: str | None
     checked: bool
     broken: tuple[tuple[symbols.Symbol, str], ...]
-    symbols: int  # how many the table holds
 
     @property
     def healthy(self) -> bool:
@@ -29,8 +28,8 @@ def diagnose() -> Diagnosis:
     """Check the installed Ray (its modules are imported; Ray is not started)."""
     ray = versions.installed()
     if ray is None:
-        return Diagnosis(None, False, (), len(symbols.SYMBOLS))
-    return Diagnosis(ray, versions.checked(ray), tuple(symbols.broken()), len(symbols.SYMBOLS))
+        return Diagnosis(None, False, ())
+    return Diagnosis(ray, versions.checked(ray), tuple(symbols.broken()))
 
 
 def lines(found: Diagnosis) -> list[str]:
@@ -41,6 +40,6 @@ def lines(found: Diagnosis) -> list[str]:
     where = "inside" if found.checked else "OUTSIDE"
     out.append(f"Ray {found.ray}: {where} the releases tune_app is checked on ({versions.CHECKED})")
     out += [f"broken: {why} (used by ray_internals.{s.used_by})" for s, why in found.broken]
-    held = found.symbols - len(found.broken)
-    out.append(f"private Ray symbols the app relies on: {held} of {found.symbols} hold")
+    held = len(symbols.SYMBOLS) - len(found.broken)
+    out.append(f"private Ray symbols the app relies on: {held} of {len(symbols.SYMBOLS)} hold")
     return out
