@@ -33,7 +33,6 @@ class Translation:
 
     name: str
     keys: AlgorithmKeys
-    given: dict[str, Any]
     gym_env: bool
     out: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)

@@ -60,7 +60,7 @@ def translate_config(name: str, config: Any, *, gym_env: bool = True) -> Transla
     """
     if not isinstance(config, dict):
         raise SpecError(f"an RLlib config must be a mapping, got {config!r}", path="config")
-    t = Translation(name=name, keys=algorithm_keys(name), given=config, gym_env=gym_env)
+    t = Translation(name=name, keys=algorithm_keys(name), gym_env=gym_env)
     errors = Collector()
     # New-stack keys first, so that a legacy key setting the same thing is reported against it.
     ordered = sorted(config, key=is_legacy)
