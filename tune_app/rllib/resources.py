@@ -179,20 +179,17 @@ def trial_bundles(  # noqa: C901
     def most_runners(room: float) -> int:
         return int(room // per_runner) if per_runner else res.env_runners
 
-    def runners_hint(k: int) -> str:
-        return f"{runners_key}: {k}" if runners_key != "simulations" else f"simulations: {k}"
-
     if res.env_runners and most_runners(cpus - fixed) >= 1:
         path, how = runners_path, runners_how
-        hint = f"set {runners_hint(most_runners(cpus - fixed))} to fit"
+        hint = f"set {runners_key}: {most_runners(cpus - fixed)} to fit"
     elif res.learners and most_runners(cpus - fixed_alone) >= 1:
         path, how = learners_path, learners_how
         k = min(res.env_runners or 1, most_runners(cpus - fixed_alone))
-        also = f" and {runners_hint(k)}" if k != res.env_runners else ""
+        also = f" and {runners_key}: {k}" if k != res.env_runners else ""
         hint = f"set {learners_key}: 0 (the main process then trains){also} to fit"
     elif res.env_runners and fixed <= cpus:
         path, how = runners_path, runners_how
-        hint = f"set {runners_hint(0)} to fit (the main process then samples)"
+        hint = f"set {runners_key}: 0 to fit (the main process then samples)"
     elif res.learners and fixed_alone <= cpus:
         path, how = learners_path, learners_how
         hint = f"set {learners_key}: 0 (the main process then trains) to fit"
