@@ -83,9 +83,8 @@ def _args(doc: str) -> dict[str, str]:
     """A Google-style docstring's `Args:` section: parameter -> its text on one line."""
     found: dict[str, list[str]] = {}
     lines = doc.splitlines()
-    try:
-        start = next(i for i, line in enumerate(lines) if line.strip() == "Args:")
-    except StopIteration:
+    start = next((i for i, line in enumerate(lines) if line.strip() == "Args:"), None)
+    if start is None:
         return {}
     base = len(lines[start]) - len(lines[start].lstrip())
     current: list[str] | None = None
@@ -118,8 +117,7 @@ def write_keys_snapshot(path: Path = KEYS_FILE) -> None:
     """Write the snapshot of every algorithm's keys from the installed RLlib."""
     data = {name: dataclasses.asdict(live_algorithm_keys(name)) for name in ALGORITHMS}
     for entry in data.values():
-        entry.pop("name")
-        entry["model_keys"] = list(entry["model_keys"])
+        del entry["name"]  # the key it is filed under
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
