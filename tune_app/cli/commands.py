@@ -121,7 +121,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif args.name in ALGORITHMS:
         print(console.algorithm_keys_text(args.name, args.word))
     else:
-        from tune_app.errors import TuneAppError, did_you_mean
+        from tune_app.errors import did_you_mean
 
         if args.name in table:  # with a WORD
             raise TuneAppError(f"WORD filters an algorithm's keys: list {args.name} alone")

@@ -120,8 +120,7 @@ def interrupted_line(stop: BaseException | list[str]) -> str:
     folders = stop if isinstance(stop, list) else getattr(stop, "folders", [])
     by = interrupts.received() or "SIGINT"
     if folders:
-        command = resume_command(folders)
-        return f"interrupted ({by}); the state is saved. Continue with: {command}"
+        return f"interrupted ({by}); the state is saved. Continue with: {resume_command(folders)}"
     if isinstance(stop, Interrupted):
         return f"interrupted ({by}) before the run began: nothing was written"
     return f"interrupted ({by})"

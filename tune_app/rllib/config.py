@@ -16,8 +16,7 @@ from tune_app.space import representative
 
 def algorithm_config(name: str, config: dict[str, Any]) -> Any:
     """An AlgorithmConfig of `name` from a translated, concrete config dict (as the trial will)."""
-    cls = algorithm_class(name)
-    return cls.get_default_config().update_from_dict(to_rllib(config))
+    return algorithm_class(name).get_default_config().update_from_dict(to_rllib(config))
 
 
 def to_rllib(config: dict[str, Any]) -> dict[str, Any]:

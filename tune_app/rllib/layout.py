@@ -240,11 +240,9 @@ def fastest_fit(exp: Experiment, machine: Machine) -> str | None:
     family = FAMILIES.get(LAYOUT_FAMILY.get(exp.run, ""))
     if family is None or not machine.known:
         return None
-    cpus = machine.cpus
     config = exp.config if isinstance(exp.config, dict) else {}
-    trials = exp.trials()
     blank = {k: v for k, v in config.items() if k not in LAYOUT_KEYS}
-    chosen, why = _fill(exp.run, blank, family, at_once(exp, trials, machine), cpus)
+    chosen, why = _fill(exp.run, blank, family, at_once(exp, exp.trials(), machine), machine.cpus)
     defaults = algorithm_keys(exp.run).defaults
     keys = {k: chosen.get(k, defaults.get(k)) for k in LAYOUT_KEYS if k in chosen or k in config}
     try:

@@ -63,8 +63,7 @@ def translate_config(name: str, config: Any, *, gym_env: bool = True) -> Transla
     t = Translation(name=name, keys=algorithm_keys(name), gym_env=gym_env)
     errors = Collector()
     # New-stack keys first, so that a legacy key setting the same thing is reported against it.
-    ordered = sorted(config, key=is_legacy)
-    for key in ordered:
+    for key in sorted(config, key=is_legacy):
         with errors.check():
             _translate_key(t, key, config[key], f"config.{key}")
     # Each value RLlib is given against the kinds it declares, at the key the spec wrote.
