@@ -109,9 +109,9 @@ def _brief(value: Any) -> str:
 
 def plan_text(plan: Plan) -> str:
     """The plan as plain text: per experiment what runs, how many trials, on what resources."""
-    n = len(plan.experiments)
+    experiments = counted(len(plan.experiments), "experiment")
     lines = [
-        f"{plan.spec.file}: {n} experiment{'s' * (n != 1)} ({plan.spec.form} form), "
+        f"{plan.spec.file}: {experiments} ({plan.spec.form} form), "
         f"checked against {plan.machine.describe(memory=False)}"
     ]
     for ep in plan.experiments:
@@ -151,8 +151,7 @@ def plan_text(plan: Plan) -> str:
             (
                 "bundles",
                 f"{list(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; "
-                f"{at_once} trial{'s' * (at_once != 1)} at once"
-                + (f" ({sharing})" if sharing else ""),
+                f"{counted(at_once, 'trial')} at once" + (f" ({sharing})" if sharing else ""),
             ),
             ("iterations", f"at most {ep.iterations} in all" if ep.iterations else "not bounded"),
             ("expect", _expectations(exp)),
@@ -207,8 +206,8 @@ def start_line(spec: Spec, storage: str | None, smoke: bool) -> str:
         where.append(fresh.where)
         if not fresh.same_as(first):
             kept.append(first.where)
-    n = len(spec.experiments)
-    what = f"{spec.file.name}{' --smoke' if smoke else ''}, {n} experiment{'s' if n != 1 else ''}"
+    experiments = counted(len(spec.experiments), "experiment")
+    what = f"{spec.file.name}{' --smoke' if smoke else ''}, {experiments}"
     line = f"tune_app: starting {what}; results in {', '.join(where)}"
     if kept:
         line += f" (earlier runs kept in {', '.join(kept)} and beside)"

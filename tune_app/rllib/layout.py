@@ -20,6 +20,7 @@ from tune_app.rllib.resources import resources
 from tune_app.rllib.tables import FRAGMENT_CHECKED, LAYOUT_FAMILY
 from tune_app.space import whole_number
 from tune_app.spec.resolved import Experiment
+from tune_app.words import counted
 
 # The keys a layout sets where the spec does not (legacy names are already translated to these).
 RUNNERS, ENVS, LEARNERS = "num_env_runners", "num_envs_per_env_runner", "num_learners"
@@ -204,11 +205,11 @@ def _line(name: str, exp: Experiment, trials: int, machine: Machine, why: str, c
     defaults = algorithm_keys(name).defaults
     runners = config.get(RUNNERS, defaults.get(RUNNERS))
     envs = config.get(ENVS, defaults.get(ENVS))
-    envs_text = f"{envs} env{'s' * (envs != 1)}" if isinstance(envs, int) else f"envs {envs}"
+    envs_text = counted(envs, "env") if isinstance(envs, int) else f"envs {envs}"
     if runners == 0:
         where = f"sampling in the trial process, {envs_text}"
     else:
-        where = f"{runners} env runner{'s' * (runners != 1)} x {envs_text}"
+        where = f"{runners} env runner{'s' * (runners != 1)} x {envs_text}"  # any value written
     try:
         bundles = resources(name, config).bundles
     except SpecError:  # a config the plan refuses: its error says why
@@ -228,10 +229,7 @@ def _line(name: str, exp: Experiment, trials: int, machine: Machine, why: str, c
             f"{idle:g} of {machine.cpus:g} CPUs left idle: the trials take the CPUs measured "
             "to pay; set num_env_runners or num_cpus_per_learner to give them more"
         )
-    return (
-        f"{name} layout: {where}; {concurrent} trial{'s' * (concurrent != 1)} at once "
-        f"({'; '.join(notes)})"
-    )
+    return f"{name} layout: {where}; {counted(concurrent, 'trial')} at once ({'; '.join(notes)})"
 
 
 def fastest_fit(exp: Experiment, machine: Machine) -> str | None:
