@@ -253,12 +253,9 @@ def print_summaries(plan: Plan, summaries: list[RunSummary], width: int | None =
                 else "-"
             ),
             (
-                ", ".join(
-                    f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                    for k, v in top.params.items()
-                )
+                _short(top.params.items())
                 if top is not None
-                else _short(best.config, ep.searched)
+                else _short((path, value_at(best.config, path)) for path in ep.searched)
                 if best and ep.searched
                 else _unsearched(ep.experiment)
                 if best
@@ -367,10 +364,6 @@ def _unsearched(exp: Any) -> str:
     return f"nothing searched: {exp.run}" + (f" on {exp.env}" if exp.env else "")
 
 
-def _short(config: dict[str, Any], searched: tuple[str, ...]) -> str:
-    """The searched values of a config, as `a=1, b.c=2`."""
-    out = []
-    for path in searched:
-        value = value_at(config, path)
-        out.append(f"{path}={value:.4g}" if isinstance(value, float) else f"{path}={value}")
-    return ", ".join(out)
+def _short(values: Iterable[tuple[str, Any]]) -> str:
+    """Searched values by their config paths, as `a=1, b.c=0.001` (floats to 4 figures)."""
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values)
