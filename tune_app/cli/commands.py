@@ -225,13 +225,13 @@ def _versions() -> str:
     """`tune_app 0.1.0 (Ray 2.60.0)`, read from the installed packages' metadata (no import)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    def of(name: str) -> str:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return "not installed"
+    from tune_app.ray_internals.versions import installed
 
-    return f"tune_app {of('tune_app')} (Ray {of('ray')})"
+    try:
+        app = version("tune_app")
+    except PackageNotFoundError:
+        app = "not installed"
+    return f"tune_app {app} (Ray {installed() or 'not installed'})"
 
 
 # Flags several commands take, defined once; each group becomes a parent parser. A group of
