@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from functools import cache
 from typing import Any
 
 from tune_app.rllib.metrics import Smoother, drop_no_data
@@ -21,17 +22,13 @@ def algorithm_class(name: str) -> Any:
     return cls
 
 
-_made: dict[str, Any] = {}  # name -> the class app_algorithm made: one per process
-
-
+@cache
 def app_algorithm(name: str) -> Any:
     """The algorithm as trials run it: RLlib's class whose results have their no-data NaNs
     dropped and the smoothed episode returns added (see `metrics`). One class per name and
     process, found as `tune_app.rllib.algorithm.<name>` (`__getattr__`): pickles of it (Tune's
     saved state, RLlib's checkpoints) name it, where a class made anew each time was pickled
     with its code, tying a checkpoint to the release that wrote it."""
-    if name in _made:
-        return _made[name]
     base = algorithm_class(name)
 
     def step(self: Any) -> dict[str, Any]:
@@ -44,7 +41,6 @@ def app_algorithm(name: str) -> Any:
 
     # Same name as RLlib's class: Tune names trials and folders after it.
     cls = type(name, (base,), {"step": step, "__module__": __name__, "__qualname__": name})
-    _made[name] = cls
     return cls
 
 
