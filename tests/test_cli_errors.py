@@ -263,8 +263,7 @@ def test_unreadable_file(cli, tmp_path):
     path = tmp_path / "spec.yaml"
     path.write_text(GOOD)
     path.chmod(0)
-    result = cli("validate", path)
-    assert result.code == 2 and "cannot be read (permission denied)" in result.err
+    refused(cli("validate", path), "cannot be read (permission denied)")
 
 
 @pytest.mark.parametrize("command", ["resume", "analyze", "report"])
