@@ -12,7 +12,7 @@ from tune_app.errors import SpecError
 from tune_app.resources import Machine, misfit
 from tune_app.rllib.config import check_with_rllib
 from tune_app.rllib.keys import algorithm_keys
-from tune_app.rllib.tables import RESOURCE_KEYS, SIZING_KEYS
+from tune_app.rllib.tables import RENAMED, RESOURCE_KEYS, SIZING_KEYS
 from tune_app.rllib.value_types import check_size
 from tune_app.space import Domain
 from tune_app.spec.resolved import Experiment
@@ -99,16 +99,6 @@ def resources(name: str, config: dict[str, Any]) -> Resources:
     )
 
 
-# Spec keys that set an RLlib resource key, legacy names included, for messages.
-_RESOURCE_SPELLINGS = {
-    "num_env_runners": ("num_env_runners", "num_workers", "num_rollout_workers"),
-    "num_learners": ("num_learners", "num_learner_workers"),
-    "evaluation_num_env_runners": ("evaluation_num_env_runners", "evaluation_num_workers"),
-    "num_gpus_per_learner": ("num_gpus_per_learner", "num_gpus", "num_gpus_per_learner_worker"),
-    "num_gpus_per_env_runner": ("num_gpus_per_env_runner", "num_gpus_per_worker"),
-}
-
-
 def trial_bundles(  # noqa: C901
     exp: Experiment,
     written: Experiment,
@@ -140,7 +130,8 @@ def trial_bundles(  # noqa: C901
         if key == "num_gpus_per_learner" and written.resources and written.resources.gpu:
             return f"{exp.key_path}.resources_per_trial.gpu", f"gpu: {written.resources.gpu:g}"
         given = written.config if isinstance(written.config, dict) else {}
-        for name in _RESOURCE_SPELLINGS[key]:
+        legacy = [old for old, new in RENAMED.items() if new == key]
+        for name in (key, *legacy):
             if name in given:
                 return f"{exp.key_path}.config.{name}", f"{name}: {given[name]}"
         return f"{exp.key_path}.config.{key}", f"RLlib's default {key}: {default}"
