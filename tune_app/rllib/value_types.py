@@ -154,21 +154,13 @@ def check_value(name: str, keys: AlgorithmKeys, target: str, value: Any, path: s
     _check(kinds, value, path, takes, f"{key}: ")
 
 
-_COUNTS = (  # sizing keys that count processes: whole numbers
-    "num_env_runners",
-    "num_learners",
-    "evaluation_num_env_runners",
-    "num_aggregator_actors_per_learner",
-)
-
-
 def check_size(key: str, value: Any, path: str) -> None:
     """A key sizing each trial's resources (`tables.SIZING_KEYS`) holds a number of processes (a
     whole number) or of CPUs / GPUs (any number, `num_cpus_per_learner` also "auto"), never below
     0; null takes RLlib's default."""
     if value is None or (key == "num_cpus_per_learner" and value == "auto"):
         return
-    whole = key in _COUNTS
+    whole = not key.startswith(_RESOURCE_AMOUNTS)  # a count of processes
     number = finite(value)
     if number is not None and number >= 0 and (not whole or number.is_integer()):
         return
