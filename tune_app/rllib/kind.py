@@ -72,7 +72,7 @@ class RLlibKind(KindDefaults):
     def env(self, exp: Experiment, spec_dir: Path, warnings: list[str]) -> EnvRef | None:
         """Required; the classic RLlib YAMLs put it in config, perhaps as a grid of envs."""
         env = exp.env
-        if env is None and isinstance(exp.config, dict):
+        if env is None:
             env = exp.config.get("env")
             if isinstance(env, Domain) and env.is_grid:
                 return _env_grid(exp, list(env.args), spec_dir, warnings)
@@ -120,7 +120,7 @@ class RLlibKind(KindDefaults):
         library_checks: bool,
     ) -> tuple[dict[str, float], ...]:
         # RLlib's fragment check first without RLlib (for validate too), so run says it once.
-        found = fragment_misfit(self.algorithm, exp.config if isinstance(exp.config, dict) else {})
+        found = fragment_misfit(self.algorithm, exp.config)
         if found is not None:
             raise found.under(exp.key_path)
         # RLlib sizes a trial the same whatever the env: the first gymnasium one is checked.

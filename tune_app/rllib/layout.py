@@ -110,7 +110,7 @@ def at_once(exp: Experiment, trials: int, machine: Machine) -> int:
     under max_concurrent_trials, as many as fit with 1 CPU each and the GPUs the config asks
     for (a learner's 0.5 GPU: 2 on one GPU)."""
     limit = min(trials, exp.max_concurrent_trials or trials)
-    config = exp.config if isinstance(exp.config, dict) else {}
+    config = exp.config
     try:
         gpus = sum(b.get("GPU", 0.0) for b in resources(exp.run, config).bundles)
     except SpecError:  # a config the plan refuses: its error says why
@@ -123,7 +123,7 @@ def choose(exp: Experiment, trials: int, machine: Machine) -> tuple[Experiment, 
     """The experiment with the layout keys it leaves out set for the search on `machine` (its
     part of it), and the layout said in one line. Keys the spec wrote (any spelling, searched or
     not) are kept."""
-    config = exp.config if isinstance(exp.config, dict) else {}
+    config = exp.config
     name = exp.run
     family = FAMILIES.get(LAYOUT_FAMILY.get(name, ""))
     chosen: dict[str, Any] = {}
@@ -201,7 +201,7 @@ def fragment_misfit(name: str, config: dict[str, Any]) -> SpecError | None:
 def _line(name: str, exp: Experiment, trials: int, machine: Machine, why: str, chose: bool) -> str:
     """'PPO layout: sampling in the trial process, 8 envs; 2 trials at once (why)', with the
     GPU sharing said, and the CPUs a layout the app `chose` leaves idle."""
-    config = exp.config if isinstance(exp.config, dict) else {}
+    config = exp.config
     defaults = algorithm_keys(name).defaults
     runners = config.get(RUNNERS, defaults.get(RUNNERS))
     envs = config.get(ENVS, defaults.get(ENVS))
@@ -238,7 +238,7 @@ def fastest_fit(exp: Experiment, machine: Machine) -> str | None:
     family = FAMILIES.get(LAYOUT_FAMILY.get(exp.run, ""))
     if family is None or not machine.known:
         return None
-    config = exp.config if isinstance(exp.config, dict) else {}
+    config = exp.config
     blank = {k: v for k, v in config.items() if k not in LAYOUT_KEYS}
     chosen, why = _fill(exp.run, blank, family, at_once(exp, exp.trials(), machine), machine.cpus)
     defaults = algorithm_keys(exp.run).defaults

@@ -129,7 +129,7 @@ def trial_bundles(  # noqa: C901
             return f"{exp.key_path}.simulations", f"simulations: {written.simulations}"
         if key == "num_gpus_per_learner" and written.resources and written.resources.gpu:
             return f"{exp.key_path}.resources_per_trial.gpu", f"gpu: {written.resources.gpu:g}"
-        given = written.config if isinstance(written.config, dict) else {}
+        given = written.config
         legacy = [old for old, new in RENAMED.items() if new == key]
         for name in (key, *legacy):
             if name in given:
