@@ -198,6 +198,8 @@ def test_run_and_validate_say_where_a_rerun_writes(cli, write_spec, tmp_path):
         result.err
     )
     assert f"python -m tune_app resume {earlier}" in result.err
+    # the plan's own line says the same folder, not the earlier run's
+    assert f"  results    {written} (a run writes there: {earlier} holds" in result.out
 
 
 def _scored(folder: Path) -> Path:

@@ -109,12 +109,15 @@ def _brief(value: Any) -> str:
 
 def plan_text(plan: Plan) -> str:
     """The plan as plain text: per experiment what runs, how many trials, on what resources."""
+    from tune_app.rundir.location import RunLocation
+
     experiments = counted(len(plan.experiments), "experiment")
     lines = [
         f"{plan.spec.file}: {experiments} ({plan.spec.form} form), "
         f"checked against {plan.machine.describe(memory=False)}"
     ]
-    for ep in plan.experiments:
+    written = RunLocation.fresh_all([ep.folder for ep in plan.experiments])  # what `run` writes
+    for ep, fresh in zip(plan.experiments, written, strict=True):
         exp = ep.experiment
         what = ep.trainable.kind.describe
         if ep.env is not None:
@@ -155,7 +158,12 @@ def plan_text(plan: Plan) -> str:
             ),
             ("iterations", f"at most {ep.iterations} in all" if ep.iterations else "not bounded"),
             ("expect", _expectations(exp)),
-            ("results", ep.location),
+            (
+                "results",
+                ep.location
+                if fresh.same_as(ep.folder)
+                else f"{fresh.where} (a run writes there: {ep.location} holds an earlier one)",
+            ),
         ]
         if ep.warm is not None:
             rows.insert(-1, ("warm start", ep.warm.line().removeprefix("warm start: ")))
