@@ -5,6 +5,7 @@ Ray."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tune_app.readback import compare_runs
 
 from .conftest import refused, user_module
 
+_OWN = itertools.count(1)
 SPEC = "metric: score\nmode: max\nexperiments: {e: {run: t, config: {x: {uniform: [0, 1]}}}}\n"
 
 
@@ -47,7 +49,8 @@ def make_run(
         **({"select": select} if select else {}),
     }
     (folder / "run.json").write_text(json.dumps(record))
-    (folder / "spec.yaml").write_text(spec or f"{SPEC}# {folder}\n")
+    own = f"{SPEC}max_concurrent_trials: {next(_OWN)}\n"  # a value apart: another method
+    (folder / "spec.yaml").write_text(spec or own)
     rows, now = [], start
     for i, (params, values) in enumerate(trials):
         for step, value in enumerate(values, 1):
@@ -174,6 +177,26 @@ def test_runs_of_one_spec_are_one_method_judged_by_each_runs_best(tmp_path):
     (better,) = found.improvements
     assert (better.better, better.chance, better.interval) == ("p1/e + p2/e", 1.0, (1.0, 1.0))
     assert {r.method for r in found.runs[:2]} == {"p1/e + p2/e"}
+
+
+def test_runs_of_one_spec_apart_from_its_searchers_seed_are_one_method(tmp_path):
+    """Replicates of a method differ in `seed` (the advice of the note below), and in comments
+    or layout; a `seed` the trainable reads from its config is part of the method."""
+    spec = "seed: 0\nmetric: score\nmode: max\nexperiments: {e: {run: t, config: {x: 1}}}\n"
+    runs = {
+        "p1": spec,
+        "p2": spec.replace("seed: 0", "seed: 5") + "# run again\n",
+        "p3": spec.replace("{run: t,", "{seed: 9, run: t,").replace("mode: max\n", "mode:  max\n"),
+        "p4": spec.replace("config: {x: 1}", "config: {x: 1, seed: 1}"),
+        "p5": spec.replace("config: {x: 1}", "config: {x: 1, seed: 2}"),
+    }
+    found = tune_app.compare(
+        *(
+            make_run(tmp_path / p / "e", [({"x": 1}, [0.5 + i / 10])], spec=text)
+            for i, (p, text) in enumerate(runs.items())
+        )
+    )
+    assert [m.runs for m in found.methods] == [("p1/e", "p2/e", "p3/e"), ("p4/e",), ("p5/e",)]
 
 
 def test_runs_of_one_spec_that_repeat_one_search_are_said_to(tmp_path):

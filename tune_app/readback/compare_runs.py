@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,10 +33,10 @@ from tune_app.readback.comparing import (
     Step,
 )
 from tune_app.rundir import noise
-from tune_app.rundir.files import read_text
 from tune_app.rundir.location import RunLocation, name_of, parent_of
 from tune_app.rundir.read import ExperimentResults, read_experiment
 from tune_app.seeds import CONFIDENCE, Configuration, finite_values
+from tune_app.spec.loading import read_yaml_text, spec_text
 
 LOGGED_AT = "logged_at"  # unix time the driver logged a result (tune_app.callbacks writes it)
 
@@ -127,11 +128,30 @@ def _labels(wheres: list[str]) -> list[str]:
 
 
 def _spec_text(run: RunLocation) -> str | None:
-    """The spec as run (what tells runs of one spec), or None where it cannot be read."""
-    try:
-        return read_text(run.spec)
-    except (OSError, UnicodeDecodeError):
+    """The spec as run as what tells runs of one method: its values, comments and layout
+    aside, without the `seed`s outside the trainable's config (runs that differ only in the
+    searcher's seed are replicates of one method); None where it cannot be read."""
+    text = spec_text(run.spec)
+    if text is None:
         return None
+    try:
+        return repr(_seedless(read_yaml_text(text, run.spec)))
+    except SpecError:  # not YAML the app reads: its text alone tells it
+        return text
+
+
+def _seedless(value: Any, outside_config: bool = True) -> Any:
+    """`value` in one order (keys by their repr), without `seed` keys outside a `config`."""
+    if isinstance(value, dict):
+        kept = {
+            k: _seedless(v, outside_config and k != "config")
+            for k, v in value.items()
+            if not (outside_config and k == "seed")
+        }
+        return sorted(kept.items(), key=lambda kv: repr(kv[0]))
+    if isinstance(value, list):
+        return [_seedless(v, outside_config) for v in value]
+    return value
 
 
 def _run(exp: ExperimentResults, label: str) -> ComparedRun:
