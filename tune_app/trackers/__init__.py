@@ -13,6 +13,7 @@ import netrc
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -20,7 +21,7 @@ from pydantic import BaseModel
 
 from tune_app.errors import SpecError
 from tune_app.extras import require
-from tune_app.rundir.allowed import store_problem
+from tune_app.rundir.allowed import local_store, store_problem
 from tune_app.trackers.options import Chosen, MlflowOptions, TrackersSpec, WandbOptions
 
 __all__ = ["TRACKERS", "Chosen", "MlflowOptions", "TrackersSpec", "WandbOptions", "check"]
@@ -34,13 +35,30 @@ class Tracker:
     options: type[BaseModel]
     module: str  # the package imported for it (checked installed before Ray starts)
     sink: str  # "module:Class" of its `mirror.Sink`, built with (options, target)
-    # What else it needs that is missing, as (what, how to fix it), or None.
-    needs: Callable[[Any], tuple[str, str] | None] = lambda options: None
+    # What else it needs that is missing, as (its option or "", what, how to fix it), or None.
+    needs: Callable[[Any], tuple[str, str, str] | None] = lambda options: None
     # The stores it writes, as (option, URI or path) pairs, checked by `rundir.allowed`.
     stores: Callable[[Any], tuple[tuple[str, str], ...]] = lambda options: ()
 
 
-def _wandb_key(options: WandbOptions) -> tuple[str, str] | None:
+def _mlflow_store(options: MlflowOptions) -> tuple[str, str, str] | None:
+    """MLflow 3.13+ refuses its file store (a folder or a `file:` URI) unless the user opts in."""
+    uri = options.tracking_uri
+    if uri is None or urlparse(uri).scheme.lower() not in ("", "file"):
+        return None
+    if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("true", "1"):
+        return None
+    database = Path(local_store(uri) or ".").parent / "mlflow.db"  # its artifacts: mlruns beside
+    return (
+        "tracking_uri",
+        f"{uri!r} is MLflow's file store, which MLflow 3.13 and later refuse: a run logs nothing",
+        f"write a database, as sqlite:///{database}, or a server's URI; or set "
+        "MLFLOW_ALLOW_FILE_STORE=true to keep the file store (`mlflow migrate-filestore` moves "
+        "one into a database)",
+    )
+
+
+def _wandb_key(options: WandbOptions) -> tuple[str, str, str] | None:
     """Online W&B needs an API key: WANDB_API_KEY, or a netrc entry for its host."""
     if options.mode != "online" or os.environ.get("WANDB_API_KEY"):
         return None
@@ -52,6 +70,7 @@ def _wandb_key(options: WandbOptions) -> tuple[str, str] | None:
     if found and found[2]:
         return None
     return (
+        "",
         f"W&B's online mode needs an API key, and none was found (WANDB_API_KEY, or a "
         f"netrc entry for {host} as `wandb login` writes)",
         "set WANDB_API_KEY or run `wandb login`, or write mode: offline",
@@ -66,6 +85,7 @@ TRACKERS: dict[str, Tracker] = {
             MlflowOptions,
             "mlflow",
             "tune_app.trackers.mlflow_runs:MlflowSink",
+            needs=_mlflow_store,
             stores=lambda o: (("tracking_uri", o.tracking_uri),) if o.tracking_uri else (),
         ),
         Tracker(
@@ -102,9 +122,6 @@ def check(trackers: tuple[Chosen, ...]) -> None:
     for one in trackers:
         entry = TRACKERS[one.name]
         require(f"the {one.name} tracker", (entry.module,), one.key_path)
-        missing = entry.needs(one.options)
-        if missing is not None:
-            raise SpecError(missing[0], path=one.key_path, suggestion=missing[1])
         for option, where in entry.stores(one.options):
             problem = store_problem(where)
             if problem is not None:
@@ -113,3 +130,8 @@ def check(trackers: tuple[Chosen, ...]) -> None:
                     path=f"{one.key_path}.{option}",
                     suggestion="name a folder of yours (or a server's URI)",
                 )
+        missing = entry.needs(one.options)
+        if missing is not None:
+            option, what, fix = missing
+            path = f"{one.key_path}.{option}" if option else one.key_path
+            raise SpecError(what, path=path, suggestion=fix)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tune_app.errors import error_line
+from tune_app.errors import MAX_PART_CHARS, clip, error_line
 from tune_app.rundir.files import read_rows
 from tune_app.rundir.layout import latest_results
 from tune_app.rundir.write import read_run_record
@@ -217,7 +217,8 @@ class Mirror:
 
     def _fail(self, err: BaseException) -> None:
         self.failed = True
-        warn(self.sink.name, f"failed ({error_line(err)[:200]})")
+        # Both ends kept: what a tracker says to do often ends its message (MLflow's opt-in).
+        warn(self.sink.name, f"failed ({clip(error_line(err), MAX_PART_CHARS)})")
 
     def _known(self, trial_id: str, config: dict[str, Any]) -> list[int]:
         if trial_id not in self.held:

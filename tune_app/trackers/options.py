@@ -23,8 +23,10 @@ class MlflowOptions(_Options):
 
     tracking_uri: str | None = Field(
         None,
-        description="MLflow's tracking URI: a server (http://127.0.0.1:5000), sqlite:///mlflow.db "
-        "or a folder (default: MLflow's, MLFLOW_TRACKING_URI or ./mlruns)",
+        description="MLflow's tracking URI: a server (http://127.0.0.1:5000) or "
+        "sqlite:///mlflow.db (default: MLflow's, MLFLOW_TRACKING_URI or sqlite:///mlflow.db in "
+        "the working folder); a folder or file: URI, MLflow's file store, only with "
+        "MLFLOW_ALLOW_FILE_STORE=true",
     )
     experiment_name: str | None = Field(
         None, min_length=1, description="the MLflow experiment (default: the experiment's name)"
