@@ -416,6 +416,7 @@ def best_checkpoint(folder: str | os.PathLike[str], pick: str | None = None) -> 
     trial kept no checkpoint."""
     from tune_app.command import APP
     from tune_app.readback import front
+    from tune_app.rundir.read import KEEP_A_CHECKPOINT
 
     found = read(folder)
     if len(found) != 1:
@@ -456,9 +457,7 @@ def best_checkpoint(folder: str | os.PathLike[str], pick: str | None = None) -> 
             f"{exp.where}: the {'chosen' if several else 'best'} trial {best.trial_id} kept no "
             "checkpoint"
             + (" here (a run on cloud storage: copy its trial folder)" if exp.on_cloud else ""),
-            suggestion="a tune.Trainable class saves one at its end (checkpoint_config: "
-            "{checkpoint_at_end: true}); a function trainable reports one with "
-            "tune.report(metrics, checkpoint=...)",
+            suggestion=KEEP_A_CHECKPOINT,
         )
     return BestCheckpoint(exp.name, best.trial_id, path, dict(best.config), best.score)
 

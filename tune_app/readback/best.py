@@ -28,7 +28,7 @@ from tune_app.readback import front
 from tune_app.rundir import noise
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import writer_of
-from tune_app.rundir.read import ExperimentResults, read_experiment
+from tune_app.rundir.read import KEEP_A_CHECKPOINT, ExperimentResults, read_experiment
 from tune_app.rundir.records import RunRecord, TrialOutcome
 from tune_app.seeds import MAX_SEEDS, SEED_KEY
 from tune_app.space import place_at
@@ -148,8 +148,7 @@ def render(data: dict[str, Any], found: list[Best], fmt: Format) -> str:
         if missing:
             raise SpecError(
                 f"{source}: trial {', '.join(missing)} kept no checkpoint",
-                suggestion="a tune.Trainable class saves one at its end (checkpoint_config: "
-                "{checkpoint_at_end: true})",
+                suggestion=KEEP_A_CHECKPOINT,
             )
         return "\n".join(str(b.checkpoint) for b in found)
     if fmt == "overrides":

@@ -61,6 +61,11 @@ from tune_app.space import value_at
 from tune_app.words import counted
 
 _R = TypeVar("_R")
+# How a trial keeps a checkpoint, for whatever says one kept none (`best`, `best_checkpoint`).
+KEEP_A_CHECKPOINT = (
+    "a tune.Trainable class saves one at its end (checkpoint_config: {checkpoint_at_end: true}); "
+    "a function trainable reports one with tune.report(metrics, checkpoint=...)"
+)
 
 
 @dataclass(frozen=True)
