@@ -45,7 +45,7 @@ from tune_app.user_code.locating import (
     pythonpath_folders,
     spec_of,
 )
-from tune_app.user_code.source import bound_names, followed, parsed_source
+from tune_app.user_code.source import bound_names, followed, parsed_source, statements
 
 # Packages a spec may not name code in, beside the standard library: the app itself.
 APP_PACKAGES = frozenset({"tune_app"})
@@ -320,13 +320,30 @@ def _check_source(module: ModuleSpec, ref: CodeRef) -> None:
                     raise _not_user_code(f"{node.module}.{alias.name}", ref.where, ref.text)
     bound = bound_names(tree)
     if bound is not None and ref.name not in bound:
-        defined = sorted(n for n in bound if not n.startswith("_"))
+        defined = _could_be(tree, ref)
         raise SpecError(
             f"module '{ref.module_name}' defines no '{ref.name}'",
             path=ref.where,
             allowed=defined[:20],
             suggestion=did_you_mean(ref.name, defined),
         )
+
+
+def _could_be(tree: ast.Module, ref: CodeRef) -> list[str]:
+    """The names the module's source defines that could be of `ref`'s role: its classes, and its
+    functions where the role takes them (an installed package's: those it declares), not what
+    it imports or assigns."""
+    found = {
+        node.name
+        for node in statements(tree.body)
+        if isinstance(node, ast.ClassDef)
+        or (
+            isinstance(node, ast.FunctionDef)
+            and ref.role.functions
+            and (ref.local or f"{ref.module_name}:{node.name}" in declared_refs(ref.role.group))
+        )
+    }
+    return sorted(n for n in found if not n.startswith("_"))
 
 
 def _check_reexported(tree: ast.Module, module: ModuleSpec, ref: CodeRef) -> None:
