@@ -102,17 +102,20 @@ legacy_exp:
     assert trials[1]["iterations"] == 10 and trials[5]["iterations"] == 2
 
 
+@pytest.mark.parametrize("trainable", ["keywords", "generator"])
 def test_a_trainable_reporting_keywords_as_ray_1_documented_runs(
-    ray_session, cli, user_spec, tmp_path
+    ray_session, cli, user_spec, tmp_path, trainable
 ):
     """`tune.report(score=...)`, the function API of Ray 1.x to 2.6: Ray 2.7 and later take a
-    dict only, and every trial failed with a TypeError."""
-    spec_file = user_spec("""
+    dict only, and every trial failed with a TypeError. `yield {...}`, Tune's generator API,
+    which Tune iterates: the app's wrappers handed Tune the generator unread, and every trial
+    failed with 'Invalid return or yield value'."""
+    spec_file = user_spec(f"""
 old_style:
-  run: my_trainables:keywords
+  run: my_trainables:{trainable}
   metric: score
   mode: max
-  config: {x: {grid_search: [1, 2]}}
+  config: {{x: {{grid_search: [1, 2]}}}}
 """)
     result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
     assert result.code == 0, result.err

@@ -21,6 +21,12 @@ def keywords(config):
         tune.report(score=config["x"] * step, step=step)
 
 
+def generator(config):
+    """Tune's generator API: each yield a result."""
+    for step in range(1, 4):
+        yield {"score": config["x"] * step, "step": step}
+
+
 def train_api(config):
     """As Ray 2.7 to 2.40 documented it: ray.train's report, Checkpoint and get_checkpoint.
     Fails once after its second step; the retry goes on from that step's checkpoint."""

@@ -47,7 +47,23 @@ def with_keyword_reports(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     def trainable(config: dict[str, Any]) -> Any:
         accept_keyword_reports()
-        return fn(config)
+        out = fn(config)
+        if not inspect.isgenerator(out):
+            return out
+        from ray import tune
+
+        # Tune's generator API (`yield {"score": x}`, each a result): Tune iterates a generator
+        # function it is given, but this wrapper and the app's around it are plain functions,
+        # so the wrapper reports each as Tune would.
+        for result in out:
+            if isinstance(result, dict):
+                tune.report(result)
+            elif result:
+                raise ValueError(
+                    f"{fn.__name__} yielded {type(result).__name__}: a generator trainable "
+                    "yields a dict of metrics each step"
+                )
+        return None
 
     return _named_as(trainable, fn)
 
