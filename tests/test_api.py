@@ -145,23 +145,46 @@ def test_a_python_object_in_a_dict_spec_is_one_error_at_its_key(tmp_path, spec, 
 
 
 @pytest.mark.parametrize(
-    ("folders", "command"),
+    ("folders", "runs", "command"),
     [
-        pytest.param(["out/e"], "python -m tune_app resume out/e", id="one"),
-        pytest.param(["out/a", "out/b"], "python -m tune_app resume out", id="one-storage-folder"),
+        pytest.param(["out/e"], {}, "python -m tune_app resume out/e", id="one"),
+        pytest.param(
+            ["out/a", "out/b"],
+            {"a": "s.yaml", "b": "s.yaml"},
+            "python -m tune_app resume out",
+            id="one-storage-folder",
+        ),
+        pytest.param(
+            ["out/a", "out/b"],
+            {"a": "s.yaml", "b": "s.yaml", "c": "other.yaml"},
+            "python -m tune_app resume out/a && python -m tune_app resume out/b",
+            id="beside-another-specs-run",  # `resume out` refuses two spec files
+        ),
         pytest.param(
             ["x/a", "y/b"],
+            {},
             "python -m tune_app resume x/a && python -m tune_app resume y/b",
             id="apart",
         ),
         pytest.param(
-            ["s3://b/p/a", "s3://b/p/b/"], "python -m tune_app resume s3://b/p", id="cloud"
+            ["s3://b/p/a", "s3://b/p/b"],
+            {},
+            "python -m tune_app resume s3://b/p/a && python -m tune_app resume s3://b/p/b",
+            id="cloud",
         ),
     ],
 )
-def test_resume_command_continues_every_folder_with_one_command_where_it_can(folders, command):
+def test_resume_command_continues_every_folder_with_one_command_where_it_can(
+    tmp_path, monkeypatch, folders, runs, command
+):
     from tune_app.api import resume_command
 
+    monkeypatch.chdir(tmp_path)
+    for name, spec_file in runs.items():
+        (tmp_path / "out" / name).mkdir(parents=True)
+        (tmp_path / "out" / name / "run.json").write_text(
+            json.dumps({"experiment": name, "spec_file": spec_file})
+        )
     assert resume_command(folders) == command
 
 

@@ -13,13 +13,12 @@ APP = "python -m tune_app"
 def resume_command(folders: Sequence[str]) -> str:
     """The command that continues the runs in `folders`, as a shell runs it when pasted
     (`python -m tune_app`, each folder quoted where it must be): `resume` takes one folder, an
-    experiment's or the storage folder holding several."""
-    from tune_app.rundir.location import parent_of
+    experiment's, or the storage folder holding them where it holds no other run to resume
+    (`resumed_together`); else one `resume` per folder."""
+    from tune_app.rundir.location import resumed_together
 
     resume = f"{APP} resume"
-    parents = {parent_of(loc) for loc in folders}
-    if len(folders) == 1:
-        return f"{resume} {shlex.quote(folders[0])}"
-    if len(parents) == 1:
-        return f"{resume} {shlex.quote(parents.pop())}"
+    one = folders[0] if len(folders) == 1 else resumed_together(folders)
+    if one is not None:
+        return f"{resume} {shlex.quote(one)}"
     return " && ".join(f"{resume} {shlex.quote(loc)}" for loc in folders)

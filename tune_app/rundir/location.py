@@ -370,6 +370,22 @@ def parent_of(where: str) -> str:
     return where.rstrip("/").rsplit("/", 1)[0]
 
 
+def resumed_together(folders: Sequence[str]) -> str | None:
+    """The local folder holding all of `folders` (run folders, as `where` names them) whose
+    `resume` continues exactly their runs, or None: they lie apart, on cloud storage (not listed
+    at an interrupt), or beside runs that `resume` would take too (another spec's, which it
+    refuses, or another experiment's)."""
+    parents = {parent_of(f) for f in folders}
+    if len(parents) != 1 or any(is_uri(f) for f in folders):
+        return None
+    parent = parents.pop()
+    try:
+        found, _ = finding.find_runs(Path(parent), prefer=finding.unfinished)
+    except SpecError:
+        return None
+    return parent if {p.resolve() for p in found} == {Path(f).resolve() for f in folders} else None
+
+
 def name_of(where: str) -> str:
     """The last part of a folder path or URI a user gave (a page's title)."""
     return where.rstrip("/").rsplit("/", 1)[-1] or where
