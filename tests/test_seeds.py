@@ -100,6 +100,33 @@ def test_every_reader_names_the_best_configuration_and_ranks_incomplete_ones_aft
     assert header is not None and header.params == "x = 2" and header.score == "5"
 
 
+def test_best_and_evaluate_mark_a_score_a_scheduler_cut_short():
+    """ASHA stopped x=2's seeds at iteration 2 and one of x=3's at 4, of 8: their tuning scores
+    say so beside evaluate's full-length evaluation, as `analyze` marks them."""
+    from tune_app.readback import best
+    from tune_app.rundir.read import ExperimentResults
+    from tune_app.rundir.records import FINISHED, RunSummary, TrialOutcome
+
+    ran = {1: [8, 8], 2: [2, 2], 3: [8, 4]}
+    trials = [
+        TrialOutcome(
+            trial_id=f"aaaaa_{2 * x + seed:05d}", status=FINISHED, config={"x": x, "seed": seed},
+            score=float(x), iterations=n, params={"x": x, "seed": seed}, stopped_early=n < 8,
+        )
+        for x, budgets in ran.items()
+        for seed, n in enumerate(budgets)
+    ]  # fmt: skip
+    summary = RunSummary("e", "loss", "min", 1.0, trials=trials, seeds=[0, 1])
+    exp = ExperimentResults(
+        summary=summary, folder=Path("e"), searched=["x", "seed"], scheduler="asha", stop={},
+        history={t.trial_id: [] for t in trials},
+    )  # fmt: skip
+    judged = [b.judged for b in best._top(exp, 3)]
+    assert judged[0] == "mean of its seeds, P(best) 100%"
+    assert judged[1].endswith("P(best) 0%, stopped at 2 of 8 iterations")
+    assert judged[2].endswith("P(best) 0%, mixed budgets: 4-8 iterations")
+
+
 def plan_of(tmp_path, text):
     path = tmp_path / "spec.yaml"
     path.write_text(text)

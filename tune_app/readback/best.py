@@ -206,6 +206,7 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
     searched = [k for k in exp.searched if k != SEED_KEY or not exp.summary.seeds]
     chosen: list[tuple[dict[str, Any], float, TrialOutcome, str]] = []
     by_id = {t.trial_id: t for t in exp.trials}
+    most = max((t.iterations for t in exp.trials), default=0)
     if exp.summary.seeds:
         how = f"{exp.summary.aggregate} of its seeds"
         place = {t.trial_id: n for n, t in enumerate(exp.ranked())}
@@ -213,7 +214,13 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
             if c.score is None:
                 continue
             best = by_id[min(c.trial_ids, key=place.__getitem__)]
-            chosen.append((c.params, c.score, best, how + noise.chosen_by(c, exp.summary.select)))
+            budget = (
+                f", {c.budgets_text}"
+                if c.mixed_budgets
+                else _stopped([by_id[i] for i in c.trial_ids], most)
+            )
+            judged = how + noise.chosen_by(c, exp.summary.select) + budget
+            chosen.append((c.params, c.score, best, judged))
     else:
         seen = set()
         for t in exp.ranked():
@@ -223,7 +230,9 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
             key = json.dumps(params, sort_keys=True, default=str)
             if key not in seen:
                 seen.add(key)
-                chosen.append((params, t.score, t, scoring.describe(exp.scope)))
+                chosen.append(
+                    (params, t.score, t, scoring.describe(exp.scope) + _stopped([t], most))
+                )
     out = []
     for rank, (params, score, trial, how) in enumerate(chosen[:top], 1):
         missing = [k for k in searched if k not in params]
@@ -240,6 +249,15 @@ def _top(exp: ExperimentResults, top: int) -> list[Best]:
     return out
 
 
+def _stopped(trials: list[TrialOutcome], most: int) -> str:
+    """The budget a score was cut at, where a scheduler stopped the trials behind it before
+    their longest peer (`analyze` marks them "(early)"): ", stopped at 2 of 8 iterations";
+    else ""."""
+    if not any(t.stopped_early for t in trials):
+        return ""
+    return f", stopped at {max(t.iterations for t in trials)} of {most} iterations"
+
+
 def _front(exp: ExperimentResults, pick: str | None) -> list[Best]:
     """The front of a search of several objectives, each trial its own experiment (`-front<k>`,
     best first on the first objective), or the one point `pick` names (`-best`)."""
@@ -251,13 +269,14 @@ def _front(exp: ExperimentResults, pick: str | None) -> list[Best]:
             suggestion=f"see `{APP} analyze {exp.where}` for what each trial reported",
         )
     first = exp.summary.objectives[0].name
+    most = max((t.iterations for t in exp.trials), default=0)
     out = []
     for rank, t in enumerate(chosen, 1):
         name = f"{exp.name}-best" if pick is not None else f"{exp.name}-front{rank}"
         params = {k: t.params.get(k) for k in exp.searched}
         value = t.objectives.get(first)
         score = float(value) if value is not None else float("nan")
-        judged = front.judged(t, exp.summary)
+        judged = front.judged(t, exp.summary) + _stopped([t], most)
         out.append(Best(exp.name, name, rank, t, params, score, judged, first, exp.run))
     return out
 
