@@ -127,6 +127,29 @@ def test_best_and_evaluate_mark_a_score_a_scheduler_cut_short():
     assert judged[2].endswith("P(best) 0%, mixed budgets: 4-8 iterations")
 
 
+@pytest.mark.parametrize("several", [False, True], ids=["one-experiment", "several"])
+def test_an_evaluate_cut_short_prints_no_table_but_where_its_parts_are_once_resumed(
+    several, capsys
+):
+    """Cut short, a run of one experiment returns, of several raises; `resume` of it prints no
+    evaluation table: the interrupted evaluate says what gives its parts, before `main`'s
+    resume line."""
+    from tune_app.api import Interrupted
+    from tune_app.cli.printing import evaluated
+
+    def run():
+        if several:
+            raise Interrupted(["o/e-top1", "o/e-top2"])
+        return SimpleNamespace(interrupted_folders=["o/e-best"])
+
+    with pytest.raises(Interrupted) as raised:
+        evaluated(run, [], Path("spec-evaluate.yaml"))
+    assert raised.value.folders == (["o/e-top1", "o/e-top2"] if several else ["o/e-best"])
+    out, err = capsys.readouterr()
+    assert "evaluation on fresh seeds" not in out
+    assert "python -m tune_app analyze FOLDER" in err and "spec-evaluate.yaml" in err
+
+
 def plan_of(tmp_path, text):
     path = tmp_path / "spec.yaml"
     path.write_text(text)

@@ -176,7 +176,7 @@ def cmd_best(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from tune_app.api import run
-    from tune_app.cli.console import evaluation_text, print_outcomes
+    from tune_app.cli.printing import evaluated
     from tune_app.readback import best
     from tune_app.rundir.files import for_the_user, write_text
 
@@ -191,12 +191,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         write_text(spec_file, text + "\n")
     print(f"tune_app: the top {args.top} configurations on {args.seeds} fresh seeds: {spec_file}")
     verbosity = 0 if args.quiet else 1
-    result = run(
-        spec_file, storage_path=args.storage_path or root, verbosity=verbosity, command=args.argv
+    storage = args.storage_path or root
+    return evaluated(
+        lambda: run(spec_file, storage_path=storage, verbosity=verbosity, command=args.argv),
+        found,
+        spec_file,
     )
-    print(evaluation_text(found, result.summaries))
-    print_outcomes(result.outcomes)  # the spec's expect holds for each configuration too
-    return result.exit_code
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -15,6 +15,8 @@ from tune_app.errors import RunStopped
 from tune_app.ray_internals.versions import UncheckedRayWarning
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tune_app.api import RunResult
     from tune_app.plan.types import Plan
 
@@ -99,6 +101,33 @@ def shown(run: Callable[[], RunResult]) -> int:
     print_result(result)
     if result.interrupted_folders:
         print(interrupted_line(result.interrupted_folders), file=sys.stderr)
+    return result.exit_code
+
+
+def evaluated(run: Callable[[], RunResult], found: list[Any], spec_file: Path) -> int:
+    """What `evaluate` ends with: its table of each configuration's tuning score beside its
+    score over the fresh seeds, the expectations that failed, its exit code. Cut short, no
+    table (`resume` prints none either): where its parts are once resumed, then the resume
+    line `main` ends with."""
+    from tune_app.api import Interrupted
+    from tune_app.cli.console import evaluation_text, print_outcomes
+    from tune_app.command import APP
+
+    try:
+        result = run()
+        if result.interrupted_folders:
+            raise Interrupted(result.interrupted_folders)
+    except Interrupted as stop:
+        if stop.folders:
+            print(
+                "tune_app: the evaluation was cut short; once resumed (below), "
+                f"`{APP} analyze FOLDER` of each folder gives its configuration's score over the "
+                f"fresh seeds, and the comments in {spec_file} its tuning score",
+                file=sys.stderr,
+            )
+        raise
+    print(evaluation_text(found, result.summaries))
+    print_outcomes(result.outcomes)  # the spec's expect holds for each configuration too
     return result.exit_code
 
 
