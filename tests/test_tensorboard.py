@@ -892,6 +892,13 @@ def test_the_port_is_tensorboards_own_or_a_free_one_said_so() -> None:
     assert pick_port("127.0.0.1", 0) == (0, None) and DEFAULT_PORT == 6006
 
 
+def test_a_host_that_names_no_address_is_one_line(cli, tmp_path) -> None:
+    """A mistyped --host was taken for a busy port 6006, and TensorBoard then ended in its
+    resolver's bare 'Name or service not known'."""
+    (tmp_path / "run.json").write_text("{}")
+    refused(cli("tensorboard", tmp_path, "--host", "0.0.0.0x"), "cannot serve on 0.0.0.0x:0")
+
+
 def test_sigterm_stops_the_server_and_its_children(tmp_path: Path) -> None:
     """`tune-app tensorboard DIR &` then `kill PID`: the server and TensorBoard's data server
     (its child process) are gone."""

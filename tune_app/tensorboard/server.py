@@ -25,6 +25,7 @@ def pick_port(host: str, port: int | None, default: int = DEFAULT_PORT) -> tuple
     try:
         _check_address(host, default)
     except SpecError:
+        _check_address(host, 0)  # no port of this host can be bound (no such host): that error
         note = f"port {default} is in use (another TensorBoard?); serving on a free port instead"
         return 0, note + " (--port N picks one)"
     return default, None
