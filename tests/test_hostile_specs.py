@@ -35,6 +35,11 @@ def _bomb(levels: int = 9, width: int = 9) -> str:
         pytest.param("reexports:call", NOT_USER_CODE, id="imported-from-stdlib"),
         pytest.param("reexports:needs_three", NOT_TRAINABLE, id="wrong-signature"),
         pytest.param("reexports:no_args", NOT_TRAINABLE, id="takes-no-config"),
+        # A name `import X (as Y)` binds: validate passed it, and run refused it.
+        pytest.param(
+            "reexports:subprocess", "'subprocess' is a module, not a trainable", id="a-module"
+        ),
+        pytest.param("reexports:osp", "'osp' is a module, not a trainable", id="aliased-module"),
         pytest.param("reexports:coro", NOT_TRAINABLE, id="async-function"),
         # The running script: what to do, not "defines no 'train'" (its __main__ is tune_app's).
         pytest.param(
@@ -192,6 +197,7 @@ def test_no_message_prints_more_than_a_few_hundred_characters_of_a_value(cli, wr
 def _reexports(folder) -> None:
     (folder / "reexports.py").write_text(
         "import functools\n"
+        "import os.path as osp\n"
         "import subprocess\n"
         "from subprocess import call\n"
         "from pathlib import Path\n"

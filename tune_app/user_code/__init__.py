@@ -309,6 +309,8 @@ def _check_source(module: ModuleSpec, ref: CodeRef) -> None:
         return  # importing it reports the problem, at run
     _check_reexported(tree, module, ref)
     source = followed(tree, module, ref.name)
+    if source and isinstance(source[0], ast.Import):
+        raise not_role(ref.name, "a module", ref.role, ref.where)  # as `load` says of it
     if f"{source[1] if source else module.name}:{ref.name}" in ref.role.bases:
         raise _a_base(ref)
     for node in tree.body:

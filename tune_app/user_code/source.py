@@ -1,6 +1,6 @@
 """What a module's source shows, read without running it: the names its top level binds, and
-what a name it imports from another module is there (a function, a class), followed through
-re-exports. Used by the gate (`tune_app.user_code`) at validate."""
+what a name it imports is (a module; a function or a class of another module, followed through
+re-exports). Used by the gate (`tune_app.user_code`) at validate."""
 
 from __future__ import annotations
 
@@ -59,11 +59,13 @@ def binds(node: ast.AST) -> Iterator[str]:
 def followed(
     tree: ast.Module, module: ModuleSpec, name: str, depth: int = 4
 ) -> tuple[ast.stmt, str] | None:
-    """What an installed module's `from X import name` (at its top level, or inside its `if`
-    and `try` blocks) binds `name` to in X's source, and the module that defines it, followed
-    `depth` imports deep without importing anything; None where the source does not show it
-    plainly."""
+    """What a module's imports (at its top level, or inside its `if` and `try` blocks) bind
+    `name` to, and the module where that is: the definition in X's source that `from X import
+    name` names, followed `depth` imports deep, or the `import` statement that binds it to a
+    module, without importing anything; None where the source does not show it plainly."""
     for node in statements(tree.body):
+        if isinstance(node, ast.Import) and name in binds(node):
+            return node, module.name
         if not isinstance(node, ast.ImportFrom) or depth == 0:
             continue
         alias = next((a for a in node.names if (a.asname or a.name) == name), None)
