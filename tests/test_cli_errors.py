@@ -526,11 +526,27 @@ def test_an_address_with_nothing_there_fails_fast_in_one_line(
     assert "Warning" not in result.err and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("scheme", ["ray://", ""], ids=["client", "gcs"])
+def test_an_address_from_ray_address_is_blamed_on_it_not_on_the_option(
+    cli, write_spec, tmp_path, monkeypatch, scheme
+):
+    """`RAY_ADDRESS=HOST:PORT run` with nothing there blamed `--address`, never given."""
+    from tests.conftest import free_port
+
+    monkeypatch.setenv("RAY_ADDRESS", f"{scheme}127.0.0.1:{free_port()}")
+    spec_file = write_spec("e:\n  run: es_cartpole\n  stop: {training_iteration: 2}\n")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "out")
+    words = "Connection refused; unset RAY_ADDRESS to start a local Ray, or start it with"
+    refused(result, words, file=spec_file, path="RAY_ADDRESS")
+    assert "--address" not in result.err and not (tmp_path / "out").exists()
+
+
 def test_an_address_that_never_answers_is_given_up_after_the_probe(monkeypatch):
     import socket
 
     from tune_app.cluster import PROBE_S, _reachable
     from tune_app.errors import SpecError
+    from tune_app.resources import ClusterAddress
 
     waited: list[float] = []
 
@@ -540,7 +556,7 @@ def test_an_address_that_never_answers_is_given_up_after_the_probe(monkeypatch):
 
     monkeypatch.setattr(socket, "create_connection", silent)
     with pytest.raises(SpecError) as err:
-        _reachable("ray://10.0.0.5:10001")
+        _reachable(ClusterAddress("ray://10.0.0.5:10001"))
     assert waited == [PROBE_S] and PROBE_S <= 5
     assert f"nothing answered on port 10001 within {PROBE_S:g} s" in str(err.value)
     assert "ray:// on port 10001" in str(err.value)  # where a head serves Ray client

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from tune_app.expect import Outcome
     from tune_app.plan.types import Plan
     from tune_app.readback.comparing import Comparison
+    from tune_app.resources import ClusterAddress
     from tune_app.rundir.read import ExperimentResults
     from tune_app.rundir.records import RunSummary, TrialOutcome
     from tune_app.runner import RunOptions
@@ -183,19 +184,38 @@ def validate(
     have); or, with `address`, for the running cluster there, whose nodes are read by joining
     it for a moment (no trial is started). Ray-free unless `address` is given; the spec is
     checked before the cluster is joined."""
+    from tune_app.resources import ClusterAddress
+
+    cluster = None if address is None else ClusterAddress(address)
+    return _plan(
+        spec, smoke, storage_path, rllib_checks=rllib_checks, cpus=cpus, gpus=gpus, cluster=cluster
+    )
+
+
+def _plan(
+    spec: SpecSource | Spec,
+    smoke: bool,
+    storage_path: str | os.PathLike[str] | None,
+    *,
+    rllib_checks: bool,
+    cluster: ClusterAddress | None,
+    cpus: float | None = None,
+    gpus: float | None = None,
+) -> Plan:
+    """`validate`'s plan, for the cluster at `cluster` (its errors name where that was given)."""
     from tune_app.plan.make import make_plan
     from tune_app.resources import Machine
 
     loaded = _load(spec)
     where = None if storage_path is None else str(storage_path)
     machine: Machine | None = None
-    if address is not None:
+    if cluster is not None:
         # First against a cluster not yet known: a bad spec never joins it.
         make_plan(loaded, machine=Machine.unknown(), storage_path=where, smoke=smoke)
         from tune_app.cluster import machine_at  # imports Ray
 
         try:
-            machine = machine_at(address)
+            machine = machine_at(cluster)
         except SpecError as err:
             raise err.with_file(str(loaded.file)) from None
     elif cpus is not None and not math.isfinite(cpus):
@@ -231,13 +251,10 @@ def run(
     """
     with _one_run_at_a_time(_named(spec)):
         _check_junit(junit)
-        plan = validate(
-            spec,
-            smoke=smoke,
-            storage_path=storage_path,
-            rllib_checks=True,
-            address=_cluster(address),
-        )
+        from tune_app.resources import ClusterAddress
+
+        cluster = ClusterAddress.of(address)
+        plan = _plan(spec, smoke, storage_path, rllib_checks=True, cluster=cluster)
         from tune_app.rundir.location import RunLocation
 
         # A folder an earlier run wrote is kept: this run writes `<name>_<n>` beside it.
@@ -250,7 +267,7 @@ def run(
             on_plan(plan)
         from tune_app.runner import RunOptions  # imports Ray: only for a valid plan
 
-        opts = RunOptions(address=address, verbosity=verbosity, command=tuple(command))
+        opts = RunOptions(address=cluster, verbosity=verbosity, command=tuple(command))
         return _run_plan(plan, opts, junit)
 
 
@@ -273,10 +290,11 @@ def resume(
     with _one_run_at_a_time(f"the resume of {os.fspath(folder)}"):
         _check_junit(junit)
         from tune_app.methods import scheduler_of
+        from tune_app.resources import ClusterAddress
         from tune_app.resuming import resume_plan
 
         machine = None
-        cluster = _cluster(address)
+        cluster = ClusterAddress.of(address)
         if cluster:  # the trials go on where they ran: the layout is chosen for its nodes again
             from tune_app.cluster import machine_at  # imports Ray
 
@@ -292,7 +310,7 @@ def resume(
             on_plan(plan)
         from tune_app.runner import RunOptions  # imports Ray: only for a valid plan
 
-        opts = RunOptions(address=address, verbosity=verbosity, command=tuple(command), resume=True)
+        opts = RunOptions(address=cluster, verbosity=verbosity, command=tuple(command), resume=True)
         return _run_plan(plan, opts, junit)
 
 
@@ -334,12 +352,6 @@ def _check_junit(junit: str | os.PathLike[str] | None) -> None:
     problem = output_problem(Path(junit), (".xml",)) if junit is not None else None
     if problem is not None:
         raise SpecError(problem, path="--junit", suggestion="name a new file ending in .xml")
-
-
-def _cluster(address: str | None) -> str | None:
-    """The cluster a run joins: the runner's cluster_address rule, read here without importing
-    Ray (a bad spec never does)."""
-    return address or os.environ.get("RAY_ADDRESS") or None
 
 
 def read(*folders: str | os.PathLike[str]) -> list[ExperimentResults]:

@@ -30,7 +30,7 @@ from tune_app.ray_internals.startup import (
     node_on_loopback,
     signals_left_to_the_driver,
 )
-from tune_app.resources import Machine, misfit
+from tune_app.resources import ClusterAddress, Machine, misfit
 
 # Ray Train's own switch (documented with Train's second versions): with it off, a trial process's
 # `ray.train.report`, `get_checkpoint` and `get_context` are Train's first versions, which hand
@@ -52,10 +52,9 @@ def worker_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
-    """Ray for this run: the cluster named by `--address` / RAY_ADDRESS joined, or a local Ray
-    started and, at the end, stopped."""
-    address = cluster_address(address)
+def ray_for(plan: Plan, address: ClusterAddress | None, verbosity: int) -> Iterator[None]:
+    """Ray for this run: the cluster at `address` joined, or, with none, a local Ray started and,
+    at the end, stopped."""
     kwargs: dict[str, Any] = dict(
         include_dashboard=False,
         logging_level=logging.WARNING if verbosity >= 2 else logging.ERROR,
@@ -64,7 +63,7 @@ def ray_for(plan: Plan, address: str | None, verbosity: int) -> Iterator[None]:
     )
     if address:
         with signals_left_to_the_driver():
-            ray.init(address=address, runtime_env=runtime_env(plan), **kwargs)
+            ray.init(address=address.text, runtime_env=runtime_env(plan), **kwargs)
         reclaim()
         try:
             yield
@@ -124,17 +123,18 @@ def running_machine(name: str) -> Machine:
     return Machine(nodes=nodes, name=name)
 
 
-def machine_at(address: str) -> Machine:
+def machine_at(address: ClusterAddress) -> Machine:
     """A running cluster's nodes, read by joining it as a driver for a moment: no trial, task
     or actor is started. SpecError (exit 2) when it cannot be joined."""
-    name = f"the cluster at {address}"
+    text = address.text
+    name = f"the cluster at {text}"
     _reachable(address)
     if ray.is_initialized():  # a notebook or a test already joined a cluster: this one?
         joined = ray.get_runtime_context().gcs_address
-        if re.fullmatch(r"[\w.\-]+:\d+", address) and not _same_address(joined, address):
+        if re.fullmatch(r"[\w.\-]+:\d+", text) and not _same_address(joined, text):
             raise SpecError(
-                f"this process has already joined the Ray at {joined}, not {address}",
-                path="--address",
+                f"this process has already joined the Ray at {joined}, not {text}",
+                path=address.given_as,
                 suggestion="ray.shutdown() first, or plan from a new process",
             )
         return running_machine(name)
@@ -142,17 +142,13 @@ def machine_at(address: str) -> Machine:
         with warnings.catch_warnings():  # Ray client's timeout warning: the line below says it
             warnings.simplefilter("ignore", UserWarning)
             ray.init(
-                address=address,
+                address=text,
                 include_dashboard=False,
                 logging_level=logging.ERROR,
                 log_to_driver=False,
             )
     except (ConnectionError, ValueError, RuntimeError) as err:
-        raise SpecError(
-            f"cannot join the cluster at {address}: {first_line(err)}",
-            path="--address",
-            suggestion="start it with ray start --head, or check the address (ray status)",
-        ) from None
+        raise _cannot_join(address, "the cluster", first_line(err)) from None
     try:
         return running_machine(name)
     finally:
@@ -177,11 +173,11 @@ _ADDRESS = re.compile(r"(ray://)?([\w.\-]+|\[[0-9A-Fa-f:.]+\]):(\d+)/?")
 PROBE_S = 3.0  # a TCP connect to a live head answers in milliseconds, a refused one at once
 
 
-def _reachable(address: str) -> None:
+def _reachable(address: ClusterAddress) -> None:
     """SpecError at once when a HOST:PORT or ray://HOST:PORT address takes no connection:
     ray.init would wait minutes for a GCS (Ray 2.60 retried for over 2 minutes here), and 31 s
     for a Ray client server, then print Ray's raw UserWarning before the app's line."""
-    plain = _ADDRESS.fullmatch(address)
+    plain = _ADDRESS.fullmatch(address.text)
     if plain is None:
         return  # "auto", "local": Ray's own rules
     client, host, port = plain.groups()
@@ -193,20 +189,24 @@ def _reachable(address: str) -> None:
         if isinstance(err, TimeoutError):
             reason = f"nothing answered on port {port} within {PROBE_S:g} s"
         start = "ray start --head" + (" (it serves ray:// on port 10001)" if client else "")
-        raise SpecError(
-            f"cannot join {what} at {address}: {reason}",
-            path="--address",
-            suggestion=f"start it with {start}, or check the address (ray status)",
-        ) from None
+        raise _cannot_join(address, what, reason, start) from None
+
+
+def _cannot_join(
+    address: ClusterAddress, what: str, reason: str, start: str = "ray start --head"
+) -> SpecError:
+    """`what` at `address` cannot be joined; from RAY_ADDRESS, the way back to a local Ray too."""
+    from_env = address.given_as == "RAY_ADDRESS"
+    local = "unset RAY_ADDRESS to start a local Ray, or " if from_env else ""
+    return SpecError(
+        f"cannot join {what} at {address.text}: {reason}",
+        path=address.given_as,
+        suggestion=f"{local}start it with {start}, or check the address (ray status)",
+    )
 
 
 # A spec folder's own .py files travel with it (a trainable's helpers live beside it), up to this.
 MAX_SIBLING_BYTES = 1_000_000
-
-
-def cluster_address(given: str | None) -> str | None:
-    """The cluster to join: `--address`, else RAY_ADDRESS, else None (start a local Ray)."""
-    return given or os.environ.get("RAY_ADDRESS") or None
 
 
 def local_pythonpath(plan: Plan) -> str | None:

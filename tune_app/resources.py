@@ -1,6 +1,7 @@
 """What a machine or a cluster holds, and the one count of what fits on it: how many trials of
 given bundles run at once, counting every resource of every bundle (CPU, GPU, memory, custom)
-against each node's totals, and why a trial that can never run does not fit.
+against each node's totals, and why a trial that can never run does not fit; and the address of
+the cluster a run joins, with where it was given.
 
 The plan's lines, the RLlib layout policy and the fit errors all ask `trials_at_once` and
 `misfit`; nothing else divides CPUs by CPUs. Ray-free: the local machine is read from the OS as
@@ -15,6 +16,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 # Ray counts resources in fixed point, 1/10,000 of a unit (`ray/_raylet.pyx`'s
 # FixedPoint): 0.25 GPU x 4 is exactly one GPU, as Ray schedules it.
@@ -93,6 +95,23 @@ class Machine:
             return f"{self.name} (not known before it is joined)"
         sizes = [_sizes(n, memory) for n in self.nodes]
         return sizes[0] if len(sizes) == 1 else f"{len(sizes)} nodes: " + "; ".join(sizes)
+
+
+@dataclass(frozen=True)
+class ClusterAddress:
+    """The Ray cluster a run joins, and where its address came from: errors name that, not an
+    option the user never gave."""
+
+    text: str
+    given_as: Literal["--address", "RAY_ADDRESS"] = "--address"
+
+    @classmethod
+    def of(cls, given: str | None) -> ClusterAddress | None:
+        """`--address` (the API's `address`), else RAY_ADDRESS, else None: start a local Ray."""
+        if given:
+            return cls(given)
+        found = os.environ.get("RAY_ADDRESS")
+        return cls(found, "RAY_ADDRESS") if found else None
 
 
 def local_gpus() -> int:

@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING, Any
 import ray
 
 from tune_app import head
-from tune_app.cluster import check_cluster, cluster_address, ray_for
+from tune_app.cluster import check_cluster, ray_for
 from tune_app.errors import SpecError, StorageError, TuneAppError, TuneFailure
 from tune_app.interrupts import as_interrupts, deferred, forget_write_errors, write_error
 from tune_app.methods import searcher_of
 from tune_app.plan.types import ExperimentPlan, Plan
 from tune_app.ray_internals.fitting import patched_while_fitting
 from tune_app.ray_internals.versions import warn_unchecked
+from tune_app.resources import ClusterAddress
 from tune_app.rundir.files import write_json
 from tune_app.rundir.lock import hold
 from tune_app.rundir.outcome import summarize
@@ -54,7 +55,7 @@ os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
 class RunOptions:
     """How to run a plan: where Ray is, and how much to print (0 quiet, 1 normal, 2 verbose)."""
 
-    address: str | None = None
+    address: ClusterAddress | None = None  # None: a local Ray
     verbosity: int = 1
     command: tuple[str, ...] = ()  # the command line's arguments, kept in run.json
     board: Any = None  # the driver's ProgressBoard actor, for experiments run in their own tasks
@@ -80,7 +81,7 @@ def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
         for ep in plan.experiments:
             ep.folder.pull()
     started_here = not ray.is_initialized()
-    if started_here and not cluster_address(opts.address):
+    if started_here and not opts.address:
         opts = replace(opts, local_ray=True)
     # Tune and the app's callbacks import in 0.7 s of CPU; a local Ray takes 2 s to start, most
     # of it waiting for its daemons: the import runs meanwhile.
