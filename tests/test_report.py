@@ -504,11 +504,33 @@ def test_a_report_that_cannot_be_written_exits_74_and_leaves_the_earlier_page(
 
 def test_a_new_report_replaces_its_figures_whole(cli, tmp_path):
     exp = _experiment(tmp_path, "e")
+    assert cli("report", exp).code == 0
     stale = exp / "report_files" / "stale.png"
-    stale.parent.mkdir()
     stale.write_bytes(b"old")
     assert cli("report", exp).code == 0
     assert not stale.exists() and any((exp / "report_files").iterdir())
+
+
+@pytest.mark.parametrize("theirs", ["folder", "file", "link"])
+def test_a_figures_folder_the_app_did_not_write_is_refused_untouched(cli, tmp_path, theirs):
+    """`report --out fig.html` replaced a user's `fig_files` whatever it was: a folder lost its
+    files, a file became a folder."""
+    exp, mine = _experiment(tmp_path, "e"), tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    figures = tmp_path / "fig_files"
+    if theirs == "folder":
+        mine.rename(figures)
+    elif theirs == "file":
+        figures.write_text("mine")
+    else:
+        figures.symlink_to(mine)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = cli("report", exp, "--out", tmp_path / "fig.html")
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert f"--out: {figures} is in the way of the page's figures" in result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (figures if theirs == "file" else figures / "notes.txt").read_text() == "mine"
 
 
 def _scheduled_run(folder: Path, scheduler: str, lengths: list[int], clones=()) -> Path:
@@ -582,7 +604,6 @@ def test_links_planted_in_the_run_folder_are_not_written_through(cli, tmp_path):
     (victim / "important.txt").write_text("precious")
     (exp / ".report.html.tmp").symlink_to(victim / "important.txt")
     (exp / ".report_files.tmp").symlink_to(victim)
-    (exp / "report_files").symlink_to(victim)  # the old figures' folder, a link too
     assert cli("report", exp).code == 0
     assert (victim / "important.txt").read_text() == "precious"
     assert sorted(p.name for p in victim.iterdir()) == ["important.txt"]

@@ -30,7 +30,7 @@ from tune_app.readback.plots import front as front_plot
 from tune_app.readback.plots import parallel as plots_parallel
 from tune_app.readback.plots import timeline
 from tune_app.rundir import budget, noise, rungs
-from tune_app.rundir.allowed import output_problem
+from tune_app.rundir.allowed import output_problem, replaced_folder_problem
 from tune_app.rundir.files import (
     for_the_user,
     new_file,
@@ -55,6 +55,8 @@ TEMPLATES = jinja2.Environment(
     keep_trailing_newline=True,
 )
 PAGE_TEMPLATE = "report.html.j2"
+# In every figures' folder a report writes: the next report replaces only a folder holding it.
+FIGURES_MARKER = ".tune_app_report"
 
 
 @dataclass(frozen=True)
@@ -171,8 +173,11 @@ def write(
     before, computed again only as the trials grow). The figures are written into a folder of
     their own and the page to a temporary file, each then renamed into place; a write that fails
     (a full disk, a read-only folder) leaves the earlier page as it was and nothing
-    half-written, and raises WriteError (exit 74)."""
+    half-written, and raises WriteError (exit 74). A `<page>_files` the app did not write is
+    refused (SpecError) before anything is written, not replaced."""
     images = out.with_name(f"{out.stem}_files")
+    if problem := replaced_folder_problem(images, FIGURES_MARKER):
+        raise SpecError(problem, path="--out", suggestion="move it, or name another page")
     figures_tmp, page_tmp = staged(images), staged(out)
     try:
         with for_the_user():
@@ -196,6 +201,7 @@ def write(
             with new_file(page_tmp) as f:
                 write_all(f, render(page).encode("utf-8"))
             if any(figures_tmp.iterdir()):  # the figures first: the page names them
+                (figures_tmp / FIGURES_MARKER).touch()
                 replace_folder(figures_tmp, images)
             os.replace(page_tmp, out)
     finally:

@@ -11,7 +11,8 @@ A spec names three kinds of place a run writes:
 A folder of the last two kinds is resolved (symlinks followed) and refused when it lies in the
 system's own folders or cannot be written. `validate` asks this module, and `run` and `resume`
 ask it again through the same plan before anything is written. The files a user names for a
-command's output (a report's page, a JUnit file) are checked here too (`output_problem`).
+command's output (a report's page, a JUnit file) are checked here too (`output_problem`), and
+the folder a report's figures replace (`replaced_folder_problem`).
 Ray-free and spec-free.
 """
 
@@ -175,6 +176,19 @@ def output_problem(path: Path, suffixes: tuple[str, ...]) -> str | None:
             "(a spec, a run's records) would be replaced"
         )
     return None
+
+
+def replaced_folder_problem(folder: Path, marker: str) -> str | None:
+    """Why a command should not replace `folder`, which it writes whole beside its output (a
+    report's figures), or None: something stands there that the app did not write, and would be
+    lost. A folder the app wrote holds its `marker` file; a link, a file or another folder does
+    not."""
+    if not os.path.lexists(folder) or (not folder.is_symlink() and (folder / marker).is_file()):
+        return None
+    return (
+        f"{folder} is in the way of the page's figures: it was not written by the app (it holds "
+        f"no {marker}), and would be replaced"
+    )
 
 
 def local_store(uri: str) -> Path | None:
