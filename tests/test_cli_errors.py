@@ -192,6 +192,12 @@ BAD_SPECS = [
         id="experiment-name-ending-in-a-newline",
     ),
     pytest.param(
+        'e: {run: my_func, config: {alpha: 1, beta: 1, "x\\u202e\\x9bq": 2}}\n',
+        "e.config.x\\u202e\\x9bq",  # a bidi override and a C1 control shown escaped
+        ["no config key 'x\\u202e\\x9bq'"],
+        id="bidi-and-c1-in-a-key",
+    ),
+    pytest.param(
         "e: {run: my_func, config: {alpha: 1, true: 2}}\n",
         "e.config.True",
         ["a key must be text, but YAML reads true as True", "quote it: 'true':"],
@@ -271,6 +277,9 @@ def test_unreadable_file(cli, tmp_path):
     "make, words",
     [
         pytest.param(lambda d: d / "missing", "does not exist", id="missing"),
+        pytest.param(  # not a SpecError: the same escaping
+            lambda d: d / "m\u202e\x9b", "m\\u202e\\x9b does not exist", id="missing-escaped"
+        ),
         pytest.param(lambda d: d, "holds no tune_app run", id="not-a-run"),
         pytest.param(lambda d: d / "f.txt", "is not a folder", id="file"),
     ],

@@ -283,16 +283,18 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:keep]} ...({len(text) - 2 * keep:,} characters)... {text[-keep:]}"
 
 
-_ESCAPES = {c: repr(chr(c))[1:-1] for c in [*range(32), 127]}
-# What a terminal acts on, or shows as other text, in text a command prints from a run's files
-# (a folder received from someone may hold an escape sequence in a trial's error or a value):
-# C0 and C1 controls but the line breaks and tabs of a layout, and the bidirectional overrides.
+# What a terminal acts on, or shows as other text, in text a command prints from a spec or a
+# run's files (a folder received from someone may hold an escape sequence in a trial's error or a
+# value): C0 and C1 controls but the line breaks and tabs of a layout, and the bidirectional
+# overrides.
 _SHOWN = {
     c: ascii(chr(c))[1:-1]
-    for c in [*_ESCAPES, *range(128, 160), 0x61C, 0x200E, 0x200F, *range(0x202A, 0x202F)]
+    for c in [*range(32), *range(127, 160), 0x61C, 0x200E, 0x200F, *range(0x202A, 0x202F)]
     + [*range(0x2066, 0x206A)]
     if chr(c) not in "\n\t"
 }
+# An error's one line: the same, and its line breaks and tabs too.
+_ESCAPES = {**_SHOWN, ord("\n"): "\\n", ord("\t"): "\\t"}
 
 
 def printable(text: str) -> str:

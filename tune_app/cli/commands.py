@@ -469,10 +469,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TuneAppError as err:
         if args.debug:
             traceback.print_exc()
-        # Several problems: one `error:` line each (a diff or other multi-line text stays whole).
+        # Several problems: one `error:` line each (a diff or other multi-line text stays whole),
+        # what a terminal would act on shown escaped, whatever the error's kind.
         lines = str(err).splitlines() if isinstance(err, SpecErrors) else [str(err)]
         for line in lines:
-            print(f"error: {line}", file=sys.stderr)
+            print(f"error: {printable(line)}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt as stop:
         print(interrupted_line(stop), file=sys.stderr)
@@ -481,7 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         print(
-            f"error: {type(err).__name__}: {err} (rerun with --debug for the traceback)",
+            f"error: {type(err).__name__}: {printable(str(err))} (rerun with --debug for the "
+            "traceback)",
             file=sys.stderr,
         )
         return EXIT_FAILED
