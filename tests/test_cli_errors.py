@@ -197,6 +197,32 @@ BAD_SPECS = [
         ["no config key 'x\\u202e\\x9bq'"],
         id="bidi-and-c1-in-a-key",
     ),
+    pytest.param(  # an empty metric read as none: the trainable's default
+        'metric: ""\nexperiments:\n  e: {run: my_func, config: {alpha: 1, beta: 1}}\n',
+        "metric",
+        ["metric is a result key or a list of them", "got ''"],
+        id="empty-metric",
+    ),
+    pytest.param(
+        "experiments:\n  e: {run: tests.user_modules.quadratic:train, mode: [max, min], "
+        'metric: [score, " "]}\n',
+        "experiments.e.metric",
+        ["metric is a result key or a list of them", "got ['score', ' ']"],
+        id="blank-objective",
+    ),
+    pytest.param(
+        "experiments:\n  e: {run: tests.user_modules.quadratic:train, metric: score, mode: max,"
+        ' constraints: {"": {max: 1}}}\n',
+        "experiments.e.constraints",
+        ["'' is not a metric name"],
+        id="empty-constraint-key",
+    ),
+    pytest.param(
+        'expect: {smoke: {"": {min: 0}}}\nexperiments:\n  e: {run: my_func}\n',
+        "expect.smoke",
+        ["'' is not a metric name"],
+        id="empty-expect-key",
+    ),
     pytest.param(
         "e: {run: my_func, config: {alpha: 1, true: 2}}\n",
         "e.config.True",

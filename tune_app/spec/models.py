@@ -8,6 +8,7 @@ import math
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -137,6 +138,18 @@ class Bound(_Strict):
         return self
 
 
+def _metric_names(bounds: dict[str, Bound]) -> dict[str, Bound]:
+    """Bounds keyed by metric names: an empty or blank key names no result key."""
+    for name in bounds:
+        if not name.strip():
+            raise ValueError(f"{name!r} is not a metric name: write a result key a trial reports")
+    return bounds
+
+
+# Bounds each on the metric its key names (constraints, expect).
+MetricBounds = Annotated[dict[str, Bound], AfterValidator(_metric_names)]
+
+
 def _split_expect(value: Any) -> Any:
     """`expect: {max_errored_trials: 0, some_metric: {min: 1}}`: metrics beside the one count."""
     if not isinstance(value, dict):
@@ -153,10 +166,10 @@ class ExpectSpec(_Strict):
     """What a run must reach, checked after it ends (CI smoke searches); unmet exits 1."""
 
     max_errored_trials: int = Field(0, ge=0, description="errored trials allowed")
-    metrics: dict[str, Bound] = Field(
+    metrics: MetricBounds = Field(
         default_factory=dict, description="the best trial's last value of each metric"
     )
-    smoke: dict[str, Bound] = Field(
+    smoke: MetricBounds = Field(
         default_factory=dict,
         description="bounds a --smoke run must meet, in place of the others (which a run of "
         "seconds cannot), so CI gates on a metric",
@@ -228,7 +241,7 @@ class Settings(_Strict):
         description="min or max (default: the trainable's); with several objectives a list, "
         "one mode for each: [max, min]",
     )
-    constraints: dict[str, Bound] | None = Field(
+    constraints: MetricBounds | None = Field(
         None,
         description="bounds a trial's last value of each key must keep to be best or on the "
         "front: {gpu_mem_mb: {max: 2000}}; Optuna's samplers are told them",
@@ -308,9 +321,11 @@ class Settings(_Strict):
     @field_validator("metric", mode="before")
     @classmethod
     def _metric_as_written(cls, value: Any) -> Any:
-        """One message for any wrong `metric` (pydantic would name each arm of the union)."""
+        """One message for any wrong `metric` (pydantic would name each arm of the union), an
+        empty or blank name too."""
         listed = isinstance(value, list) and value and all(isinstance(v, str) for v in value)
-        if value is None or isinstance(value, str) or listed:
+        names = value if listed else [value]
+        if value is None or ((isinstance(value, str) or listed) and all(n.strip() for n in names)):
             return value
         raise ValueError(
             f"metric is a result key or a list of them ([a, b]: several objectives), got {value!r}"
