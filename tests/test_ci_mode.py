@@ -8,6 +8,7 @@ import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
 from tune_app import spec
+from tune_app.errors import SpecError
 from tune_app.plan.make import make_plan
 
 from .conftest import SEARCH_SPACES, user_module
@@ -112,6 +113,27 @@ def test_errored_trials_fail_the_run_unless_expect_allows_them(
     assert any("x must not be 2" in m for m in trial_failures)
     lenient = write_spec(text.format(extra="  expect: {max_errored_trials: 1}\n"), "lenient.yaml")
     assert cli("run", lenient, "-q", "--storage-path", tmp_path / "b").code == 0
+
+
+@pytest.mark.parametrize("smoke", [False, True], ids=["plain", "smoke"])
+@pytest.mark.parametrize(
+    ("bounds", "where"),
+    [
+        pytest.param("smoke: {nope: {min: 1}}", "expect.smoke.nope", id="smoke-bound"),
+        pytest.param(
+            "nope: {min: 1}\n  smoke: {mean_accuracy: {min: 0.5}}", "expect.nope", id="full-bound"
+        ),
+    ],
+)
+def test_an_expect_key_never_reported_is_refused_with_or_without_smoke(
+    write_spec, smoke, bounds, where
+):
+    """A plain validate passed a never-reported key of `expect.smoke`, and --smoke one of the
+    full run's bounds, which its own bounds replace."""
+    path = write_spec(BIG_GRID.replace("experiments:", f"expect:\n  {bounds}\nexperiments:"))
+    with pytest.raises(SpecError) as err:
+        make_plan(spec.load(path), cpus=2, smoke=smoke)
+    assert f"experiments.g.{where}: 'nope' is never reported" in str(err.value)
 
 
 def test_smoke_skips_metric_bounds_but_keeps_the_errored_check(

@@ -29,6 +29,7 @@ def check_reported(exp: Experiment, kind: TrainableKind, metric: str | None) -> 
     """Keys a trainable never reports would silently never stop or rank anything."""
     keys = [(f"stop.{k}", k) for k in exp.stop]
     keys += [(f"expect.{k}", k) for k in exp.expect.metrics]
+    keys += [(f"expect.smoke.{k}", k) for k in exp.expect.smoke]  # a --smoke run's bounds
     if metric is not None:
         keys.append(("metric", metric))
     keys += [(f"metric[{i}]", o.name) for i, o in enumerate(exp.objectives)]

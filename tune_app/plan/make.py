@@ -155,14 +155,16 @@ def _plan_experiment(
         errors.errors.append(failed)
     else:  # chosen for the search as written: --smoke then shrinks it like any config
         exp, layout = kind.layout(exp, trials, share)
-    written_size = exp  # the warm start is checked against the space as written, not --smoke's
+    # The warm start is checked against the space as written, not --smoke's, and the keys
+    # against every expect bound (--smoke puts its own in place of the others).
+    written_size = exp
     if smoke and failed is None:
         exp = shrink(exp, ref)
     metric, mode = None, None
     with errors.check():
         metric, mode = _metric_and_mode(exp, kind)
     for check in (
-        lambda: checks.check_reported(exp, kind, metric),
+        lambda: checks.check_reported(written_size, kind, metric),
         lambda: kind.check_config(exp),
         lambda: checks.check_search(exp),
         lambda: kind.check_checkpoint_keys(exp),
