@@ -180,6 +180,12 @@ BAD_SPECS = [
         id="experiment-name",
     ),
     pytest.param(
+        "'-x': {run: my_func}\n",
+        "-x",
+        ["not a plain folder name", "allowed: letters", "'-' and '.' (never first)"],
+        id="experiment-name-starting-with-a-dash",
+    ),
+    pytest.param(
         "smoke: {run: my_func}\n",
         "smoke",
         ["the folder --smoke runs write to"],

@@ -32,9 +32,9 @@ Mode = Literal["min", "max"]
 # pattern before anything is imported, so a spec can never smuggle in code to run.
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 RUN_PATTERN = rf"^([A-Za-z_][A-Za-z0-9_-]*|{_IDENT}(\.{_IDENT})*:{_IDENT})$"
-# An experiment's name is a folder name: letters and digits of any script, '_', '-', '.' (not
-# first), and at most NAME_MAX_BYTES in UTF-8, so the folder and the files named after it
-# (its lock, `.<name>.lock`) fit the 255 bytes a file name may hold.
+# An experiment's name is a folder name: letters and digits of any script and '_', then also '-'
+# and '.' (never first), and at most NAME_MAX_BYTES in UTF-8, so the folder and the files named
+# after it (its lock, `.<name>.lock`) fit the 255 bytes a file name may hold.
 NAME_PATTERN = r"^\w[\w.-]*$"
 NAME_MAX_BYTES = 200
 

@@ -159,7 +159,7 @@ def _check_name(name: str, path: str) -> None:
         raise SpecError(
             f"experiment name {name!r} is not a plain folder name",
             path=path,
-            allowed="letters and digits of any script, '_', '-', '.' (not first)",
+            allowed="letters and digits of any script and '_', then also '-' and '.' (never first)",
         )
     if name == RESERVED_NAME:
         raise SpecError(
