@@ -312,11 +312,16 @@ def test_a_number_past_what_a_float_counts_is_refused_in_one_line(cli, write_spe
         ("e:\n  run: my_func\n  run: other\n", "duplicate key 'run' at line 3"),
         (
             "e:\n  run: my_func\n  config:\n    x: {{grid_search: [1]}}\n",
-            "a mapping or a list is used as a key at line 4",
+            "a mapping is used as a key at line 4.*one pair of braces too many",
+        ),
+        (  # not a search space: no braces too many
+            "e:\n  run: my_func\n  config: {alpha: 0.5, [1, 2]: 3}\n",
+            "a list is used as a key at line 3, column 24; keys are names; a list is a value, "
+            "under a name: `x: \\[1, 2\\]`$",
         ),
         ("e:\n  config: {1: 2, true: 4}\n", "duplicate key 'true' at line 2, the same key as '1'"),
     ],
-    ids=["python-tag", "duplicate-key", "mapping-as-key", "keys-equal-once-read"],
+    ids=["python-tag", "duplicate-key", "mapping-as-key", "list-as-key", "keys-equal-once-read"],
 )
 def test_yaml_that_is_not_a_plain_spec_is_a_spec_error(write_spec, text, message):
     with pytest.raises(SpecError, match=message):

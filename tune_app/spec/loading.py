@@ -14,6 +14,7 @@ import yaml
 
 from tune_app.errors import SpecError, clip, first_line
 from tune_app.rundir.files import open_regular
+from tune_app.space import KINDS
 
 DICT_SPEC = "<dict>"  # the file name a spec given as a mapping goes by (run.json, messages)
 
@@ -30,7 +31,7 @@ class _Loader(yaml.SafeLoader):
                 continue  # SafeLoader's construct_mapping merges these
             key = self.construct_object(key_node, deep=deep)
             if not isinstance(key, typing.Hashable):
-                continue  # PyYAML's own "unhashable key" error follows, naming the line
+                raise _not_a_key(key_node)
             if key in seen:
                 first, line = seen[key], key_node.start_mark.line + 1
                 # `1`, `1.0` and `true` are one key once read, as in Python
@@ -41,6 +42,20 @@ class _Loader(yaml.SafeLoader):
                 )
             seen[key] = key_node
         return super().construct_mapping(node, deep=deep)
+
+
+def _not_a_key(node: yaml.Node) -> SpecError:
+    """A mapping or a list used as a key; `x: {{grid_search: [1]}}` (a search space as a key)
+    has one pair of braces too many."""
+    mapping = isinstance(node, yaml.MappingNode)
+    what, example = ("a mapping", "{a: 1}") if mapping else ("a list", "[1, 2]")
+    if mapping and any(k.value in KINDS for k, _ in node.value):
+        hint = "`x: {{grid_search: [1]}}` has one pair of braces too many: `x: {grid_search: [1]}`"
+    else:
+        hint = f"{what} is a value, under a name: `x: {example}`"
+    return SpecError(
+        f"{what} is used as a key{_at(node.start_mark)}", suggestion=f"keys are names; {hint}"
+    )
 
 
 # Numbers as YAML 1.2's core schema reads them, not as PyYAML's YAML 1.1: `010` is 10 (1.1: 8,
@@ -260,12 +275,11 @@ def read_yaml_text(text: str, path: Path) -> Any:
     except SpecError as err:
         raise err.with_file(file) from None
     except yaml.constructor.ConstructorError as err:
-        if "unhashable key" in str(err.problem):
+        if "unhashable key" in str(err.problem):  # in a merged mapping (`<<: {[1]: 2}`)
             raise SpecError(
                 f"a mapping or a list is used as a key{_at(err.problem_mark)}",
                 file=file,
-                suggestion="keys are names; `x: {{grid_search: [1]}}` has one pair of braces "
-                "too many: `x: {grid_search: [1]}`",
+                suggestion="keys are names",
             ) from None
         raise SpecError(
             f"unsupported YAML tag ({first_line(err.problem)}){_at(err.problem_mark)}",
