@@ -511,6 +511,20 @@ def test_a_new_report_replaces_its_figures_whole(cli, tmp_path):
     assert not stale.exists() and any((exp / "report_files").iterdir())
 
 
+def test_figures_of_a_report_written_before_the_marker_are_replaced(cli, tmp_path):
+    """A run's `report_files` from an earlier release holds its PNGs and no marker: the next
+    report of the run replaces it as its own; with a file of another kind in it, it is refused."""
+    exp = _experiment(tmp_path, "e")
+    earlier = exp / "report_files"
+    earlier.mkdir()
+    (earlier / "curves.png").write_bytes(b"old")
+    assert cli("report", exp).code == 0
+    assert not (earlier / "curves.png").exists() and any(earlier.iterdir())
+    (earlier / report.FIGURES_MARKER).unlink()
+    (earlier / "notes.txt").write_text("mine")
+    assert cli("report", exp).code == 2 and (earlier / "notes.txt").read_text() == "mine"
+
+
 @pytest.mark.parametrize("theirs", ["folder", "file", "link"])
 def test_a_figures_folder_the_app_did_not_write_is_refused_untouched(cli, tmp_path, theirs):
     """`report --out fig.html` replaced a user's `fig_files` whatever it was: a folder lost its

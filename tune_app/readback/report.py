@@ -176,7 +176,8 @@ def write(
     half-written, and raises WriteError (exit 74). A `<page>_files` the app did not write is
     refused (SpecError) before anything is written, not replaced."""
     images = out.with_name(f"{out.stem}_files")
-    if problem := replaced_folder_problem(images, FIGURES_MARKER):
+    problem = replaced_folder_problem(images, FIGURES_MARKER)
+    if problem and not _unmarked_figures(images):
         raise SpecError(problem, path="--out", suggestion="move it, or name another page")
     figures_tmp, page_tmp = staged(images), staged(out)
     try:
@@ -213,6 +214,17 @@ def write(
 def render(page: Page) -> str:
     """The page as HTML text."""
     return TEMPLATES.get_template(PAGE_TEMPLATE).render(page=page, app=APP)
+
+
+def _unmarked_figures(images: Path) -> bool:
+    """A report's figures as reports wrote them before the marker: `report_files` (the default
+    page's) holding PNGs alone."""
+    return (
+        images.name == "report_files"
+        and images.is_dir()
+        and not images.is_symlink()
+        and all(f.suffix == ".png" and f.is_file() and not f.is_symlink() for f in images.iterdir())
+    )
 
 
 def page_path(out: Path, default: str, option: str) -> Path:
