@@ -188,6 +188,37 @@ def test_resume_command_continues_every_folder_with_one_command_where_it_can(
     assert resume_command(folders) == command
 
 
+@pytest.mark.parametrize(
+    "stop",
+    [
+        pytest.param(KeyboardInterrupt(), id="ctrl-c"),
+        pytest.param(tune_app.TuneFailure("Tune's own loop failed (RuntimeError)"), id="failure"),
+    ],
+)
+def test_a_run_on_a_cluster_is_resumed_on_it(tmp_path, monkeypatch, stop):
+    """The resume command of a run that joined a cluster through `address` joins it too: pasted
+    without it, `resume` starts a local Ray instead."""
+    from tune_app import runner
+    from tune_app.api import _run_plan
+    from tune_app.cli.printing import interrupted_line
+
+    spec = {"experiments": {"e": {"run": "my_func", "config": {"alpha": 1, "beta": 1}}}}
+    plan = tune_app.validate(spec, storage_path=tmp_path)
+    (tmp_path / "e").mkdir()  # the run began
+
+    def stopped(plan, opts):
+        raise stop
+
+    monkeypatch.setattr(runner, "run", stopped)
+    with pytest.raises((KeyboardInterrupt, tune_app.TuneFailure)) as raised:
+        _run_plan(plan, runner.RunOptions(address="10.0.0.1:6379"), None)
+    failed = isinstance(raised.value, tune_app.TuneFailure)
+    line = str(raised.value) if failed else interrupted_line(raised.value)
+    assert line.endswith(
+        f"Continue with: python -m tune_app resume {tmp_path}/e --address 10.0.0.1:6379"
+    )
+
+
 def test_importing_the_package_imports_neither_ray_nor_pandas():
     code = (
         "import sys, tune_app\n"

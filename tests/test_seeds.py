@@ -140,7 +140,7 @@ def test_an_evaluate_cut_short_prints_no_table_but_where_its_parts_are_once_resu
     def run():
         if several:
             raise Interrupted(["o/e-top1", "o/e-top2"])
-        return SimpleNamespace(interrupted_folders=["o/e-best"])
+        return SimpleNamespace(interrupted_folders=["o/e-best"], address=None)
 
     with pytest.raises(Interrupted) as raised:
         evaluated(run, [], Path("spec-evaluate.yaml"))

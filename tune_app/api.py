@@ -49,6 +49,7 @@ class RunResult:
     plan: Plan
     summaries: list[RunSummary]  # one per experiment, in the spec's order
     outcomes: list[Outcome]  # every expectation checked
+    address: str | None = None  # the cluster joined through `address`, where resume joins too
 
     @property
     def experiments(self) -> dict[str, RunSummary]:
@@ -75,7 +76,7 @@ class RunResult:
 
     @property
     def interrupted_folders(self) -> list[str]:
-        """Where the interrupted experiments are, for `resume_command`."""
+        """Where the interrupted experiments are, for `resume_command` (with `address`)."""
         return [
             ep.location
             for ep, s in zip(self.plan.experiments, self.summaries, strict=True)
@@ -123,11 +124,12 @@ class NeverReported(SpecError):
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C while experiments ran at the same time, so no summaries came back: `folders` are
-    the experiments that started, each resumable (`resume_command(folders)`)."""
+    the experiments that started, each resumable (`resume_command(folders, address)`)."""
 
-    def __init__(self, folders: list[str]) -> None:
+    def __init__(self, folders: list[str], address: str | None = None) -> None:
         super().__init__()
         self.folders = folders
+        self.address = address  # the cluster the run joined through `address`
 
 
 class RunInProgress(TuneAppError):
@@ -323,12 +325,12 @@ def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None
         summaries = runner.run(plan, opts)
     except KeyboardInterrupt:
         started = [ep.location for ep in plan.experiments if ep.folder.started]
-        raise Interrupted(started) from None
+        raise Interrupted(started, opts.address) from None
     except RunStopped as err:  # stopped with the state saved: resumable
         started = [ep.location for ep in plan.experiments if ep.folder.started]
         if len(err.summaries) == len(plan.experiments):
-            err.result = RunResult(plan=plan, summaries=err.summaries, outcomes=[])
-        raise err.resumed_by(resume_command(started) if started else None) from None
+            err.result = RunResult(plan, err.summaries, [], opts.address)
+        raise err.resumed_by(resume_command(started, opts.address) if started else None) from None
     outcomes = [
         o
         for ep, summary in zip(plan.experiments, summaries, strict=True)
@@ -336,7 +338,7 @@ def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None
     ]
     if junit is not None:
         expect.write_junit(Path(junit), plan, summaries, outcomes)
-    result = RunResult(plan=plan, summaries=summaries, outcomes=outcomes)
+    result = RunResult(plan, summaries, outcomes, opts.address)
     for ep, summary in zip(plan.experiments, summaries, strict=True):
         # Not after Ctrl-C: the search was cut short, and the keys may yet come.
         if (summary.missing or summary.unusable) and not summary.interrupted:

@@ -101,9 +101,10 @@ def watched(address: str | None, on_lost: Callable[[str], None]) -> Iterator[Non
         watch.stop()
 
 
-def end_for_lost_head(plan: Plan, began: float, address: str) -> NoReturn:
-    """The Ray head stopped answering (`HeadWatch`, in its thread): each started
-    experiment's summary from the state Tune saved last, one line with the resume command, and
+def end_for_lost_head(plan: Plan, began: float, given: str | None, address: str) -> NoReturn:
+    """The Ray head at `address` stopped answering (`HeadWatch`, in its thread): each started
+    experiment's summary from the state Tune saved last, one line with the resume command (with
+    `given`, the run's --address), and
     the process ended with TuneFailure's code, as Ray would end it moments later with 1. The
     main thread cannot be asked to unwind: it waits on the GCS inside Tune's loop."""
     started = [ep for ep in plan.experiments if ep.folder.started]
@@ -113,7 +114,7 @@ def end_for_lost_head(plan: Plan, began: float, address: str) -> NoReturn:
         if not finished:  # one that ended before the head went keeps its summary
             summaries.append(saved_summary(ep, earlier + time.monotonic() - began))
     failure = TuneFailure.head_lost(address, [s for s in summaries if s is not None])
-    failure.resumed_by(resume_command([ep.location for ep in started]) if started else None)
+    failure.resumed_by(resume_command([e.location for e in started], given) if started else None)
     sys.stdout.flush()
     print(f"error: {failure}", file=sys.stderr, flush=True)
     os._exit(failure.exit_code)

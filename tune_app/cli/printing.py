@@ -100,7 +100,8 @@ def shown(run: Callable[[], RunResult]) -> int:
         raise
     print_result(result)
     if result.interrupted_folders:
-        print(interrupted_line(result.interrupted_folders), file=sys.stderr)
+        stop = Interrupted(result.interrupted_folders, result.address)
+        print(interrupted_line(stop), file=sys.stderr)
     return result.exit_code
 
 
@@ -116,7 +117,7 @@ def evaluated(run: Callable[[], RunResult], found: list[Any], spec_file: Path) -
     try:
         result = run()
         if result.interrupted_folders:
-            raise Interrupted(result.interrupted_folders)
+            raise Interrupted(result.interrupted_folders, result.address)
     except Interrupted as stop:
         if stop.folders:
             print(
@@ -142,14 +143,14 @@ def print_result(result: RunResult) -> None:
             print(f"error: {line}", file=sys.stderr)
 
 
-def interrupted_line(stop: BaseException | list[str]) -> str:
+def interrupted_line(stop: BaseException) -> str:
     """The one line an interrupted command ends with: how to continue the run, if one began."""
     from tune_app.api import Interrupted, resume_command
 
-    folders = stop if isinstance(stop, list) else getattr(stop, "folders", [])
     by = interrupts.received() or "SIGINT"
-    if folders:
-        return f"interrupted ({by}); the state is saved. Continue with: {resume_command(folders)}"
+    if isinstance(stop, Interrupted) and stop.folders:
+        resume = resume_command(stop.folders, stop.address)
+        return f"interrupted ({by}); the state is saved. Continue with: {resume}"
     if isinstance(stop, Interrupted):
         return f"interrupted ({by}) before the run began: nothing was written"
     return f"interrupted ({by})"
