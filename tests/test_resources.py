@@ -170,6 +170,32 @@ VALIDATE_REFUSALS = [
         id="cpu-zero-empty-head",
     ),
     pytest.param(
+        "e:\n  run: my_func\n  resources_per_trial: {cpu: 1, gpu: 0.00001}\n"
+        "  config: {alpha: 1.0, beta: 1.0}\n",
+        "e.resources_per_trial.gpu",
+        ["1e-05 is finer than Ray counts resources: in steps of 0.0001", ">= 0.0001"],
+        id="gpu-finer-than-ray",
+    ),
+    pytest.param(
+        "e:\n  run: my_func\n  resources_per_trial: {cpu: 0.00001}\n"
+        "  config: {alpha: 1.0, beta: 1.0}\n",
+        "e.resources_per_trial.cpu",
+        ["1e-05 is finer than Ray counts resources: in steps of 0.0001"],
+        id="cpu-finer-than-ray",
+    ),
+    pytest.param(
+        "e:\n  run: es_cartpole\n  simulations: 1\n  cpu_per_simulation: 0.00001\n",
+        "e.cpu_per_simulation",
+        ["1e-05 is finer than Ray counts resources: in steps of 0.0001"],
+        id="simulation-cpu-finer-than-ray",
+    ),
+    pytest.param(
+        "e:\n  run: PPO\n  env: CartPole-v1\n  config: {num_cpus_per_env_runner: 0.00001}\n",
+        "e.config.num_cpus_per_env_runner",
+        ["1e-05 is finer than Ray counts resources: in steps of 0.0001"],
+        id="rllib-runner-cpu-finer-than-ray",
+    ),
+    pytest.param(
         "e:\n  run: PPO\n  env: CartPole-v1\n  config: {num_gpus_per_learner: 0.5}\n",
         "e.config.num_gpus_per_learner",
         ["needs 0.5 GPUs", "num_gpus_per_learner: 0 (RLlib then trains on CPUs)"],

@@ -142,6 +142,20 @@ def _units(value: float) -> int:
     return round(float(value) * _UNIT)
 
 
+def finer_than_ray(value: float) -> str | None:
+    """Why Ray refuses `value` as an amount of a resource, or None: above 0 but below one unit of
+    its fixed point, which reads as nothing (`ray_option_utils._validate_resource_quantity`,
+    "cannot go beyond 0.0001"; Tune then fails inside its loop). Every amount a spec gives
+    (`resources_per_trial`, `cpu_per_simulation`, RLlib's per-process CPUs and GPUs) is checked
+    here."""
+    if 0 < value and int(float(value) * _UNIT) == 0:
+        return (
+            f"{value:g} is finer than Ray counts resources: in steps of {1 / _UNIT:g}; allowed: "
+            f"0 or a number >= {1 / _UNIT:g}"
+        )
+    return None
+
+
 def _needs(bundles: Sequence[Bundle]) -> list[dict[str, int]]:
     """The bundles in Ray's units, biggest first, empty ones left out (they take nothing)."""
     out = [{k: _units(v) for k, v in b.items() if _units(v) > 0} for b in bundles]

@@ -22,6 +22,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from tune_app.errors import SpecError
+from tune_app.resources import finer_than_ray
 from tune_app.rllib.keys import AlgorithmKeys
 from tune_app.rllib.tables import SIZING_KEYS
 from tune_app.scoring import finite
@@ -162,6 +163,8 @@ def check_size(key: str, value: Any, path: str) -> None:
         return
     whole = not key.startswith(_RESOURCE_AMOUNTS)  # a count of processes
     number = finite(value)
+    if number is not None and (problem := finer_than_ray(number)) is not None:
+        raise SpecError(f"'{key}' sizes each trial's resources; {problem}", path=path)
     if number is not None and number >= 0 and (not whole or number.is_integer()):
         return
     allowed = "a whole number >= 0" if whole else "a number >= 0"

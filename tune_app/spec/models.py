@@ -21,6 +21,7 @@ from pydantic import (
 from tune_app.errors import did_you_mean
 from tune_app.methods import SCHEDULERS, SEARCHERS
 from tune_app.ray_internals.buffering import WINDOW_S
+from tune_app.resources import finer_than_ray
 from tune_app.rundir.allowed import file_name_problem
 from tune_app.scoring import SCOPE_PATTERN
 from tune_app.seeds import MAX_SEEDS, SEED_LIMIT
@@ -83,13 +84,23 @@ SchedulerSpec = Annotated[
 # ---- experiments -----------------------------------------------------------------------------
 
 
+def _ray_amount(value: float) -> float:
+    problem = finer_than_ray(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+Amount = Annotated[float, AfterValidator(_ray_amount)]  # of a resource, as Ray takes one
+
+
 class ResourcesSpec(_Strict):
     """What one trial reserves (its head bundle when the trial runs simulations); Tune's own
     spellings `CPU` and `GPU` are read as `cpu` and `gpu`."""
 
-    cpu: float = Field(1, ge=0, description="CPUs per trial (Tune also reads CPU)")
-    gpu: float = Field(0, ge=0, description="GPUs per trial (Tune also reads GPU)")
-    memory: float = Field(0, ge=0, description="bytes of memory Ray reserves per trial")
+    cpu: Amount = Field(1, ge=0, description="CPUs per trial (Tune also reads CPU)")
+    gpu: Amount = Field(0, ge=0, description="GPUs per trial (Tune also reads GPU)")
+    memory: Amount = Field(0, ge=0, description="bytes of memory Ray reserves per trial")
 
     @model_validator(mode="before")
     @classmethod
@@ -449,7 +460,7 @@ class ExperimentSpec(Settings):
                 raise ValueError(problem)
         return value
 
-    cpu_per_simulation: float = Field(1, gt=0, description="CPUs of each simulation bundle")
+    cpu_per_simulation: Amount = Field(1, gt=0, description="CPUs of each simulation bundle")
     warm_start: Annotated[
         tuple[Annotated[str, Field(min_length=1)], ...],
         BeforeValidator(_as_tuple, json_schema_input_type=list[str]),
