@@ -89,7 +89,7 @@ def test_validate_plans_for_the_cluster_it_reads(gpu_node, spec_dir):
     assert done.returncode == 0, done.stderr
     assert "checked against 16 CPUs, 1 GPU" in done.stdout
     # 8 trials of a quarter GPU: 4 at once (16 by CPUs alone).
-    assert "4 trials at once (4 trials share a GPU (0.25 GPU each))" in done.stdout
+    assert "4 trials at once (4 trials share a GPU, 0.25 GPU each)" in done.stdout
     assert sorted(p.name for p in spec_dir.iterdir()) == ["gpu_env.py", "spec.yaml"]
 
 

@@ -99,10 +99,20 @@ def test_what_fits_is_no_misfit():
     assert misfit([{"CPU": 64, "GPU": 8}], Machine.unknown()) is None  # checked once joined
 
 
-def test_gpu_sharing_words():
-    assert gpu_sharing([{"CPU": 1, "GPU": 0.25}]) == "4 trials share a GPU (0.25 GPU each)"
-    assert gpu_sharing([{"CPU": 1}, {"CPU": 1, "GPU": 2}]) == "a trial holds 2 GPUs"
-    assert gpu_sharing([{"CPU": 1}]) is None
+@pytest.mark.parametrize(
+    ("bundles", "at_once", "words"),
+    [
+        pytest.param([{"CPU": 1, "GPU": 0.25}], 16, "4 trials share a GPU, 0.25 GPU each", id="4"),
+        # CPUs let 2 run at once: 2 share a GPU, not the 4 it could hold
+        pytest.param([{"CPU": 8, "GPU": 0.25}], 2, "2 trials share a GPU, 0.25 GPU each", id="2"),
+        pytest.param([{"CPU": 8, "GPU": 0.25}], 1, "a trial holds 0.25 GPU", id="one-at-once"),
+        pytest.param([{"CPU": 1, "GPU": 0.6}], 2, "a trial holds 0.6 GPU", id="one-a-gpu"),
+        pytest.param([{"CPU": 1}, {"CPU": 1, "GPU": 2}], 4, "a trial holds 2 GPUs", id="two"),
+        pytest.param([{"CPU": 1}], 4, None, id="none"),
+    ],
+)
+def test_gpu_sharing_says_what_the_trials_at_once_do(bundles, at_once, words):
+    assert gpu_sharing(bundles, at_once) == words
 
 
 def test_local_machine_counts_what_is_given(monkeypatch):
@@ -129,7 +139,7 @@ def test_the_ppo_layout_counts_a_gpu_learner(write_spec):
     (ep,) = plan.experiments
     assert ep.at_once(plan.machine) == 2
     assert "2 trials at once" in ep.layout.line
-    assert "2 trials share a GPU (0.5 GPU each)" in ep.layout.line
+    assert "2 trials share a GPU, 0.5 GPU each" in ep.layout.line
     assert "trains slower on a GPU" in ep.layout.line
 
 
@@ -228,7 +238,7 @@ def test_validate_plans_for_another_machine(cli, write_spec):
     assert result.code == 0, result.err
     assert "checked against 16 CPUs, 1 GPU" in result.out
     # 16 by CPUs alone
-    assert "4 trials at once (4 trials share a GPU (0.25 GPU each))" in result.out
+    assert "4 trials at once (4 trials share a GPU, 0.25 GPU each)" in result.out
     with pytest.raises(SystemExit) as usage:
         cli("validate", spec_file, "--cpus", "16", "--gpus", "-1")
     assert usage.value.code == 2

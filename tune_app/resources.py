@@ -270,13 +270,14 @@ def _sizes(node: Mapping[str, float], memory: bool = True) -> str:
     )
 
 
-def gpu_sharing(bundles: Sequence[Bundle]) -> str | None:
-    """'4 trials share a GPU' for a trial reserving a fraction of one, 'a trial holds 2 GPUs'
-    for more; None for a trial without GPUs."""
+def gpu_sharing(bundles: Sequence[Bundle], at_once: int) -> str | None:
+    """What `at_once` trials of `bundles` running together do with GPUs: '2 trials share a GPU,
+    0.25 GPU each' where more than one of them fits on a GPU, else 'a trial holds 0.5 GPU' (or
+    2 GPUs); None for a trial without GPUs."""
     gpus = sum(float(b.get("GPU", 0.0)) for b in bundles)
     if gpus <= 0:
         return None
-    if gpus < 1:
-        share = _UNIT // _units(gpus)
-        return f"{share} trial{'s' * (share != 1)} share a GPU ({gpus:g} GPU each)"
-    return f"a trial holds {gpus:g} GPU{'s' * (gpus != 1)}"
+    sharing = min(at_once, _UNIT // _units(gpus))  # a GPU holds whole trials' fractions
+    if sharing > 1:
+        return f"{sharing} trials share a GPU, {gpus:g} GPU each"
+    return f"a trial holds {gpus:g} GPU{'s' * (gpus > 1)}"

@@ -218,7 +218,7 @@ def _line(name: str, exp: Experiment, trials: int, machine: Machine, why: str, c
     # At least one: the experiment's part may be smaller than a trial that fits the machine.
     concurrent = max(1, trials_at_once(bundles, machine, limit)) if bundles else limit
     notes = [why]
-    sharing = gpu_sharing(bundles)
+    sharing = gpu_sharing(bundles, concurrent)
     if sharing is not None:
         notes.append(f"{sharing}: {GPU_LEARNER_COST}")
     idle = machine.cpus - concurrent * sum(b.get("CPU", 0.0) for b in bundles)
