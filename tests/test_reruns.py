@@ -298,14 +298,15 @@ def test_every_reader_reads_the_run_that_ran_trials_and_names_the_later_one(
 
     asked = {}
 
-    def run(spec_file, *, storage_path, verbosity, command):  # evaluate's run, before Ray
-        asked.update(spec=Path(spec_file).read_text(), storage=storage_path)
+    def run(spec_file, *, storage_path, address, verbosity, command):  # evaluate's, before Ray
+        asked.update(spec=Path(spec_file).read_text(), storage=storage_path, address=address)
         raise tune_app.SpecError("stopped here")
 
     monkeypatch.setattr(api, "run", run)
     monkeypatch.chdir(tmp_path)  # run.json names no spec file: evaluate's spec goes to ./
-    evaluated = cli("evaluate", later)
+    evaluated = cli("evaluate", later, "--address", "10.0.0.1:6379")
     assert evaluated.err.startswith(line) and evaluated.err.count("tune_app: reading") == 1
+    assert asked["address"] == "10.0.0.1:6379"  # evaluate runs on the cluster named, as run
     assert f"# The best configurations of {finished}, as found by" in asked["spec"]
     assert asked["storage"] == str(tmp_path)
 

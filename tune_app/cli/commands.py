@@ -193,7 +193,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     verbosity = 0 if args.quiet else 1
     storage = args.storage_path or root
     return evaluated(
-        lambda: run(spec_file, storage_path=storage, verbosity=verbosity, command=args.argv),
+        lambda: run(
+            spec_file,
+            storage_path=storage,
+            address=args.address,
+            verbosity=verbosity,
+            command=args.argv,
+        ),
         found,
         spec_file,
     )
@@ -367,7 +373,7 @@ COMMANDS: tuple[Command, ...] = (
         "evaluate",
         cmd_evaluate,
         "re-run a run's top configurations on fresh seeds (Ray)",
-        ("dir",),
+        ("dir", "address"),
         (
             arg("--top", type=int, default=3, metavar="K", help="configurations (default 3)"),
             arg("--seeds", type=int, default=5, metavar="N", help="fresh seeds (default 5)"),
