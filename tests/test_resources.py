@@ -239,6 +239,8 @@ def test_validate_plans_for_another_machine(cli, write_spec):
     assert "checked against 16 CPUs, 1 GPU" in result.out
     # 16 by CPUs alone
     assert "4 trials at once (4 trials share a GPU, 0.25 GPU each)" in result.out
+    both = cli("validate", spec_file, "--address", "127.0.0.1:9", "--cpus", "4")
+    refused(both, "--address for the cluster there: not both", "leave out --address", path="--cpus")
     with pytest.raises(SystemExit) as usage:
         cli("validate", spec_file, "--cpus", "16", "--gpus", "-1")
     assert usage.value.code == 2

@@ -185,9 +185,18 @@ def validate(
     Planned for this machine; for one of `cpus` CPUs and `gpus` GPUs (a machine one does not
     have); or, with `address`, for the running cluster there, whose nodes are read by joining
     it for a moment (no trial is started). Ray-free unless `address` is given; the spec is
-    checked before the cluster is joined."""
+    checked before the cluster is joined. `address` with `cpus` or `gpus` is refused: each names
+    the machine planned for."""
     from tune_app.resources import ClusterAddress
 
+    if address is not None and (cpus is not None or gpus is not None):
+        given = "--cpus" if cpus is not None else "--gpus"
+        raise SpecError(
+            "plans for a machine of that size, and --address for the cluster there: not both",
+            path=given,
+            suggestion="leave out --address to plan for the size given, or --cpus and --gpus to "
+            "plan for the cluster's nodes",
+        )
     cluster = None if address is None else ClusterAddress(address)
     return _plan(
         spec, smoke, storage_path, rllib_checks=rllib_checks, cpus=cpus, gpus=gpus, cluster=cluster
