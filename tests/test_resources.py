@@ -170,7 +170,7 @@ VALIDATE_REFUSALS = [
         "e:\n  run: my_func\n  resources_per_trial: {cpu: 1, memory: 1.0e+15}\n"
         "  config: {alpha: 1.0, beta: 1.0}\n",
         "e.resources_per_trial.memory",
-        ["needs 1e+06 GB memory", "ask for less memory"],
+        ["needs 1e+06 GB memory", "(this machine's memory: --cpus and --gpus size", "--address"],
         id="memory-beyond-the-machine",
     ),
     pytest.param(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -38,6 +38,7 @@ class Machine:
 
     nodes: tuple[Mapping[str, float], ...]
     name: str = "the machine"  # in messages: "the machine", "the cluster at ADDR", "--cpus 16"
+    memory_from: str = ""  # whose memory it counts, where not its own: said beside the figure
 
     @classmethod
     def local(
@@ -62,7 +63,12 @@ class Machine:
         """The machine `validate --cpus N --gpus M` plans for, named so in messages."""
         given = [f"--cpus {cpus:g}"] if cpus is not None else []
         given += [f"--gpus {gpus:g}"] if gpus is not None else []
-        return cls.local(cpus, gpus, name=f"the machine of {' '.join(given)}")
+        machine = cls.local(cpus, gpus, name=f"the machine of {' '.join(given)}")
+        return replace(
+            machine,
+            memory_from="this machine's memory: --cpus and --gpus size CPUs and GPUs only; "
+            "validate with --address of the cluster to plan for its memory",
+        )
 
     @classmethod
     def unknown(cls, name: str = "the cluster") -> Machine:
@@ -71,7 +77,7 @@ class Machine:
     def share(self, fraction: float) -> Machine:
         """The part of each node one of several experiments running at once plans for."""
         nodes = tuple({k: float(v) * fraction for k, v in n.items()} for n in self.nodes)
-        return Machine(nodes=nodes, name=self.name)
+        return replace(self, nodes=nodes)
 
     @property
     def known(self) -> bool:
@@ -226,7 +232,8 @@ def misfit(bundles: Sequence[Bundle], machine: Machine) -> Misfit | None:
                 have,
                 f"one trial needs {_amount(k, v)} {listed} but {machine.name} has "
                 f"{_amount(k, have)}"
-                + (f" ({machine.describe()})" if len(machine.nodes) > 1 else ""),
+                + (f" ({machine.describe()})" if len(machine.nodes) > 1 else "")
+                + (f" ({machine.memory_from})" if k == "memory" and machine.memory_from else ""),
             )
     for b in bundles:  # enough in all, but some bundle fits no single node
         for k, v in b.items():
