@@ -201,6 +201,7 @@ def test_a_run_on_a_cluster_is_resumed_on_it(tmp_path, monkeypatch, stop):
     from tune_app import runner
     from tune_app.api import _run_plan
     from tune_app.cli.printing import interrupted_line
+    from tune_app.resources import ClusterAddress
 
     spec = {"experiments": {"e": {"run": "my_func", "config": {"alpha": 1, "beta": 1}}}}
     plan = tune_app.validate(spec, storage_path=tmp_path)
@@ -210,13 +211,15 @@ def test_a_run_on_a_cluster_is_resumed_on_it(tmp_path, monkeypatch, stop):
         raise stop
 
     monkeypatch.setattr(runner, "run", stopped)
-    with pytest.raises((KeyboardInterrupt, tune_app.TuneFailure)) as raised:
-        _run_plan(plan, runner.RunOptions(address="10.0.0.1:6379"), None)
-    failed = isinstance(raised.value, tune_app.TuneFailure)
-    line = str(raised.value) if failed else interrupted_line(raised.value)
-    assert line.endswith(
-        f"Continue with: python -m tune_app resume {tmp_path}/e --address 10.0.0.1:6379"
-    )
+    command = f"Continue with: python -m tune_app resume {tmp_path}/e"
+    for given_as, said in (("--address", " --address 10.0.0.1:6379"), ("RAY_ADDRESS", "")):
+        # RAY_ADDRESS: the shell that resumes has it still
+        address = ClusterAddress("10.0.0.1:6379", given_as)
+        with pytest.raises((KeyboardInterrupt, tune_app.TuneFailure)) as raised:
+            _run_plan(plan, runner.RunOptions(address=address), None)
+        failed = isinstance(raised.value, tune_app.TuneFailure)
+        line = str(raised.value) if failed else interrupted_line(raised.value)
+        assert line.endswith(command + said), line
 
 
 def test_importing_the_package_imports_neither_ray_nor_pandas():

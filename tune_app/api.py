@@ -328,18 +328,20 @@ def resume(
 def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None) -> RunResult:
     """Run a checked plan, check its expectations, write the JUnit report when asked."""
     from tune_app import expect, runner
+    from tune_app.resources import ClusterAddress
     from tune_app.rundir.outcome import missing_keys_error
 
+    address = ClusterAddress.option(opts.address)
     try:
         summaries = runner.run(plan, opts)
     except KeyboardInterrupt:
         started = [ep.location for ep in plan.experiments if ep.folder.started]
-        raise Interrupted(started, opts.address) from None
+        raise Interrupted(started, address) from None
     except RunStopped as err:  # stopped with the state saved: resumable
         started = [ep.location for ep in plan.experiments if ep.folder.started]
         if len(err.summaries) == len(plan.experiments):
-            err.result = RunResult(plan, err.summaries, [], opts.address)
-        raise err.resumed_by(resume_command(started, opts.address) if started else None) from None
+            err.result = RunResult(plan, err.summaries, [], address)
+        raise err.resumed_by(resume_command(started, address) if started else None) from None
     outcomes = [
         o
         for ep, summary in zip(plan.experiments, summaries, strict=True)
@@ -347,7 +349,7 @@ def _run_plan(plan: Plan, opts: RunOptions, junit: str | os.PathLike[str] | None
     ]
     if junit is not None:
         expect.write_junit(Path(junit), plan, summaries, outcomes)
-    result = RunResult(plan, summaries, outcomes, opts.address)
+    result = RunResult(plan, summaries, outcomes, address)
     for ep, summary in zip(plan.experiments, summaries, strict=True):
         # Not after Ctrl-C: the search was cut short, and the keys may yet come.
         if (summary.missing or summary.unusable) and not summary.interrupted:

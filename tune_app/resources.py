@@ -119,6 +119,12 @@ class ClusterAddress:
         found = os.environ.get("RAY_ADDRESS")
         return cls(found, "RAY_ADDRESS") if found else None
 
+    @staticmethod
+    def option(address: ClusterAddress | None) -> str | None:
+        """The `--address` a resume command repeats: None without one, or where RAY_ADDRESS gave
+        it (the shell that resumes has it still)."""
+        return address.text if address and address.given_as == "--address" else None
+
 
 def local_gpus() -> int:
     """The GPUs a local Ray would find, read as Ray 2.60's NvidiaGPUAcceleratorManager reads

@@ -91,7 +91,9 @@ def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
         ray_for(plan, opts.address, opts.verbosity) if started_here else contextlib.nullcontext(),
         head.watched(
             ray.get_runtime_context().gcs_address,
-            functools.partial(head.end_for_lost_head, plan, began, opts.address),
+            functools.partial(
+                head.end_for_lost_head, plan, began, ClusterAddress.option(opts.address)
+            ),
         ),
     ):
         tune_side.wait()
