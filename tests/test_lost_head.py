@@ -4,6 +4,7 @@ interrupted; `resume` then finishes the rest without running a finished trial ag
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,7 +20,9 @@ import tune_app
 from tests.conftest import user_module
 from tests.runs import gcs_of, grid_spec, rows, started, wait_for, with_nodes
 from tune_app import head
+from tune_app.callbacks import JsonlResults
 from tune_app.errors import TuneFailure
+from tune_app.rundir.location import RunLocation
 
 
 @pytest.mark.e2e
@@ -84,6 +88,43 @@ def test_the_watch_calls_on_lost_once_the_head_stays_unreachable():
     finally:
         watch.stop()
     assert lost == [address]
+
+
+@pytest.mark.parametrize(
+    ("answers", "node_alive", "ends"),
+    [
+        pytest.param(True, True, False, id="head-up: the trial's own failure"),
+        pytest.param(False, True, True, id="gcs-gone"),
+        pytest.param(True, False, True, id="this-node-dead"),  # raylet stopped before the GCS
+    ],
+)
+def test_a_trial_failing_as_the_head_is_lost_ends_the_run_unrecorded(
+    tmp_path, monkeypatch, answers, node_alive, ends
+):
+    # Its actor died with the head: Tune fails it (ActorDiedError) within seconds, long before
+    # the watch's grace, and the run ended as a failed search that resume did not run again.
+    import ray
+
+    monkeypatch.setattr(ray, "get_runtime_context", lambda: SimpleNamespace(get_node_id=str))
+    monkeypatch.setattr(ray, "nodes", lambda: [{"NodeID": "", "Alive": node_alive}])
+    server = socket.create_server(("127.0.0.1", 0))
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    if not answers:
+        server.close()
+    lost: list[str] = []
+
+    def on_lost(where: str) -> None:  # as `end_for_lost_head`, which ends the process
+        lost.append(where)
+        raise SystemExit(75)
+
+    log = JsonlResults(RunLocation(tmp_path), "e")
+    trial = SimpleNamespace(trial_id="a", last_result={}, run_metadata=SimpleNamespace())
+    trial.run_metadata.num_failures = 1
+    with head.watched(address, on_lost), contextlib.suppress(SystemExit):
+        log.on_trial_error(0, [], trial)
+    server.close()
+    assert lost == ([address] if ends else [])
+    assert (tmp_path / "finished.jsonl").exists() is not ends  # resume runs it again
 
 
 @pytest.mark.parametrize(

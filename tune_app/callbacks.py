@@ -18,7 +18,7 @@ from typing import Any
 
 from ray.tune import Callback, Stopper
 
-from tune_app import failures
+from tune_app import failures, head
 from tune_app.interrupts import stops_on_write_error
 from tune_app.ray_internals.uploads import copy_trial_files_now
 from tune_app.rundir.files import (
@@ -207,6 +207,7 @@ class JsonlResults(Callback):
 
     @stops_on_write_error
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        head.lost_with_head()  # a trial killed with the head did not end: the run ends first
         self._journal(trial, "ERROR")
 
     def _journal(self, trial: Any, status: str) -> None:

@@ -10,6 +10,13 @@ knocks on the GCS's port (the address Ray's public runtime context gives) once a
 when it stays unreachable for half of that window calls `on_lost`, which has the other half to
 write what it must and end the process. A head that comes back sooner (a GCS with fault
 tolerance restarting) is never noticed.
+
+A head going away kills the trials' actors on its node at once, and Tune, seconds later, fails
+them as if by their own code (ActorDiedError): with `max_failures: 0` the search ended as a
+failed one (exit 1) long before the watch's grace, and resume did not run them again. So each
+trial failure first asks `lost_with_head`, which ends the run as the watch would when the head
+is lost at that moment (its GCS unreachable, or this driver's node dead by the GCS's word),
+before the failure is recorded anywhere: Tune's saved state still has the trial running.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ if TYPE_CHECKING:
 RECONNECT_ENV = "RAY_gcs_rpc_server_reconnect_timeout_s"
 RECONNECT_DEFAULT_S = 60.0
 PROBE_PERIOD_S = 1.0
+_watching: HeadWatch | None = None  # this process's watch, for `lost_with_head`
 
 
 def grace_s() -> float:
@@ -59,6 +67,7 @@ class HeadWatch:
         self._on_lost = on_lost
         self.grace = grace_s() if grace is None else grace
         self._done = threading.Event()
+        self._once = threading.Lock()  # held by the caller of `on_lost`, which ends the process
         self._thread = threading.Thread(target=self._watch, name="ray head watch", daemon=True)
 
     def reachable(self) -> bool:
@@ -68,6 +77,23 @@ class HeadWatch:
         except OSError:
             return False
 
+    def lost_now(self) -> bool:
+        """Whether the head is lost at this moment: its GCS unreachable, or this process's node
+        dead by the GCS's word (a head stopped raylet first, as `ray stop` does)."""
+        if not self.reachable():
+            return True
+        import ray
+
+        here = ray.get_runtime_context().get_node_id()
+        return not any(node["NodeID"] == here and node["Alive"] for node in ray.nodes())
+
+    def lost(self) -> None:
+        """Call `on_lost` once; a second caller waits for the first (which ends the process)."""
+        with self._once:
+            if not self._done.is_set():
+                self._done.set()
+                self._on_lost(self.address)
+
     def _watch(self) -> None:
         since: float | None = None
         while not self._done.wait(PROBE_PERIOD_S):
@@ -76,8 +102,8 @@ class HeadWatch:
                 continue
             now = time.monotonic()
             since = now if since is None else since
-            if now - since >= self.grace and not self._done.is_set():
-                self._on_lost(self.address)
+            if now - since >= self.grace:
+                self.lost()
                 return
 
     def start(self) -> HeadWatch:
@@ -94,11 +120,21 @@ def watched(address: str | None, on_lost: Callable[[str], None]) -> Iterator[Non
     if not address:
         yield
         return
-    watch = HeadWatch(address, on_lost).start()
+    global _watching
+    _watching = HeadWatch(address, on_lost).start()
     try:
         yield
     finally:
-        watch.stop()
+        _watching.stop()
+        _watching = None
+
+
+def lost_with_head() -> None:
+    """A trial failed: if the watched head is lost now, the run ends as for a lost head (no
+    return) before the failure is recorded; the trial died with the cluster, not by its code."""
+    watch = _watching
+    if watch is not None and watch.lost_now():
+        watch.lost()
 
 
 def end_for_lost_head(plan: Plan, began: float, given: str | None, address: str) -> NoReturn:
