@@ -75,6 +75,7 @@ def test_log_to_file_outside_the_trial_folder_is_refused(cli, write_spec, tmp_pa
         # The local disk's URIs (pyarrow writes `local://` to the disk): local folders all the same.
         pytest.param("local:///etc/tune_app_results", id="local-uri"),
         pytest.param("file:///etc/tune_app_results", id="file-uri"),
+        pytest.param("file:/etc/tune_app_results", id="file-uri-one-slash"),  # not ./file:/etc
     ],
 )
 def test_results_in_a_system_folder_are_refused(cli, write_spec, tmp_path, storage):

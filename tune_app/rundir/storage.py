@@ -59,12 +59,13 @@ def is_uri(path: str | Path) -> bool:
 
 
 def local_path(path: str | Path) -> str:
-    """`path` as a local path: a `file://` or `local://` URI's path, anything else as given (a
-    local URI naming a host too: `local_uri_problem` refuses it)."""
+    """`path` as a local path: a `file:` or `local:` URI's path (`file:/a` and `file:///a` are
+    /a, as `allowed.local_store` reads them), anything else as given (a local URI naming a host
+    too: `local_uri_problem` refuses it)."""
     text = str(path)
-    scheme, sep, _ = text.partition("://")
-    if sep and scheme.lower() in LOCAL_SCHEMES and local_uri_problem(text) is None:
-        return unquote(urlparse(text).path) or "."
+    parsed = urlparse(text)
+    if parsed.scheme.lower() in LOCAL_SCHEMES and local_uri_problem(text) is None:
+        return unquote(parsed.path) or "."
     return text
 
 
