@@ -160,11 +160,12 @@ def test_a_run_whose_record_is_lost_says_what_still_reads_it(tmp_path, make):
     assert list(frame["trial_id"]) == ["a"]
 
 
+@pytest.mark.parametrize("empty", ["", "file://", "local://"])  # the last two read "." too
 @pytest.mark.parametrize(
     "command", ["analyze", "report", "best", "evaluate", "resume", "tensorboard"]
 )
-def test_an_empty_path_is_refused_not_read_as_the_working_directory(cli, tmp_path, command):
+def test_an_empty_path_is_refused_not_read_as_the_working_directory(cli, command, empty):
     """`analyze "$RUN"` with RUN unset read the working directory's runs."""
-    refused(cli(command, " " if command == "best" else ""), "no run folder given")
+    refused(cli(command, empty or (" " if command == "best" else "")), "no run folder given")
     with pytest.raises(SpecError, match="path is empty"):
-        tune_app.load("")
+        tune_app.load(empty)

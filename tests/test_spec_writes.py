@@ -215,6 +215,7 @@ def test_a_local_uri_naming_a_host_is_refused(cli, write_spec, tmp_path):
     store = "trackers:\n  mlflow: {tracking_uri: 'file://mlruns'}\nexperiments:\n"
     out = tmp_path / "o"
     refused(cli("validate", write_spec(store + _indent(SPEC)), "--storage-path", out), "host")
+    refused(cli("analyze", "file://results"), "names the host 'results'")  # not file:/results
 
 
 @pytest.mark.parametrize("blank", [" ", "\\u3000", "out/  /x"])

@@ -60,12 +60,12 @@ def is_uri(path: str | Path) -> bool:
 
 def local_path(path: str | Path) -> str:
     """`path` as a local path: a `file:` or `local:` URI's path (`file:/a` and `file:///a` are
-    /a, as `allowed.local_store` reads them), anything else as given (a local URI naming a host
-    too: `local_uri_problem` refuses it)."""
+    /a, as `allowed.local_store` reads them; `file://` is empty), anything else as given (a
+    local URI naming a host too: `local_uri_problem` refuses it)."""
     text = str(path)
     parsed = urlparse(text)
     if parsed.scheme.lower() in LOCAL_SCHEMES and local_uri_problem(text) is None:
-        return unquote(parsed.path) or "."
+        return unquote(parsed.path)
     return text
 
 
