@@ -169,3 +169,9 @@ def test_an_empty_path_is_refused_not_read_as_the_working_directory(cli, command
     refused(cli(command, empty or (" " if command == "best" else "")), "no run folder given")
     with pytest.raises(SpecError, match="path is empty"):
         tune_app.load(empty)
+
+
+@pytest.mark.parametrize("command", ["analyze", "report", "best", "evaluate", "resume"])
+def test_a_cloud_uri_naming_no_bucket_is_refused(cli, command):
+    """`analyze s3://` ended in pyarrow's `ArrowInvalid: Path cannot start with a separator`."""
+    refused(cli(command, "s3://"), "s3:// names no bucket: give s3://bucket/prefix")

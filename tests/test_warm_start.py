@@ -322,7 +322,7 @@ def test_every_problem_of_every_earlier_run_is_one_line_at_validate(cli, write_s
     (tmp_path / "not_a_run").mkdir()
     (tmp_path / "not_a_run" / "notes.txt").write_text("hello")
     runs = [inside, tmp_path / "missing", tmp_path / "not_a_run", outside, other_metric]
-    runs += [other_mode, "file://"]
+    runs += [other_mode, "s3://", "file://"]
     spec_file = write_spec(
         spec_text(
             "optuna",
@@ -342,7 +342,8 @@ def test_every_problem_of_every_earlier_run_is_one_line_at_validate(cli, write_s
         f"{at}[3]: trial b_00001 of {outside}: has no value of 'x'",
         f"{at}[4]: {other_metric} is a run of metric loss (max), this experiment's is score (max)",
         f"{at}[5]: {other_mode} is a run of metric score (min), this experiment's is score (max)",
-        f"{at}[6]: no run folder given",
+        f"{at}[6]: s3:// names no bucket",
+        f"{at}[7]: no run folder given",
     ]
     assert len(lines) == len(expected), result.err
     for line, start in zip(lines, expected, strict=True):

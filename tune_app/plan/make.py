@@ -22,6 +22,7 @@ from tune_app.registry import resolve
 from tune_app.resources import Machine
 from tune_app.rundir.allowed import home_problem, local_uri_problem, root_problem
 from tune_app.rundir.location import RunLocation
+from tune_app.rundir.storage import unreachable
 from tune_app.seeds import SEED_KEY
 from tune_app.space import searched_paths
 from tune_app.spec.models import Mode
@@ -206,6 +207,7 @@ def _plan_experiment(
         local_uri_problem(where)
         or home_problem(where)
         or root_problem(where)
+        or unreachable(where)
         or folder.unwritable()
     )
     if unwritable:

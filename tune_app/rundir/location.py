@@ -38,11 +38,13 @@ SMOKE_FOLDER = "smoke"  # --smoke runs go to a folder of this name under the sto
 
 def given(where: str | Path) -> str | Path:
     """`where`, refused when empty (an unset shell variable), which Path reads as the working
-    directory."""
+    directory, or naming no place that answers (`storage.unreachable`)."""
     text = str(where)
     if not storage.local_path(text).strip():  # `file://` too
         raise SpecError("no run folder given (the path is empty)")
-    if problem := allowed.local_uri_problem(text) or allowed.home_problem(text):
+    if problem := (
+        allowed.local_uri_problem(text) or allowed.home_problem(text) or storage.unreachable(text)
+    ):
         raise SpecError(problem)
     return where
 

@@ -69,6 +69,31 @@ def local_path(path: str | Path) -> str:
     return text
 
 
+def unreachable(uri: str) -> str | None:
+    """Why the cloud storage at `uri` cannot be used (it names no bucket, or it cannot be opened
+    or asked for its folder), or None, also for a local path. The first contact with a URI, made
+    where it is first read."""
+    if not is_uri(uri):
+        return None
+    if not urlparse(uri).netloc:
+        return f"{uri} names no bucket: give {uri.partition(':')[0]}://bucket/prefix"
+    return _contact(uri)
+
+
+def _contact(uri: str) -> str | None:
+    """Why opening the storage at `uri` and asking it for its folder failed, or None."""
+    import pyarrow
+
+    try:
+        fs, path = _fs(uri)
+        fs.get_file_info(path)
+    except SpecError as err:
+        return err.what
+    except (pyarrow.ArrowInvalid, OSError) as err:
+        return f"cannot reach storage {uri}: {error_line(err)}"
+    return None
+
+
 def staging_dir(uri: str) -> Path:
     """The local folder holding the app's files of the experiment at `uri`."""
     root = Path(os.environ.get("TUNE_APP_STAGING", STAGING)).expanduser()
