@@ -4,6 +4,7 @@ refusal: exit 2 at validate and at run, one line naming the key, nothing written
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -236,6 +237,24 @@ def test_a_storage_that_cannot_be_opened_is_said_in_one_short_line(cli, write_sp
     spec_file = write_spec('storage_path: "hdfs://nn:8020/x"\nexperiments:\n' + _indent(SPEC))
     line = refused(cli("validate", spec_file), "cannot open storage hdfs://nn:8020/x")
     assert line.split("; ")[0].endswith(": Unable to load libjvm"), line  # its first line only
+
+
+def test_a_storage_that_does_not_answer_is_said_after_a_bounded_wait(cli, write_spec, monkeypatch):
+    """With no network, validate of gs:// waited for GCS's client, blocked in C, and neither
+    Ctrl-C nor SIGTERM ended it."""
+    import pyarrow.fs
+
+    from tune_app.rundir import storage
+
+    silent = threading.Event()
+    answer = SimpleNamespace(get_file_info=lambda path: silent.wait(10))
+    monkeypatch.setattr(pyarrow.fs, "FileSystem", SimpleNamespace(from_uri=lambda u: (answer, u)))
+    monkeypatch.setattr(storage, "REACH_S", 0.1, raising=False)  # (before it, no bound)
+    spec_file = write_spec(SPEC)
+    result = cli("validate", spec_file, "--storage-path", "gs://b/x")
+    silent.set()
+    words = "cannot reach storage gs://b/x: no answer in 0.1 s"
+    refused(result, words, file=spec_file, path="--storage-path")
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,9 @@ APP_FILES = (
     OPTUNA_DB,
 )
 STAGING = "~/.cache/tune_app/staging"  # TUNE_APP_STAGING overrides
+# The longest the first contact with cloud storage may take: a slow login takes seconds, while
+# with no network GCS's client retries for many minutes, blocked in C where no signal reaches it.
+REACH_S = 60.0
 
 
 def is_uri(path: str | Path) -> bool:
@@ -71,13 +75,19 @@ def local_path(path: str | Path) -> str:
 
 def unreachable(uri: str) -> str | None:
     """Why the cloud storage at `uri` cannot be used (it names no bucket, or it cannot be opened
-    or asked for its folder), or None, also for a local path. The first contact with a URI, made
-    where it is first read."""
+    or does not answer within REACH_S), or None, also for a local path. The first contact with a
+    URI, made where it is first read; the main thread waits, so Ctrl-C and SIGTERM end the wait."""
     if not is_uri(uri):
         return None
     if not urlparse(uri).netloc:
         return f"{uri} names no bucket: give {uri.partition(':')[0]}://bucket/prefix"
-    return _contact(uri)
+    said: list[str | None] = []
+    contact = threading.Thread(target=lambda: said.append(_contact(uri)), daemon=True)
+    contact.start()
+    contact.join(REACH_S)
+    if contact.is_alive():
+        return f"cannot reach storage {uri}: no answer in {REACH_S:g} s (network, credentials?)"
+    return said[0] if said else _contact(uri)  # it raised: again here, where its error is seen
 
 
 def _contact(uri: str) -> str | None:
