@@ -257,6 +257,18 @@ def test_a_storage_that_does_not_answer_is_said_after_a_bounded_wait(cli, write_
     refused(result, words, file=spec_file, path="--storage-path")
 
 
+def test_hdfs_without_a_namenode_is_its_default_not_a_missing_bucket(monkeypatch):
+    """`hdfs:///path` names Hadoop's default namenode; `s3:///path` names no bucket."""
+    import pyarrow.fs
+
+    from tune_app.rundir import storage
+
+    answer = SimpleNamespace(get_file_info=lambda path: None)
+    monkeypatch.setattr(pyarrow.fs, "FileSystem", SimpleNamespace(from_uri=lambda u: (answer, u)))
+    assert storage.unreachable("hdfs:///data/runs") is None
+    assert "names no bucket" in (storage.unreachable("s3:///data/runs") or "")
+
+
 @pytest.mark.parametrize(
     ("escaped", "shown"),
     [("\\e[31mRED", "'\\x1b'"), ("a\\rb", "'\\r'"), ("x\\u202eb", "'\\u202e'")],

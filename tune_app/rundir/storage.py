@@ -79,7 +79,8 @@ def unreachable(uri: str) -> str | None:
     URI, made where it is first read; the main thread waits, so Ctrl-C and SIGTERM end the wait."""
     if not is_uri(uri):
         return None
-    if not urlparse(uri).netloc:
+    parsed = urlparse(uri)
+    if not parsed.netloc and parsed.scheme != "hdfs":  # hdfs:///path: the default namenode
         return f"{uri} names no bucket: give {uri.partition(':')[0]}://bucket/prefix"
     said: list[str | None] = []
     contact = threading.Thread(target=lambda: said.append(_contact(uri)), daemon=True)
