@@ -584,3 +584,47 @@ def test_a_seeded_bohb_search_draws_the_same_configurations_again():
     first, second = draws(), draws()
     assert first == second
     assert len(set(first)) == 12
+
+
+@pytest.mark.slow  # an in-process run: the second tier
+@pytest.mark.parametrize("synch", ["true", "false"])
+def test_tunes_saved_state_holds_each_exploit_before_anything_runs_with_it(
+    ray_session, cli, write_spec, tmp_path, monkeypatch, synch
+):
+    """An exploit changes a trial's config and the checkpoint it goes on from; Tune saves that
+    in its experiment state only every few seconds. Killed after the exploited trial had run an
+    iteration with its new config (its row replacing the old one in results.jsonl) and before
+    that save, a run was resumed from the state before the exploit: the trial went on from its
+    own checkpoint with its old config, and the row of the lost iteration stayed, with no clone
+    record left to explain it. Whenever the results writer sees a result, the state Tune saved
+    must hold every trial's config as it is."""
+    from tune_app.callbacks import JsonlResults
+    from tune_app.rundir.files import jsonable
+    from tune_app.rundir.layout import newest_trial_entries
+
+    original = JsonlResults.on_trial_result
+    first: dict[str, dict] = {}  # trial id -> its config at its first result
+    checked_after_exploit, stale = [], []
+
+    def checking(self, iteration, trials, trial, result, **info):
+        saved = {}
+        for trial_json, _ in newest_trial_entries(self.path.parent):
+            state = json.loads(trial_json)
+            saved[state["trial_id"]] = state["config"]
+        for each in trials:
+            config = jsonable(each.config)
+            first.setdefault(each.trial_id, config)
+            if each.trial_id in saved:
+                if saved[each.trial_id] != config:
+                    stale.append((each.trial_id, saved[each.trial_id], config))
+                elif config != first[each.trial_id]:
+                    checked_after_exploit.append(each.trial_id)
+        return original(self, iteration, trials, trial, result, **info)
+
+    monkeypatch.setattr(JsonlResults, "on_trial_result", checking)
+    user_module("pbt_climb.py", tmp_path)
+    spec_file = write_spec(PBT.replace("synch: true", f"synch: {synch}"))
+    assert cli("run", spec_file, "--storage-path", tmp_path / "o", "-q").code == 0
+    assert (tmp_path / "o" / "climb" / "clones.jsonl").exists()
+    assert not stale
+    assert checked_after_exploit, "a trial was seen after an exploit changed its config"

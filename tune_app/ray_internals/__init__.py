@@ -24,7 +24,10 @@ rewritten results and read its tables, never replace its methods.
 - `sparse`: no private symbol; what Tune's schedulers and searchers do with a result whose
   metric is missing or not a number (its docstring lists each), which a new release may change.
 - `population`: `PopulationBasedTraining._log_config_on_step` (overridden, in a subclass of PBT
-  and of PB2: the only place PBT names an exploit's donor).
+  and of PB2: the only place PBT names an exploit's donor); `TuneController.checkpoint(force,
+  wait)` and `_mark_trial_to_checkpoint` (Tune's state saved, the exploited trials in it, once
+  an exploit is made: Tune has no public way to save its state now), reached through the
+  `_tune_controller` of the wrapper Tune hands schedulers.
 - `placement`: `ray.air.execution.resources.placement_group.PlacementGroupResourceManager`'s
   `_pg_to_request`, `_pg_to_staging_future`, `_staging_future_to_pg`,
   `_request_to_staged_pgs`; the module attribute `ray.tune.execution.tune_controller.

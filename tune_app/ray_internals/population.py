@@ -5,7 +5,8 @@ Tune's local experiment folder; this record names trial ids, the iterations of b
 exactly which mutated keys changed, so `analyze` and `report` can show who copied whom. A
 resumed run restores each trial as Tune last saved it, and the record follows: the exploits
 logged after that state are dropped as the trial restarts, and an exploit decided again on a
-replayed iteration replaces its record.
+replayed iteration replaces its record. Tune's state is saved as each exploit is made, before
+the trial runs with it (`save_state`), so no row of an exploit's timeline outlives its record.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class RecordsClones(PopulationBasedTraining):
 
     folder: RunLocation | None = None
     mutated: tuple[str, ...] = ()  # dotted config paths of the mutated keys
+    unsaved: tuple[Trial, ...] = ()  # trials exploited that Tune's saved state does not hold
 
     @stops_on_write_error
     def _log_config_on_step(
@@ -65,6 +67,7 @@ class RecordsClones(PopulationBasedTraining):
             "logged_at": time.time(),  # results.jsonl rows after it ran with the new config
         }
         _record(path, jsonable(event))
+        self.unsaved = (*self.unsaved, trial)  # `AppPBT` has Tune save them once made
 
     def _clones(self) -> Path | None:
         """The clone log; None without a run folder (a scheduler built outside a run)."""
@@ -160,7 +163,35 @@ class AppPBT(NumbersOnly):
             # and an exploit logged after that (the driver killed before the next save) is
             # gone from its timeline; PBT may decide it again, from this result on.
             _forget_unkept(path, trial.trial_id, jsonable(trial.config))
-        return super().on_trial_result(tune_controller, trial, result)
+        self.recorder.unsaved = ()  # the exploits this result makes
+        decision = super().on_trial_result(tune_controller, trial, result)
+        if self.recorder.unsaved:
+            exploited, self.recorder.unsaved = self.recorder.unsaved, ()
+            save_state(tune_controller, exploited)
+        return decision
+
+
+def save_state(tune_controller: Any, exploited: tuple[Trial, ...]) -> None:
+    """Have Tune save its experiment state now, the `exploited` trials as they are, and wait
+    until it is in the run folder.
+
+    An exploit changes a trial's config and the checkpoint it goes on from, and Tune saves its
+    state only every few seconds. A run killed after the exploited trial ran an iteration with
+    its new config, before that save, was resumed from the state before the exploit: the trial
+    went on from its own checkpoint with its old config, and the lost iteration's row (which had
+    replaced the row it now goes on from) stayed in results.jsonl, its clone record forgotten.
+    Saved as the exploit is made (before the trial runs with it), a kill either comes before,
+    with no row of the exploit's timeline written and its record forgotten on resume, or
+    after, and the resumed trial replays the exploit, replacing its rows.
+
+    Tune saves only the trials marked since its last save (its events mark them, a config set
+    by PBT does not: an exploit of a paused trial, in synchronous PBT, stayed unsaved until the
+    trial ran again), hence the marks. Schedulers are given Tune's controller behind a wrapper
+    that warns once of any attribute off its list; the controller is taken from it."""
+    controller = getattr(tune_controller, "_tune_controller", tune_controller)
+    for trial in exploited:
+        controller._mark_trial_to_checkpoint(trial)
+    controller.checkpoint(force=True, wait=True)
 
 
 class AppPB2(AppPBT):

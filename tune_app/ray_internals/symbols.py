@@ -80,6 +80,16 @@ SYMBOLS: tuple[Symbol, ...] = (
         "population",
     ),
     Symbol(
+        "ray.tune.execution.tune_controller:TuneController.checkpoint",
+        ("self", "force", "wait"),
+        "population",
+    ),
+    Symbol(
+        "ray.tune.execution.tune_controller:TuneController._mark_trial_to_checkpoint",
+        ("self", "trial"),
+        "population",
+    ),
+    Symbol(
         "ray.air.execution.resources.placement_group:PlacementGroupResourceManager",
         ("update_interval_s",),
         "placement",
