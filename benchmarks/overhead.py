@@ -1,5 +1,7 @@
 """App overhead: `tune_app run` against the ideal (total work / cores) and against a hand-written
-Tuner script with Tune's defaults, on N trials of fixed CPU work and on the grid example.
+Tuner script with Tune's defaults, on N trials of fixed CPU work and on the grid example; on the
+first, also against a lean hand-written Tuner (actors reused, Tune's loggers off): the floor
+Tune's own loop and Ray's workers set under the app.
 
 Inside Tune: the tuning loops' own wall time (`Tuner.fit()`, which both record). Whole process:
 from the command's start to its exit, Python, Ray's start and its stop included. Each ratio is
@@ -158,17 +160,23 @@ def run(quick: bool = False) -> list[Figure]:
             f"e:\n  run: benchmarks.workloads:busy\n  metric: score\n  mode: max\n"
             f"  config: {{x: {{grid_search: {xs}}}, seconds: {seconds}}}\n"
         )
-        apps, hands, bares = [], [], []
-        for i in range(REPEATS):  # in turn: app, hand-written, Ray alone, app, ...
+        space = f"{{'x': tune.grid_search({xs}), 'seconds': {seconds}}}"
+        apps, hands, leans, bares = [], [], [], []
+        for i in range(REPEATS):  # in turn: app, hand-written, lean, Ray alone, app, ...
             apps.append(_app(tmp, spec, f"busy{i}"))
             hands.append(
+                hand_written(tmp / f"h{i}", "benchmarks.workloads", "busy", space, "score", cpus)
+            )
+            leans.append(
                 hand_written(
-                    tmp / f"h{i}",
+                    tmp / f"l{i}",
                     "benchmarks.workloads",
                     "busy",
-                    f"{{'x': tune.grid_search({xs}), 'seconds': {seconds}}}",
+                    space,
                     "score",
                     cpus,
+                    tune_config=", reuse_actors=True",
+                    env={"TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1"},
                 )
             )
             bares.append(ray_alone(tmp / f"r{i}", cpus))
@@ -205,6 +213,22 @@ def run(quick: bool = False) -> list[Figure]:
                 "",
                 "hand-written, start to exit {:.2f} s",
                 against,
+            ),
+            # Tune at its leanest: what Tune's own loop and Ray's workers cost, under the app.
+            Paired(_fits(leans), ideals).figure(
+                "overhead",
+                f"hand-written lean / ideal, inside Tune ({work})",
+                "",
+                "lean fit {:.2f} s",
+                against,
+                note="actors reused, Tune's loggers off: Tune's floor",
+            ),
+            Paired(_fits(apps), _fits(leans)).figure(
+                "overhead",
+                f"app / hand-written lean, inside Tune ({work})",
+                "<= 1.02",
+                "app fit {:.2f} s",
+                "lean fit {:.2f} s",
             ),
             Paired(tuple(a.wall_s - a.extra["fit_s"] for a in apps), _walls(bares)).figure(
                 "overhead",
