@@ -1,7 +1,7 @@
 """Where the driver's time goes: a search run through the app in this process under cProfile,
 with the entries that cost the most and the share of the app's own code (its callbacks, stopper,
 result writing) in the driver's time.
-`python -m benchmarks.profile_driver [ppo|scale|flood] [--top N]`.
+`python -m benchmarks.profile_driver [ppo|scale|optuna|flood] [--top N]`.
 
 Only the driver is profiled: the trials run in Ray's worker processes. The app's share is the
 time Tune spends in the app's functions it calls (their callees included).
@@ -38,6 +38,19 @@ WORKLOADS = {
             "num_samples": 300,
             "config": {"x": {"uniform": [0, 1]}, "seconds": 0.05},
         }
+    },
+    # The scale search with Optuna's TPE choosing (its study in the run folder's journal).
+    "optuna": {
+        "search": "optuna",
+        "experiments": {
+            "e": {
+                "run": "benchmarks.workloads:busy",
+                "metric": "score",
+                "mode": "max",
+                "num_samples": 600,
+                "config": {"x": {"uniform": [0, 1]}, "seconds": 0.05},
+            }
+        },
     },
     # Results at full rate: two trials that report 3,000 results each, with nothing between.
     "flood": {

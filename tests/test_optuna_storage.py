@@ -1,7 +1,7 @@
 """Where an Optuna search keeps its study (`methods.searchers.study_storage`): a journal file in
-the run folder (an append-only log: a trial's ask and tell in about 1.5 ms, where SQLite's
-commits took 21), the optuna.db of a run begun before it for that run's resume, and a journal
-a killed driver left half-written cut back to its last whole line. Pure, Ray-free."""
+the run folder (an append-only log, where SQLite's commits took 21 ms a trial), the optuna.db
+of a run begun before it for that run's resume, and a journal a killed driver left
+half-written cut back to its last whole line. Pure, Ray-free."""
 
 from __future__ import annotations
 
@@ -48,6 +48,28 @@ def test_a_search_keeps_its_study_in_a_journal_and_a_resume_goes_on_with_it(tmp_
     _trials(folder, 2)  # a resume builds the searcher again, on the same study
     values = [t.value for t in _study(folder).trials]
     assert len(values) == 5 and None not in values
+
+
+def test_the_journal_is_appended_with_no_lock_file_and_no_fsync(tmp_path, monkeypatch):
+    """Optuna's backend took a lock file and an fsync for each of a trial's five appends: 5 ms
+    of each trial in the driver, which held a 10,000-trial TPE search below a hand-written
+    Tuner's rate. The run folder has one writer, and a killed process loses nothing it wrote."""
+    import os
+
+    folder = RunLocation(tmp_path / "e")
+    folder.local.mkdir()
+    made = []
+    real_open = os.open
+    monkeypatch.setattr(os, "fsync", lambda fd: made.append("fsync"))
+    monkeypatch.setattr(
+        os, "open", lambda path, *a, **k: made.append(str(path)) or real_open(path, *a, **k)
+    )
+    _trials(folder, 3)
+    lock = str(folder.optuna_journal) + LOCK_SUFFIX
+    assert "fsync" not in made and lock not in made
+    monkeypatch.undo()
+    values = [t.value for t in _study(folder).trials]  # read back whole, by Optuna's reader
+    assert len(values) == 3 and None not in values
 
 
 def test_a_run_begun_with_an_sqlite_study_goes_on_with_it(tmp_path):
