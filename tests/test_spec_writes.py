@@ -337,6 +337,10 @@ def test_an_output_file_is_refused_where_it_would_replace_another(cli, tmp_path,
         # Each said `cannot open storage s3:/e` or `az://b/x/e`, with neither file nor key.
         pytest.param("s3://", "s3:// names no bucket", id="no-bucket"),
         pytest.param("az://b/x", "storage az://b/x: Unrecognized filesystem", id="no-such-scheme"),
+        # Each was read as a local folder named `s3:` (or `gs:`, `az:`) in the working directory.
+        pytest.param("s3:/b/x", "s3:/b/x is not a URI: did you mean s3://b/x?", id="one-slash"),
+        pytest.param("gs:b/x", "gs:b/x is not a URI: did you mean gs://b/x?", id="no-slash"),
+        pytest.param("az:/b", "az:/b is not a URI: did you mean az://b?", id="other-scheme"),
     ],
 )
 def test_a_storage_path_no_folder_can_have_is_refused_in_one_line(cli, write_spec, storage, words):

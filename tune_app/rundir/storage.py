@@ -54,6 +54,9 @@ STAGING = "~/.cache/tune_app/staging"  # TUNE_APP_STAGING overrides
 # The longest the first contact with cloud storage may take: a slow login takes seconds, while
 # with no network GCS's client retries for many minutes, blocked in C where no signal reaches it.
 REACH_S = 60.0
+# The schemes of the cloud storage pyarrow opens: one followed by a single slash or none
+# (`s3:/b/x`) is a mistyped URI, never a local folder named `s3:`.
+CLOUD_SCHEMES = ("s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss")
 
 
 def is_uri(path: str | Path) -> bool:
@@ -74,9 +77,12 @@ def local_path(path: str | Path) -> str:
 
 
 def unreachable(uri: str) -> str | None:
-    """Why the cloud storage at `uri` cannot be used (it names no bucket, or it cannot be opened
-    or does not answer within REACH_S), or None, also for a local path. The first contact with a
-    URI, made where it is first read; the main thread waits, so Ctrl-C and SIGTERM end the wait."""
+    """Why the cloud storage at `uri` cannot be used (a slash is missing, it names no bucket, or
+    it cannot be opened or does not answer within REACH_S), or None, also for a local path. The
+    first contact with a URI, made where it is first read; the main thread waits, so Ctrl-C and
+    SIGTERM end the wait."""
+    if problem := _mistyped(uri):
+        return problem
     if not is_uri(uri):
         return None
     parsed = urlparse(uri)
@@ -89,6 +95,19 @@ def unreachable(uri: str) -> str | None:
     if contact.is_alive():
         return f"cannot reach storage {uri}: no answer in {REACH_S:g} s (network, credentials?)"
     return said[0] if said else _contact(uri)  # it raised: again here, where its error is seen
+
+
+def _mistyped(uri: str) -> str | None:
+    """Why `uri` is a URI with a slash missing, not a local path: a cloud scheme followed by
+    one slash or none, any other scheme by one (`./x:/y` still names a local folder `x:`)."""
+    scheme = urlparse(uri).scheme  # lowercased; a drive letter is no scheme
+    rest = uri[len(scheme) + 1 :]
+    slashes = len(rest) - len(rest.lstrip("/"))
+    if len(scheme) < 2 or scheme in LOCAL_SCHEMES or slashes > 1:
+        return None
+    if slashes == 0 and scheme not in CLOUD_SCHEMES:
+        return None  # `runs:v2` is a local folder's name
+    return f"{uri} is not a URI: did you mean {uri[: len(scheme)]}://{rest.lstrip('/')}?"
 
 
 def _contact(uri: str) -> str | None:
