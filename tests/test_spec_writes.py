@@ -269,6 +269,25 @@ def test_hdfs_without_a_namenode_is_its_default_not_a_missing_bucket(monkeypatch
     assert "names no bucket" in (storage.unreachable("s3:///data/runs") or "")
 
 
+def test_a_storage_whose_client_raises_is_said_in_one_line_from_one_contact(monkeypatch):
+    """An error other than pyarrow's or an OSError, raised in the contact's thread, made a second
+    contact in the main thread, with no bound on its wait (and raised there: exit 1)."""
+    import pyarrow.fs
+
+    from tune_app.rundir import storage
+
+    asked = []
+
+    def ask(path):
+        asked.append(path)
+        raise RuntimeError("token expired\nat line 3")
+
+    answer = SimpleNamespace(get_file_info=ask)
+    monkeypatch.setattr(pyarrow.fs, "FileSystem", SimpleNamespace(from_uri=lambda u: (answer, u)))
+    assert storage.unreachable("gs://b/x") == "cannot reach storage gs://b/x: token expired"
+    assert asked == ["gs://b/x"]
+
+
 @pytest.mark.parametrize(
     ("escaped", "shown"),
     [("\\e[31mRED", "'\\x1b'"), ("a\\rb", "'\\r'"), ("x\\u202eb", "'\\u202e'")],
