@@ -229,6 +229,32 @@ BAD_SPECS = [
         ["'' is not a metric name"],
         id="empty-expect-key",
     ),
+    pytest.param(  # every key naming a result key is a MetricName: none may be empty
+        "experiments:\n  e: {run: tests.user_modules.quadratic:train, metric: score, mode: max,"
+        ' checkpoint_config: {checkpoint_score_attribute: ""}}\n',
+        "experiments.e.checkpoint_config.checkpoint_score_attribute",
+        ["'' is not a metric name"],
+        id="empty-checkpoint-score-attribute",
+    ),
+    pytest.param(  # Tune's classic form and its legacy spelling, read as the key above
+        'e: {run: my_func, checkpoint_score_attr: " "}\n',
+        "e.checkpoint_config.checkpoint_score_attribute",
+        ["' ' is not a metric name"],
+        id="blank-checkpoint-score-attr",
+    ),
+    pytest.param(
+        'e: {run: tests.user_modules.quadratic:train, stop: {"": 3}}\n',
+        "e.stop",
+        ["'' is not a metric name"],
+        id="empty-stop-key",
+    ),
+    pytest.param(
+        "experiments:\n  e: {run: tests.user_modules.quadratic:train, metric: score, mode: max,"
+        ' scheduler: {type: asha, time_attr: ""}}\n',
+        "experiments.e.scheduler.time_attr",
+        ["'' is not a metric name"],
+        id="empty-time-attr",
+    ),
     pytest.param(
         "e: {run: my_func, config: {alpha: 1, true: 2}}\n",
         "e.config.True",

@@ -12,11 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 from tune_app.errors import SpecError
 
 MODES = ("min", "max")
+
+
+def metric_name(name: str) -> str:
+    """`name` as a spec's result key: an empty or blank name names none."""
+    if not name.strip():
+        raise ValueError(f"{name!r} is not a metric name: write a result key a trial reports")
+    return name
+
+
+# A result key a spec names: a bound's key, checkpoint_score_attribute, a scheduler's time_attr.
+MetricName = Annotated[str, AfterValidator(metric_name)]
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 from tune_app import eta
 from tune_app.methods.common import Context, Options
 from tune_app.methods.searchers import BRACKET_SEARCHERS
+from tune_app.objectives import MetricName
 from tune_app.seeds import wrappers as seeded
 
 
@@ -26,7 +27,9 @@ class HyperBandOptions(Options):
     """Tune's synchronous HyperBand: brackets of successive halving, paused trials resumed."""
 
     type: Literal["hyperband"] = "hyperband"
-    time_attr: str = Field("training_iteration", description="the result key that measures time")
+    time_attr: MetricName = Field(
+        "training_iteration", description="the result key that measures time"
+    )
     max_t: int = Field(81, gt=0, description="most time units one trial may run")
     reduction_factor: float = Field(3, gt=1, description="keep 1/reduction_factor at each rung")
     stop_last_trials: bool = Field(True, description="stop trials that reach max_t")
@@ -36,7 +39,9 @@ class AshaOptions(Options):
     """Asynchronous successive halving: stops laggards at each rung without pausing anyone."""
 
     type: Literal["asha"] = "asha"
-    time_attr: str = Field("training_iteration", description="the result key that measures time")
+    time_attr: MetricName = Field(
+        "training_iteration", description="the result key that measures time"
+    )
     max_t: int = Field(100, gt=0, description="most time units one trial may run")
     grace_period: int = Field(1, gt=0, description="time units before a trial can be stopped")
     reduction_factor: float = Field(4, gt=1, description="keep 1/reduction_factor at each rung")
@@ -57,7 +62,7 @@ class MedianOptions(Options):
     """Median stopping: stop a trial whose best result is below the median of others' so far."""
 
     type: Literal["median"] = "median"
-    time_attr: str = Field("time_total_s", description="the result key that measures time")
+    time_attr: MetricName = Field("time_total_s", description="the result key that measures time")
     grace_period: float = Field(60.0, ge=0, description="time units before a trial can be stopped")
     min_samples_required: int = Field(3, ge=1, description="trials needed to compute a median")
     min_time_slice: int = Field(0, ge=0, description="time units a trial runs before it can pause")
@@ -74,7 +79,9 @@ class PbtOptions(Options):
     that checkpoints (RLlib's algorithms do; a function trainable reports a checkpoint)."""
 
     type: Literal["pbt"] = "pbt"
-    time_attr: str = Field("training_iteration", description="the result key that measures time")
+    time_attr: MetricName = Field(
+        "training_iteration", description="the result key that measures time"
+    )
     perturbation_interval: float = Field(4, gt=0, description="time units between perturbations")
     burn_in_period: float = Field(0, ge=0, description="time units before the first perturbation")
     hyperparam_mutations: dict[str, Any] = Field(
@@ -144,7 +151,9 @@ class Pb2Options(Options):
     bandit within `hyperparam_bounds` (continuous keys only)."""
 
     type: Literal["pb2"] = "pb2"
-    time_attr: str = Field("training_iteration", description="the result key that measures time")
+    time_attr: MetricName = Field(
+        "training_iteration", description="the result key that measures time"
+    )
     perturbation_interval: float = Field(4, gt=0, description="time units between perturbations")
     hyperparam_bounds: dict[str, list[float]] = Field(
         min_length=1, description="config key -> [low, high]"

@@ -20,6 +20,7 @@ from pydantic import (
 
 from tune_app.errors import did_you_mean
 from tune_app.methods import SCHEDULERS, SEARCHERS
+from tune_app.objectives import MetricName, metric_name
 from tune_app.ray_internals.buffering import WINDOW_S
 from tune_app.resources import finer_than_ray
 from tune_app.rundir.allowed import file_name_problem
@@ -130,7 +131,9 @@ class CheckpointSpec(_Strict):
     num_to_keep: int | None = Field(None, ge=1, description="checkpoints kept per trial (all)")
     checkpoint_frequency: int = Field(0, ge=0, description="iterations between checkpoints")
     checkpoint_at_end: bool | None = Field(None, description="checkpoint when a trial ends")
-    checkpoint_score_attribute: str | None = Field(None, description="metric ranking checkpoints")
+    checkpoint_score_attribute: MetricName | None = Field(
+        None, description="metric ranking checkpoints"
+    )
     checkpoint_score_order: Mode = Field("max", description="keep the highest or lowest")
 
 
@@ -149,12 +152,12 @@ class Bound(_Strict):
         return self
 
 
-def _metric_names(bounds: dict[str, Bound]) -> dict[str, Bound]:
-    """Bounds keyed by metric names: an empty or blank key names no result key."""
-    for name in bounds:
-        if not name.strip():
-            raise ValueError(f"{name!r} is not a metric name: write a result key a trial reports")
-    return bounds
+def _metric_names(keyed: dict[str, Any]) -> dict[str, Any]:
+    """A mapping keyed by metric names (a `MetricName` key's error would read as a key of the
+    wrong type)."""
+    for name in keyed:
+        metric_name(name)
+    return keyed
 
 
 # Bounds each on the metric its key names (constraints, expect).
@@ -424,7 +427,7 @@ class ExperimentSpec(Settings):
             return value
         raise ValueError("should be an env name or {grid_search: [name, ...]}")
 
-    stop: dict[str, float] = Field(
+    stop: Annotated[dict[str, float], AfterValidator(_metric_names)] = Field(
         default_factory=dict,
         description="stop a trial when any result key reaches (>=) its value; checked only "
         "when a result arrives, so a hung trial needs result_timeout_s",
