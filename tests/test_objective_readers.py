@@ -172,3 +172,42 @@ def test_a_run_without_a_metric_says_so_not_that_its_record_is_lost(tmp_path, cl
     html = (run / "report.html").read_text()
     assert "The spec names no metric: no plots of one." in html
     assert "run.json is lost?" not in html
+
+
+def test_objectives_and_parameters_named_as_a_readers_own_fields_are_kept_apart(tmp_path, cli):
+    """An objective named `score` (or `status`) overwrote the trial's own field of that name in
+    `analyze --format json` and `load`, and a CSV had two `score` columns (a searched `best`
+    two `best`): a name the reader has is shown under `objective/` (`config/` in the CSV)."""
+    from tune_app import api
+
+    run = tmp_path / "e"
+    run.mkdir()
+    objectives = [{"name": "score", "mode": "max"}, {"name": "status", "mode": "min"}]
+    record = {"experiment": "e", "searched": ["best"], "objectives": objectives}
+    (run / "run.json").write_text(json.dumps(record))
+    rows = [
+        {
+            "trial_id": f"t_{i}",
+            "training_iteration": 1,
+            "score": i,
+            "status": i,
+            "config": {"best": i},
+        }
+        for i in (1, 2)
+    ]
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    journal = [{"trial_id": r["trial_id"], "status": "TERMINATED"} for r in rows]
+    (run / "finished.jsonl").write_text("".join(json.dumps(j) + "\n" for j in journal))
+
+    trials = json.loads(cli("analyze", run, "--format", "json").out)[0]["trials"]
+    assert {t["trial_id"]: (t["status"], t["objective/status"]) for t in trials} == {
+        "t_1": ("TERMINATED", 1),
+        "t_2": ("TERMINATED", 2),
+    }
+    assert all(t["score"] is None and t["objective/score"] in (1, 2) for t in trials)
+    header = cli("analyze", run, "--format", "csv").out.splitlines()[0].split(",")
+    assert len(header) == len(set(header))
+    assert {"config/best", "objective/score", "objective/status", "score", "best"} <= set(header)
+    table = api.load(run)
+    assert list(table["status"]) == ["TERMINATED"] * 2
+    assert sorted(table["objective/score"]) == [1, 2]

@@ -120,9 +120,13 @@ def statistics_lines(exp: ExperimentResults) -> list[str]:
     return lines
 
 
+# The fields `trial_rows` adds to a trial's: an objective of one of these names is renamed too.
+ROW_FIELDS = ("experiment", "run", "metric")
+
+
 def _trial_dict(t: TrialOutcome, exp: ExperimentResults) -> dict[str, Any]:
     files = exp.trial_files(t)
-    return {
+    own = {
         "trial_id": t.trial_id,
         "status": t.status,
         "params": t.params,
@@ -140,8 +144,8 @@ def _trial_dict(t: TrialOutcome, exp: ExperimentResults) -> dict[str, Any]:
         "error_file": files.error,
         "stdout_file": files.stdout,
         "stderr_file": files.stderr,
-        **front.trial_fields(t, exp.summary),
     }
+    return {**own, **front.trial_fields(t, exp.summary, [*own, *ROW_FIELDS])}
 
 
 def trial_rows(
@@ -155,7 +159,8 @@ def trial_rows(
         for t in front.best_first(e.summary)[:top]:
             # The run read and its metric: a storage folder's runs may be re-runs (`e_2`) and
             # rank by different metrics.
-            row = {"experiment": e.name, "run": e.where, "metric": e.metric, **_trial_dict(t, e)}
+            row: dict[str, Any] = dict(zip(ROW_FIELDS, (e.name, e.where, e.metric), strict=True))
+            row.update(_trial_dict(t, e))
             params = row.pop("params")
             at = list(row).index("status") + 1
             items = list(row.items())
@@ -168,7 +173,12 @@ def _csv(experiments: list[ExperimentResults], top: int | None) -> str:
     params = list(dict.fromkeys(k for e in experiments for k in e.searched))
     # Several objectives: each one's value by name, and whether the trial is on the front.
     names = list(dict.fromkeys(o.name for e in experiments for o in e.summary.objectives))
-    several = [*names, "pareto"] if names else []
+    # A parameter's or objective's column is its name, prefixed where the file has that column.
+    own = {"experiment", "trial_id", "status", "iterations", "score", "best", "last", "cause"}
+    own |= {"pareto"} if names else set()
+    columns = front.shown_names(params, own, "config")
+    objectives = front.shown_names(names, {*own, *columns.values()}, "objective")
+    several = [*objectives.values(), "pareto"] if names else []
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
@@ -176,7 +186,7 @@ def _csv(experiments: list[ExperimentResults], top: int | None) -> str:
             "experiment",
             "trial_id",
             "status",
-            *params,
+            *columns.values(),
             "iterations",
             "score",
             "best",

@@ -7,6 +7,7 @@ exports (the front, or the point `--pick` names). Ray-free; the front itself is
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from tune_app.command import APP
@@ -63,12 +64,21 @@ def best_first(summary: RunSummary) -> list[TrialOutcome]:
     )
 
 
-def trial_fields(t: TrialOutcome, summary: RunSummary) -> dict[str, Any]:
-    """A trial's fields in `analyze --format json`: its value of each objective by name, whether
-    it is on the front, the constraints it broke ({} with one metric and no constraints)."""
+def shown_names(names: Iterable[str], taken: Collection[str], prefix: str) -> dict[str, str]:
+    """User-given names (objectives, searched parameters) -> the field or column each is shown
+    under beside a reader's own (`taken`): itself, or `prefix/name` where the reader has a field
+    of that name (an objective `score` beside a trial's score), which it would overwrite."""
+    return {n: f"{prefix}/{n}" if n in taken else n for n in names}
+
+
+def trial_fields(t: TrialOutcome, summary: RunSummary, taken: Collection[str]) -> dict[str, Any]:
+    """A trial's fields in `analyze --format json`, beside its own (`taken`): its value of each
+    objective by name (`objective/<name>` where a field is so named), whether it is on the
+    front, the constraints it broke ({} with one metric and no constraints)."""
     fields: dict[str, Any] = {}
     if several(summary):
-        fields.update(t.objectives)
+        shown = shown_names(t.objectives, {*taken, "pareto", "broken"}, "objective")
+        fields.update({shown[n]: v for n, v in t.objectives.items()})
         fields["pareto"] = t.trial_id in summary.pareto()
     if summary.constraints:
         fields["broken"] = list(t.broken)
