@@ -127,6 +127,42 @@ def test_the_issues_example_names_the_key_the_value_and_the_fix():
             "but got the list [1]",
             id="list-for-number",
         ),
+        # model_config's sub-keys, as RLlib's DefaultModelConfig declares them
+        pytest.param(
+            "PPO",
+            {"model_config": {"fcnet_hiddens": "abc"}},
+            "config.model_config.fcnet_hiddens",
+            "PPO takes a list here, but got the text 'abc'",
+            id="model-config-text-for-list",
+        ),
+        pytest.param(
+            "PPO",
+            {"model": {"fcnet_activation": 3}},
+            "config.model.fcnet_activation",
+            "PPO takes text here (as model_config.fcnet_activation), but got 3",
+            id="legacy-model-number-for-text",
+        ),
+        pytest.param(
+            "PPO",
+            {"model": {"post_fcnet_hiddens": 64}},
+            "config.model.post_fcnet_hiddens",
+            "(as model_config.head_fcnet_hiddens), but got 64",
+            id="legacy-model-renamed-sub-key",
+        ),
+        pytest.param(
+            "SAC",
+            {"q_model_config": {"use_lstm": "yes"}},
+            "config.q_model_config.use_lstm",
+            "SAC takes true or false here (as model_config.use_lstm)",
+            id="sac-model-text-for-bool",
+        ),
+        pytest.param(
+            "PPO",
+            {"model_config": {"max_seq_len": {"grid_search": [20, "40"]}}},
+            "config.model_config.max_seq_len.grid_search[1]",
+            "takes a whole number here, but got the text '40'; write 40,",
+            id="model-config-grid-value",
+        ),
     ],
 )
 def test_values_of_the_wrong_kind_are_refused_at_their_key(name, config, where, words):
@@ -159,6 +195,16 @@ def test_values_of_the_wrong_kind_are_refused_at_their_key(name, config, where, 
         ),
         pytest.param(
             "PPO", {"entropy_coeff_schedule": [[0, 0.01], [20000, 0.0]]}, id="legacy-schedule-name"
+        ),
+        pytest.param(
+            "PPO",
+            {"model_config": {"fcnet_hiddens": [64], "use_lstm": True, "fcnet_activation": None}},
+            id="model-config",
+        ),
+        pytest.param(
+            "PPO",
+            {"model": {"fcnet_activation": "relu", "fcnet_kernel_initializer": "xavier_normal_"}},
+            id="legacy-model-and-a-key-taking-anything",
         ),
     ],
 )

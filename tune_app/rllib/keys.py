@@ -21,8 +21,8 @@ class AlgorithmKeys:
     defaults: dict[str, Any]  # every accepted key with its default (JSON; others as repr text)
     ignored: dict[str, str]  # key -> why it is ignored, what to use instead
     model_keys: tuple[str, ...]  # accepted sub-keys of model_config
-    # key -> the kinds of value it takes (`value_types.WORDS`), as RLlib declares them; a key
-    # absent takes anything
+    # key (`model_config.<sub-key>` too) -> the kinds of value it takes (`value_types.WORDS`),
+    # as RLlib declares them; a key absent takes anything
     kinds: dict[str, tuple[str, ...]]
     # key -> what it is for: the first sentence RLlib's own docstrings give it (its config
     # setters' `Args:`); a key absent has none

@@ -23,7 +23,7 @@ from tune_app.rllib.tables import (
     RENAMED,
     STACK_FLAGS,
 )
-from tune_app.rllib.value_types import declared_kinds
+from tune_app.rllib.value_types import declared_kinds, field_kinds
 
 
 def live_algorithm_keys(name: str) -> AlgorithmKeys:
@@ -47,7 +47,10 @@ def live_algorithm_keys(name: str) -> AlgorithmKeys:
         defaults={k: _jsonable(v) for k, v in sorted(defaults.items())},
         ignored=dict(sorted(ignored.items())),
         model_keys=model_keys,
-        kinds=declared_kinds(config_cls, config, sorted(defaults)),
+        kinds={
+            **declared_kinds(config_cls, config, sorted(defaults)),
+            **field_kinds(DefaultModelConfig, "model_config"),
+        },
         docs=key_docs(config_cls, set(defaults)),
     )
 

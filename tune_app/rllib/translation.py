@@ -66,11 +66,17 @@ def translate_config(name: str, config: Any, *, gym_env: bool = True) -> Transla
     for key in sorted(config, key=is_legacy):
         with errors.check():
             _translate_key(t, key, config[key], f"config.{key}")
-    # Each value RLlib is given against the kinds it declares, at the key the spec wrote.
-    for target, value in t.out.items():
-        if target in t.sources:
-            with errors.check():
-                check_value(name, t.keys, target, value, t.sources[target])
+    # Each value RLlib is given against the kinds it declares, at the key the spec wrote (a
+    # legacy key's target may be a sub-key: model.use_lstm sets model_config.use_lstm).
+    for target, at in t.sources.items():
+        top, _, sub = target.partition(".")
+        value = t.out.get(top)
+        if sub:
+            if not isinstance(value, dict):
+                continue  # the mapping was set whole after it (a search over model_config)
+            value = value.get(sub)
+        with errors.check():
+            check_value(name, t.keys, target, value, at)
     errors.raise_any()
     _check_n_step(t)
     _fragments_for_n_step(t)

@@ -83,6 +83,20 @@ def declared_kinds(
     return out
 
 
+def field_kinds(cls: type, prefix: str) -> dict[str, tuple[str, ...]]:
+    """The kinds each field of the dataclass `cls` takes, by its annotation, keyed as a sub-key
+    of `prefix` (RLlib's DefaultModelConfig: `model_config.fcnet_hiddens`); a field whose
+    annotation admits anything is left out. Null passes every field: RLlib documents None for
+    fields annotated without it (`fcnet_activation: str`, "'linear' (or None)")."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, ann in typing.get_type_hints(cls).items():
+        try:
+            out[f"{prefix}.{name}"] = tuple(sorted(_kinds_of(ann) | {"null"}))
+        except _Anything:
+            continue
+    return out
+
+
 def _setter_annotations(config_cls: type) -> dict[str, list[Any]]:
     """Every public method's parameter annotations by parameter name, over the class's MRO
     (an algorithm's `training` adds its own keys to the base class's)."""
@@ -137,7 +151,11 @@ def _kinds_of(ann: Any) -> set[str]:
 
 def check_value(name: str, keys: AlgorithmKeys, target: str, value: Any, path: str) -> None:
     """Refuse a value of `target` (the key RLlib is given, written at `path`) that is not of a
-    kind the key takes; each value of a search space is checked as a value."""
+    kind the key takes; each value of a search space is checked as a value, each sub-key of a
+    mapping (`model_config`'s) as a key of its own."""
+    if isinstance(value, dict):
+        for sub, v in value.items():
+            check_value(name, keys, f"{target}.{sub}", v, f"{path}.{sub}")
     if target in SIZING_KEYS:
         if not isinstance(value, Domain):  # `resources` refuses a search of a trial's size
             check_size(target, value, path)
@@ -146,7 +164,7 @@ def check_value(name: str, keys: AlgorithmKeys, target: str, value: Any, path: s
     if kinds is None:
         return
     key = path.rpartition(".")[2]
-    shown = [f"as {target}"] if key != target else []
+    shown = [f"as {target}"] if not path.endswith(f".{target}") else []
     default = keys.defaults.get(target)
     if default is not None:
         shown.append(f"its default is {_text(default)}")
