@@ -209,6 +209,28 @@ def test_evaluate_writes_its_spec_beside_the_users_spec_only_where_that_is_it(
         assert Path(root) == run.parent
 
 
+def test_each_evaluate_writes_a_spec_of_its_own(tmp_path):
+    """A second evaluate of a run replaced the spec the first's runs name in their run.json,
+    so resume of the first then refused it as changed since the run."""
+    import json
+
+    from tune_app.readback.best import evaluation_home
+    from tune_app.rundir.location import RunLocation
+
+    run = tmp_path / "results" / "e"
+    run.mkdir(parents=True)
+    (run / "spec.yaml").write_text(SPEC)
+    (tmp_path / "grid.yaml").write_text(SPEC)
+    record = {"experiment": "e", "spec_file": str(tmp_path / "grid.yaml")}
+    (run / "run.json").write_text(json.dumps(record))
+    written = []
+    for _ in range(3):
+        spec_file = evaluation_home(RunLocation(run))[0]
+        spec_file.write_text("# an evaluation's spec\n")
+        written.append(spec_file.name)
+    assert written == ["grid-evaluate.yaml", "grid-evaluate_2.yaml", "grid-evaluate_3.yaml"]
+
+
 def test_a_local_uri_naming_a_host_is_refused(cli, write_spec, tmp_path):
     """`file://results` reads `results` as a host and its path as the disk's root."""
     spec_file = write_spec('storage_path: "file://results"\nexperiments:\n' + _indent(SPEC))

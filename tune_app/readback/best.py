@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -349,7 +350,9 @@ def evaluation_home(run: RunLocation) -> tuple[Path, str, str | None]:
     why the spec is not beside the run's (None where it is). It goes beside the spec file `run`
     was run from, so its trainable modules resolve as they did, where that file is still there
     as it was run (its text the run's copy); else in the working directory: run.json names that
-    file, and a run folder received from someone must not choose where the app writes."""
+    file, and a run folder received from someone must not choose where the app writes. Each
+    evaluation's spec is a file of its own: an earlier one's runs name theirs in run.json, and
+    resume refuses a spec changed since its run."""
     from tune_app.rundir.write import read_run_record
     from tune_app.spec.loading import DICT_SPEC
 
@@ -357,11 +360,21 @@ def evaluation_home(run: RunLocation) -> tuple[Path, str, str | None]:
     stem = spec_file.stem if spec_file.name != DICT_SPEC else "spec"
     as_run = spec_text(run.spec)
     if as_run is not None and spec_text(spec_file) == as_run:
-        return spec_file.parent / f"{stem}-evaluate.yaml", run.parent, None
+        return _unused(spec_file.parent / f"{stem}-evaluate.yaml"), run.parent, None
     why = (
         f"written here: {spec_file} is not the spec as run (changed, or gone); modules beside "
         "it are found when evaluate runs from its folder"
         if spec_file.name != DICT_SPEC
         else None
     )
-    return Path.cwd() / f"{stem}-evaluate.yaml", run.parent, why
+    return _unused(Path.cwd() / f"{stem}-evaluate.yaml"), run.parent, why
+
+
+def _unused(path: Path) -> Path:
+    """`path`, or the first `<stem>_<n><suffix>` beside it (n = 2, 3, ...) that nothing holds
+    (a link neither), numbered as a re-run's folder is."""
+    n, candidate = 1, path
+    while os.path.lexists(candidate):
+        n += 1
+        candidate = path.with_name(f"{path.stem}_{n}{path.suffix}")
+    return candidate
