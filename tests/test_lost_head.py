@@ -76,8 +76,8 @@ def test_the_watch_calls_on_lost_once_the_head_stays_unreachable():
     lost: list[str] = []
     called = threading.Event()
 
-    def on_lost(where: str) -> None:
-        lost.append(where)
+    def on_lost(failure: TuneFailure) -> None:
+        lost.append(str(failure))
         called.set()
 
     watch = head.HeadWatch(address, on_lost, grace=1.0).start()
@@ -87,19 +87,20 @@ def test_the_watch_calls_on_lost_once_the_head_stays_unreachable():
         assert called.wait(10)
     finally:
         watch.stop()
-    assert lost == [address]
+    assert lost == [str(TuneFailure.head_lost(address))]
 
 
 @pytest.mark.parametrize(
-    ("answers", "node_alive", "ends"),
+    ("answers", "node_alive", "said"),
     [
-        pytest.param(True, True, False, id="head-up: the trial's own failure"),
-        pytest.param(False, True, True, id="gcs-gone"),
-        pytest.param(True, False, True, id="this-node-dead"),  # raylet stopped before the GCS
+        pytest.param(True, True, None, id="head-up: the trial's own failure"),
+        pytest.param(False, True, "stopped answering", id="gcs-gone"),
+        # raylet stopped before the GCS: the GCS answers, and is not said to have stopped
+        pytest.param(True, False, "reports this driver's Ray node dead", id="this-node-dead"),
     ],
 )
 def test_a_trial_failing_as_the_head_is_lost_ends_the_run_unrecorded(
-    tmp_path, monkeypatch, answers, node_alive, ends
+    tmp_path, monkeypatch, answers, node_alive, said
 ):
     # Its actor died with the head: Tune fails it (ActorDiedError) within seconds, long before
     # the watch's grace, and the run ended as a failed search that resume did not run again.
@@ -113,8 +114,8 @@ def test_a_trial_failing_as_the_head_is_lost_ends_the_run_unrecorded(
         server.close()
     lost: list[str] = []
 
-    def on_lost(where: str) -> None:  # as `end_for_lost_head`, which ends the process
-        lost.append(where)
+    def on_lost(failure: TuneFailure) -> None:  # as `end_for_lost_head`, which ends the process
+        lost.append(str(failure))
         raise SystemExit(75)
 
     log = JsonlResults(RunLocation(tmp_path), "e")
@@ -123,8 +124,12 @@ def test_a_trial_failing_as_the_head_is_lost_ends_the_run_unrecorded(
     with head.watched(address, on_lost), contextlib.suppress(SystemExit):
         log.on_trial_error(0, [], trial)
     server.close()
-    assert lost == ([address] if ends else [])
-    assert (tmp_path / "finished.jsonl").exists() is not ends  # resume runs it again
+    assert lost == (
+        [f"the Ray head (GCS) at {address} {said}; nothing was saved to resume: run it again"]
+        if said
+        else []
+    )
+    assert (tmp_path / "finished.jsonl").exists() is (said is None)  # resume runs it again
 
 
 @pytest.mark.parametrize(

@@ -197,9 +197,14 @@ class TuneFailure(RunStopped):
         super().__init__(cause, resume, summaries)
 
     @classmethod
-    def head_lost(cls, address: str, summaries: Any = ()) -> TuneFailure:
+    def head_lost(cls, address: str) -> TuneFailure:
         """The Ray head at `address` stopped answering while Tune's loop ran."""
-        return cls(f"the Ray head (GCS) at {address} stopped answering", None, summaries)
+        return cls(f"the Ray head (GCS) at {address} stopped answering")
+
+    @classmethod
+    def node_lost(cls, address: str) -> TuneFailure:
+        """The Ray head at `address` answers that this driver's node is dead."""
+        return cls(f"the Ray head (GCS) at {address} reports this driver's Ray node dead")
 
     @classmethod
     def loop_raised(cls, error: BaseException, summaries: Any = ()) -> TuneFailure:

@@ -7,9 +7,9 @@ for `RAY_gcs_rpc_server_reconnect_timeout_s` (60 s by default), then terminates 
 the driver's main thread is stuck in whichever call of Tune's loop asks the GCS (a placement
 group's table, an actor's removal), so no signal handler of Python's runs either. So a thread
 knocks on the GCS's port (the address Ray's public runtime context gives) once a second, and
-when it stays unreachable for half of that window calls `on_lost`, which has the other half to
-write what it must and end the process. A head that comes back sooner (a GCS with fault
-tolerance restarting) is never noticed.
+when it stays unreachable for half of that window calls `on_lost` with the failure found,
+which has the other half to write what it must and end the process. A head that comes back
+sooner (a GCS with fault tolerance restarting) is never noticed.
 
 A head going away kills the trials' actors on its node at once, and Tune, seconds later, fails
 them as if by their own code (ActorDiedError): with `max_failures: 0` the search ended as a
@@ -59,7 +59,7 @@ class HeadWatch:
     a row, it calls `on_lost` (in its own thread) once."""
 
     def __init__(
-        self, address: str, on_lost: Callable[[str], None], grace: float | None = None
+        self, address: str, on_lost: Callable[[TuneFailure], None], grace: float | None = None
     ) -> None:
         host, _, port = address.rpartition(":")
         self.address = address
@@ -77,22 +77,24 @@ class HeadWatch:
         except OSError:
             return False
 
-    def lost_now(self) -> bool:
-        """Whether the head is lost at this moment: its GCS unreachable, or this process's node
-        dead by the GCS's word (a head stopped raylet first, as `ray stop` does)."""
+    def lost_now(self) -> TuneFailure | None:
+        """The failure, if the head is lost at this moment: its GCS unreachable, or this
+        process's node dead by the GCS's word (a head stopped raylet first, as `ray stop` does)."""
         if not self.reachable():
-            return True
+            return TuneFailure.head_lost(self.address)
         import ray
 
         here = ray.get_runtime_context().get_node_id()
-        return not any(node["NodeID"] == here and node["Alive"] for node in ray.nodes())
+        if any(node["NodeID"] == here and node["Alive"] for node in ray.nodes()):
+            return None
+        return TuneFailure.node_lost(self.address)
 
-    def lost(self) -> None:
+    def lost(self, failure: TuneFailure) -> None:
         """Call `on_lost` once; a second caller waits for the first (which ends the process)."""
         with self._once:
             if not self._done.is_set():
                 self._done.set()
-                self._on_lost(self.address)
+                self._on_lost(failure)
 
     def _watch(self) -> None:
         since: float | None = None
@@ -103,7 +105,7 @@ class HeadWatch:
             now = time.monotonic()
             since = now if since is None else since
             if now - since >= self.grace:
-                self.lost()
+                self.lost(TuneFailure.head_lost(self.address))
                 return
 
     def start(self) -> HeadWatch:
@@ -115,7 +117,7 @@ class HeadWatch:
 
 
 @contextlib.contextmanager
-def watched(address: str | None, on_lost: Callable[[str], None]) -> Iterator[None]:
+def watched(address: str | None, on_lost: Callable[[TuneFailure], None]) -> Iterator[None]:
     """While this holds, the head at `address` is watched (None or empty: nothing to watch)."""
     if not address:
         yield
@@ -133,23 +135,25 @@ def lost_with_head() -> None:
     """A trial failed: if the watched head is lost now, the run ends as for a lost head (no
     return) before the failure is recorded; the trial died with the cluster, not by its code."""
     watch = _watching
-    if watch is not None and watch.lost_now():
-        watch.lost()
+    if watch is not None and (failure := watch.lost_now()) is not None:
+        watch.lost(failure)
 
 
-def end_for_lost_head(plan: Plan, began: float, given: str | None, address: str) -> NoReturn:
-    """The Ray head at `address` stopped answering (`HeadWatch`, in its thread): each started
-    experiment's summary from the state Tune saved last, one line with the resume command (with
-    `given`, the run's --address), and
-    the process ended with TuneFailure's code, as Ray would end it moments later with 1. The
-    main thread cannot be asked to unwind: it waits on the GCS inside Tune's loop."""
+def end_for_lost_head(
+    plan: Plan, began: float, given: str | None, failure: TuneFailure
+) -> NoReturn:
+    """The Ray head was lost (`failure`, found by `HeadWatch`): each started experiment's
+    summary from the state Tune saved last, one line with the resume command (with `given`, the
+    run's --address), and the process ended with TuneFailure's code, as Ray would end it moments
+    later with 1. The main thread cannot be asked to unwind: it waits on the GCS inside Tune's
+    loop."""
     started = [ep for ep in plan.experiments if ep.folder.started]
     summaries = []
     for ep in started:
         earlier, finished = earlier_wall_time(ep)
         if not finished:  # one that ended before the head went keeps its summary
             summaries.append(saved_summary(ep, earlier + time.monotonic() - began))
-    failure = TuneFailure.head_lost(address, [s for s in summaries if s is not None])
+    failure.summaries = [s for s in summaries if s is not None]
     failure.resumed_by(resume_command([e.location for e in started], given) if started else None)
     sys.stdout.flush()
     print(f"error: {failure}", file=sys.stderr, flush=True)
