@@ -74,9 +74,9 @@ def compare(wheres: Sequence[str | Path]) -> Comparison:
     exps = [read_experiment(r.local, r.where) for r in runs]
     metric, mode = _one_objective(exps)
     labels = _labels([e.where for e in exps])
-    specs = [_spec_text(r) for r in runs]
+    keys = [_method_key(r) for r in runs]
     compared = [_run(e, label) for e, label in zip(exps, labels, strict=True)]
-    methods, grouped = _methods(exps, compared, specs)
+    methods, grouped = _methods(exps, compared, keys)
     compared = [replace(c, method=grouped[c.label]) for c in compared]
     judged = [m for m in methods if len(m.scores) >= MIN_SCORES]
     improvements = tuple(improvement(a, b, mode) for a, b in combinations(judged, 2))
@@ -127,9 +127,9 @@ def _labels(wheres: list[str]) -> list[str]:
     return [n if longer.count(n) == 1 else f"{n}#{i}" for i, n in enumerate(longer, 1)]
 
 
-def _spec_text(run: RunLocation) -> str | None:
-    """The spec as run as what tells runs of one method: its values, comments and layout
-    aside, without the `seed`s outside the trainable's config (runs that differ only in the
+def _method_key(run: RunLocation) -> str | None:
+    """What tells runs of one method: the spec as run, read back (its comments and layout
+    aside) without the `seed`s outside the trainable's config (runs that differ only in the
     searcher's seed are replicates of one method); None where it cannot be read."""
     text = spec_text(run.spec)
     if text is None:
@@ -262,13 +262,13 @@ def staircase(exp: ExperimentResults, configs: list[Configuration]) -> tuple[Ste
 
 
 def _methods(
-    exps: list[ExperimentResults], runs: list[ComparedRun], specs: list[str | None]
+    exps: list[ExperimentResults], runs: list[ComparedRun], keys: list[str | None]
 ) -> tuple[list[Method], dict[str, str]]:
-    """The runs grouped into methods: the runs of one spec text and experiment are one method,
+    """The runs grouped into methods: the runs of one method key and experiment are one method,
     judged by each run's best; a lone run by its best configuration's seed scores."""
     groups: dict[object, list[int]] = {}
-    for i, (exp, spec) in enumerate(zip(exps, specs, strict=True)):
-        key = (spec, exp.name) if spec is not None else ("", exp.where)
+    for i, (exp, method) in enumerate(zip(exps, keys, strict=True)):
+        key = (method, exp.name) if method is not None else ("", exp.where)
         groups.setdefault(key, []).append(i)
     methods, grouped = [], {}
     for members in groups.values():
