@@ -132,6 +132,34 @@ def test_a_trial_failing_as_the_head_is_lost_ends_the_run_unrecorded(
     assert (tmp_path / "finished.jsonl").exists() is (said is None)  # resume runs it again
 
 
+def test_a_trial_failing_with_the_head_in_an_experiments_own_driver_ends_it_unrecorded(
+    tmp_path, monkeypatch
+):
+    # With several experiments each is driven by a Ray actor of its own, where no head was
+    # watched: the failure was recorded and the run ended as a failed search (exit 1).
+    import ray
+
+    from tune_app import runner
+
+    server = socket.create_server(("127.0.0.1", 0))
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    server.close()
+    monkeypatch.setattr(ray, "get_runtime_context", lambda: SimpleNamespace(gcs_address=address))
+
+    def exit_now(code: int) -> None:  # as `os._exit`, which would end pytest
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", exit_now)
+    log = JsonlResults(RunLocation(tmp_path), "e")
+    trial = SimpleNamespace(trial_id="a", last_result={}, run_metadata=SimpleNamespace())
+    trial.run_metadata.num_failures = 1
+    monkeypatch.setattr(runner, "run_experiment", lambda *_: log.on_trial_error(0, [], trial))
+    with pytest.raises(SystemExit) as ended:
+        runner.ExperimentDriver().run(*[None] * 4)  # type: ignore[arg-type]
+    assert ended.value.code == 75  # for the run's driver to end the run
+    assert not (tmp_path / "finished.jsonl").exists()
+
+
 @pytest.mark.parametrize(
     ("window", "grace"),
     [

@@ -17,6 +17,10 @@ failed one (exit 1) long before the watch's grace, and resume did not run them a
 trial failure first asks `lost_with_head`, which ends the run as the watch would when the head
 is lost at that moment (its GCS unreachable, or this driver's node dead by the GCS's word),
 before the failure is recorded anywhere: Tune's saved state still has the trial running.
+
+With several experiments, each is driven by a Ray actor of its own, which watches the head too:
+a trial of its failing with the head ends it at once (`leave`), and the run's driver, finding
+an experiment's driver gone, asks `lost_with_head` and ends the run for all of them.
 """
 
 from __future__ import annotations
@@ -132,11 +136,17 @@ def watched(address: str | None, on_lost: Callable[[TuneFailure], None]) -> Iter
 
 
 def lost_with_head() -> None:
-    """A trial failed: if the watched head is lost now, the run ends as for a lost head (no
-    return) before the failure is recorded; the trial died with the cluster, not by its code."""
+    """A trial (or an experiment's driver) failed: if the watched head is lost now, the run ends
+    as for a lost head (no return) before the failure is recorded; it died with the cluster."""
     watch = _watching
     if watch is not None and (failure := watch.lost_now()) is not None:
         watch.lost(failure)
+
+
+def leave(failure: TuneFailure) -> NoReturn:
+    """`on_lost` in an experiment's own driver (an actor): it ends at once, nothing recorded,
+    for the run's driver to end the run (`end_for_lost_head`, which writes the summaries)."""
+    os._exit(failure.exit_code)
 
 
 def end_for_lost_head(

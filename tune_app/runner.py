@@ -246,6 +246,7 @@ def _run_concurrently(
                 progress.pump(board, view)
         return [summaries[i] for i in range(len(plan.experiments))]
     except BaseException as err:
+        head.lost_with_head()  # an experiment's driver ended with the head (`head.leave`)
         _interrupt(list(running), [pid for _, _, pid in running.values()])
         if isinstance(err, ray.exceptions.RayTaskError) and isinstance(err.cause, StorageError):
             raise StorageError(err.cause.error) from None  # the others stopped with theirs
@@ -263,7 +264,8 @@ class ExperimentDriver:
         return os.getpid()
 
     def run(self, ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOptions) -> RunSummary:
-        return run_experiment(ep, loaded, plan, opts)
+        with head.watched(ray.get_runtime_context().gcs_address, head.leave):
+            return run_experiment(ep, loaded, plan, opts)
 
 
 def _interrupt(refs: list[Any], pids: list[int]) -> None:
