@@ -224,6 +224,38 @@ def test_a_trials_final_status(outcome, shown):
     assert naming.status(outcome) == shown
 
 
+class Tags:
+    """MLflow's client as `MlflowSink.finish` uses it: the tags set, by key."""
+
+    def __init__(self):
+        self.tags = {}
+
+    def set_tag(self, run_id, key, value):
+        self.tags[key] = value
+
+    def set_terminated(self, run_id, status):
+        pass
+
+
+@pytest.mark.parametrize(
+    "error, tag",
+    [
+        pytest.param(None, None, id="none"),
+        pytest.param("", None, id="empty"),
+        pytest.param("  \n\t\n ", None, id="blanks"),
+        pytest.param("\nValueError: boom\n  at step 2\n", "ValueError: boom", id="first line"),
+    ],
+)
+def test_mlflow_tags_a_failed_trials_error_by_its_first_line(tmp_path, error, tag):
+    from tune_app.trackers.mlflow_runs import MlflowSink
+
+    sink = MlflowSink(MlflowOptions(), _target(tmp_path))
+    sink.client, sink.runs = Tags(), {"t": "run"}
+    ended = TrialOutcome("t", "ERROR", {}, None, 1, error=error, cause="ValueError")
+    sink.finish(RunSummary("e", "score", "max", 1.0, [ended]))
+    assert sink.client.tags.get(naming.ERROR_TAG) == tag
+
+
 # ---- the worker: what a tracker holds, and what a frozen one costs --------------------------
 
 

@@ -160,9 +160,8 @@ class MlflowSink:
             if run_id is None:
                 continue
             self.client.set_tag(run_id, naming.STATUS_TAG, naming.status(outcome))
-            if outcome.error:
-                last = outcome.error.strip().splitlines()[-1][:500]
-                self.client.set_tag(run_id, naming.ERROR_TAG, last)
+            if error := naming.error(outcome):
+                self.client.set_tag(run_id, naming.ERROR_TAG, error)
             # Also a run written again here for a trial that ended in a killed run.
             self.client.set_terminated(run_id, _ENDED.get(outcome.status, "KILLED"))
         if self.parent:

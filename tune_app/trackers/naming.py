@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tune_app.config_keys import restore_private_keys
+from tune_app.errors import first_line
 from tune_app.rundir.layout import flatten
 from tune_app.rundir.records import ERRORED, TrialOutcome
 from tune_app.scoring import finite
@@ -20,7 +21,7 @@ TAG = "tune_app."  # the prefix of the app's own tags
 TRIAL_TAG = TAG + "trial_id"  # how a resumed run finds a trial's tracker run again
 PARENT_TAG = TAG + "parent"  # the run holding the spec and summary.json (MLflow)
 STATUS_TAG = TAG + "status"  # terminated, stopped early, failed: <cause>
-ERROR_TAG = TAG + "error"  # a failed trial's error, its last line (the exception and message)
+ERROR_TAG = TAG + "error"  # a failed trial's error, its first line (the exception and message)
 ITERATION = "training_iteration"  # in every result; a resumed run skips iterations logged
 # RLlib's env steps sampled: the x axis of an RLlib trial's metrics, as RLlib plots them.
 ENV_STEPS = ("num_env_steps_sampled_lifetime", "env_runners/num_env_steps_sampled_lifetime")
@@ -115,3 +116,9 @@ def status(outcome: TrialOutcome) -> str:
     if outcome.stopped_early:
         return "stopped early"
     return outcome.status.lower()
+
+
+def error(outcome: TrialOutcome) -> str:
+    """A failed trial's error as its run's tag says it: the first line of its error (the
+    exception and message), "" where it has no error or only blanks."""
+    return first_line(outcome.error or "")[:500]
