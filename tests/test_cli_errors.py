@@ -496,7 +496,8 @@ def test_a_module_that_fails_to_import_is_named_with_its_error(
     cli, write_spec, tmp_path, first, error, words
 ):
     (tmp_path / "broken.py").write_text(f"{first}\n\n\ndef train(config):\n    pass\n")
-    result = cli("run", write_spec("e: {run: 'broken:train'}\n"), "--storage-path", tmp_path / "o")
+    spec_file = write_spec("e: {run: 'broken:train', metric: loss, mode: min}\n")
+    result = cli("run", spec_file, "--storage-path", tmp_path / "o")
     refused(result, f"e.run: importing module 'broken' failed: {error}", *words)
     assert not (tmp_path / "o").exists()
 

@@ -259,7 +259,9 @@ def test_a_user_module_whose_import_raises_is_one_line_naming_it(
     from .conftest import user_module
 
     user_module("broken_install.py", tmp_path, "badmod.py")
-    spec_file = write_spec("e:\n  run: badmod:train\n  stop: {training_iteration: 2}\n")
+    spec_file = write_spec(
+        "e:\n  run: badmod:train\n  metric: loss\n  mode: min\n  stop: {training_iteration: 2}\n"
+    )
     out = tmp_path / "out"
     line = refused(cli("run", spec_file, "--storage-path", out, "-q"))
     assert line == (

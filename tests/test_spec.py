@@ -229,6 +229,43 @@ def test_a_tune_code_warning_is_one_line_of_validate(cli, write_spec, tmp_path):
     ]
 
 
+QUADRATIC = "{run: quadratic:train, config: {x: {uniform: [0, 1]}, y: 0.5}}"
+
+
+@pytest.mark.parametrize(
+    ("text", "warned"),
+    [
+        pytest.param(f"e: {QUADRATIC}\n", True, id="none"),
+        pytest.param(
+            f"metric: score\nmode: max\nexperiments:\n  e: {QUADRATIC}\n", False, id="top"
+        ),
+        pytest.param(
+            f"metric: [score, x]\nmode: [max, min]\nexperiments:\n  e: {QUADRATIC}\n",
+            False,
+            id="several",
+        ),
+        pytest.param("e: {run: my_func, config: {alpha: 0.5, beta: 1}}\n", False, id="declared"),
+    ],
+)
+def test_a_search_with_no_metric_validates_with_a_warning_saying_how_to_set_one(
+    cli, write_spec, tmp_path, text, warned
+):
+    user_module("quadratic.py", tmp_path)
+    result = cli("validate", write_spec(text))
+    assert result.code == 0, result.err
+    lines = [line for line in result.err.splitlines() if "nothing ranks" in line]
+    assert lines == (
+        [
+            "warning: e.metric: none set or declared by its trainable, so nothing ranks its "
+            "trials: `best` finds no best one, `analyze` and `report` rank none, and a "
+            "scheduler or search that needs one is refused; set metric: and mode: at the top "
+            "of the spec or in e"
+        ]
+        if warned
+        else []
+    )
+
+
 def test_ray_0_and_1_experiment_keys_are_translated_or_dropped_saying_why():
     s = load_text("""
 e:

@@ -186,6 +186,17 @@ def warn_unwatched_time(exp: Experiment, warnings: list[str]) -> None:
         )
 
 
+def warn_no_metric(exp: Experiment, metric: str | None, warnings: list[str]) -> None:
+    """A search with no metric runs (Tune allows it), but nothing ranks its trials."""
+    if metric is None and not exp.objectives:
+        warnings.append(
+            f"{exp.key_path}.metric: none set or declared by its trainable, so nothing ranks "
+            "its trials: `best` finds no best one, `analyze` and `report` rank none, and a "
+            "scheduler or search that needs one is refused; set metric: and mode: at the top of "
+            f"the spec or in {exp.key_path}"
+        )
+
+
 def check_dotted_keys(exp: Experiment) -> None:
     """Results and readers name config values by dotted paths: a key `opt.lr` beside a nested
     `opt: {lr: ...}` would be two values under one name, each read as the other."""

@@ -188,6 +188,7 @@ def _plan_experiment(
             bundles = kind.bundles(exp, written, env, machine, rllib_checks)
     errors.raise_any()
     checks.warn_unwatched_time(exp, warnings)
+    checks.warn_no_metric(exp, metric, warnings)
     checks.warn_unread_constraints(exp, warnings)
     if smoke and warm is not None:
         warnings.append(f"{exp.key_path}.warm_start: checked; a --smoke run starts without it")
