@@ -464,6 +464,37 @@ def test_a_trial_is_listed_from_its_start_and_ends_with_its_status(tmp_path: Pat
     assert [e.value for e in events.Scalars("tune_app/score")] == [1.5, 0.5]  # scope: last
 
 
+def test_each_trial_writes_the_hparams_columns_of_every_experiment_run_with_it(
+    tmp_path: Path,
+) -> None:
+    """TensorBoard shows one HParams experiment for a folder, the first it reads: every trial's
+    holds every experiment's columns and metrics. A path searched two ways has no domain, which
+    would hide the other experiment's trials; a metric named two ways is named by its tag."""
+    (tmp_path / "spec.yaml").write_text(
+        "experiments:\n"
+        "  a: {run: my_func, config: {alpha: {grid_search: [0.2, 0.4]}, beta: 1}}\n"
+        "  b:\n    run: my_func\n    metric: timesteps_total\n    mode: min\n"
+        "    config: {alpha: {choice: [0.5, 0.6]}, beta: {uniform: [1, 2]}}\n"
+    )
+    plan = make_plan(spec.load(tmp_path / "spec.yaml"), storage_path=str(tmp_path / "out"))
+    for ep in plan.experiments:
+        board = TrialBoard.for_experiment(ep, plan.experiments)
+        trial = FakeTrial(str(tmp_path / ep.name), {"alpha": 0.5, "beta": 1.5})
+        board.on_trial_start(0, [trial], trial)
+        board.writers.pop(trial).close()
+        written = _hparams(tmp_path / ep.name, metadata.EXPERIMENT_TAG)[metadata.EXPERIMENT_TAG]
+        columns = {h.name: h.WhichOneof("domain") for h in written.hparam_infos}
+        assert columns == {"alpha": None, "beta": "domain_interval"}
+        metrics = {m.name.tag: m.display_name for m in written.metric_infos}
+        assert metrics == {
+            "tune_app/score": "tune_app/score",
+            "0_spec/mean_accuracy": "mean_accuracy",  # a's metric, under its spec group
+            "metrics/timesteps_total": "timesteps_total",
+            "0_spec/timesteps_total": "timesteps_total",  # b's
+            "metrics/mean_accuracy": "mean_accuracy",
+        }
+
+
 def test_a_trial_that_goes_back_shows_what_results_jsonl_keeps(tmp_path: Path) -> None:
     """Killed after iteration 3 and resumed by a new process (a new board, a new events file)
     from iteration 1, then restored in-process to iteration 2: TensorBoard shows each step once,

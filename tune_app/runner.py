@@ -316,7 +316,7 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
             with restoring(ep.name, ep.folder):
                 tuner = _restore(ep, trainable, loaded.space, legacy)
         else:
-            tuner = build_tuner(ep, trainable, loaded.space, opts.verbosity)
+            tuner = build_tuner(ep, trainable, loaded.space, opts.verbosity, plan.experiments)
         with (
             patched_while_fitting(opts.local_ray, ep.experiment.result_buffer),
             given_loggers_only(),

@@ -54,9 +54,14 @@ STATE_AUTO_FROM = 1000  # trials from which Tune's own period (10 s at least) ta
 
 
 def build_tuner(
-    ep: ExperimentPlan, trainable: Any, space: dict[str, Any], verbosity: int
+    ep: ExperimentPlan,
+    trainable: Any,
+    space: dict[str, Any],
+    verbosity: int,
+    together: tuple[ExperimentPlan, ...] = (),
 ) -> tune.Tuner:
-    """A new Tuner for `ep`: `trainable` sized to its bundles, on `space` (`param_space`)."""
+    """A new Tuner for `ep`: `trainable` sized to its bundles, on `space` (`param_space`);
+    `together`: the experiments run with it (TensorBoard's HParams columns of them all)."""
     exp, kind = ep.experiment, ep.trainable.kind
     # The scheduler's time_attr too: misspelt, PBT never perturbs and ASHA never stops a trial.
     clock = getattr(exp.scheduler, "time_attr", None)
@@ -91,7 +96,7 @@ def build_tuner(
             name=ep.folder.name,  # a re-run's folder is `<name>_<n>`
             storage_path=ep.folder.parent,
             stop=CombinedStopper(stopper, guard),
-            callbacks=[*_callbacks(ep), guard],
+            callbacks=[*_callbacks(ep, together), guard],
             failure_config=tune.FailureConfig(
                 max_failures=exp.max_failures, fail_fast=exp.fail_fast
             ),
@@ -145,7 +150,9 @@ def given_loggers_only() -> Iterator[None]:
         yield
 
 
-def _callbacks(ep: ExperimentPlan) -> list[tune.Callback]:
+def _callbacks(
+    ep: ExperimentPlan, together: tuple[ExperimentPlan, ...] = ()
+) -> list[tune.Callback]:
     # The CSV and JSON loggers are given here, whatever the environment says: Tune's results,
     # and the app, read their files back. Tune adds none while `given_loggers_only` holds.
     callbacks: list[tune.Callback] = []
@@ -156,7 +163,7 @@ def _callbacks(ep: ExperimentPlan) -> list[tune.Callback]:
         callbacks.append(ResultTimeout(ep.experiment.result_timeout_s + late))
     callbacks += [
         JsonlResults(ep.folder, ep.name),
-        TrialBoard.for_experiment(ep),
+        TrialBoard.for_experiment(ep, together),
         TrialLogsFollowResults(),  # before the CSV and JSON loggers, which append
         CSVLoggerCallback(),
         JsonLoggerCallback(),

@@ -157,6 +157,8 @@ class TrialBoard(LoggerCallback):
     # The keys that rank its trials (the metric, or each objective): a class default, so a
     # board saved in an older run's state reads as ranking by its metric alone.
     ranked: tuple[str, ...] = ()
+    # The run's other experiments' searched paths and HParams metrics (`for_experiment`).
+    others: tuple[tuple[dict[str, Domain], dict[str, str]], ...] = ()
 
     def __init__(
         self,
@@ -187,7 +189,11 @@ class TrialBoard(LoggerCallback):
         self.created = time.time()
 
     @classmethod
-    def for_experiment(cls, ep: ExperimentPlan) -> TrialBoard:
+    def for_experiment(
+        cls, ep: ExperimentPlan, together: Iterable[ExperimentPlan] = ()
+    ) -> TrialBoard:
+        """`ep`'s board; `together`: the experiments run with it, whose HParams columns and
+        metrics its trials write too."""
         domains = dict(iter_domains(ep.experiment.config))
         if ep.env is not None and ep.env.grid:  # RLlib's env grid: a column of its own
             domains["env"] = Domain("grid_search", tuple(e.env for e in ep.env.grid))
@@ -203,6 +209,8 @@ class TrialBoard(LoggerCallback):
         )
         board.results, board.experiment, board.folder = ep.folder.results, ep.name, ep.folder
         board.ranked = ep.ranked_by
+        others = [cls.for_experiment(o) for o in together if o.name != ep.name]
+        board.others = tuple((o.hparams, o.shown_metrics) for o in others)
         return board
 
     @property
@@ -224,8 +232,11 @@ class TrialBoard(LoggerCallback):
             self.writers[trial].close()
         self.last_step.pop(trial, None)
         self.writers[trial] = EventWriter(self.trial_folder(trial))
-        # Also on a restart (resume, retry, unpause); TensorBoard keeps the first of each tag.
-        self._write(trial, experiment_summary(self.hparams, self.shown_metrics, self.created))
+        # TensorBoard shows one HParams experiment for a folder, the first it reads: each trial
+        # writes its run's every experiment, so a folder of them shows all their trials. Also on
+        # a restart (resume, retry, unpause); TensorBoard keeps the first of each tag.
+        mine = (self.hparams, self.shown_metrics)
+        self._write(trial, experiment_summary((mine, *self.others), self.created))
         values = searched_values(trial.config, self.hparams)
         # Its row named as `analyze`, the report and its folder spell the trial.
         self._write(trial, hp.session_start(values, trial.trial_id))
@@ -404,7 +415,17 @@ def hparam_info(path: str, domain: Domain) -> Any:
 
 
 def experiment_summary(
-    searched: dict[str, Domain], metrics: dict[str, str], created: float | None = None
+    experiments: Iterable[tuple[dict[str, Domain], dict[str, str]]], created: float | None = None
 ) -> Any:
-    """The HParams experiment: the searched paths, and the metrics as scalar tags of each trial."""
-    return hp.experiment([hparam_info(p, d) for p, d in searched.items()], metrics, created)
+    """The HParams experiment of `experiments` (each one's searched paths, and its metrics as
+    scalar tags of each trial -> name): a path searched two ways is a column of no domain (one
+    would hide the other's trials), a tag named two ways is named by itself."""
+    columns: dict[str, Any] = {}
+    metrics: dict[str, str] = {}
+    for searched, shown in experiments:
+        for path, domain in searched.items():
+            info = hparam_info(path, domain)
+            columns[path] = info if columns.get(path, info) == info else hp.column(path)
+        for tag, name in shown.items():
+            metrics[tag] = name if metrics.get(tag, name) == name else tag
+    return hp.experiment(list(columns.values()), metrics, created)

@@ -70,7 +70,8 @@ def serve(folder: str | Path, host: str = "127.0.0.1", port: int | None = None) 
     if len(runs) > 1:
         print(
             f"note: {len(runs)} experiments; TensorBoard's HParams tab takes its columns from one "
-            "of them (give an experiment folder to compare its trials)",
+            "of them, which names those of its spec's (give an experiment folder to compare its "
+            "trials alone)",
             file=sys.stderr,
         )
     print(f"TensorBoard on {folder} at {url} (Ctrl-C to stop)", flush=True)
