@@ -179,7 +179,7 @@ def test_run_json_keeps_the_plan_the_progress_line_counts_with(
     """The live page reads the run's plan from run.json: the one the progress line is given."""
     from tune_app import spec
     from tune_app.plan.make import make_plan
-    from tune_app.rundir.write import read_run_record, write_run_files
+    from tune_app.rundir.write import Invocation, read_run_record, write_run_files
 
     text = (
         f"metric: mean_accuracy\nmode: max\nscheduler: {scheduler}\n"
@@ -189,7 +189,7 @@ def test_run_json_keeps_the_plan_the_progress_line_counts_with(
     (ep,) = plan.experiments
     assert _flat(ep.trial_ends.lengths if ep.trial_ends else None) == pytest.approx(_flat(ends))
     ep.folder.create()
-    write_run_files(ep, plan, ["run"])
+    write_run_files(ep, plan, Invocation.here(["run"], plan.spec.file))
     record = read_run_record(ep.folder)
     assert record.trials == ep.trials and _flat(record.trial_ends) == pytest.approx(_flat(ends))
 

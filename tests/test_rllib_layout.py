@@ -15,7 +15,7 @@ from tune_app.plan.describe import layout_lines
 from tune_app.plan.make import make_plan
 from tune_app.readback.best import best_spec
 from tune_app.rundir.records import RunRecord
-from tune_app.rundir.write import write_run_files
+from tune_app.rundir.write import Invocation, write_run_files
 from tune_app.space import Domain
 
 
@@ -305,7 +305,7 @@ def test_run_json_records_the_layout_and_best_exports_it(
     (ep,) = plan.experiments
     folder = ep.folder.local
     folder.mkdir(parents=True)
-    write_run_files(ep, plan, ["run", "spec.yaml"])
+    write_run_files(ep, plan, Invocation.here(["run", "spec.yaml"], plan.spec.file))
     record = RunRecord.from_json(json.loads(ep.folder.record.read_text()))
     assert record.layout == {"num_env_runners": 0, "num_envs_per_env_runner": 8}
     assert record.layout_line == ep.layout.line

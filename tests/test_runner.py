@@ -535,8 +535,11 @@ def test_no_module_outside_ray_internals_names_a_private_ray_symbol():
 
 @pytest.mark.slow  # an in-process run: the second tier
 def test_two_experiments_running_one_function_each_get_their_own_resources(
-    ray_session, cli, write_spec, tmp_path
+    ray_session, cli, write_spec, tmp_path, monkeypatch
 ):
+    """Each experiment of several runs in a Ray actor of its own; what run.json says of how
+    the run was started (command, working folder, spec file) is this process's, not the
+    actor's: taken there, `resume` looked for the spec where Ray's worker ran, and refused."""
     user_module("trial_resources.py", tmp_path)
     spec_file = write_spec("""
 metric: score
@@ -549,10 +552,14 @@ experiments:
     run: trial_resources:train
     resources_per_trial: {cpu: 2}
 """)
-    result = cli("run", spec_file, "--storage-path", tmp_path / "o", "-q")
+    monkeypatch.chdir(tmp_path)
+    result = cli("run", spec_file.name, "--storage-path", "o", "-q")
     assert result.code == 0, result.err
     for name, cpus in (("one", 1), ("two", 2)):
         assert [r["cpus"] for r in results_of(tmp_path / "o" / name)] == [cpus], name
+        record = json.loads((tmp_path / "o" / name / "run.json").read_text())
+        assert record["cwd"] == str(tmp_path) and record["spec_file"] == str(spec_file)
+        assert record["command"][1:] == ["run", spec_file.name, "--storage-path", "o", "-q"]
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from tune_app import saved_state, spec
 from tune_app.plan.make import make_plan
 from tune_app.rundir.layout import TUNER_STATE
 from tune_app.rundir.saved import tune_pickles
-from tune_app.rundir.write import write_run_files
+from tune_app.rundir.write import Invocation, write_run_files
 from tune_app.saved_state import PICKLED_NAMES, by_value, is_private, pickled_globals, resolves
 from tune_app.space import Domain
 from tune_app.tuner import SpecStopper
@@ -302,7 +302,7 @@ def _saved_run(write_spec, tmp_path):
     plan = make_plan(spec.load(spec_file), cpus=2, storage_path=str(tmp_path / "o"))
     (ep,) = plan.experiments
     ep.folder.create()
-    write_run_files(ep, plan, ["run", str(spec_file)])
+    write_run_files(ep, plan, Invocation.here(["run", str(spec_file)], plan.spec.file))
     return ep
 
 
@@ -350,7 +350,7 @@ def test_run_json_records_the_release_that_wrote_it(write_spec, tmp_path):
     )
     (ep,) = plan.experiments
     ep.folder.create()
-    write_run_files(ep, plan, ["run"])
+    write_run_files(ep, plan, Invocation.here(["run"], plan.spec.file))
     record = json.loads(ep.folder.record.read_text())
     assert record["versions"]["tune_app"] == saved_state.tune_app.__version__
     assert record["app_code"] == saved_state.app_fingerprint()

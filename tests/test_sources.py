@@ -13,7 +13,7 @@ from tune_app import spec
 from tune_app.errors import SpecError
 from tune_app.plan.make import make_plan
 from tune_app.resuming import _code_changes
-from tune_app.rundir.write import read_run_record, write_run_files
+from tune_app.rundir.write import Invocation, read_run_record, write_run_files
 
 
 def _plan(write_spec, tmp_path, text):
@@ -25,7 +25,7 @@ def test_a_run_records_its_user_modules_and_resume_names_the_changed_one(write_s
     plan = _plan(write_spec, tmp_path, "e:\n  run: quadratic:train\n")
     (ep,) = plan.experiments
     ep.folder.create()
-    write_run_files(ep, plan, ["run"])
+    write_run_files(ep, plan, Invocation.here(["run"], plan.spec.file))
     record = read_run_record(ep.folder)
     assert list(record.sources) == [str(module.resolve())] and len(record.app_code) == 16
     assert _code_changes([record]) == []
@@ -43,7 +43,7 @@ def test_rllib_config_code_is_recorded_as_the_trainables_is(write_spec, tmp_path
     )
     (ep,) = plan.experiments
     ep.folder.create()
-    write_run_files(ep, plan, ["run"])
+    write_run_files(ep, plan, Invocation.here(["run"], plan.spec.file))
     assert list(read_run_record(ep.folder).sources) == [str(module.resolve())]
 
 
@@ -60,7 +60,7 @@ def test_a_state_another_app_version_wrote_is_refused_in_one_line(
     plan = _plan(write_spec, tmp_path, "e:\n  run: quadratic:train\n")
     (ep,) = plan.experiments
     ep.folder.create()
-    write_run_files(ep, plan, ["run"])
+    write_run_files(ep, plan, Invocation.here(["run"], plan.spec.file))
     record = json.loads(ep.folder.record.read_text())
     record["app_code"] = app_fingerprint() if same_app else "0123456789abcdef"
     ep.folder.record.write_text(json.dumps(record))

@@ -39,7 +39,7 @@ from tune_app.rundir.files import write_json
 from tune_app.rundir.lock import hold
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.records import RunSummary
-from tune_app.rundir.write import read_run_record, write_run_files
+from tune_app.rundir.write import Invocation, read_run_record, write_run_files
 from tune_app.saved_state import earlier_wall_time, mark_finished, saved_summary
 from tune_app.sources import app_fingerprint
 from tune_app.trackers import run as tracking
@@ -58,6 +58,7 @@ class RunOptions:
     address: ClusterAddress | None = None  # None: a local Ray
     verbosity: int = 1
     command: tuple[str, ...] = ()  # the command line's arguments, kept in run.json
+    started: Invocation | None = None  # `command` where it was given (`run` takes it)
     board: Any = None  # the driver's ProgressBoard actor, for experiments run in their own tasks
     resume: bool = False  # continue the runs in the plan's folders (Tune's saved state)
     # Ray was started here, locally: its workers have this process's environment.
@@ -68,6 +69,7 @@ def run(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     """Run (or resume) every experiment of `plan`; raises SpecError before writing anything."""
     # At every verbosity, and from the Python API: a warning of its own category.
     warn_unchecked()
+    opts = replace(opts, started=Invocation.here(opts.command, plan.spec.file))
     # SIGTERM and SIGHUP stop it as Ctrl-C does; one writer per run folder, for the run's whole
     # life (any exit releases it).
     with as_interrupts(), hold([ep.folder for ep in plan.experiments], resuming=opts.resume):
@@ -410,7 +412,7 @@ def _start_folder(ep: ExperimentPlan, plan: Plan, opts: RunOptions) -> None:
     folder: nothing ran, and the next `run` starts afresh."""
     try:
         ep.folder.create()
-        write_run_files(ep, plan, list(opts.command))
+        write_run_files(ep, plan, opts.started or Invocation.here(opts.command, plan.spec.file))
         ep.folder.push()
     except FileExistsError:
         raise

@@ -10,6 +10,8 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,14 +82,31 @@ def package_versions() -> dict[str, str]:
     return found
 
 
-def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
-    """Leave the spec as run, how it was run (command, versions) and what `analyze` needs to read
-    the results without the spec (metric, mode, searched keys, scheduler, stop) beside them."""
+@dataclass(frozen=True)
+class Invocation:
+    """How a run was started, as run.json keeps it: the command, its working folder and the spec
+    file, taken in the process that was given the command (`here`). An experiment of several is
+    run in a Ray actor of its own, whose working folder and argv are Ray's worker's: taken
+    there, `resume` looked for the spec where the worker ran and refused the run."""
+
+    command: tuple[str, ...]
+    cwd: str
+    spec_file: str
+
+    @classmethod
+    def here(cls, args: Sequence[str], spec_file: Path) -> Invocation:
+        return cls((_program(), *args), os.getcwd(), str(spec_file.resolve()))
+
+
+def write_run_files(ep: ExperimentPlan, plan: Plan, started: Invocation) -> None:
+    """Leave the spec as run, how it was run (`started`, versions) and what `analyze` needs to
+    read the results without the spec (metric, mode, searched keys, scheduler, stop) beside
+    them."""
     exp = ep.experiment
     write_text(ep.folder.spec, plan.spec.text)
     record = RunRecord(
         experiment=ep.name,
-        spec_file=str(plan.spec.file.resolve()),
+        spec_file=started.spec_file,
         smoke=plan.smoke,
         trainable=exp.run,
         metric=ep.metric,
@@ -110,8 +129,8 @@ def write_run_files(ep: ExperimentPlan, plan: Plan, command: list[str]) -> None:
         trial_ends=ep.trial_ends.lengths if ep.trial_ends is not None else None,
         layout=dict(ep.layout.chosen) if ep.layout is not None else {},
         layout_line=ep.layout.line if ep.layout is not None else "",
-        command=(_program(), *command),
-        cwd=os.getcwd(),
+        command=started.command,
+        cwd=started.cwd,
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         versions=package_versions(),
         sources=module_fingerprints(code_modules(ep), ep.search_path),
