@@ -474,3 +474,19 @@ def test_validate_runs_no_package_init_of_a_dotted_module(cli, write_spec, tmp_p
     missing = cli("validate", write_spec("e:\n  run: evilpkg.nope:f\n"))
     refused(missing, "module 'evilpkg.nope' cannot be found")
     assert not mark.exists()
+
+
+def test_a_folder_without_init_inside_a_package_is_found_without_importing_it(
+    cli, write_spec, tmp_path
+):
+    """`run: pkg.sub.mod:f` where `sub` has no `__init__.py` and `pkg` has one: Python's path
+    finder looks a namespace package's parent up among the imported modules, which the static
+    walk never imports, and validate crashed with KeyError: 'pkg' (exit 1)."""
+    mark = tmp_path / "ran"
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text(f"open({str(mark)!r}, 'w').write('ran')\n")
+    (tmp_path / "pkg" / "sub" / "mod.py").write_text("def f(config):\n    pass\n")
+    result = cli("validate", write_spec("e:\n  run: pkg.sub.mod:f\n"))
+    assert result.code == 0 and "pkg.sub.mod:f" in result.out, result
+    assert not mark.exists()
+    refused(cli("validate", write_spec("e:\n  run: pkg.sub.nope:f\n")), "cannot be found")

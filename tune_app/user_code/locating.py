@@ -137,5 +137,19 @@ def static_spec(module_name: str, imported: bool = False) -> ModuleSpec | None:
         name = ".".join([first, *rest[:i]])
         parent = sys.modules.get(name.rpartition(".")[0]) if imported else None
         where = getattr(parent, "__path__", None) or found.submodule_search_locations
-        found = importlib.machinery.PathFinder.find_spec(name, list(where))
+        found = _path_spec(name, list(where))
     return found
+
+
+def _path_spec(name: str, where: list[str]) -> ModuleSpec | None:
+    """`PathFinder.find_spec(name, where)`, also for a namespace package (a folder with no
+    `__init__.py`) inside a package not imported: PathFinder looks its parent up in
+    sys.modules (KeyError), where the static walk never puts it."""
+    try:
+        return importlib.machinery.PathFinder.find_spec(name, where)
+    except KeyError:
+        last = name.rpartition(".")[2]
+        folders = [os.path.join(w, last) for w in where if os.path.isdir(os.path.join(w, last))]
+        found = ModuleSpec(name, None, is_package=True)
+        found.submodule_search_locations = folders
+        return found
