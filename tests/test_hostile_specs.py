@@ -89,7 +89,8 @@ def test_run_checks_the_imported_object_before_anything_is_written(
     cli, write_spec, tmp_path, run, expected
 ):
     _reexports(tmp_path)
-    spec_file = write_spec(f"e:\n  run: '{run}'\n")
+    # A metric named: with none, a warning saying so comes before the refusal.
+    spec_file = write_spec(f"e:\n  run: '{run}'\n  metric: score\n  mode: max\n")
     refused(cli("run", spec_file, "--storage-path", tmp_path / "o"), expected)
     assert not (tmp_path / "o").exists()
 
