@@ -609,6 +609,42 @@ def test_an_address_from_ray_address_is_blamed_on_it_not_on_the_option(
     assert "--address" not in result.err and not (tmp_path / "out").exists()
 
 
+def test_a_cluster_that_asks_for_a_token_this_shell_lacks_is_said_at_once(
+    cli, write_spec, tmp_path, monkeypatch
+):
+    """A cluster started with RAY_AUTH_MODE=token, joined without it: 20 s of the GCS client's
+    errors, then 'cannot join ... check the address'. A GCS stand-in refuses every call as
+    Ray's does without a token (UNAUTHENTICATED)."""
+    from concurrent import futures
+
+    import grpc
+
+    def unauthenticated(request, context):
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, "Invalid or missing authentication token")
+
+    class Refuse(grpc.GenericRpcHandler):
+        def service(self, details):
+            return grpc.unary_unary_rpc_method_handler(unauthenticated)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.add_generic_rpc_handlers((Refuse(),))
+    server.start()
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    spec_file = write_spec("e:\n  run: es_cartpole\n  stop: {training_iteration: 2}\n")
+    began = time.monotonic()
+    try:
+        result = cli(
+            "run", spec_file, "--address", f"127.0.0.1:{port}", "--storage-path", tmp_path / "out"
+        )
+    finally:
+        server.stop(None)
+    assert time.monotonic() - began < 10
+    words = "asks for Ray's authentication token", "export RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN"
+    refused(result, *words, file=spec_file, path="--address")
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_address_that_never_answers_is_given_up_after_the_probe(monkeypatch):
     import socket
 

@@ -24,11 +24,13 @@ from tune_app.interrupts import deferred, reclaim
 from tune_app.plan.types import Plan
 from tune_app.ray_internals.replacing import environment
 from tune_app.ray_internals.startup import (
+    AUTH_MODE,
     TUNE_TRIAL_ENV,
     daemons_in_own_session,
     lean_local_node,
     node_on_loopback,
     signals_left_to_the_driver,
+    wants_a_token,
 )
 from tune_app.resources import ClusterAddress, Machine, misfit
 
@@ -176,7 +178,8 @@ PROBE_S = 3.0  # a TCP connect to a live head answers in milliseconds, a refused
 def _reachable(address: ClusterAddress) -> None:
     """SpecError at once when a HOST:PORT or ray://HOST:PORT address takes no connection:
     ray.init would wait minutes for a GCS (Ray 2.60 retried for over 2 minutes here), and 31 s
-    for a Ray client server, then print Ray's raw UserWarning before the app's line."""
+    for a Ray client server, then print Ray's raw UserWarning before the app's line; or when
+    the GCS there asks for a token this process would not send (`wants_a_token`)."""
     plain = _ADDRESS.fullmatch(address.text)
     if plain is None:
         return  # "auto", "local": Ray's own rules
@@ -190,6 +193,15 @@ def _reachable(address: ClusterAddress) -> None:
             reason = f"nothing answered on port {port} within {PROBE_S:g} s"
         start = "ray start --head" + (" (it serves ray:// on port 10001)" if client else "")
         raise _cannot_join(address, what, reason, start) from None
+    if not client and wants_a_token(host.strip("[]"), int(port), PROBE_S):
+        raise SpecError(
+            f"the cluster at {address.text} asks for Ray's authentication token (it runs with "
+            f"{AUTH_MODE}=token), and this process sends none ({AUTH_MODE} is not token here)",
+            path=address.given_as,
+            suggestion=f"export {AUTH_MODE}=token, with the cluster's token (`ray "
+            "get-auth-token` on its head prints it) in ~/.ray/auth_token, in the file "
+            "RAY_AUTH_TOKEN_PATH names, or in RAY_AUTH_TOKEN",
+        )
 
 
 def _cannot_join(

@@ -44,7 +44,9 @@ rewritten results and read its tables, never replace its methods.
   out of the driver while it starts or joins Ray);
   `ray._private.parameter.RayParams` (`no_monitor`, `include_log_monitor` given) and
   `ray._private.node.Node.start_api_server` (replaced while a local Ray starts: no autoscaler
-  monitor, no API server without the dashboard, no log monitor without `-v`).
+  monitor, no API server without the dashboard, no log monitor without `-v`); the GCS's gRPC
+  method `ray.rpc.NodeInfoGcsService/CheckAlive`, called without a token before joining a
+  cluster (whether it asks for one: UNAUTHENTICATED).
 - `actors`: `Trial.temporary_state.ray_actor` (the trial's actor handle, an attribute of the
   private `ray.tune.experiment.trial._TemporaryTrialState`), killed for `result_timeout_s`.
 - `memory`: `ray.air.execution._internal.actor_manager.RayActorManager._actor_task_failed`

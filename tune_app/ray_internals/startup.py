@@ -162,3 +162,27 @@ def signals_left_to_the_driver() -> Iterator[None]:
 
 def _install_nothing(handler: Any) -> None:
     """Ray's `set_sigterm_handler` while the driver keeps its own."""
+
+
+# A GCS method any caller may make (it only answers), and Ray's environment variable for token
+# authentication (`ray._private.authentication`, Ray 2.52 on).
+_GCS_CHECK_ALIVE = "/ray.rpc.NodeInfoGcsService/CheckAlive"
+AUTH_MODE = "RAY_AUTH_MODE"
+
+
+def wants_a_token(host: str, port: int, timeout: float) -> bool:
+    """Whether the GCS at host:port asks for Ray's authentication token that this process would
+    not send (RAY_AUTH_MODE is not `token` here). ray.init, sending none, retries for 20 s and
+    prints the GCS client's errors before failing with "Failed to connect to GCS"; one call
+    without a token is refused at once (UNAUTHENTICATED) by a GCS started with
+    RAY_AUTH_MODE=token, and answered by one without."""
+    if os.environ.get(AUTH_MODE, "").lower() == "token":
+        return False  # the token goes with ray.init's calls: Ray checks it
+    import grpc
+
+    with grpc.insecure_channel(f"{host}:{port}", options=[("grpc.enable_http_proxy", 0)]) as ch:
+        try:
+            ch.unary_unary(_GCS_CHECK_ALIVE)(b"", timeout=timeout)
+        except grpc.RpcError as err:
+            return bool(err.code() == grpc.StatusCode.UNAUTHENTICATED)
+    return False
