@@ -9,6 +9,7 @@ import math
 import pytest
 
 from tune_app import spec
+from tune_app.errors import SpecError
 from tune_app.plan.make import make_plan
 from tune_app.resources import Machine, gpu_sharing, misfit, trials_at_once
 
@@ -208,7 +209,7 @@ VALIDATE_REFUSALS = [
     pytest.param(
         "e:\n  run: PPO\n  env: CartPole-v1\n  config: {num_gpus_per_learner: 0.5}\n",
         "e.config.num_gpus_per_learner",
-        ["needs 0.5 GPUs", "num_gpus_per_learner: 0 (RLlib then trains on CPUs)"],
+        ["needs 0.5 GPUs", "set num_gpus_per_learner: 0 to train on CPUs"],
         id="rllib-gpu-learner-without-a-gpu",
     ),
     pytest.param(
@@ -227,6 +228,38 @@ def test_validate_refuses_what_cannot_fit(cli, write_spec, tmp_path, text, path,
     result = cli("validate", spec_file, "--cpus", "2", "--gpus", "0")
     refused(result, *words, file=spec_file, path=path)
     assert sorted(tmp_path.iterdir()) == before  # nothing written
+
+
+GPU_NODES = Machine(nodes=({"CPU": 8.0, "GPU": 1.0},) * 2, name="the cluster at x")
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "words"),
+    [
+        pytest.param(
+            "e:\n  run: my_func\n  resources_per_trial: {cpu: 1, gpu: 2}\n"
+            "  config: {alpha: 1.0, beta: 1.0}\n",
+            "e.resources_per_trial.gpu",
+            ["a node has at most 1 GPU: lower gpu until", "gpu: 0.5"],
+            id="function",
+        ),
+        pytest.param(
+            "e:\n  run: PPO\n  env: CartPole-v1\n  config: {num_gpus_per_learner: 2}\n",
+            "e.config.num_gpus_per_learner",
+            ["at most 1 GPU: lower num_gpus_per_learner", "num_gpus_per_learner: 0.5"],
+            id="rllib",
+        ),
+    ],
+)
+def test_too_many_gpus_on_a_machine_with_gpus_is_told_what_one_node_has(
+    write_spec, text, path, words
+):
+    """`gpu: 2` on nodes of 1 GPU each was told to set gpu: 0 or plan for a machine with GPUs."""
+    with pytest.raises(SpecError) as err:
+        _plan(write_spec, text, GPU_NODES)
+    assert err.value.path == path and "--gpus N" not in str(err.value), err.value
+    for word in words:
+        assert word in str(err.value), err.value
 
 
 def test_validate_plans_for_another_machine(cli, write_spec):

@@ -18,6 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from tune_app.command import APP
+
 # Ray counts resources in fixed point, 1/10,000 of a unit (`ray/_raylet.pyx`'s
 # FixedPoint): 0.25 GPU x 4 is exactly one GPU, as Ray schedules it.
 _UNIT = 10_000
@@ -82,6 +84,10 @@ class Machine:
     @property
     def known(self) -> bool:
         return bool(self.nodes)
+
+    def most(self, resource: str) -> float:
+        """The most of `resource` on one node: what one bundle can be given at most."""
+        return max((float(n.get(resource, 0.0)) for n in self.nodes), default=math.inf)
 
     def total(self, resource: str) -> float:
         """The sum over nodes; infinite when the machine is not known."""
@@ -243,7 +249,7 @@ def misfit(bundles: Sequence[Bundle], machine: Machine) -> Misfit | None:
             )
     for b in bundles:  # enough in all, but some bundle fits no single node
         for k, v in b.items():
-            biggest = max(float(n.get(k, 0.0)) for n in machine.nodes)
+            biggest = machine.most(k)
             if _units(v) > _units(biggest):
                 return Misfit(
                     k,
@@ -258,6 +264,22 @@ def misfit(bundles: Sequence[Bundle], machine: Machine) -> Misfit | None:
         machine.cpus,
         f"one trial's bundles {[dict(b) for b in bundles]} cannot be placed together on "
         f"{machine.name}: {machine.describe()}",
+    )
+
+
+def fewer_gpus(key: str, machine: Machine) -> str:
+    """What to do about a trial asking for more GPUs than `machine` gives it, where `key` sets
+    them: on a machine with GPUs, at most what one node has, or a fraction to share one; on one
+    without, no GPU, or a plan for a machine that has them."""
+    most = machine.most("GPU")
+    if most > 0:
+        return (
+            f"a node has at most {_amount('GPU', most)}: lower {key} until a trial fits (a "
+            f"fraction, {key}: 0.5, lets trials share a GPU), or set {key}: 0 to train on CPUs"
+        )
+    return (
+        f"set {key}: 0 to train on CPUs, or plan for a machine with GPUs: {APP} validate SPEC "
+        "--gpus N (or --address of a cluster that has them)"
     )
 
 

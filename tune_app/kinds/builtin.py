@@ -12,7 +12,6 @@ import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from tune_app.command import APP
 from tune_app.contract import Knob, TrainableInfo
 from tune_app.envs import EnvRef, resolve_env
 from tune_app.errors import Collector, SpecError, did_you_mean
@@ -20,7 +19,7 @@ from tune_app.extras import require
 from tune_app.kinds import Layout
 from tune_app.kinds.functions import as_tune_function, with_keyword_reports
 from tune_app.methods import scheduler_of
-from tune_app.resources import Machine, misfit
+from tune_app.resources import Machine, fewer_gpus, misfit
 from tune_app.seeds import SEED_KEY
 from tune_app.space import LIST_KINDS, RULES, Domain
 from tune_app.user_code import CodeRef, defined_as
@@ -354,7 +353,9 @@ def sized_bundles(
     if found is None:
         return bundles
     key, advice = _MISFIT_KEYS.get(found.resource, (found.resource, "ask for less of it"))
-    if found.resource == "CPU" and len(bundles) > 1:
+    if found.resource == "GPU":
+        key, advice = "resources_per_trial.gpu", fewer_gpus("gpu", machine)
+    elif found.resource == "CPU" and len(bundles) > 1:
         key = "simulations"
     elif found.need == 0:  # nothing reserved at all
         advice = "reserve a fraction of a CPU (cpu: 0.1), or give the trial simulations"
@@ -365,16 +366,12 @@ def sized_bundles(
     )
 
 
-# The key a registered or function trial sets each resource with, and what to do when short.
+# The key a registered or function trial sets each resource with, and what to do when short
+# (GPUs: `fewer_gpus`, for the machine).
 _MISFIT_KEYS = {
     "CPU": (
         "resources_per_trial.cpu",
         "lower resources_per_trial.cpu, simulations or cpu_per_simulation",
-    ),
-    "GPU": (
-        "resources_per_trial.gpu",
-        "set gpu: 0 to train on CPUs, or plan for a machine "
-        f"with GPUs: {APP} validate SPEC --gpus N (or --address of a cluster that has them)",
     ),
     "memory": (
         "resources_per_trial.memory",

@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tune_app.command import APP
 from tune_app.errors import SpecError
-from tune_app.resources import Machine, misfit
+from tune_app.resources import Machine, fewer_gpus, misfit
 from tune_app.rllib.config import check_with_rllib
 from tune_app.rllib.keys import algorithm_keys
 from tune_app.rllib.tables import RENAMED, RESOURCE_KEYS, SIZING_KEYS
@@ -144,8 +143,7 @@ def trial_bundles(  # noqa: C901
         raise SpecError(
             f"{found.text}{f' ({how})' if how else ''}",
             path=path,
-            suggestion=f"set {path.rsplit('.', 1)[-1]}: 0 (RLlib then trains on CPUs), or plan "
-            f"for a machine with GPUs: {APP} validate SPEC --gpus N"
+            suggestion=fewer_gpus(path.rsplit(".", 1)[-1], machine)
             if found.resource == "GPU"
             else "ask for less per trial",
         )
