@@ -138,7 +138,7 @@ def test_the_ppo_layout_counts_a_gpu_learner(write_spec):
     )
     plan = _plan(write_spec, text, H100_BOX)
     (ep,) = plan.experiments
-    assert ep.at_once(plan.machine) == 2
+    assert ep.at_once == 2
     assert "2 trials at once" in ep.layout.line
     assert "2 trials share a GPU, 0.5 GPU each" in ep.layout.line
     assert "trains slower on a GPU" in ep.layout.line

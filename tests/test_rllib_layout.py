@@ -212,6 +212,43 @@ def test_experiments_that_run_together_share_the_machine(write_spec):
     assert "1 trial at once" in beside.layout.line
 
 
+@pytest.mark.parametrize(
+    ("text", "smoke", "says"),
+    [
+        pytest.param(
+            "experiments:\n"
+            + "".join(
+                f"  {n}: {{run: PPO, env: CartPole-v1, num_samples: 4, "
+                "config: {num_env_runners: 2}}\n"
+                for n in "ab"
+            ),
+            False,
+            "2 env runners x 4 envs; 2 trials at once",
+            id="two-experiments-share-the-machine",
+        ),
+        pytest.param(
+            exp_text("PPO", "  num_samples: 4\n"),
+            True,
+            "1 env runner x 4 envs; 2 trials at once",
+            id="smoke-runs-one-runner-and-two-trials",
+        ),
+    ],
+)
+def test_the_layout_line_and_the_bundles_line_say_one_count(write_spec, text, smoke, says):
+    """Beside another experiment, the bundles line counted trials at once on the whole machine
+    (4 of 3 CPUs on 16) where the layout line counted its part (2); under --smoke the layout
+    line said the search as written (2 runners, 4 trials at once) where --smoke runs 1 runner
+    and 2 trials."""
+    from tune_app.cli.console import plan_text
+
+    plan = make_plan(spec.load(write_spec(text)), cpus=16, smoke=smoke)
+    text = plan_text(plan)
+    for ep in plan.experiments:
+        assert says in ep.layout.line, ep.layout.line
+        bundles = f"{list(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; 2 trials at once"
+        assert bundles in text, text
+
+
 def test_other_kinds_choose_no_layout(write_spec):
     plan = plan_of(write_spec, "e:\n  run: my_func\n  config: {alpha: 1.0, beta: 1.0}\n")
     assert plan.experiments[0].layout is None and layout_lines(plan) == []

@@ -123,7 +123,7 @@ def plan_text(plan: Plan) -> str:
         if ep.env is not None:
             what += f", env {ep.env.env}"
         trials = f"{ep.trials}" if ep.trials_exact else f"up to {ep.trials}"
-        at_once = ep.at_once(plan.machine)
+        at_once = ep.at_once
         sharing = gpu_sharing(ep.bundles, at_once)
         stop = ", ".join(f"{k} >= {v:g}" for k, v in exp.stop.items())
         stop = f"{stop} (checked when a result arrives)" if stop else "none (trainable ends)"

@@ -29,7 +29,9 @@ class Layout:
     `validate` and `run`, kept in run.json, and written into the spec `best` exports."""
 
     chosen: dict[str, Any] = field(default_factory=dict)  # config keys the app set
-    line: str = ""  # one line: the layout, trials at once, the reason
+    line: str = ""  # one line: the layout, trials at once, the reason (`layout_line`)
+    why: str = ""  # the reason, in a few words
+    by_app: bool = False  # the app chose it (not RLlib's defaults kept): its idle CPUs are said
 
 
 class TrainableKind(Protocol):
@@ -148,6 +150,11 @@ class TrainableKind(Protocol):
         `trials` trials on `machine` (its part of the machine: the spec's other experiments
         run at the same time), with that layout said (RLlib's env runners and envs); the
         experiment itself and None for a kind that chooses nothing."""
+        ...
+
+    def layout_line(self, exp: Experiment, layout: Layout, at_once: int, machine: Machine) -> str:
+        """`layout` said in one line for `exp` as it runs (shrunk by `--smoke`), `at_once` of its
+        trials at the same time on `machine` (its part): the count the plan says too."""
         ...
 
     def bundles(

@@ -97,6 +97,9 @@ class KindDefaults:
     ) -> tuple[Experiment, Layout | None]:
         return exp, None
 
+    def layout_line(self, exp: Experiment, layout: Layout, at_once: int, machine: Machine) -> str:
+        return layout.line
+
     def bundles(
         self,
         exp: Experiment,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 from tune_app.envs import EnvRef
 from tune_app.errors import Collector, SpecError
@@ -19,7 +20,7 @@ from tune_app.plan import checks
 from tune_app.plan.smoke import shrink
 from tune_app.plan.types import ExperimentPlan, Plan
 from tune_app.registry import resolve
-from tune_app.resources import Machine
+from tune_app.resources import Machine, trials_at_once
 from tune_app.rundir.allowed import home_problem, local_uri_problem, root_problem
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.storage import unreachable
@@ -202,6 +203,11 @@ def _plan_experiment(
         )
     trials = warm.trials(exp, envs) if warm is not None else exp.trials(envs)
     checks.check_concurrency(exp, trials)
+    limit = min(trials, exp.max_concurrent_trials or trials)
+    # On its part of the machine, at least one: the part may be smaller than a trial that fits.
+    at_once = max(1, trials_at_once(bundles, share, limit))
+    if layout is not None:  # said for the search as it runs: --smoke's, on its part
+        layout = replace(layout, line=kind.layout_line(exp, layout, at_once, share))
     where = storage or exp.storage_path
     folder = RunLocation.for_experiment(where, exp.name, smoke=smoke)
     unwritable = (
@@ -227,6 +233,7 @@ def _plan_experiment(
         trials=trials,
         trials_exact=searcher_of(exp.search).exact_trials,
         bundles=bundles,
+        at_once=at_once,
         iterations=_iteration_bound(exp, trials, stop),
         folder=folder,
         searched=_searched(exp, env),

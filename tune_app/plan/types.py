@@ -10,7 +10,7 @@ from tune_app.envs import EnvRef
 from tune_app.eta import Plan as TrialLengths
 from tune_app.kinds import Layout
 from tune_app.registry import TrainableRef
-from tune_app.resources import Machine, trials_at_once
+from tune_app.resources import Machine
 from tune_app.rundir.location import RunLocation
 from tune_app.spec.models import Mode
 from tune_app.spec.resolved import Experiment, Spec
@@ -32,6 +32,9 @@ class ExperimentPlan:
     trials: int
     trials_exact: bool  # False for model-based searchers, which may stop early
     bundles: tuple[dict[str, float], ...]  # the trial's placement group, head bundle first
+    # Trials at once on its part of the machine (the spec's experiments run at the same time),
+    # every resource of the bundles counted, at most its trials and max_concurrent_trials.
+    at_once: int
     iterations: int | None  # bound on the iterations of all trials, when `stop` gives one
     folder: RunLocation  # where its run folder is, local or on cloud storage
     searched: tuple[str, ...]  # config paths of the searched parameters
@@ -74,12 +77,6 @@ class ExperimentPlan:
     @property
     def trial_cpus(self) -> float:
         return sum(b.get("CPU", 0.0) for b in self.bundles)
-
-    def at_once(self, machine: Machine) -> int:
-        """Trials that run at the same time on `machine`: every resource of the bundles
-        counted (`resources.trials_at_once`), at most the trials and max_concurrent_trials."""
-        limit = min(self.trials, self.experiment.max_concurrent_trials or self.trials)
-        return trials_at_once(self.bundles, machine, limit)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from tune_app.rllib.code import code_modules, load_code
 from tune_app.rllib.config import to_rllib
 from tune_app.rllib.experiment import translate_experiment
 from tune_app.rllib.keys import algorithm_keys
-from tune_app.rllib.layout import choose, fastest_fit, fragment_misfit
+from tune_app.rllib.layout import choose, fastest_fit, fragment_misfit, layout_line
 from tune_app.rllib.resources import trial_bundles
 from tune_app.rllib.tables import METRIC, SMOKE, SMOKE_AT_MOST, SMOKE_FRAGMENTS
 from tune_app.rllib.translation import check_metric, check_mutated_key
@@ -110,6 +110,9 @@ class RLlibKind(KindDefaults):
 
     def layout(self, exp: Experiment, trials: int, machine: Machine) -> tuple[Experiment, Layout]:
         return choose(exp, trials, machine)
+
+    def layout_line(self, exp: Experiment, layout: Layout, at_once: int, machine: Machine) -> str:
+        return layout_line(exp, layout, at_once, machine)
 
     def bundles(
         self,

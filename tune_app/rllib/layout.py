@@ -136,9 +136,8 @@ def choose(exp: Experiment, trials: int, machine: Machine) -> tuple[Experiment, 
     else:
         chosen, why = _fill(name, config, family, at_once(exp, trials, machine), machine.cpus)
     laid_out = replace(exp, config={**config, **chosen}) if chosen else exp
-    chose = family is not None and exp.layout != RLLIB and machine.known
-    line = _line(name, laid_out, trials, machine, why, chose)
-    return laid_out, Layout(chosen=chosen, line=line)
+    by_app = family is not None and exp.layout != RLLIB and machine.known
+    return laid_out, Layout(chosen=chosen, why=why, by_app=by_app)
 
 
 def _fill(
@@ -198,10 +197,10 @@ def fragment_misfit(name: str, config: dict[str, Any]) -> SpecError | None:
     )
 
 
-def _line(name: str, exp: Experiment, trials: int, machine: Machine, why: str, chose: bool) -> str:
+def layout_line(exp: Experiment, layout: Layout, concurrent: int, machine: Machine) -> str:
     """'PPO layout: sampling in the trial process, 8 envs; 2 trials at once (why)', with the
-    GPU sharing said, and the CPUs a layout the app `chose` leaves idle."""
-    config = exp.config
+    GPU sharing said, and the CPUs a layout the app chose leaves idle."""
+    config, name = exp.config, exp.run
     defaults = algorithm_keys(name).defaults
     runners = config.get(RUNNERS, defaults.get(RUNNERS))
     envs = config.get(ENVS, defaults.get(ENVS))
@@ -210,21 +209,16 @@ def _line(name: str, exp: Experiment, trials: int, machine: Machine, why: str, c
         where = f"sampling in the trial process, {envs_text}"
     else:
         where = f"{runners} env runner{'s' * (runners != 1)} x {envs_text}"  # any value written
-    try:
-        bundles = resources(name, config).bundles
-    except SpecError:  # a config the plan refuses: its error says why
-        bundles = ()
-    limit = min(trials, exp.max_concurrent_trials or trials)
-    # At least one: the experiment's part may be smaller than a trial that fits the machine.
-    concurrent = max(1, trials_at_once(bundles, machine, limit)) if bundles else limit
-    notes = [why]
+    bundles = resources(name, config).bundles
+    notes = [layout.why]
     sharing = gpu_sharing(bundles, concurrent)
     if sharing is not None:
         notes.append(f"{sharing}: {GPU_LEARNER_COST}")
     idle = machine.cpus - concurrent * sum(b.get("CPU", 0.0) for b in bundles)
     # Said from 2 idle CPUs: on 2 cores one PPO trial sampling in its own process (1 CPU) was
     # measured fastest, and its other CPU is no waste to report.
-    if chose and bundles and math.isfinite(idle) and idle >= 2 and concurrent == limit:
+    fewer = trials_at_once(bundles, machine, concurrent + 1) > concurrent  # than would fit
+    if layout.by_app and math.isfinite(idle) and idle >= 2 and fewer:
         notes.append(
             f"{idle:g} of {machine.cpus:g} CPUs left idle: the trials take the CPUs measured "
             "to pay; set num_env_runners or num_cpus_per_learner to give them more"
