@@ -374,3 +374,31 @@ def test_what_is_printed_after_stdout_s_reader_has_gone_is_dropped(monkeypatch):
             view.line("[e] trial b done")  # dropped, not raised
         sys.stdout.flush()
     assert sys.stdout is closed
+
+
+def test_trials_waiting_for_resources_the_plan_counted_on_are_said_once(monkeypatch):
+    """Trials held PENDING by other work on a cluster stayed so with no word on what they
+    waited for: after WAITING_S with fewer running than the plan's at once, one line says it."""
+    clock = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(progress.ray, "available_resources", lambda: {"CPU": 2.0, "GPU": 1.0})
+    lines: list[str] = []
+    progress.attach("e", SimpleNamespace(line=lines.append, snapshot=lambda snap: None))
+    group = SimpleNamespace(required_resources={"CPU": 4.0, "GPU": 1.0})
+    trials = [
+        SimpleNamespace(
+            trial_id=f"t{i}", status=s, config={}, last_result={}, placement_group_factory=group
+        )
+        for i, s in enumerate(["RUNNING", "PENDING", "PENDING"])
+    ]
+    callback = progress.ProgressCallback("e", None, None, (), at_once=3)
+    try:
+        for step in range(4):  # at 100 s, then 60 s, 120 s and 180 s on
+            callback.on_step_end(step, trials)
+            clock[0] += progress.WAITING_S
+    finally:
+        progress.attach("e", None)
+    assert lines == [
+        "[e] 2 trials waiting for {CPU: 4, GPU: 1} each, 1 of the 3 planned at once running: "
+        "Ray has {CPU: 2, GPU: 1} free (other work holds the rest)"
+    ]

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import ray
 from ray import tune
 
 from tune_app import eta, failures, objectives, scoring
@@ -36,6 +37,9 @@ SNAPSHOT_PERIOD_S = 0.5
 # often, between the lines of trials ending: a long RL trial ends minutes apart. Snapshots come
 # every SNAPSHOT_PERIOD_S, so a line is never more than 25.5 s after the last.
 PLAIN_PERIOD_S = 25.0
+# Trials waiting this long while fewer than the plan's trials at once run are said once: what
+# they wait for, and what the cluster has free (other work may hold the rest).
+WAITING_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,9 @@ class ProgressCallback(tune.Callback):
     """Takes snapshots of one experiment's trials for the view attached to its name."""
 
     plan: eta.Plan | None = None  # also a class default: one pickled before plans resumes as FIFO
+    at_once: int | None = None  # the plan's trials at once (class defaults: as `plan`)
+    _short_since: float | None = None  # since when fewer run while trials wait
+    _said_waiting = False
 
     def __init__(
         self,
@@ -97,6 +104,7 @@ class ProgressCallback(tune.Callback):
         several: tuple[Objective, ...] = (),
         constraints: tuple[Limit, ...] = (),
         plan: eta.Plan | None = None,
+        at_once: int | None = None,
     ) -> None:
         self.experiment, self.metric, self.mode = experiment, metric, mode
         self.objectives, self.constraints = several, constraints
@@ -110,6 +118,7 @@ class ProgressCallback(tune.Callback):
         self.searched = searched
         self.iterations = iterations  # the stop bound on a trial's iterations, when there is one
         self.plan = plan  # how long trials run when the scheduler stops some early; None: no stop
+        self.at_once = at_once
         self._total: int | None = None
         self._start = time.monotonic()
         self._last = 0.0
@@ -153,6 +162,27 @@ class ProgressCallback(tune.Callback):
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         self._send_due(trials)
 
+    def _say_waiting(self, trials: list) -> None:
+        """Once, trials that waited WAITING_S while fewer than the plan's at once ran: what each
+        asks for (its placement group's sum) and what Ray has free of it."""
+        waiting = [t for t in trials if t.status == "PENDING"]
+        running = sum(t.status == "RUNNING" for t in trials)
+        if self.at_once is None or not waiting or running >= self.at_once or self._said_waiting:
+            self._short_since = None
+            return
+        now = time.monotonic()
+        if self._short_since is None:
+            self._short_since = now
+        elif now - self._short_since >= WAITING_S:
+            self._said_waiting = True
+            need = waiting[0].placement_group_factory.required_resources
+            free = ray.available_resources()
+            self._line(
+                f"{counted(len(waiting), 'trial')} waiting for {_amounts(need)} each, "
+                f"{running} of the {self.at_once} planned at once running: Ray has "
+                f"{_amounts({k: free.get(k, 0.0) for k in need})} free (other work holds the rest)"
+            )
+
     def _send_due(self, trials: list) -> None:
         # A snapshot reads every trial: taken at most every SNAPSHOT_PERIOD_S, not at each
         # trial's end, or a search of thousands of short trials is quadratic in its trials.
@@ -160,6 +190,7 @@ class ProgressCallback(tune.Callback):
         if now - self._last >= SNAPSHOT_PERIOD_S:
             self._last = now
             self._send(trials)
+            self._say_waiting(trials)
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         last = flatten(trial.last_result or {}, "/")
@@ -323,6 +354,10 @@ def _params(config: dict[str, Any], searched: tuple[str, ...]) -> str:
     flat = flatten(config or {})
     shown = [f"{k}={_short(flat[k])}" for k in searched if k in flat]
     return f", {', '.join(shown)}" if shown else ""
+
+
+def _amounts(resources: dict[str, float]) -> str:
+    return "{" + ", ".join(f"{k}: {v:g}" for k, v in resources.items()) + "}"
 
 
 def _short(value: Any) -> str:

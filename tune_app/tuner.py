@@ -183,6 +183,7 @@ def _callbacks(
             several=ep.experiment.objectives,
             constraints=ep.experiment.constraints,
             plan=ep.trial_ends,
+            at_once=ep.at_once,
         )
     )
     return callbacks
