@@ -50,7 +50,12 @@ USED_INDIRECTLY = {
 }
 # Import name -> distribution, for modules not installed here (packages_distributions covers
 # the rest).
-KNOWN_DISTS = {"yaml": "pyyaml", "PIL": "pillow", "tensorboardX": "tensorboardx"}
+KNOWN_DISTS = {
+    "yaml": "pyyaml",
+    "PIL": "pillow",
+    "tensorboardX": "tensorboardx",
+    "grpc": "grpcio",
+}
 
 
 def norm(name: str) -> str:
