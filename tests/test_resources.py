@@ -262,6 +262,24 @@ def test_too_many_gpus_on_a_machine_with_gpus_is_told_what_one_node_has(
         assert word in str(err.value), err.value
 
 
+def test_experiments_beside_one_another_split_only_what_their_trials_take(cli, write_spec):
+    """A spec's experiments run at the same time, each on its part of the machine; a GPU split
+    among them all, a GPU experiment beside a CPU one (8 trials against 1) was said to run 3
+    trials at once (8/9 of the GPU), where Tune runs 4: the other takes no GPU."""
+    spec_file = write_spec(
+        "experiments:\n"
+        "  cpu_side:\n    run: my_func\n    resources_per_trial: {cpu: 2, gpu: 0}\n"
+        "    config: {alpha: 1.0, beta: 1.0}\n"
+        "  gpu_side:\n    run: my_func\n    num_samples: 8\n"
+        "    resources_per_trial: {cpu: 2, gpu: 0.25}\n    config: {alpha: 1.0, beta: 1.0}\n"
+    )
+    result = cli("validate", spec_file, "--cpus", "16", "--gpus", "1")
+    assert result.code == 0, result.err
+    assert "4 trials at once (4 trials share a GPU, 0.25 GPU each)" in result.out
+    # The CPUs: 8 parts of 9 for 8 trials of 2 CPUs (7 would fit), 1 for the other's one trial.
+    assert "2 CPUs; 1 trial at once" in result.out
+
+
 def test_validate_plans_for_another_machine(cli, write_spec):
     spec_file = write_spec(
         "e:\n  run: my_func\n  num_samples: 4\n  resources_per_trial: {cpu: 1, gpu: 0.25}\n"

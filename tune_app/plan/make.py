@@ -71,6 +71,7 @@ def make_plan(
                     rllib_checks,
                 )
             )
+    plans = _beside_one_another(plans, machine)
     with errors.check():
         _folders_apart(plans)
     with errors.check():
@@ -127,6 +128,38 @@ def _shares(experiments: tuple[Experiment, ...]) -> list[float]:
     claims = [min(e.trials(), e.max_concurrent_trials or math.inf) for e in experiments]
     total = sum(claims)
     return [c / total for c in claims]
+
+
+def _beside_one_another(plans: list[ExperimentPlan], machine: Machine) -> list[ExperimentPlan]:
+    """Each experiment's trials at once (and its layout line) beside the others', once every
+    experiment's bundles are known: a resource is split among the experiments whose trials take
+    it, in `_shares`' proportions, so one whose trials take no GPU leaves the GPUs to those that
+    do (split evenly, a GPU experiment beside a CPU one was said to run fewer trials than Tune
+    then ran)."""
+    if len(plans) < 2:
+        return plans
+    claims = _shares(tuple(ep.experiment for ep in plans))
+
+    def takes(ep: ExperimentPlan, resource: str) -> bool:
+        return any(b.get(resource, 0) > 0 for b in ep.bundles)
+
+    resources = {k for node in machine.nodes for k in node}
+    beside = []
+    for ep, claim in zip(plans, claims, strict=True):
+        users = {
+            r: sum(c for other, c in zip(plans, claims, strict=True) if takes(other, r))
+            for r in resources
+            if takes(ep, r)
+        }
+        share = machine.share({r: claim / total for r, total in users.items()})
+        limit = min(ep.trials, ep.experiment.max_concurrent_trials or ep.trials)
+        at_once = max(1, trials_at_once(ep.bundles, share, limit))
+        layout = ep.layout
+        if layout is not None:
+            line = ep.trainable.kind.layout_line(ep.experiment, layout, at_once, share)
+            layout = replace(layout, line=line)
+        beside.append(replace(ep, at_once=at_once, layout=layout))
+    return beside
 
 
 def _plan_experiment(
