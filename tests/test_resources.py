@@ -200,6 +200,25 @@ VALIDATE_REFUSALS = [
         ["1e-05 is finer than Ray counts resources: in steps of 0.0001"],
         id="simulation-cpu-finer-than-ray",
     ),
+    # The head bundle alone does not fit: its key, not the simulations beside it.
+    pytest.param(
+        "e:\n  run: es_cartpole\n  resources_per_trial: {cpu: 32}\n",
+        "e.resources_per_trial.cpu",
+        ["one trial needs 32 CPUs", "has 2 CPUs"],
+        id="simulations-beside-a-head-too-big",
+    ),
+    pytest.param(
+        "e:\n  run: es_cartpole\n  simulations: 1\n  cpu_per_simulation: 4\n",
+        "e.cpu_per_simulation",
+        ["one trial needs 4 CPUs", "has 2 CPUs"],
+        id="one-simulation-too-big",
+    ),
+    pytest.param(
+        "e:\n  run: es_cartpole\n  simulations: 3\n",
+        "e.simulations",
+        ["one trial needs 3 CPUs", "has 2 CPUs"],
+        id="too-many-simulations",
+    ),
     pytest.param(
         "e:\n  run: PPO\n  env: CartPole-v1\n  config: {num_cpus_per_env_runner: 0.00001}\n",
         "e.config.num_cpus_per_env_runner",

@@ -355,11 +355,16 @@ def sized_bundles(
     found = misfit(bundles, machine)
     if found is None:
         return bundles
+    # Said of the part that asks for what does not fit: the head bundle alone (its
+    # resources_per_trial key), one simulation's bundle, else the number of simulations.
+    head_alone = misfit((head,), machine) if any(head.values()) else None
+    one_sim = misfit(bundles[1:2], machine) if len(bundles) > 1 else None
+    found = head_alone or one_sim or found
     key, advice = _MISFIT_KEYS.get(found.resource, (found.resource, "ask for less of it"))
     if found.resource == "GPU":
         key, advice = "resources_per_trial.gpu", fewer_gpus("gpu", machine)
-    elif found.resource == "CPU" and len(bundles) > 1:
-        key = "simulations"
+    elif found.resource == "CPU" and len(bundles) > 1 and head_alone is None:
+        key = "cpu_per_simulation" if one_sim else "simulations"
     elif found.need == 0:  # nothing reserved at all
         advice = "reserve a fraction of a CPU (cpu: 0.1), or give the trial simulations"
     raise SpecError(
