@@ -68,13 +68,22 @@ MISFITS = [
         ["needs 100 GB memory", "has 16 GB memory"],
         id="memory",
     ),
-    pytest.param([{"CPU": 4}], TWO_CORES, "CPU", ["needs 4 CPUs", "has 2 CPUs"], id="cpus"),
+    pytest.param(
+        [{"CPU": 4}],
+        TWO_CORES,
+        "CPU",
+        ["needs 4 CPUs (bundles [{CPU: 4}])", "has 2 CPUs"],
+        id="cpus",
+    ),
     pytest.param([{"CPU": 0}], TWO_CORES, "CPU", ["reserves nothing", "empty head"], id="empty"),
     pytest.param(
         [{"CPU": 4}],
         CLUSTER,
         "CPU",
-        ["fits no node", "the cluster at x has 2 nodes: 3 CPUs; 3 CPUs"],
+        [
+            "the bundle {CPU: 4} of one trial fits no node",
+            "the cluster at x has 2 nodes: 3 CPUs; 3 CPUs",
+        ],
         id="no-node-holds-the-bundle",
     ),
     pytest.param(
@@ -307,8 +316,9 @@ def test_validate_plans_for_another_machine(cli, write_spec):
     result = cli("validate", spec_file, "--cpus", "16", "--gpus", "1")
     assert result.code == 0, result.err
     assert "checked against 16 CPUs, 1 GPU" in result.out
-    # 16 by CPUs alone
-    assert "4 trials at once (4 trials share a GPU, 0.25 GPU each)" in result.out
+    # 16 by CPUs alone; the bundles said as the waiting-trials line says them (progress)
+    said = "[{CPU: 1, GPU: 0.25}] per trial = 1 CPUs; 4 trials at once (4 trials share a GPU, "
+    assert said + "0.25 GPU each)" in result.out
     both = cli("validate", spec_file, "--address", "127.0.0.1:9", "--cpus", "4")
     refused(both, "--address for the cluster there: not both", "leave out --address", path="--cpus")
     with pytest.raises(SystemExit) as usage:

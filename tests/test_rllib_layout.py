@@ -14,6 +14,7 @@ from tune_app.errors import SpecError
 from tune_app.plan.describe import layout_lines
 from tune_app.plan.make import make_plan
 from tune_app.readback.best import best_spec
+from tune_app.resources import amounts
 from tune_app.rundir.records import RunRecord
 from tune_app.rundir.write import Invocation, write_run_files
 from tune_app.space import Domain
@@ -245,7 +246,7 @@ def test_the_layout_line_and_the_bundles_line_say_one_count(write_spec, text, sm
     text = plan_text(plan)
     for ep in plan.experiments:
         assert says in ep.layout.line, ep.layout.line
-        bundles = f"{list(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; 2 trials at once"
+        bundles = f"{amounts(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; 2 trials at once"
         assert bundles in text, text
 
 

@@ -25,6 +25,7 @@ from tune_app import eta, failures, objectives, scoring
 from tune_app.divergence import diverged
 from tune_app.failures import TrialFiles, failure_line
 from tune_app.objectives import Limit, Objective
+from tune_app.resources import amounts
 from tune_app.rundir import pareto
 from tune_app.rundir.layout import flatten
 from tune_app.rundir.location import RunLocation
@@ -178,9 +179,9 @@ class ProgressCallback(tune.Callback):
             need = waiting[0].placement_group_factory.required_resources
             free = ray.available_resources()
             self._line(
-                f"{counted(len(waiting), 'trial')} waiting for {_amounts(need)} each, "
+                f"{counted(len(waiting), 'trial')} waiting for {amounts(need)} each, "
                 f"{running} of the {self.at_once} planned at once running: Ray has "
-                f"{_amounts({k: free.get(k, 0.0) for k in need})} free (other work holds the rest)"
+                f"{amounts({k: free.get(k, 0.0) for k in need})} free (other work holds the rest)"
             )
 
     def _send_due(self, trials: list) -> None:
@@ -354,10 +355,6 @@ def _params(config: dict[str, Any], searched: tuple[str, ...]) -> str:
     flat = flatten(config or {})
     shown = [f"{k}={_short(flat[k])}" for k in searched if k in flat]
     return f", {', '.join(shown)}" if shown else ""
-
-
-def _amounts(resources: dict[str, float]) -> str:
-    return "{" + ", ".join(f"{k}: {v:g}" for k, v in resources.items()) + "}"
 
 
 def _short(value: Any) -> str:

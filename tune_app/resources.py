@@ -1,7 +1,7 @@
 """What a machine or a cluster holds, and the one count of what fits on it: how many trials of
 given bundles run at once, counting every resource of every bundle (CPU, GPU, memory, custom)
-against each node's totals, and why a trial that can never run does not fit; and the address of
-the cluster a run joins, with where it was given.
+against each node's totals, and why a trial that can never run does not fit; how every line says
+a bundle (`amounts`); and the address of the cluster a run joins, with where it was given.
 
 The plan's lines, the RLlib layout policy and the fit errors all ask `trials_at_once` and
 `misfit`; nothing else divides CPUs by CPUs. Ray-free: the local machine is read from the OS as
@@ -161,6 +161,14 @@ def local_memory() -> float | None:
     return None
 
 
+def amounts(resources: Bundle | Sequence[Bundle]) -> str:
+    """Resources as every line and message says them: '{CPU: 4, GPU: 0.25}' (Ray's names),
+    a trial's bundles as a list of those."""
+    if isinstance(resources, Mapping):
+        return "{" + ", ".join(f"{k}: {float(v):g}" for k, v in resources.items()) + "}"
+    return "[" + ", ".join(amounts(b) for b in resources) + "]"
+
+
 def _units(value: float) -> int:
     return round(float(value) * _UNIT)
 
@@ -239,7 +247,7 @@ def misfit(bundles: Sequence[Bundle], machine: Machine) -> Misfit | None:
     for b in bundles:
         for k, v in b.items():
             need[k] = need.get(k, 0.0) + float(v)
-    listed = f"(bundles {[dict(b) for b in bundles]})"
+    listed = f"(bundles {amounts(bundles)})"
     for k, v in sorted(need.items(), key=lambda kv: kv[0] != "CPU"):
         have = machine.total(k)
         if _units(v) > _units(have):
@@ -260,14 +268,14 @@ def misfit(bundles: Sequence[Bundle], machine: Machine) -> Misfit | None:
                     k,
                     float(v),
                     biggest,
-                    f"the bundle {dict(b)} of one trial fits no node: "
+                    f"the bundle {amounts(b)} of one trial fits no node: "
                     f"{machine.name} has {machine.describe()}",
                 )
     return Misfit(
         "CPU",
         need.get("CPU", 0.0),
         machine.cpus,
-        f"one trial's bundles {[dict(b) for b in bundles]} cannot be placed together on "
+        f"one trial's bundles {amounts(bundles)} cannot be placed together on "
         f"{machine.name}: {machine.describe()}",
     )
 

@@ -14,7 +14,7 @@ from tune_app.plan.describe import describe_scheduler, describe_search
 from tune_app.plan.types import Plan
 from tune_app.ray_internals.buffering import WINDOW_S
 from tune_app.readback import front
-from tune_app.resources import gpu_sharing
+from tune_app.resources import amounts, gpu_sharing
 from tune_app.rundir import noise, rungs
 from tune_app.space import value_at
 from tune_app.words import counted
@@ -153,7 +153,7 @@ def plan_text(plan: Plan) -> str:
             ("time", _time_limits(exp)),
             (
                 "bundles",
-                f"{list(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; "
+                f"{amounts(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; "
                 f"{counted(at_once, 'trial')} at once" + (f" ({sharing})" if sharing else ""),
             ),
             ("iterations", f"at most {ep.iterations} in all" if ep.iterations else "not bounded"),
