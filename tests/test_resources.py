@@ -308,6 +308,22 @@ def test_experiments_beside_one_another_split_only_what_their_trials_take(cli, w
     assert "2 CPUs; 1 trial at once" in result.out
 
 
+def test_the_layout_beside_another_experiment_is_chosen_on_the_part_it_counts_on(write_spec):
+    """A GPU-learner PPO beside a CPU experiment (2 trials each, 8 CPUs, 1 GPU): its layout was
+    chosen on half of every resource (0.5 GPU: 1 trial at once, 4 CPUs a trial: 2 env runners,
+    so 1 trial fit), where the GPU is all its own (2 trials at once, 2 CPUs each: sampling in
+    the trial process, both fit)."""
+    text = (
+        "experiments:\n"
+        "  cpu_side: {run: my_func, num_samples: 2, config: {alpha: 1.0, beta: 1.0}}\n"
+        "  ppo: {run: PPO, env: CartPole-v1, num_samples: 2, config: {num_gpus_per_learner: 0.5}}\n"
+    )
+    machine = Machine(nodes=({"CPU": 8.0, "GPU": 1.0},))
+    _, ppo = _plan(write_spec, text, machine).experiments
+    assert ppo.layout.chosen == {"num_env_runners": 0, "num_envs_per_env_runner": 8}
+    assert ppo.at_once == 2 and "; 2 trials at once (" in ppo.layout.line, ppo.layout.line
+
+
 def test_validate_plans_for_another_machine(cli, write_spec):
     spec_file = write_spec(
         "e:\n  run: my_func\n  num_samples: 4\n  resources_per_trial: {cpu: 1, gpu: 0.25}\n"

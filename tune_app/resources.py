@@ -76,14 +76,12 @@ class Machine:
     def unknown(cls, name: str = "the cluster") -> Machine:
         return cls(nodes=(), name=name)
 
-    def share(self, fraction: float | Mapping[str, float]) -> Machine:
-        """The part of each node one of several experiments running at once plans for: the
-        same `fraction` of every resource, or a fraction per resource (1 for one not named)."""
-
-        def part(resource: str) -> float:
-            return fraction.get(resource, 1.0) if isinstance(fraction, Mapping) else fraction
-
-        nodes = tuple({k: float(v) * part(k) for k, v in n.items()} for n in self.nodes)
+    def share(self, fraction: Mapping[str, float]) -> Machine:
+        """The part of each node one of several experiments running at once plans for: a
+        fraction per resource (1 for one not named)."""
+        nodes = tuple(
+            {k: float(v) * fraction.get(k, 1.0) for k, v in n.items()} for n in self.nodes
+        )
         return replace(self, nodes=nodes)
 
     @property

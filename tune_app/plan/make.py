@@ -7,9 +7,10 @@ each experiment are in `tune_app.plan.checks`.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from tune_app.envs import EnvRef
 from tune_app.errors import Collector, SpecError
@@ -19,7 +20,7 @@ from tune_app.methods import mutated_paths, scheduler_of, searcher_of
 from tune_app.plan import checks
 from tune_app.plan.smoke import shrink
 from tune_app.plan.types import ExperimentPlan, Plan
-from tune_app.registry import resolve
+from tune_app.registry import TrainableRef, resolve
 from tune_app.resources import Machine, trials_at_once
 from tune_app.rundir.allowed import home_problem, local_uri_problem, root_problem
 from tune_app.rundir.location import RunLocation
@@ -56,22 +57,16 @@ def make_plan(
         machine = Machine.local(cpus, gpus) if known else Machine.unknown()
     warnings: list[str] = list(spec.warnings)
     errors = Collector()
+    drafts = []
+    for exp in spec.experiments:
+        with errors.check():
+            drafts.append(_draft(exp, spec, machine, warnings))
     plans = []
-    for exp, share in zip(spec.experiments, _shares(spec.experiments), strict=True):
+    for draft, part in zip(drafts, _parts(drafts, machine), strict=True):
         with errors.check():
             plans.append(
-                _plan_experiment(
-                    exp,
-                    spec,
-                    machine,
-                    machine.share(share),
-                    storage_path,
-                    warnings,
-                    smoke,
-                    rllib_checks,
-                )
+                _plan_experiment(draft, machine, part, storage_path, warnings, smoke, rllib_checks)
             )
-    plans = _beside_one_another(plans, machine)
     with errors.check():
         _folders_apart(plans)
     with errors.check():
@@ -121,57 +116,22 @@ def _folders_apart(plans: list[ExperimentPlan]) -> None:
             )
 
 
-def _shares(experiments: tuple[Experiment, ...]) -> list[float]:
-    """The part of the machine each experiment's layout plans for: a spec's experiments run at
-    once on one machine, so each gets a part in proportion to the trials it can run at once
-    (its trials as written, an env grid included, under its max_concurrent_trials)."""
-    claims = [min(e.trials(), e.max_concurrent_trials or math.inf) for e in experiments]
-    total = sum(claims)
-    return [c / total for c in claims]
+@dataclass(frozen=True)
+class _Draft:
+    """An experiment resolved and translated, before its part of the machine is known: the
+    resources its trials take decide that part, and its layout is chosen on it."""
+
+    exp: Experiment  # translated
+    written: Experiment  # as the spec wrote it
+    ref: TrainableRef
+    env: EnvRef | None
+    failed: SpecError | None  # a config that cannot be translated (in `errors` too)
+    errors: Collector  # its problems so far, said with the plan's others
+    takes: frozenset[str]  # the resources a trial of it takes
 
 
-def _beside_one_another(plans: list[ExperimentPlan], machine: Machine) -> list[ExperimentPlan]:
-    """Each experiment's trials at once (and its layout line) beside the others', once every
-    experiment's bundles are known: a resource is split among the experiments whose trials take
-    it, in `_shares`' proportions, so one whose trials take no GPU leaves the GPUs to those that
-    do (split evenly, a GPU experiment beside a CPU one was said to run fewer trials than Tune
-    then ran)."""
-    if len(plans) < 2:
-        return plans
-    claims = _shares(tuple(ep.experiment for ep in plans))
-
-    def takes(ep: ExperimentPlan, resource: str) -> bool:
-        return any(b.get(resource, 0) > 0 for b in ep.bundles)
-
-    resources = {k for node in machine.nodes for k in node}
-    beside = []
-    for ep, claim in zip(plans, claims, strict=True):
-        users = {
-            r: sum(c for other, c in zip(plans, claims, strict=True) if takes(other, r))
-            for r in resources
-            if takes(ep, r)
-        }
-        share = machine.share({r: claim / total for r, total in users.items()})
-        limit = min(ep.trials, ep.experiment.max_concurrent_trials or ep.trials)
-        at_once = max(1, trials_at_once(ep.bundles, share, limit))
-        layout = ep.layout
-        if layout is not None:
-            line = ep.trainable.kind.layout_line(ep.experiment, layout, at_once, share)
-            layout = replace(layout, line=line)
-        beside.append(replace(ep, at_once=at_once, layout=layout))
-    return beside
-
-
-def _plan_experiment(
-    exp: Experiment,
-    spec: Spec,
-    machine: Machine,
-    share: Machine,
-    storage: str | None,
-    warnings: list[str],
-    smoke: bool,
-    rllib_checks: bool,
-) -> ExperimentPlan:
+def _draft(exp: Experiment, spec: Spec, machine: Machine, warnings: list[str]) -> _Draft:
+    """`exp` resolved, its env checked, its config translated, and what its trials take."""
     try:
         ref = resolve(exp.run, spec.file.parent)
     except SpecError as err:
@@ -181,14 +141,49 @@ def _plan_experiment(
     env = None
     with errors.check():
         env = kind.env(exp, spec.file.parent, warnings)
-    written = exp
-    exp, failed = kind.translate(exp, warnings, env)
+    translated, failed = kind.translate(exp, warnings, env)
+    errors.errors += [failed] if failed is not None else []
+    # Sized before its layout, fit unchecked: a layout chooses how much of a resource, not which.
+    takes = frozenset(k for node in machine.nodes for k in node)  # unsized: any of them
+    with contextlib.suppress(SpecError):  # refused, and said, once its layout is chosen
+        if failed is None:
+            sized = kind.bundles(translated, exp, env, Machine.unknown(), False)
+            takes = frozenset(k for b in sized for k, v in b.items() if v > 0)
+    return _Draft(translated, exp, ref, env, failed, errors, takes)
+
+
+def _parts(drafts: list[_Draft], machine: Machine) -> list[Machine]:
+    """The part of the machine each experiment's layout and trials at once are planned for: a
+    spec's experiments run at the same time, so each resource is split among the experiments
+    whose trials take it, in proportion to the trials each can run at once (its trials as
+    written, an env grid included, under its max_concurrent_trials). One whose trials take no
+    GPU leaves the GPUs to those that do (split evenly, a GPU experiment beside a CPU one was said
+    to run fewer trials than Tune then ran); a spec of one experiment plans for the machine."""
+    claims = [min(d.written.trials(), d.written.max_concurrent_trials or math.inf) for d in drafts]
+    parts = []
+    for d, claim in zip(drafts, claims, strict=True):
+        users = {
+            r: sum(c for o, c in zip(drafts, claims, strict=True) if r in o.takes) for r in d.takes
+        }
+        parts.append(machine.share({r: claim / total for r, total in users.items()}))
+    return parts
+
+
+def _plan_experiment(
+    draft: _Draft,
+    machine: Machine,
+    share: Machine,
+    storage: str | None,
+    warnings: list[str],
+    smoke: bool,
+    rllib_checks: bool,
+) -> ExperimentPlan:
+    exp, ref, env, failed, errors = draft.exp, draft.ref, draft.env, draft.failed, draft.errors
+    kind = ref.kind
     envs = len(env.grid) if env is not None and env.grid else 1
     trials = exp.trials(envs)
     layout = None
-    if failed is not None:
-        errors.errors.append(failed)
-    else:  # chosen for the search as written: --smoke then shrinks it like any config
+    if failed is None:  # chosen for the search as written: --smoke then shrinks it like any config
         exp, layout = kind.layout(exp, trials, share)
     # The warm start is checked against the space as written, not --smoke's, and the keys
     # against every expect bound (--smoke puts its own in place of the others).
@@ -219,7 +214,7 @@ def _plan_experiment(
     bundles: tuple[dict[str, float], ...] = ()
     with errors.check():
         if failed is None:  # an untranslated config cannot be sized
-            bundles = kind.bundles(exp, written, env, machine, rllib_checks)
+            bundles = kind.bundles(exp, draft.written, env, machine, rllib_checks)
     errors.raise_any()
     checks.warn_unwatched_time(exp, warnings)
     checks.warn_no_metric(exp, metric, warnings)
