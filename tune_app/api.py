@@ -8,37 +8,59 @@ starts; a failed trial is not an exception but shows in the result (`passed`, `e
 write of the run's files that failed (a full disk) stops the run as Ctrl-C does and raises
 `StorageError`, which says how to resume it and carries the result so far (`result`); Tune's own
 loop failing, or its Ray head lost, raises `TuneFailure` the same way.
+
+The rest of the API is given out here from where it is done: `validate` (`plan.validate`), and
+`read`, `load`, `compare` and `best_checkpoint` (`readback.loading`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import threading
-import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tune_app.command import resume_command
 from tune_app.errors import RunStopped, SpecError, TuneAppError
-from tune_app.spec.loading import DICT_SPEC, mapping_text
+from tune_app.plan.validate import SpecSource, plan_of, validate
+from tune_app.readback.loading import (
+    BestCheckpoint,
+    PartlyRead,
+    best_checkpoint,
+    compare,
+    load,
+    read,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from tune_app.expect import Outcome
     from tune_app.plan.types import Plan
-    from tune_app.readback.comparing import Comparison
-    from tune_app.resources import ClusterAddress
-    from tune_app.rundir.read import ExperimentResults
     from tune_app.rundir.records import RunSummary, TrialOutcome
     from tune_app.runner import RunOptions
     from tune_app.spec import Spec
 
-SpecSource = str | os.PathLike[str] | Mapping[str, Any]
+__all__ = [
+    "BestCheckpoint",
+    "Interrupted",
+    "NeverReported",
+    "PartlyRead",
+    "RunInProgress",
+    "RunResult",
+    "best_checkpoint",
+    "compare",
+    "load",
+    "read",
+    "resume",
+    "resume_command",
+    "run",
+    "validate",
+]
+
 PYTHON_API = ("<python api>",)  # the command run.json keeps for a run started from Python
 
 
@@ -169,75 +191,6 @@ def _named(spec: SpecSource | Spec) -> str:
     return f"the run of {os.fspath(file)}" if file is not None else "a run of a spec mapping"
 
 
-def validate(
-    spec: SpecSource | Spec,
-    *,
-    smoke: bool = False,
-    storage_path: str | os.PathLike[str] | None = None,
-    rllib_checks: bool = False,
-    cpus: float | None = None,
-    gpus: float | None = None,
-    address: str | None = None,
-) -> Plan:
-    """The checked plan of a spec (a file, a mapping as the YAML would hold it, or a loaded
-    `Spec`): what `tune_app validate` prints. (`tune_app.plan` makes it.)
-
-    Planned for this machine; for one of `cpus` CPUs and `gpus` GPUs (a machine one does not
-    have); or, with `address`, for the running cluster there, whose nodes are read by joining
-    it for a moment (no trial is started). Ray-free unless `address` is given; the spec is
-    checked before the cluster is joined. `address` with `cpus` or `gpus` is refused: each names
-    the machine planned for."""
-    from tune_app.resources import ClusterAddress
-
-    if address is not None and (cpus is not None or gpus is not None):
-        given = "--cpus" if cpus is not None else "--gpus"
-        raise SpecError(
-            "plans for a machine of that size, and --address for the cluster there: not both",
-            path=given,
-            suggestion="leave out --address to plan for the size given, or --cpus and --gpus to "
-            "plan for the cluster's nodes",
-        )
-    cluster = None if address is None else ClusterAddress(address)
-    return _plan(
-        spec, smoke, storage_path, rllib_checks=rllib_checks, cpus=cpus, gpus=gpus, cluster=cluster
-    )
-
-
-def _plan(
-    spec: SpecSource | Spec,
-    smoke: bool,
-    storage_path: str | os.PathLike[str] | None,
-    *,
-    rllib_checks: bool,
-    cluster: ClusterAddress | None,
-    cpus: float | None = None,
-    gpus: float | None = None,
-) -> Plan:
-    """`validate`'s plan, for the cluster at `cluster` (its errors name where that was given)."""
-    from tune_app.plan.make import make_plan
-    from tune_app.resources import Machine
-
-    loaded = _load(spec)
-    where = None if storage_path is None else str(storage_path)
-    machine: Machine | None = None
-    if cluster is not None:
-        # First against a cluster not yet known: a bad spec never joins it.
-        make_plan(loaded, machine=Machine.unknown(), storage_path=where, smoke=smoke)
-        from tune_app.cluster import machine_at  # imports Ray
-
-        try:
-            machine = machine_at(cluster)
-        except SpecError as err:
-            raise err.with_file(str(loaded.file)) from None
-    elif cpus is not None and not math.isfinite(cpus):
-        machine = Machine.unknown()
-    elif cpus is not None or gpus is not None:
-        machine = Machine.planned(cpus, gpus)
-    return make_plan(
-        loaded, machine=machine, storage_path=where, smoke=smoke, rllib_checks=rllib_checks
-    )
-
-
 def run(
     spec: SpecSource | Spec,
     *,
@@ -265,7 +218,7 @@ def run(
         from tune_app.resources import ClusterAddress
 
         cluster = ClusterAddress.of(address)
-        plan = _plan(spec, smoke, storage_path, rllib_checks=True, cluster=cluster)
+        plan = plan_of(spec, smoke, storage_path, rllib_checks=True, cluster=cluster)
         from tune_app.rundir.location import RunLocation
 
         # A folder an earlier run wrote is kept: this run writes `<name>_<n>` beside it.
@@ -365,135 +318,3 @@ def _check_junit(junit: str | os.PathLike[str] | None) -> None:
     problem = output_problem(Path(junit), (".xml",)) if junit is not None else None
     if problem is not None:
         raise SpecError(problem, path="--junit", suggestion="name a new file ending in .xml")
-
-
-def read(*folders: str | os.PathLike[str]) -> list[ExperimentResults]:
-    """Every experiment in `folders` (experiment folders, storage folders or cloud URIs), read
-    from their files alone, as `analyze` reads them."""
-    from tune_app.rundir.read import load as load_runs
-
-    return [exp for folder in folders for exp in load_runs(os.fspath(folder))]
-
-
-def load(*folders: str | os.PathLike[str], top: int | None = None) -> pd.DataFrame:
-    """A run's trials as a DataFrame, a row each, ranked best first within each experiment as
-    `analyze` ranks them: experiment, run (the run read), metric, trial_id, status,
-    `config/<path>` of each searched
-    parameter, iterations, score, best, last, time_total_s, failures, stopped_early, cause,
-    error, folder. Raises `SpecError` for a folder that holds no tune_app run (saying what it
-    holds: a plain Ray Tune experiment, a run stopped before it began), and warns (`PartlyRead`)
-    for each file of a run that could not be read in full."""
-    import pandas as pd
-
-    from tune_app.readback.analyze import trial_rows
-
-    experiments = read(*folders)
-    for exp in experiments:
-        for problem in exp.problems:  # analyze prints them as `skipped:` lines
-            warnings.warn(f"{exp.where}: {problem}", PartlyRead, stacklevel=2)
-    return pd.DataFrame(trial_rows(experiments, top))
-
-
-class PartlyRead(UserWarning):
-    """A file of a run `load` read could not be read in full (a killed run's torn line, a file
-    cut short): its rows hold what could be read. A folder that holds no tune_app run at all is
-    refused (`SpecError`), as `analyze` refuses it and as Ray Tune's `ExperimentAnalysis`
-    refuses a folder without its experiment state."""
-
-
-def compare(
-    *runs: str | os.PathLike[str], html: str | os.PathLike[str] | None = None
-) -> Comparison:
-    """Several runs of one metric and mode compared, as `tune_app compare` prints them: each
-    run's best with an interval, its best-so-far staircase against trials, iterations and wall
-    time, and where runs have seeds (or several runs share a spec) the probability that one
-    method beats another (`tune_app.readback.compare_runs`). Each of `runs` is read as `analyze`
-    reads it (a folder of several runs: its newest that ran trials). With `html`, the page is
-    written there too. Raises `SpecError` for fewer than two runs or runs of different metrics
-    or modes."""
-    from tune_app.readback import compare_page, compare_runs
-
-    found = compare_runs.compare([os.fspath(r) for r in runs])
-    if html is not None:
-        found = replace(found, page=str(compare_page.write(found, os.fspath(html))))
-    return found
-
-
-@dataclass(frozen=True)
-class BestCheckpoint:
-    """The best trial's newest checkpoint: its folder, and the trial it came from."""
-
-    experiment: str
-    trial_id: str
-    path: Path  # the checkpoint's folder: the files the trainable's save_checkpoint wrote
-    config: dict[str, Any]  # the trial's config, to rebuild the model the weights fit
-    score: float | None  # the trial's score (the experiment's metric, mode and scope)
-
-
-def best_checkpoint(folder: str | os.PathLike[str], pick: str | None = None) -> BestCheckpoint:
-    """The newest checkpoint of the best trial of the run in `folder` (an experiment's folder,
-    or a storage folder holding one experiment), the trial `analyze` and `best` call best. For
-    a search of several objectives, which has a front and no one best, `pick` names the point
-    of its front, as `best --pick` does: an objective (the front's best on it) or a trial id.
-
-    Raises `SpecError` when the folder holds several experiments, no trial has a score, a
-    search of several objectives is given no `pick` (or one metric is given one), or the
-    trial kept no checkpoint."""
-    from tune_app.command import APP
-    from tune_app.readback import front
-    from tune_app.rundir.read import KEEP_A_CHECKPOINT
-
-    found = read(folder)
-    if len(found) != 1:
-        names = ", ".join(e.name for e in found)
-        raise SpecError(
-            f"{os.fspath(folder)} holds {len(found)} experiments ({names}), not one",
-            suggestion="pass the folder of one experiment",
-        )
-    exp = found[0]
-    several = front.several(exp.summary)
-    if several and pick is None:
-        objectives = ", ".join(o.name for o in exp.summary.objectives)
-        raise SpecError(
-            f"{exp.where}: experiment '{exp.name}' searched several objectives ({objectives}): "
-            "its answer is a Pareto front, not one best trial",
-            path="pick",
-            suggestion="pass pick= an objective (the front's best on it) or a trial id of "
-            f"the front (`{APP} analyze {exp.where}` shows it)",
-        )
-    if not several and pick is not None:
-        raise SpecError(
-            f"pick names a point of a Pareto front, and experiment '{exp.name}' optimised one "
-            f"metric ({exp.metric or 'none'})",
-            path="pick",
-            suggestion="leave pick out: the best trial is given",
-        )
-    chosen = front.chosen(exp.summary, pick) if pick is not None else [exp.best_trial]
-    best = chosen[0] if chosen else None
-    if best is None:
-        raise SpecError(
-            f"{exp.where}: no trial of experiment '{exp.name}' has a score"
-            + (" on every objective within its constraints" if several else ""),
-            suggestion=f"see `{APP} analyze {exp.where}` for what each trial reported",
-        )
-    path = exp.checkpoint(best)
-    if path is None:
-        raise SpecError(
-            f"{exp.where}: the {'chosen' if several else 'best'} trial {best.trial_id} kept no "
-            "checkpoint"
-            + (" here (a run on cloud storage: copy its trial folder)" if exp.on_cloud else ""),
-            suggestion=KEEP_A_CHECKPOINT,
-        )
-    return BestCheckpoint(exp.name, best.trial_id, path, dict(best.config), best.score)
-
-
-def _load(source: SpecSource | Spec) -> Spec:
-    from tune_app.spec import Spec
-    from tune_app.spec import resolve as specs
-
-    if isinstance(source, Spec):
-        return source
-    if isinstance(source, Mapping):
-        # The same path as a file: errors name the mapping, the run keeps its text as spec.yaml.
-        return specs.loads(mapping_text(dict(source)), Path(DICT_SPEC))
-    return specs.load(os.fspath(source))

@@ -2,4 +2,5 @@
 spec, and `evaluate`'s), `report` (the HTML page, its figures in `plots`), `front` (several
 objectives' Pareto front), `importance` (which parameters matter), `compare_runs`,
 `comparing` and `compare_page` (runs side by side, `compare`: judged, found and printed,
-drawn). Each reads a run folder through `tune_app.rundir` and imports no Ray."""
+drawn), `loading` (the Python API's readers: `read`, `load`, `compare`, `best_checkpoint`).
+Each reads a run folder through `tune_app.rundir` and imports no Ray."""
