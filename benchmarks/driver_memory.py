@@ -62,8 +62,9 @@ def grown(trials: int, folder: Path, frames: int) -> collections.Counter[str]:
     for stat in after.compare_to(before, "traceback"):
         ours = [f for f in stat.traceback if any(p in f.filename for p in OURS)]
         where = "Tune"
-        # The innermost app frame in runner.py is its call of Tuner.fit: what Tune does within.
-        if ours and not ours[-1].filename.endswith("tune_app/runner.py"):
+        # The innermost app frame in runner/experiment.py is its call of Tuner.fit: what Tune does
+        # within.
+        if ours and not ours[-1].filename.endswith("tune_app/runner/experiment.py"):
             where = f"{Path(ours[-1].filename).relative_to(ROOT)}:{ours[-1].lineno}"
         by[where] += stat.size_diff
     return by

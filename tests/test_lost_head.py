@@ -139,7 +139,7 @@ def test_a_trial_failing_with_the_head_in_an_experiments_own_driver_ends_it_unre
     # watched: the failure was recorded and the run ended as a failed search (exit 1).
     import ray
 
-    from tune_app import runner
+    from tune_app.runner import drivers
 
     server = socket.create_server(("127.0.0.1", 0))
     address = f"127.0.0.1:{server.getsockname()[1]}"
@@ -153,9 +153,9 @@ def test_a_trial_failing_with_the_head_in_an_experiments_own_driver_ends_it_unre
     log = JsonlResults(RunLocation(tmp_path), "e")
     trial = SimpleNamespace(trial_id="a", last_result={}, run_metadata=SimpleNamespace())
     trial.run_metadata.num_failures = 1
-    monkeypatch.setattr(runner, "run_experiment", lambda *_: log.on_trial_error(0, [], trial))
+    monkeypatch.setattr(drivers, "run_experiment", lambda *_: log.on_trial_error(0, [], trial))
     with pytest.raises(SystemExit) as ended:
-        runner.ExperimentDriver().run(*[None] * 4)  # type: ignore[arg-type]
+        drivers.ExperimentDriver().run(*[None] * 4)  # type: ignore[arg-type]
     assert ended.value.code == 75  # for the run's driver to end the run
     assert not (tmp_path / "finished.jsonl").exists()
 

@@ -569,7 +569,7 @@ experiments:
 def test_a_trainable_is_named_per_experiment_for_tunes_registry(trainable):
     from ray import tune
 
-    from tune_app.runner import _per_experiment
+    from tune_app.runner.experiment import _per_experiment
 
     def train(config):
         return {"score": config["x"]}
@@ -612,7 +612,7 @@ def test_a_run_refused_before_any_trial_reported_leaves_no_folder(tmp_path, file
     from types import SimpleNamespace
 
     from tune_app.rundir.location import RunLocation
-    from tune_app.runner import _nothing_ran
+    from tune_app.runner.experiment import _nothing_ran
 
     folder = RunLocation(tmp_path / "e")
     folder.create()

@@ -16,7 +16,7 @@ from tests.conftest import ROOT, results_of
 from tune_app.callbacks import JsonlResults
 from tune_app.ray_internals import uploads
 from tune_app.rundir.location import RunLocation
-from tune_app.runner import DRIVER_BYTES, MAX_DRIVERS_ENV, driver_slots
+from tune_app.runner.drivers import DRIVER_BYTES, MAX_DRIVERS_ENV, driver_slots
 
 GB = 2**30
 

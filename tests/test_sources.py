@@ -53,7 +53,7 @@ def test_a_state_another_app_version_wrote_is_refused_in_one_line(
 ):
     from ray import tune
 
-    from tune_app.runner import _restore
+    from tune_app.runner.experiment import _restore
     from tune_app.sources import app_fingerprint
 
     user_module("quadratic.py", tmp_path)

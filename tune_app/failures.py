@@ -205,7 +205,7 @@ def _creation_error(text: str) -> Failure | None:
 # Tune's classes around a trainable, named as the actor Ray created: `tune.with_resources` (which
 # the app gives every trial) and a function trainable's. The user's class is in the actor's repr.
 _WRAPPERS = {"ResourceTrainable", "ImplicitFunc", "FunctionTrainable", "Trainable"}
-# The runner names each experiment's trainable `<name>_<6 hex digits>` (`runner._tag`).
+# The runner names each experiment's trainable `<name>_<6 hex digits>` (`runner.experiment._tag`).
 _EXPERIMENT_TAG = re.compile(r"_[0-9a-f]{6}$")
 
 
