@@ -21,7 +21,7 @@ from benchmarks.common import PYTHON, ROOT, measure, read_results
 
 # The app's command line, with the patch replaced by a context that does nothing.
 WITHOUT = (
-    "import contextlib, sys; import tune_app.runner as r; "
+    "import contextlib, sys; import tune_app.ray_internals.startup as r; "
     "r.trials_on_prestarted_workers = contextlib.nullcontext; "
     "from tune_app.cli import main; sys.exit(main())"
 )

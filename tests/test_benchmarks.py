@@ -407,3 +407,16 @@ def test_the_end_rates_are_of_the_first_and_last_thousand_ends() -> None:
     assert first == pytest.approx(10.0) and last == pytest.approx(5.0)
     few = [float(i) for i in range(50)]  # a tenth of them: 5 ends
     assert end_rates(few) == pytest.approx((1.0, 1.0))
+
+
+def test_the_prestarted_side_without_the_patch_replaces_it_where_a_fit_finds_it():
+    """Replacing a name the app no longer reads measured the patch against itself."""
+    import re
+
+    from benchmarks.prestarted import WITHOUT
+    from tests.conftest import ROOT
+
+    module = re.search(r"import (\S+) as r;", WITHOUT)
+    assert module is not None
+    source = ROOT.joinpath(*module[1].split(".")).with_suffix(".py")
+    assert "def trials_on_prestarted_workers(" in source.read_text()
