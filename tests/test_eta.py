@@ -17,6 +17,7 @@ from tune_app.methods import (
     MedianOptions,
     PbtOptions,
 )
+from tune_app.progress.view import describe
 
 
 def _trial(trial_id: str, status: str, iterations: int) -> SimpleNamespace:
@@ -93,7 +94,7 @@ def test_asha_eta_counts_the_plans_iterations_not_every_trial_to_max_t():
     # every trial run to max_t.
     assert 200 * ASHA_MEAN <= done + left <= 1.1 * 200 * ASHA_MEAN
     assert snap.remaining_s < snap.elapsed_s * (200 * 81 - done) / done / 10
-    line = progress.describe(snap)
+    line = describe(snap)
     assert f"~{eta.clock(snap.remaining_s)} left" in line
     assert eta.UNKNOWN not in line
 
@@ -136,10 +137,10 @@ def test_without_a_plan_in_iterations_the_eta_is_unknown(options):
     callback.setup(total_num_samples=10)
     snap = callback.snapshot([_trial("a", "TERMINATED", 2), _trial("b", "RUNNING", 1)])
     assert snap.remaining_s is None and snap.unknown_eta
-    line = progress.describe(snap)
+    line = describe(snap)
     assert line.endswith(eta.UNKNOWN) and " left" not in line
     callback.setup(total_num_samples=2)
-    done = progress.describe(callback.snapshot([_trial(str(i), "TERMINATED", 1) for i in "ab"]))
+    done = describe(callback.snapshot([_trial(str(i), "TERMINATED", 1) for i in "ab"]))
     assert eta.UNKNOWN not in done  # nothing left: nothing to estimate
 
 

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from tune_app import progress
+from tune_app.progress.view import View, describe
 
 from .conftest import user_module
 
@@ -40,7 +41,7 @@ def test_a_snapshot_counts_trials_and_keeps_the_best_so_far():
     assert snap.best == 0.2 and snap.best_params == "lr=0.3, model.width=16"
     # 2.5 of 6 trials' work done: the rest takes 3.5 / 2.5 of the time so far.
     assert snap.remaining_s == pytest.approx(snap.elapsed_s * 3.5 / 2.5)
-    line = progress.describe(snap)
+    line = describe(snap)
     assert line.startswith("1/6 done, 2 running, 2 pending, 1 errored; best loss = 0.2")
     only_failed = callback.snapshot(trials[1:2])  # when nothing else scored, the failed one
     assert only_failed.best == 0.1
@@ -51,7 +52,7 @@ def test_the_live_view_redraws_one_line_per_experiment():
 
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=120)
-    with progress.View(live=True, console=console) as view:
+    with View(live=True, console=console) as view:
         # A trial's text is shown as written: `[/]` as rich's markup ended the run.
         view.snapshot(
             progress.Snapshot("a", done=1, total=4, metric="m", best=2.0, best_params="x=[/]a[b]")
@@ -193,7 +194,7 @@ def _imports(line: str, module: str) -> bool:
 
 def test_a_log_that_is_no_terminal_gets_where_things_stand_at_least_every_30_s(capsys):
     now = [0.0]
-    view = progress.View(live=False, clock=lambda: now[0])
+    view = View(live=False, clock=lambda: now[0])
     snap = progress.Snapshot(
         "ppo", done=1, running=2, pending=3, total=6, metric="m", best=1.5, best_params="lr=0.1",
         elapsed_s=40.0, budget_s=600.0,
@@ -241,7 +242,7 @@ def test_with_several_objectives_the_line_shows_the_front_as_the_summary_does():
     snap = callback.snapshot(trials)
     assert snap.front == 2 and snap.point == (("acc", 0.9), ("mem", 80.0))
     assert snap.best is None and snap.best_params == "lr=0"
-    line = progress.describe(snap)
+    line = describe(snap)
     assert "front of 2, best on acc: acc = 0.9, mem = 80 (lr=0)" in line
     # The summary's front of the same trials: the same size, led by the same trial.
     summary = RunSummary(
@@ -366,7 +367,7 @@ def test_what_is_printed_after_stdout_s_reader_has_gone_is_dropped(monkeypatch):
     os.close(read)  # the reader is gone
     closed = io.TextIOWrapper(io.FileIO(write, "w"), write_through=False)
     monkeypatch.setattr(sys, "stdout", closed)
-    view = progress.View(live=False)
+    view = View(live=False)
     with pytest.raises(BrokenPipeError):
         view.line("[e] trial a done")
     with stdout_while_read():

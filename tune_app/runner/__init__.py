@@ -73,6 +73,7 @@ def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
     ):
         tune_side.wait()
         from tune_app import progress
+        from tune_app.progress.view import View
 
         try:
             loaded = [_load(ep) for ep in plan.experiments]
@@ -80,7 +81,7 @@ def _run_held(plan: Plan, opts: RunOptions) -> list[RunSummary]:
             raise err.with_file(str(plan.spec.file)) from None
         check_cluster(plan)
         # Normal verbosity: our compact view; -v: Tune's tables; -q: nothing until the summary.
-        view = progress.View.for_stdout() if opts.verbosity == 1 else None
+        view = View.for_stdout() if opts.verbosity == 1 else None
         with view or contextlib.nullcontext(), _library_warnings(opts.verbosity):
             if len(plan.experiments) > 1:
                 return run_concurrently(plan, loaded, opts, view)

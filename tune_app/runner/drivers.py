@@ -20,7 +20,7 @@ from tune_app.rundir.records import RunSummary
 from tune_app.runner.experiment import Loaded, RunOptions, run_experiment
 
 if TYPE_CHECKING:
-    from tune_app import progress
+    from tune_app.progress.view import View
 
 
 # One experiment's driver (`ExperimentDriver`): a Ray worker process holding Ray, Tune, the app and
@@ -52,7 +52,7 @@ def _machine_memory() -> int:
 
 
 def run_concurrently(
-    plan: Plan, loaded: list[Loaded], opts: RunOptions, view: progress.View | None
+    plan: Plan, loaded: list[Loaded], opts: RunOptions, view: View | None
 ) -> list[RunSummary]:
     """Fit the experiments' Tuners at the same time, each in a zero-CPU actor of its own on this
     node, at most `driver_slots` at once: as one ends (its actor and memory freed) the next
@@ -63,7 +63,7 @@ def run_concurrently(
     """
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from tune_app import progress
+    from tune_app.progress.view import ProgressBoard, pump
 
     here = ray.get_runtime_context().get_node_id()
     # An actor, not a task: Ray's memory monitor kills a running task (retried or not) before
@@ -78,7 +78,7 @@ def run_concurrently(
     # Tune's per-experiment tables would interleave: each actor relays its progress to one view.
     board = None
     if view is not None:
-        board = ray.remote(num_cpus=0)(progress.ProgressBoard).remote()
+        board = ray.remote(num_cpus=0)(ProgressBoard).remote()
     inner = replace(opts, board=board)
     slots = driver_slots(len(plan.experiments))
     queued = list(range(len(plan.experiments)))
@@ -99,7 +99,7 @@ def run_concurrently(
                 summaries[i] = summary
                 ray.kill(actor)  # its memory back before the next starts
             if board is not None and view is not None:
-                progress.pump(board, view)
+                pump(board, view)
         return [summaries[i] for i in range(len(plan.experiments))]
     except BaseException as err:
         head.lost_with_head()  # an experiment's driver ended with the head (`head.leave`)

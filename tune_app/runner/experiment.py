@@ -60,10 +60,11 @@ def run_experiment(ep: ExperimentPlan, loaded: Loaded, plan: Plan, opts: RunOpti
 
     from tune_app import progress
     from tune_app.callbacks import restoring
+    from tune_app.progress.view import Relay
     from tune_app.tuner import build_tuner, given_loggers_only, state_period
 
     if opts.board is not None:
-        progress.attach(ep.name, progress.Relay(opts.board))
+        progress.attach(ep.name, Relay(opts.board))
     # Tune's console output: its full tables with -v, else nothing (our view shows progress).
     os.environ["RAY_AIR_NEW_OUTPUT"] = "1" if opts.verbosity >= 2 else "0"
     # Tune logs each trial failure with its whole traceback; the view prints one line and the
