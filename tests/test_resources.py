@@ -65,7 +65,8 @@ MISFITS = [
         [{"CPU": 1, "memory": 100 * GB}],
         TWO_CORES,
         "memory",
-        ["needs 100 GB memory", "has 16 GB memory"],
+        # Ray counts memory in bytes; every line says it in GB, the bundles too
+        ["needs 100 GB memory (bundles [{CPU: 1, memory: 100 GB}])", "has 16 GB memory"],
         id="memory",
     ),
     pytest.param(

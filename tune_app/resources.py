@@ -163,7 +163,7 @@ def amounts(resources: Bundle | Sequence[Bundle]) -> str:
     """Resources as every line and message says them: '{CPU: 4, GPU: 0.25}' (Ray's names),
     a trial's bundles as a list of those."""
     if isinstance(resources, Mapping):
-        return "{" + ", ".join(f"{k}: {float(v):g}" for k, v in resources.items()) + "}"
+        return "{" + ", ".join(f"{k}: {_number(k, float(v))}" for k, v in resources.items()) + "}"
     return "[" + ", ".join(amounts(b) for b in resources) + "]"
 
 
@@ -294,13 +294,17 @@ def fewer_gpus(key: str, machine: Machine) -> str:
     )
 
 
+def _number(resource: str, value: float) -> str:
+    """`value` of `resource` in its unit: '4 GB' of memory (Ray counts bytes), '0.25' GPU."""
+    _, scale, unit = _WORDS.get(resource, (resource, 1.0, ""))
+    return f"{value / scale:.3g}{unit}" if scale != 1.0 else f"{value:g}"
+
+
 def _amount(resource: str, value: float) -> str:
-    word, scale, unit = _WORDS.get(resource, (resource, 1.0, ""))
-    number = value / scale
-    shown = f"{number:.3g}" if scale != 1.0 else f"{number:g}"
+    word, _, unit = _WORDS.get(resource, (resource, 1.0, ""))
     if unit:
-        return f"{shown}{unit} {word}"
-    return f"{shown} {word}{'s' * (number != 1 and word in ('CPU', 'GPU'))}"
+        return f"{_number(resource, value)} {word}"
+    return f"{value:g} {word}{'s' * (value != 1 and word in ('CPU', 'GPU'))}"
 
 
 # A node's resources that are no size to report: its address marker, the object store, the
