@@ -271,11 +271,22 @@ BAD_SPECS = [
 
 
 @pytest.mark.parametrize("text, path, words", BAD_SPECS)
-def test_bad_spec_gives_one_clear_message(cli, write_spec, tmp_path, text, path, words):
+def test_bad_spec_gives_one_clear_message(
+    cli, write_spec, tmp_path, monkeypatch, text, path, words
+):
+    """One line, exit 2, nothing written and no results folder claimed: storage is not even
+    asked (a bucket may hang) before the plan passed its checks."""
+    from tune_app.rundir.location import RunLocation
+
+    def asked(*args: object) -> None:
+        raise AssertionError("storage asked before the plan's checks")
+
+    monkeypatch.setattr(RunLocation, "fresh_all", asked)
     spec_file = write_spec(text)
     out_dir = tmp_path / "out"
-    refused(cli("run", spec_file, "--storage-path", out_dir), *words, file=spec_file, path=path)
-    assert not out_dir.exists()
+    result = cli("run", spec_file, "--storage-path", out_dir)
+    refused(result, *words, file=spec_file, path=path)
+    assert not out_dir.exists() and "results in" not in result.out
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "nan"])

@@ -183,14 +183,26 @@ def test_resume_of_a_damaged_run_folder_is_refused_in_one_line(
         assert f"+++ {named} (missing)" in result.err
 
 
+class _Said(Exception):
+    """Raised from `on_plan` with what `run` says once planned: the run ends there, before Ray."""
+
+
+def _say(plan) -> None:
+    from tune_app.cli.console import results_line
+
+    raise _Said(results_line(plan))
+
+
 def test_run_and_validate_say_where_a_rerun_writes(cli, write_spec, tmp_path):
-    from tune_app.cli.console import start_line
-    from tune_app.spec.resolve import load
+    import tune_app
 
     spec_file = write_spec(GOOD)
     earlier = _run(tmp_path / "out" / "e", finished=False)
-    line = start_line(load(spec_file), str(tmp_path / "out"), smoke=False)
-    assert f"results in {tmp_path / 'out' / 'e_2'}" in line and str(earlier) in line
+    with pytest.raises(_Said) as said:
+        tune_app.run(spec_file, storage_path=tmp_path / "out", on_plan=_say)
+    line = str(said.value)
+    assert line.startswith(f"tune_app: results in {tmp_path / 'out' / 'e_2'} (earlier runs kept in")
+    assert str(earlier) in line
     result = cli("validate", spec_file, "--storage-path", tmp_path / "out")
     assert result.code == 0
     written = tmp_path / "out" / "e_2"

@@ -373,4 +373,8 @@ def test_run_prints_the_layout_once_planned_unless_quiet(write_spec, capsys):
 
     plan = plan_of(write_spec, exp_text("PPO", "  num_samples: 4\n"))
     print_plan_start(plan)
-    assert capsys.readouterr().out == f"e: {plan.experiments[0].layout.line}\n"
+    said, layout = capsys.readouterr().out.splitlines()
+    assert (
+        said.startswith("tune_app: results in ")
+        and layout == f"e: {plan.experiments[0].layout.line}"
+    )

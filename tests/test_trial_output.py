@@ -149,19 +149,20 @@ def test_analyze_lists_failed_trials_with_their_frame_error_file_and_output(cli,
     assert failed["error_file"] == f"{trial}/error.txt" and failed["stderr_file"] is None
 
 
-def test_trials_keep_their_output_by_default_and_the_start_line_says_where(write_spec, tmp_path):
-    from tune_app.cli.console import start_line
+def test_trials_keep_their_output_by_default_and_the_results_line_says_where(write_spec, tmp_path):
+    from tune_app.cli.console import results_line
+    from tune_app.plan.make import make_plan
     from tune_app.spec.resolve import load
 
     spec = load(write_spec("e:\n  run: my_func\n  config: {alpha: 0.5, beta: 1}\n"))
     assert spec.experiments[0].log_to_file is True
-    assert "each trial's output (print) in its folder there: stdout, stderr" in start_line(
-        spec, str(tmp_path), smoke=False
+    assert "each trial's output (print) in its folder there: stdout, stderr" in results_line(
+        make_plan(spec, storage_path=str(tmp_path))
     )
     off = load(
         write_spec("e:\n  run: my_func\n  log_to_file: false\n  config: {alpha: 1, beta: 1}\n")
     )
-    assert "each trial's output" not in start_line(off, str(tmp_path), smoke=False)
+    assert "each trial's output" not in results_line(make_plan(off, storage_path=str(tmp_path)))
 
 
 def test_analyze_never_cuts_a_trial_id(cli, tmp_path):

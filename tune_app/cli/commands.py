@@ -68,7 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not args.quiet:  # at once: planning imports the trainables, which may import Ray
             from tune_app.cli.console import start_line
 
-            print(start_line(loaded, args.storage_path, args.smoke), flush=True)
+            print(start_line(loaded, args.smoke), flush=True)
         return api.run(
             loaded,
             smoke=args.smoke,

@@ -200,26 +200,29 @@ def evaluation_text(found: list[Any], summaries: list[RunSummary]) -> str:
     return captured.get().rstrip("\n")
 
 
-def start_line(spec: Spec, storage: str | None, smoke: bool) -> str:
-    """The line a run prints at once, from the spec alone (before the trainables are imported,
-    which may import Ray): that it started and where its results go."""
-    from tune_app.rundir.location import RunLocation
-
-    where, kept = [], []
-    firsts = [
-        RunLocation.for_experiment(storage or exp.storage_path, exp.name, smoke=smoke)
-        for exp in spec.experiments
-    ]
-    for first, fresh in zip(firsts, RunLocation.fresh_all(firsts), strict=True):
-        where.append(fresh.where)
-        if not fresh.same_as(first):
-            kept.append(first.where)
+def start_line(spec: Spec, smoke: bool) -> str:
+    """The line a run prints at once, from the spec alone: before the trainables are imported
+    (which may import Ray) and before storage is contacted, so it claims nothing the plan's
+    checks may refuse (`results_line` says where the results go, once they passed)."""
     experiments = counted(len(spec.experiments), "experiment")
     what = f"{spec.file.name}{' --smoke' if smoke else ''}, {experiments}"
-    line = f"tune_app: starting {what}; results in {', '.join(where)}"
+    return f"tune_app: starting {what}: checking it (imports its trainables, reads the machine)"
+
+
+def results_line(plan: Plan) -> str:
+    """Where a checked plan's run writes (its folders, `api.run`'s fresh ones), the earlier
+    runs it keeps, and where each trial's output goes."""
+    from tune_app.rundir.location import RunLocation
+
+    kept = []
+    for ep in plan.experiments:  # the folder the spec names, unless an earlier run holds it
+        named = RunLocation.for_experiment(ep.folder.parent, ep.name)
+        if not named.same_as(ep.folder):
+            kept.append(named.where)
+    line = f"tune_app: results in {', '.join(ep.location for ep in plan.experiments)}"
     if kept:
         line += f" (earlier runs kept in {', '.join(kept)} and beside)"
-    if any(exp.log_to_file for exp in spec.experiments):  # Tune's log_to_file, on by default
+    if any(ep.experiment.log_to_file for ep in plan.experiments):  # Tune's, on by default
         line += "; each trial's output (print) in its folder there: stdout, stderr"
     return line
 

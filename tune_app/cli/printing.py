@@ -161,7 +161,11 @@ def print_plan_warnings(plan: Plan) -> None:
 
 
 def print_plan_start(plan: Plan) -> None:
-    """What a run says once planned: its warnings, and each experiment's chosen layout."""
+    """What a run says once planned: where its results go, its warnings, and each
+    experiment's chosen layout."""
+    from tune_app.cli.console import results_line
+
+    print(results_line(plan), flush=True)
     print_warnings(plan.warnings)
     print_layouts(plan)
 
