@@ -183,12 +183,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise TuneAppError(f"--top must be at least 1, got {args.top}")
     data, found = best.best_spec(args.dir, seeds=args.seeds, top=args.top, evaluating=True)
-    spec_file, root, elsewhere = best.evaluation_home(found[0].run)
-    if elsewhere:
-        print(f"tune_app: {elsewhere}", file=sys.stderr)
     text = best.render(data, found, "yaml")
     with for_the_user():
+        spec_file, root, elsewhere = best.evaluation_home(found[0].run)
         write_text(spec_file, text + "\n")
+    if elsewhere:
+        print(f"tune_app: {elsewhere}", file=sys.stderr)
     print(f"tune_app: the top {args.top} configurations on {args.seeds} fresh seeds: {spec_file}")
     verbosity = 0 if args.quiet else 1
     storage = args.storage_path or root

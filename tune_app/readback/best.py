@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -27,6 +26,7 @@ from tune_app.command import APP
 from tune_app.errors import SpecError
 from tune_app.readback import front
 from tune_app.rundir import noise
+from tune_app.rundir.files import new_file
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.lock import writer_of
 from tune_app.rundir.read import KEEP_A_CHECKPOINT, ExperimentResults, read_experiment
@@ -351,8 +351,8 @@ def evaluation_home(run: RunLocation) -> tuple[Path, str, str | None]:
     was run from, so its trainable modules resolve as they did, where that file is still there
     as it was run (its text the run's copy); else in the working directory: run.json names that
     file, and a run folder received from someone must not choose where the app writes. Each
-    evaluation's spec is a file of its own: an earlier one's runs name theirs in run.json, and
-    resume refuses a spec changed since its run."""
+    evaluation's spec is a file of its own, made empty here: an earlier one's runs name theirs
+    in run.json, and resume refuses a spec changed since its run."""
     from tune_app.rundir.write import read_run_record
     from tune_app.spec.loading import DICT_SPEC
 
@@ -372,9 +372,13 @@ def evaluation_home(run: RunLocation) -> tuple[Path, str, str | None]:
 
 def _unused(path: Path) -> Path:
     """`path`, or the first `<stem>_<n><suffix>` beside it (n = 2, 3, ...) that nothing holds
-    (a link neither), numbered as a re-run's folder is."""
+    (a link neither), numbered as a re-run's folder is, made empty by this call: created
+    exclusively, so two evaluates started at once never pick one name."""
     n, candidate = 1, path
-    while os.path.lexists(candidate):
-        n += 1
-        candidate = path.with_name(f"{path.stem}_{n}{path.suffix}")
-    return candidate
+    while True:
+        try:
+            new_file(candidate).close()
+            return candidate
+        except FileExistsError:
+            n += 1
+            candidate = path.with_name(f"{path.stem}_{n}{path.suffix}")
