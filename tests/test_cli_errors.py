@@ -88,6 +88,13 @@ BAD_SPECS = [
         id="metric-never-reported",
     ),
     pytest.param(
+        "e:\n  run: my_func\n  checkpoint_config: {checkpoint_score_attribute: mean_acc}\n"
+        "  config: {alpha: 1, beta: 1}\n",
+        "e.checkpoint_config.checkpoint_score_attribute",
+        ["'mean_acc' is never reported", "did you mean 'mean_accuracy'"],
+        id="checkpoint-score-never-reported",
+    ),
+    pytest.param(
         "e:\n  run: my_func\n  mode: maximum\n",
         "e.mode",
         ["'maximum' is not allowed", "min, max", "did you mean 'max'"],

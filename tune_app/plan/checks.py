@@ -37,6 +37,9 @@ def check_reported(exp: Experiment, kind: TrainableKind, metric: str | None) -> 
     time_attr = getattr(exp.scheduler, "time_attr", None)
     if time_attr is not None:
         keys.append(("scheduler.time_attr", time_attr))
+    score = exp.checkpoint.checkpoint_score_attribute
+    if score is not None:
+        keys.append(("checkpoint_config.checkpoint_score_attribute", score))
     kind.check_reported(exp, keys)
 
 
