@@ -273,6 +273,12 @@ def test_observations_the_new_stack_cannot_take_are_flattened_as_the_old_stack_d
             "config.learning_starts",
             "both set",
         ),
+        (  # the new-stack mapping set whole: its sub-key was replaced by the legacy one unsaid
+            "PPO",
+            {"model": {"fcnet_hiddens": [64]}, "model_config": {"fcnet_hiddens": [32]}},
+            "config.model.fcnet_hiddens",
+            "'model.fcnet_hiddens' and 'model_config.fcnet_hiddens' both set",
+        ),
         (
             "DQN",
             {"n_step": [2, 5], "rollout_fragment_length": 8},

@@ -39,11 +39,18 @@ class Translation:
     sources: dict[str, str] = field(default_factory=dict)  # new key path -> the key written
 
     def put(self, target: str, value: Any, path: str, note: str | None = None) -> None:
-        """Set `target` (dotted: a sub-key) from the key at `path`, warning unless it is new."""
+        """Set `target` (dotted: a sub-key) from the key at `path`, warning unless it is new;
+        SpecError where another key set it (the mapping holding it too, set whole)."""
         top, _, sub = target.partition(".")
+        written = self.sources.get(target)
+        if written is None and sub and top in self.sources:  # `model_config: {...}`, then model
+            whole = self.out[top]
+            if not isinstance(whole, dict):  # a search over the mapping: it would be dropped
+                written = self.sources[top]
+            elif sub in whole:
+                written = f"{self.sources[top]}.{sub}"
         if sub:
             value = {sub: value}
-        written = self.sources.get(target)
         if written is not None and written != path:
             raise SpecError(
                 f"'{path.removeprefix('config.')}' and '{written.removeprefix('config.')}' both "
