@@ -1,5 +1,6 @@
 """What the command line's table is made of: a command (`Command`), its arguments (`arg`), and
-a parser of flags several commands share (`parent_parser`); `tune_app.cli` holds the table."""
+a parser of flags several commands share (`parent_parser`), and what a command returns when it
+did not fail; `tune_app.cli` holds the table."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+EXIT_OK, EXIT_FAILED = 0, 1  # bad input exits with its error's code, 2; Ctrl-C 130
 
 
 @dataclass(frozen=True)
