@@ -376,7 +376,17 @@ def test_what_is_printed_after_stdout_s_reader_has_gone_is_dropped(monkeypatch):
     assert sys.stdout is closed
 
 
-def test_trials_waiting_for_resources_the_plan_counted_on_are_said_once(monkeypatch):
+@pytest.mark.parametrize(
+    ("beside", "holders"),
+    [
+        pytest.param((), "other work holds", id="alone"),
+        # The spec's other experiments take what it takes: they were not named.
+        pytest.param(("sb",), "this spec's other experiments (sb) or other work hold", id="beside"),
+    ],
+)
+def test_trials_waiting_for_resources_the_plan_counted_on_are_said_once(
+    monkeypatch, beside, holders
+):
     """Trials held PENDING by other work on a cluster stayed so with no word on what they
     waited for: after WAITING_S with fewer running than the plan's at once, one line says it."""
     clock = [100.0]
@@ -391,7 +401,7 @@ def test_trials_waiting_for_resources_the_plan_counted_on_are_said_once(monkeypa
         )
         for i, s in enumerate(["RUNNING", "PENDING", "PENDING"])
     ]
-    callback = progress.ProgressCallback("e", None, None, (), at_once=3)
+    callback = progress.ProgressCallback("e", None, None, (), at_once=3, beside=beside)
     try:
         for step in range(4):  # at 100 s, then 60 s, 120 s and 180 s on
             callback.on_step_end(step, trials)
@@ -400,5 +410,5 @@ def test_trials_waiting_for_resources_the_plan_counted_on_are_said_once(monkeypa
         progress.attach("e", None)
     assert lines == [
         "[e] 2 trials waiting for {CPU: 4, GPU: 1} each, 1 of the 3 planned at once running: "
-        "Ray has {CPU: 2, GPU: 1} free (other work holds the rest)"
+        f"Ray has {{CPU: 2, GPU: 1}} free ({holders} the rest)"
     ]

@@ -292,9 +292,9 @@ def test_too_many_gpus_on_a_machine_with_gpus_is_told_what_one_node_has(
 
 
 def test_experiments_beside_one_another_split_only_what_their_trials_take(cli, write_spec):
-    """A spec's experiments run at the same time, each on its part of the machine; a GPU split
-    among them all, a GPU experiment beside a CPU one (8 trials against 1) was said to run 3
-    trials at once (8/9 of the GPU), where Tune runs 4: the other takes no GPU."""
+    """A spec's experiments run at the same time; a GPU split among them all, a GPU experiment
+    beside a CPU one (8 trials against 1) was said to run 3 trials at once (8/9 of the GPU),
+    where Tune runs 4: the other takes no GPU. The CPUs both take are said to be shared."""
     spec_file = write_spec(
         "experiments:\n"
         "  cpu_side:\n    run: my_func\n    resources_per_trial: {cpu: 2, gpu: 0}\n"
@@ -304,9 +304,33 @@ def test_experiments_beside_one_another_split_only_what_their_trials_take(cli, w
     )
     result = cli("validate", spec_file, "--cpus", "16", "--gpus", "1")
     assert result.code == 0, result.err
-    assert "4 trials at once (4 trials share a GPU, 0.25 GPU each)" in result.out
-    # The CPUs: 8 parts of 9 for 8 trials of 2 CPUs (7 would fit), 1 for the other's one trial.
-    assert "2 CPUs; 1 trial at once" in result.out
+    assert (
+        "4 trials at once (4 trials share a GPU, 0.25 GPU each); that many alone: cpu_side "
+        "takes CPUs too, and Tune places both experiments' trials as CPUs free up" in result.out
+    )
+    assert "2 CPUs; 1 trial at once; that many alone: gpu_side takes CPUs too" in result.out
+
+
+def test_experiments_taking_a_same_resource_are_counted_alone_and_said_to_share_it(write_spec):
+    """3 trials and 1 of 1 CPU on 2 CPUs were said to run 1 at once each, a split nothing holds
+    them to: Tune ran the first experiment's 2 at once, the other's trial once they ended."""
+    text = (
+        "experiments:\n"
+        "  sa: {run: my_func, num_samples: 3, config: {alpha: 1.0, beta: 1.0}}\n"
+        "  sb: {run: my_func, num_samples: 1, config: {alpha: 1.0, beta: 1.0}}\n"
+    )
+    sa, sb = _plan(write_spec, text, TWO_CORES).experiments
+    assert (sa.at_once, sb.at_once) == (2, 1)
+    assert sa.sharing is not None and sb.sharing is not None
+    assert (sa.sharing.resources, sa.sharing.experiments, sb.sharing.experiments) == (
+        ("CPU",),
+        ("sb",),
+        ("sa",),
+    )
+    assert sa.sharing.line == (
+        "that many alone: sb takes CPUs too, and Tune places both experiments' trials as CPUs "
+        "free up"
+    )
 
 
 def test_the_layout_beside_another_experiment_is_chosen_on_the_part_it_counts_on(write_spec):
@@ -323,6 +347,10 @@ def test_the_layout_beside_another_experiment_is_chosen_on_the_part_it_counts_on
     _, ppo = _plan(write_spec, text, machine).experiments
     assert ppo.layout.chosen == {"num_env_runners": 0, "num_envs_per_env_runner": 8}
     assert ppo.at_once == 2 and "; 2 trials at once (" in ppo.layout.line, ppo.layout.line
+    assert ppo.layout.line.endswith(
+        "; that many alone: cpu_side takes CPUs too, and Tune places "
+        "both experiments' trials as CPUs free up"
+    )
 
 
 def test_validate_plans_for_another_machine(cli, write_spec):

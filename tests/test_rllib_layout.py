@@ -224,7 +224,7 @@ def test_experiments_that_run_together_share_the_machine(write_spec):
                 for n in "ab"
             ),
             False,
-            "2 env runners x 4 envs; 2 trials at once",
+            "2 env runners x 4 envs; 4 trials at once",  # each alone: Tune holds it to no part
             id="two-experiments-share-the-machine",
         ),
         pytest.param(
@@ -237,16 +237,17 @@ def test_experiments_that_run_together_share_the_machine(write_spec):
 )
 def test_the_layout_line_and_the_bundles_line_say_one_count(write_spec, text, smoke, says):
     """Beside another experiment, the bundles line counted trials at once on the whole machine
-    (4 of 3 CPUs on 16) where the layout line counted its part (2); under --smoke the layout
-    line said the search as written (2 runners, 4 trials at once) where --smoke runs 1 runner
-    and 2 trials."""
+    (4 of 3 CPUs on 16) where the layout line counted its part (2), a split Tune does not keep;
+    under --smoke the layout line said the search as written (2 runners, 4 trials at once) where
+    --smoke runs 1 runner and 2 trials."""
     from tune_app.cli.console import plan_text
 
     plan = make_plan(spec.load(write_spec(text)), cpus=16, smoke=smoke)
     text = plan_text(plan)
     for ep in plan.experiments:
         assert says in ep.layout.line, ep.layout.line
-        bundles = f"{amounts(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; 2 trials at once"
+        count = says.rpartition("; ")[2]
+        bundles = f"{amounts(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; {count}"
         assert bundles in text, text
 
 
@@ -260,13 +261,16 @@ def test_validate_prints_one_line_per_experiment(write_spec, cli):
         "experiments:\n  p: {run: PPO, env: CartPole-v1, num_samples: 4}\n"
         "  d: {run: DQN, env: CartPole-v1, num_samples: 2}\n"
     )
-    out = cli("validate", str(path)).out.splitlines()
-    # The two run at the same time: 2 CPUs between them, a trial of each at once.
+    out = cli("validate", str(path), "--cpus", "2").out.splitlines()
+    # The two run at the same time, each laid out on its part of the 2 CPUs; each runs 2 at once
+    # alone: Tune places both experiments' trials as CPUs free up.
+    shared = "and Tune places both experiments' trials as CPUs free up"
     assert out[:2] == [
-        "p: PPO layout: sampling in the trial process, 8 envs; 1 trial at once (no env-runner "
-        "process: PPO trains between samples)",
-        "d: DQN layout: sampling in the trial process, 1 env; 1 trial at once (DQN learns as "
-        "RLlib's defaults do: updates per env step, replay ratio and n-step unchanged)",
+        "p: PPO layout: sampling in the trial process, 8 envs; 2 trials at once (no env-runner "
+        f"process: PPO trains between samples); that many alone: d takes CPUs too, {shared}",
+        "d: DQN layout: sampling in the trial process, 1 env; 2 trials at once (DQN learns as "
+        "RLlib's defaults do: updates per env step, replay ratio and n-step unchanged); that "
+        f"many alone: p takes CPUs too, {shared}",
     ]
 
 

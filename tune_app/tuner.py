@@ -184,6 +184,7 @@ def _callbacks(
             constraints=ep.experiment.constraints,
             plan=ep.trial_ends,
             at_once=ep.at_once,
+            beside=ep.sharing.experiments if ep.sharing else (),
         )
     )
     return callbacks

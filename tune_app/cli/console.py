@@ -154,7 +154,9 @@ def plan_text(plan: Plan) -> str:
             (
                 "bundles",
                 f"{amounts(ep.bundles)} per trial = {ep.trial_cpus:g} CPUs; "
-                f"{counted(at_once, 'trial')} at once" + (f" ({sharing})" if sharing else ""),
+                f"{counted(at_once, 'trial')} at once"
+                + (f" ({sharing})" if sharing else "")
+                + (f"; {ep.sharing.line}" if ep.sharing else ""),
             ),
             ("iterations", f"at most {ep.iterations} in all" if ep.iterations else "not bounded"),
             ("expect", _expectations(exp)),

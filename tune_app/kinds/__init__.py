@@ -153,8 +153,8 @@ class TrainableKind(Protocol):
         ...
 
     def layout_line(self, exp: Experiment, layout: Layout, at_once: int, machine: Machine) -> str:
-        """`layout` said in one line for `exp` as it runs (shrunk by `--smoke`), `at_once` of its
-        trials at the same time on `machine` (its part): the count the plan says too."""
+        """`layout` said in one line for `exp` as it runs (shrunk by `--smoke`) on `machine`
+        (its part), `at_once` of its trials at the same time: the count the plan says too."""
         ...
 
     def bundles(

@@ -19,7 +19,7 @@ from tune_app.kinds import TrainableKind
 from tune_app.methods import mutated_paths, scheduler_of, searcher_of
 from tune_app.plan import checks
 from tune_app.plan.smoke import shrink
-from tune_app.plan.types import ExperimentPlan, Plan
+from tune_app.plan.types import ExperimentPlan, Plan, Sharing
 from tune_app.registry import TrainableRef, resolve
 from tune_app.resources import Machine, trials_at_once
 from tune_app.rundir.allowed import home_problem, local_uri_problem, root_problem
@@ -63,9 +63,12 @@ def make_plan(
             drafts.append(_draft(exp, spec, machine, warnings))
     plans = []
     for draft, part in zip(drafts, _parts(drafts, machine), strict=True):
+        beside = _sharing(draft, drafts)
         with errors.check():
             plans.append(
-                _plan_experiment(draft, machine, part, storage_path, warnings, smoke, rllib_checks)
+                _plan_experiment(
+                    draft, machine, part, beside, storage_path, warnings, smoke, rllib_checks
+                )
             )
     with errors.check():
         _folders_apart(plans)
@@ -153,12 +156,13 @@ def _draft(exp: Experiment, spec: Spec, machine: Machine, warnings: list[str]) -
 
 
 def _parts(drafts: list[_Draft], machine: Machine) -> list[Machine]:
-    """The part of the machine each experiment's layout and trials at once are planned for: a
-    spec's experiments run at the same time, so each resource is split among the experiments
+    """The part of the machine each experiment's layout is chosen on, so that the experiments'
+    trials, run at the same time, fit side by side: each resource is split among the experiments
     whose trials take it, in proportion to the trials each can run at once (its trials as
     written, an env grid included, under its max_concurrent_trials). One whose trials take no
-    GPU leaves the GPUs to those that do (split evenly, a GPU experiment beside a CPU one was said
-    to run fewer trials than Tune then ran); a spec of one experiment plans for the machine."""
+    GPU leaves the GPUs to those that do; a spec of one experiment plans for the machine. Nothing
+    holds an experiment to its part (Tune places each one's trials as resources free up), so its
+    trials at once are counted on the whole machine."""
     claims = [min(d.written.trials(), d.written.max_concurrent_trials or math.inf) for d in drafts]
     parts = []
     for d, claim in zip(drafts, claims, strict=True):
@@ -169,10 +173,20 @@ def _parts(drafts: list[_Draft], machine: Machine) -> list[Machine]:
     return parts
 
 
+def _sharing(draft: _Draft, drafts: list[_Draft]) -> Sharing | None:
+    """What `draft`'s trials take that the spec's other experiments' trials take too."""
+    others = [o for o in drafts if o is not draft and o.takes & draft.takes]
+    if not others:
+        return None
+    shared = sorted(set().union(*(o.takes & draft.takes for o in others)))
+    return Sharing(tuple(shared), tuple(o.exp.name for o in others))
+
+
 def _plan_experiment(
     draft: _Draft,
     machine: Machine,
     share: Machine,
+    sharing: Sharing | None,
     storage: str | None,
     warnings: list[str],
     smoke: bool,
@@ -232,10 +246,10 @@ def _plan_experiment(
     trials = warm.trials(exp, envs) if warm is not None else exp.trials(envs)
     checks.check_concurrency(exp, trials)
     limit = min(trials, exp.max_concurrent_trials or trials)
-    # On its part of the machine, at least one: the part may be smaller than a trial that fits.
-    at_once = max(1, trials_at_once(bundles, share, limit))
+    at_once = trials_at_once(bundles, machine, limit)  # as Tune runs it: alone on the machine
     if layout is not None:  # said for the search as it runs: --smoke's, on its part
-        layout = replace(layout, line=kind.layout_line(exp, layout, at_once, share))
+        line = kind.layout_line(exp, layout, at_once, share)
+        layout = replace(layout, line=line + (f"; {sharing.line}" if sharing else ""))
     where = storage or exp.storage_path
     folder = RunLocation.for_experiment(where, exp.name, smoke=smoke)
     unwritable = (
@@ -269,6 +283,7 @@ def _plan_experiment(
         warm=warm,
         trial_ends=scheduler_of(exp.scheduler).trial_lengths(exp.scheduler, stop),
         stop_iterations=stop,
+        sharing=sharing,
     )
 
 

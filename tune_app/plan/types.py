@@ -18,6 +18,29 @@ from tune_app.warmstart.earlier import WarmStart
 
 
 @dataclass(frozen=True)
+class Sharing:
+    """What an experiment's trials take that the spec's other experiments' trials take too: the
+    experiments run at the same time and Tune places each one's trials as that frees up, so no
+    experiment is held to a part of the machine, and its trials at once are what it runs alone."""
+
+    resources: tuple[str, ...]  # Ray's names: CPU, GPU, memory, custom
+    experiments: tuple[str, ...]  # the other experiments whose trials take them
+
+    @property
+    def line(self) -> str:
+        """'that many alone: sb takes CPUs too, and Tune places both experiments' trials as CPUs
+        free up', said after an experiment's trials at once."""
+        said = " and ".join({"CPU": "CPUs", "GPU": "GPUs"}.get(r, r) for r in self.resources)
+        others = len(self.experiments)
+        takes = "takes" if others == 1 else "take"
+        every = "both" if others == 1 else f"all {others + 1}"
+        return (
+            f"that many alone: {', '.join(self.experiments)} {takes} {said} too, and Tune "
+            f"places {every} experiments' trials as {said} free up"
+        )
+
+
+@dataclass(frozen=True)
 class ExperimentPlan:
     """One experiment ready to run: its trainable, metric, size and resource bundles.
 
@@ -32,8 +55,9 @@ class ExperimentPlan:
     trials: int
     trials_exact: bool  # False for model-based searchers, which may stop early
     bundles: tuple[dict[str, float], ...]  # the trial's placement group, head bundle first
-    # Trials at once on its part of the machine (the spec's experiments run at the same time),
-    # every resource of the bundles counted, at most its trials and max_concurrent_trials.
+    # Trials at once on the whole machine, as Tune runs them alone (`sharing` says what the
+    # spec's other experiments take too), every resource of the bundles counted, at most its
+    # trials and max_concurrent_trials.
     at_once: int
     iterations: int | None  # bound on the iterations of all trials, when `stop` gives one
     folder: RunLocation  # where its run folder is, local or on cloud storage
@@ -44,6 +68,7 @@ class ExperimentPlan:
     # is stopped early, each runs to its stop.
     trial_ends: TrialLengths | None = None
     stop_iterations: int | None = None  # the spec's stop on a trial's training_iteration
+    sharing: Sharing | None = None  # None: the spec's other experiments take none of it
 
     @property
     def location(self) -> str:

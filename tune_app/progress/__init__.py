@@ -34,7 +34,8 @@ from tune_app.words import counted
 
 SNAPSHOT_PERIOD_S = 0.5
 # Trials waiting this long while fewer than the plan's trials at once run are said once: what
-# they wait for, and what the cluster has free (other work may hold the rest).
+# they wait for, and what the cluster has free (the spec's other experiments or other work may
+# hold the rest).
 WAITING_S = 60.0
 
 
@@ -83,6 +84,7 @@ class ProgressCallback(tune.Callback):
 
     plan: eta.Plan | None = None  # also a class default: one pickled before plans resumes as FIFO
     at_once: int | None = None  # the plan's trials at once (class defaults: as `plan`)
+    beside: tuple[str, ...] = ()  # the spec's other experiments taking what its trials take
     _short_since: float | None = None  # since when fewer run while trials wait
     _said_waiting = False
 
@@ -101,6 +103,7 @@ class ProgressCallback(tune.Callback):
         constraints: tuple[Limit, ...] = (),
         plan: eta.Plan | None = None,
         at_once: int | None = None,
+        beside: tuple[str, ...] = (),
     ) -> None:
         self.experiment, self.metric, self.mode = experiment, metric, mode
         self.objectives, self.constraints = several, constraints
@@ -114,7 +117,7 @@ class ProgressCallback(tune.Callback):
         self.searched = searched
         self.iterations = iterations  # the stop bound on a trial's iterations, when there is one
         self.plan = plan  # how long trials run when the scheduler stops some early; None: no stop
-        self.at_once = at_once
+        self.at_once, self.beside = at_once, beside
         self._total: int | None = None
         self._start = time.monotonic()
         self._last = 0.0
@@ -173,10 +176,16 @@ class ProgressCallback(tune.Callback):
             self._said_waiting = True
             need = waiting[0].placement_group_factory.required_resources
             free = ray.available_resources()
+            others = ", ".join(self.beside)
+            holders = (
+                f"this spec's other experiments ({others}) or other work hold"
+                if others
+                else "other work holds"
+            )
             self._line(
                 f"{counted(len(waiting), 'trial')} waiting for {amounts(need)} each, "
                 f"{running} of the {self.at_once} planned at once running: Ray has "
-                f"{amounts({k: free.get(k, 0.0) for k in need})} free (other work holds the rest)"
+                f"{amounts({k: free.get(k, 0.0) for k in need})} free ({holders} the rest)"
             )
 
     def _send_due(self, trials: list) -> None:
