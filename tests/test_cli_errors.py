@@ -151,6 +151,20 @@ BAD_SPECS = [
         id="ckpt-freq-function",
     ),
     pytest.param(
+        "e:\n  run: tests.user_modules.quadratic:train\n"
+        "  checkpoint_config: {checkpoint_at_end: true}\n",
+        "e.checkpoint_config.checkpoint_at_end",
+        ["class trainables", "'tests.user_modules.quadratic:train' is a function"],
+        id="ckpt-at-end-user-function",
+    ),
+    pytest.param(
+        "e:\n  run: tests.user_modules.class_trainables:Plain\n  metric: score\n  mode: max\n"
+        "  checkpoint_config: {checkpoint_at_end: true}\n",
+        "e.checkpoint_config.checkpoint_at_end",
+        ["class trainables", "does not implement save_checkpoint"],
+        id="ckpt-at-end-class-saving-none",
+    ),
+    pytest.param(
         "e:\n  run: my_func\n  config: {beta: 1}\n",
         "e.config",
         ["needs config key 'alpha'", "float", "add alpha:"],

@@ -394,10 +394,12 @@ e:
 def test_checkpointing_a_class_that_saves_none_is_refused_before_anything_is_written(
     cli, write_spec, tmp_path
 ):
+    """Checked once imported, where its module's source does not show what the class is."""
     user_module("class_trainables.py", tmp_path)
+    (tmp_path / "reexported.py").write_text("from class_trainables import Plain\n")
     spec_file = write_spec("""
 e:
-  run: class_trainables:Plain
+  run: reexported:Plain
   metric: score
   mode: max
   checkpoint_config: {checkpoint_at_end: true}

@@ -130,8 +130,8 @@ class TrainableKind(Protocol):
         ...
 
     def check_checkpoint_keys(self, exp: Experiment) -> None:
-        """Refuse Tune's checkpoint_frequency / checkpoint_at_end where it is known, before
-        import, not to be a class that saves checkpoints."""
+        """Refuse what Tune's checkpoints cannot do with it (`builtin.check_saving`: its keys,
+        a scheduler that pauses, a result buffer), as far as it is known before import."""
         ...
 
     def check_population(self, exp: Experiment, warnings: list[str]) -> None:
@@ -178,8 +178,8 @@ class TrainableKind(Protocol):
         ...
 
     def check_loaded(self, exp: Experiment, trainable: Any) -> None:
-        """What only the imported trainable tells (a class that saves no checkpoints cannot be
-        checkpointed, paused or copied). Paths are relative to the experiment."""
+        """What only the imported trainable tells (`check_checkpoint_keys` where its source did
+        not show it). Paths are relative to the experiment."""
         ...
 
     def tune_space(self, space: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ Nothing here imports Ray at module level: the plan asks these kinds before Ray s
 
 from __future__ import annotations
 
+import ast
 import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -22,7 +23,7 @@ from tune_app.methods import scheduler_of
 from tune_app.resources import Machine, fewer_gpus, misfit
 from tune_app.seeds import SEED_KEY
 from tune_app.space import LIST_KINDS, RULES, Domain
-from tune_app.user_code import CodeRef, defined_as
+from tune_app.user_code import CodeRef, defined_as, source_tree
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -196,8 +197,7 @@ class RegisteredKind(KindDefaults):
         errors.raise_any()
 
     def check_checkpoint_keys(self, exp: Experiment) -> None:
-        """Registered trainables are functions."""
-        refuse_checkpoint_keys(exp, "a function trainable saves checkpoints itself", exp.key_path)
+        check_saving(exp, None, exp.key_path)  # registered trainables are functions
 
     def check_population(self, exp: Experiment, warnings: list[str]) -> None:
         where, entry = f"{exp.key_path}.scheduler", scheduler_of(exp.scheduler)
@@ -284,32 +284,36 @@ class FunctionKind(KindDefaults):
             return fn  # a tune.Trainable class
         return with_keyword_reports(as_tune_function(fn))
 
+    def check_checkpoint_keys(self, exp: Experiment) -> None:
+        """`check_saving`, where the module's source shows what the name is (no import)."""
+        if not isinstance(saves := _saves_in_source(self.ref), str):
+            check_saving(exp, saves, exp.key_path)
+
     def check_loaded(self, exp: Experiment, trainable: Any) -> None:
-        """A function cannot take Tune's checkpoint keys, and a class that saves no
-        checkpoints cannot be checkpointed, paused or copied."""
-        saves = saves_checkpoints(trainable)
-        if saves:
-            return
-        if saves is None:
-            why = f"'{self.run}' is a function: it saves checkpoints itself"
-            refuse_checkpoint_keys(exp, why, "")
-            return
-        why = f"class '{self.run}' does not implement save_checkpoint"
-        errors = Collector()
-        with errors.check():
-            refuse_checkpoint_keys(exp, why, "")
-        entry = scheduler_of(exp.scheduler)
-        if entry.population or entry.pauses:
-            errors.errors.append(
-                SpecError(
-                    f"scheduler {entry.name} {'copies' if entry.population else 'pauses'} "
-                    f"trials through checkpoints, but {why}",
-                    path="scheduler",
-                    suggestion="implement save_checkpoint and load_checkpoint, or use "
-                    "scheduler: asha",
-                )
-            )
-        errors.raise_any()
+        """`check_saving`, where the source did not show it before import."""
+        if isinstance(_saves_in_source(self.ref), str):
+            check_saving(exp, saves_checkpoints(trainable), "")
+
+
+def _saves_in_source(ref: CodeRef) -> bool | None | Literal["unshown"]:
+    """`saves_checkpoints`'s answer as the module's source shows it, without importing it: a
+    function, or a class that defines save_checkpoint or subclasses Tune's Trainable without
+    it (through the module's own classes); "unshown" where the source does not show it."""
+    tree = source_tree(ref)
+    kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    defined = {n.name: n for n in tree.body if isinstance(n, kinds)} if tree else {}
+    name = ref.name
+    while (node := defined.get(name)) is not None and not node.decorator_list:
+        if not isinstance(node, ast.ClassDef):
+            return None if name == ref.name else "unshown"
+        if any(isinstance(f, ast.FunctionDef) and f.name == "save_checkpoint" for f in node.body):
+            return True
+        if len(node.bases) != 1:
+            return "unshown"
+        name = ast.unparse(node.bases[0])
+        if name in ("Trainable", "tune.Trainable", "ray.tune.Trainable"):
+            return False
+    return "unshown"
 
 
 # ---- shared by the kinds ------------------------------------------------------------------------
@@ -402,6 +406,42 @@ def refuse_checkpoint_keys(exp: Experiment, why: str, where: str) -> None:
                 )
             )
     errors.raise_any()
+
+
+def check_saving(exp: Experiment, saves: bool | None, where: str) -> None:
+    """What Tune's checkpoints ask of a trainable, by `saves_checkpoints`'s answer: a function
+    takes none of Tune's checkpoint keys; a class that saves no checkpoints cannot be
+    checkpointed, paused or copied; one that saves them is checkpointed at each trial's end by
+    Tune's default, which turns Tune's result buffering off without a word the app shows. Key
+    paths are under `where`."""
+    if saves is None:
+        refuse_checkpoint_keys(
+            exp, f"'{exp.run}' is a function: it saves checkpoints itself", where
+        )
+    elif saves and exp.buffered and exp.checkpoint.checkpoint_at_end is None:
+        raise SpecError(
+            f"class '{exp.run}' is checkpointed at each trial's end (Tune's default for a class "
+            "that saves checkpoints), and Tune does not buffer such a trial's results",
+            path=f"{where}.checkpoint_config.checkpoint_at_end".lstrip("."),
+            suggestion="set checkpoint_config.checkpoint_at_end: false, or remove result_buffer",
+        )
+    elif not saves:
+        why = f"class '{exp.run}' does not implement save_checkpoint"
+        errors = Collector()
+        with errors.check():
+            refuse_checkpoint_keys(exp, why, where)
+        entry = scheduler_of(exp.scheduler)
+        if entry.population or entry.pauses:
+            errors.errors.append(
+                SpecError(
+                    f"scheduler {entry.name} {'copies' if entry.population else 'pauses'} "
+                    f"trials through checkpoints, but {why}",
+                    path=f"{where}.scheduler".lstrip("."),
+                    suggestion="implement save_checkpoint and load_checkpoint, or use "
+                    "scheduler: asha",
+                )
+            )
+        errors.raise_any()
 
 
 def saves_checkpoints(trainable: Any) -> bool | None:

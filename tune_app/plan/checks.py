@@ -95,7 +95,7 @@ def check_result_buffer(exp: Experiment) -> None:
     """Tune buffers a trial's results only where nothing needs its checkpoint between them:
     never beside a scheduler that pauses trials or copies them, nor with checkpoints Tune takes
     every few iterations or at each trial's end (it turns its buffering off for those; a class
-    that checkpoints at its end by Tune's default is checked once loaded, `check_loaded_buffer`)."""
+    that checkpoints at its end by Tune's default: the kind's `check_checkpoint_keys`)."""
     if not exp.buffered:
         return
     entry = scheduler_of(exp.scheduler)
@@ -121,20 +121,6 @@ def check_result_buffer(exp: Experiment) -> None:
                 path=f"{exp.key_path}.checkpoint_config.{key}",
                 suggestion=f"remove {key}, or remove result_buffer",
             )
-
-
-def check_loaded_buffer(exp: Experiment, trainable: Any) -> None:
-    """A `tune.Trainable` class that saves checkpoints is checkpointed at each trial's end by
-    Tune's default, which turns Tune's result buffering off without a word the app shows."""
-    from tune_app.kinds.builtin import saves_checkpoints
-
-    if exp.buffered and exp.checkpoint.checkpoint_at_end is None and saves_checkpoints(trainable):
-        raise SpecError(
-            f"class '{exp.run}' is checkpointed at each trial's end (Tune's default for a class "
-            "that saves checkpoints), and Tune does not buffer such a trial's results",
-            path="checkpoint_config.checkpoint_at_end",
-            suggestion="set checkpoint_config.checkpoint_at_end: false, or remove result_buffer",
-        )
 
 
 def check_seeds(exp: Experiment, kind: TrainableKind) -> None:

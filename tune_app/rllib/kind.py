@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tune_app.envs import EnvRef, resolve_env_grid
 from tune_app.errors import SpecError
 from tune_app.kinds import Layout
-from tune_app.kinds.builtin import KindDefaults, resolve_spec_env
+from tune_app.kinds.builtin import KindDefaults, check_saving, resolve_spec_env
 from tune_app.methods import mutated_paths, searcher_of
 from tune_app.resources import Machine
 from tune_app.rllib.algorithm import app_algorithm
@@ -99,6 +99,9 @@ class RLlibKind(KindDefaults):
     def check_reported(self, exp: Experiment, keys: list[tuple[str, str]]) -> None:
         for where, key in keys:
             check_metric(key, f"{exp.key_path}.{where}", self.algorithm)
+
+    def check_checkpoint_keys(self, exp: Experiment) -> None:
+        check_saving(exp, True, exp.key_path)  # an algorithm is a class that saves checkpoints
 
     def check_population(self, exp: Experiment, warnings: list[str]) -> None:
         """An algorithm saves checkpoints; each mutated key must be one it reads as named."""

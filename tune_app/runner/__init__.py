@@ -120,14 +120,12 @@ def _load(ep: ExperimentPlan) -> Loaded:
     """Import the experiment's trainable, env and config code on the driver, before anything is
     written: every error of its code is one line naming the experiment's key path (and, from
     `_run_held`, the file)."""
-    from tune_app.plan.checks import check_loaded_buffer
     from tune_app.tuner import param_space
 
     try:
         env = ep.env.load() if ep.env is not None else ep.experiment.env
         trainable = ep.trainable.load()
         ep.trainable.kind.check_loaded(ep.experiment, trainable)
-        check_loaded_buffer(ep.experiment, trainable)
         return Loaded(trainable=trainable, env=env, space=param_space(ep, env))
     except SpecError as err:
         raise err.under(ep.experiment.key_path) from None
