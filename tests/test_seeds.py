@@ -150,6 +150,28 @@ def test_an_evaluate_cut_short_prints_no_table_but_where_its_parts_are_once_resu
     assert "python -m tune_app analyze FOLDER" in err and "spec-evaluate.yaml" in err
 
 
+@pytest.mark.parametrize("quiet", [False, True], ids=["normal", "quiet"])
+def test_evaluate_says_where_its_results_go_as_run_does(quiet, tmp_path, monkeypatch):
+    """Once its plan passed its checks, `evaluate` prints run's results line (not with -q)."""
+    from tune_app import api
+    from tune_app.cli import printing
+    from tune_app.cli.reading import cmd_evaluate
+    from tune_app.readback import best
+
+    monkeypatch.setattr(best, "best_spec", lambda *a, **k: ({}, [SimpleNamespace(run=None)]))
+    monkeypatch.setattr(best, "render", lambda *a: "")
+    monkeypatch.setattr(best, "evaluation_home", lambda run: (tmp_path / "e.yaml", "o", None))
+    passed = {}
+    monkeypatch.setattr(api, "run", lambda spec_file, **kw: passed.update(kw) or 1 / 0)
+    args = SimpleNamespace(
+        dir="o/e", seeds=2, top=1, quiet=quiet, storage_path=None, address=None, argv=[]
+    )
+    with pytest.raises(ZeroDivisionError):
+        cmd_evaluate(args)
+    shown = printing.print_plan_warnings if quiet else printing.print_plan_start
+    assert passed["on_plan"] is shown
+
+
 def plan_of(tmp_path, text):
     path = tmp_path / "spec.yaml"
     path.write_text(text)

@@ -53,7 +53,7 @@ def cmd_best(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from tune_app.api import run
-    from tune_app.cli.printing import evaluated
+    from tune_app.cli.printing import evaluated, print_plan_start, print_plan_warnings
     from tune_app.readback import best
     from tune_app.rundir.files import for_the_user, write_text
 
@@ -76,6 +76,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             address=args.address,
             verbosity=verbosity,
             command=args.argv,
+            on_plan=print_plan_warnings if args.quiet else print_plan_start,
         ),
         found,
         spec_file,
