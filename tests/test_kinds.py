@@ -161,3 +161,31 @@ def test_validate_calls_a_users_class_a_class():
     """What validate's plan says of `run:`, read from the module's source, not imported (a
     function's: TRAITS)."""
     assert resolve("class_trainables:Counter", USER_MODULES).kind.describe == "module:class"
+
+
+STEP = "    def step(self):\n        return {'s': 1}\n"
+SAVING_MODULES = {
+    # Tune's Trainable without save_checkpoint: refused at validate, from the source
+    "from ray import tune\nclass T(tune.Trainable):\n" + STEP: 2,
+    # the name rebound after its class: what it ends as, only the import tells
+    "from ray import tune\nclass T(tune.Trainable):\n" + STEP + "T = tune.with_parameters(T)\n": 0,
+    # a Trainable of the user's own package, which saves checkpoints itself
+    "from base import Trainable\nclass T(Trainable):\n" + STEP: 0,
+}
+
+
+@pytest.mark.parametrize("source", SAVING_MODULES)
+def test_validate_judges_checkpoint_keys_from_what_the_source_shows(cli, write_spec, source):
+    spec = write_spec(
+        "e:\n  run: saver:T\n  metric: s\n  mode: max\n"
+        "  checkpoint_config: {checkpoint_at_end: true}\n"
+    )
+    (spec.parent / "saver.py").write_text(source)
+    (spec.parent / "base.py").write_text(
+        "from ray import tune\nclass Trainable(tune.Trainable):\n"
+        "    def save_checkpoint(self, d):\n        return None\n"
+    )
+    result = cli("validate", spec)
+    assert result.code == SAVING_MODULES[source], result.err
+    if result.code:
+        assert "does not implement save_checkpoint" in result.err

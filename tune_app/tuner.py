@@ -16,7 +16,7 @@ from ray.tune.stopper import CombinedStopper
 from tune_app import progress
 from tune_app.callbacks import JsonlResults, SameFailures, TrialLogsFollowResults
 from tune_app.divergence import diverged
-from tune_app.kinds.builtin import saves_checkpoints
+from tune_app.kinds.saving import saves_checkpoints
 from tune_app.methods import Context, scheduler_of, searcher_of
 from tune_app.plan.types import ExperimentPlan
 from tune_app.ray_internals.buffering import WINDOW_S

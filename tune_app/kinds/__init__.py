@@ -130,7 +130,7 @@ class TrainableKind(Protocol):
         ...
 
     def check_checkpoint_keys(self, exp: Experiment) -> None:
-        """Refuse what Tune's checkpoints cannot do with it (`builtin.check_saving`: its keys,
+        """Refuse what Tune's checkpoints cannot do with it (`saving.check_saving`: its keys,
         a scheduler that pauses, a result buffer), as far as it is known before import."""
         ...
 

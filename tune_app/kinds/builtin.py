@@ -8,7 +8,6 @@ Nothing here imports Ray at module level: the plan asks these kinds before Ray s
 
 from __future__ import annotations
 
-import ast
 import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,11 +18,12 @@ from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.extras import require
 from tune_app.kinds import Layout
 from tune_app.kinds.functions import as_tune_function, with_keyword_reports
+from tune_app.kinds.saving import check_saving, saves_checkpoints, saves_in_source
 from tune_app.methods import scheduler_of
 from tune_app.resources import Machine, fewer_gpus, misfit
 from tune_app.seeds import SEED_KEY
 from tune_app.space import LIST_KINDS, RULES, Domain
-from tune_app.user_code import CodeRef, defined_as, source_tree
+from tune_app.user_code import CodeRef, defined_as
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -286,34 +286,13 @@ class FunctionKind(KindDefaults):
 
     def check_checkpoint_keys(self, exp: Experiment) -> None:
         """`check_saving`, where the module's source shows what the name is (no import)."""
-        if not isinstance(saves := _saves_in_source(self.ref), str):
+        if not isinstance(saves := saves_in_source(self.ref), str):
             check_saving(exp, saves, exp.key_path)
 
     def check_loaded(self, exp: Experiment, trainable: Any) -> None:
         """`check_saving`, where the source did not show it before import."""
-        if isinstance(_saves_in_source(self.ref), str):
+        if isinstance(saves_in_source(self.ref), str):
             check_saving(exp, saves_checkpoints(trainable), "")
-
-
-def _saves_in_source(ref: CodeRef) -> bool | None | Literal["unshown"]:
-    """`saves_checkpoints`'s answer as the module's source shows it, without importing it: a
-    function, or a class that defines save_checkpoint or subclasses Tune's Trainable without
-    it (through the module's own classes); "unshown" where the source does not show it."""
-    tree = source_tree(ref)
-    kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-    defined = {n.name: n for n in tree.body if isinstance(n, kinds)} if tree else {}
-    name = ref.name
-    while (node := defined.get(name)) is not None and not node.decorator_list:
-        if not isinstance(node, ast.ClassDef):
-            return None if name == ref.name else "unshown"
-        if any(isinstance(f, ast.FunctionDef) and f.name == "save_checkpoint" for f in node.body):
-            return True
-        if len(node.bases) != 1:
-            return "unshown"
-        name = ast.unparse(node.bases[0])
-        if name in ("Trainable", "tune.Trainable", "ray.tune.Trainable"):
-            return False
-    return "unshown"
 
 
 # ---- shared by the kinds ------------------------------------------------------------------------
@@ -391,67 +370,6 @@ _MISFIT_KEYS = {
         "70% of a node's available memory as its memory resource",
     ),
 }
-
-
-def refuse_checkpoint_keys(exp: Experiment, why: str, where: str) -> None:
-    """Tune takes checkpoint_frequency and checkpoint_at_end for class trainables only."""
-    errors = Collector()
-    for key in ("checkpoint_frequency", "checkpoint_at_end"):
-        if getattr(exp.checkpoint, key):
-            errors.errors.append(
-                SpecError(
-                    f"{key} applies to class trainables (RLlib algorithms, tune.Trainable "
-                    f"classes that save checkpoints) only; {why}",
-                    path=f"{where}.checkpoint_config.{key}".lstrip("."),
-                )
-            )
-    errors.raise_any()
-
-
-def check_saving(exp: Experiment, saves: bool | None, where: str) -> None:
-    """What Tune's checkpoints ask of a trainable, by `saves_checkpoints`'s answer: a function
-    takes none of Tune's checkpoint keys; a class that saves no checkpoints cannot be
-    checkpointed, paused or copied; one that saves them is checkpointed at each trial's end by
-    Tune's default, which turns Tune's result buffering off without a word the app shows. Key
-    paths are under `where`."""
-    if saves is None:
-        refuse_checkpoint_keys(
-            exp, f"'{exp.run}' is a function: it saves checkpoints itself", where
-        )
-    elif saves and exp.buffered and exp.checkpoint.checkpoint_at_end is None:
-        raise SpecError(
-            f"class '{exp.run}' is checkpointed at each trial's end (Tune's default for a class "
-            "that saves checkpoints), and Tune does not buffer such a trial's results",
-            path=f"{where}.checkpoint_config.checkpoint_at_end".lstrip("."),
-            suggestion="set checkpoint_config.checkpoint_at_end: false, or remove result_buffer",
-        )
-    elif not saves:
-        why = f"class '{exp.run}' does not implement save_checkpoint"
-        errors = Collector()
-        with errors.check():
-            refuse_checkpoint_keys(exp, why, where)
-        entry = scheduler_of(exp.scheduler)
-        if entry.population or entry.pauses:
-            errors.errors.append(
-                SpecError(
-                    f"scheduler {entry.name} {'copies' if entry.population else 'pauses'} "
-                    f"trials through checkpoints, but {why}",
-                    path=f"{where}.scheduler".lstrip("."),
-                    suggestion="implement save_checkpoint and load_checkpoint, or use "
-                    "scheduler: asha",
-                )
-            )
-        errors.raise_any()
-
-
-def saves_checkpoints(trainable: Any) -> bool | None:
-    """For a `tune.Trainable` class: whether it overrides `save_checkpoint` (Tune's own raises
-    NotImplementedError). None for anything else (a function saves when it chooses to)."""
-    from ray import tune
-
-    if isinstance(trainable, type) and issubclass(trainable, tune.Trainable):
-        return trainable.save_checkpoint is not tune.Trainable.save_checkpoint
-    return None
 
 
 def _check_knob_type(knob: Knob, value: Any, where: str, run: str) -> None:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from tune_app.envs import EnvRef, resolve_env_grid
 from tune_app.errors import SpecError
 from tune_app.kinds import Layout
-from tune_app.kinds.builtin import KindDefaults, check_saving, resolve_spec_env
+from tune_app.kinds.builtin import KindDefaults, resolve_spec_env
+from tune_app.kinds.saving import check_saving
 from tune_app.methods import mutated_paths, searcher_of
 from tune_app.resources import Machine
 from tune_app.rllib.algorithm import app_algorithm

@@ -45,7 +45,13 @@ from tune_app.user_code.locating import (
     pythonpath_folders,
     spec_of,
 )
-from tune_app.user_code.source import bound_names, followed, parsed_source, statements
+from tune_app.user_code.source import (
+    bound_names,
+    followed,
+    parsed_source,
+    plain_definitions,
+    statements,
+)
 
 # Packages a spec may not name code in, beside the standard library: the app itself.
 APP_PACKAGES = frozenset({"tune_app"})
@@ -290,13 +296,10 @@ def source_tree(ref: CodeRef) -> ast.Module | None:
 def defined_as(ref: CodeRef) -> Literal["class", "function"] | None:
     """Whether the module's source defines `ref`'s name as a class or a function at its top
     level (no import); None where the source does not show it plainly."""
-    tree = source_tree(ref)
-    for node in tree.body if tree else ():
-        if isinstance(node, ast.ClassDef) and node.name == ref.name:
-            return "class"
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == ref.name:
-            return "function"
-    return None
+    node = plain_definitions(source_tree(ref)).get(ref.name)
+    if node is None:
+        return None
+    return "class" if isinstance(node, ast.ClassDef) else "function"
 
 
 def _check_source(module: ModuleSpec, ref: CodeRef) -> None:

@@ -39,6 +39,24 @@ def bound_names(tree: ast.Module) -> set[str] | None:
 
 
 BLOCKS = (ast.If, ast.Try, ast.With, ast.For, ast.While, ast.ExceptHandler)
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def plain_definitions(tree: ast.Module | None) -> dict[str, Definition]:
+    """The functions and classes the module's top level defines, by name, where its source
+    shows what the name ends bound to: a name another top-level statement binds too (`Cls =
+    wrap(Cls)`, an import, a `def` inside an `if`) is left out, as is every name of a module
+    that may bind names unseen (`bound_names`): what those are, only the import tells."""
+    if tree is None or bound_names(tree) is None:
+        return {}
+    defined: dict[str, Definition] = {}
+    other: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, Definition):
+            defined[node.name] = node  # the last of one name is what it ends bound to
+        else:
+            other.update(binds(node))
+    return {name: node for name, node in defined.items() if name not in other}
 
 
 def binds(node: ast.AST) -> Iterator[str]:
