@@ -151,25 +151,41 @@ def test_an_evaluate_cut_short_prints_no_table_but_where_its_parts_are_once_resu
 
 
 @pytest.mark.parametrize("quiet", [False, True], ids=["normal", "quiet"])
-def test_evaluate_says_where_its_results_go_as_run_does(quiet, tmp_path, monkeypatch):
-    """Once its plan passed its checks, `evaluate` prints run's results line (not with -q)."""
+@pytest.mark.parametrize("refused_before_plan", [False, True], ids=["planned", "refused"])
+def test_evaluate_says_where_its_results_go_and_keeps_no_spec_a_refused_run_never_ran(
+    quiet, refused_before_plan, tmp_path, monkeypatch, capsys
+):
+    """Once its plan passed its checks, `evaluate` prints run's results line (not with -q); a run
+    refused before that (a bad --storage-path) leaves no spec file of it behind."""
     from tune_app import api
     from tune_app.cli import printing
     from tune_app.cli.reading import cmd_evaluate
+    from tune_app.errors import SpecError
     from tune_app.readback import best
 
-    monkeypatch.setattr(best, "best_spec", lambda *a, **k: ({}, [SimpleNamespace(run=None)]))
+    spec_file = tmp_path / "e.yaml"
+    found = [SimpleNamespace(run=None, rank=1)]
+    monkeypatch.setattr(best, "best_spec", lambda *a, **k: ({}, found))
     monkeypatch.setattr(best, "render", lambda *a: "")
-    monkeypatch.setattr(best, "evaluation_home", lambda run: (tmp_path / "e.yaml", "o", None))
-    passed = {}
-    monkeypatch.setattr(api, "run", lambda spec_file, **kw: passed.update(kw) or 1 / 0)
+    monkeypatch.setattr(best, "evaluation_home", lambda run: (spec_file, "o", None))
+    said = []
+    monkeypatch.setattr(printing, "print_plan_start", lambda plan: said.append("start"))
+    monkeypatch.setattr(printing, "print_plan_warnings", lambda plan: said.append("warnings"))
+
+    def run(spec_file, on_plan, **kw):
+        if not refused_before_plan:
+            on_plan("the plan")
+        raise SpecError("refused", path="--storage-path")
+
+    monkeypatch.setattr(api, "run", run)
     args = SimpleNamespace(
-        dir="o/e", seeds=2, top=1, quiet=quiet, storage_path=None, address=None, argv=[]
+        dir="o/e", seeds=2, top=3, quiet=quiet, storage_path=None, address=None, argv=[]
     )
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(SpecError):
         cmd_evaluate(args)
-    shown = printing.print_plan_warnings if quiet else printing.print_plan_start
-    assert passed["on_plan"] is shown
+    assert said == ([] if refused_before_plan else ["warnings" if quiet else "start"])
+    assert spec_file.exists() is not refused_before_plan
+    assert "the top 1 configuration (3 asked: the run has no more)" in capsys.readouterr().out
 
 
 def plan_of(tmp_path, text):

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from tune_app.cli.table import EXIT_OK
 from tune_app.errors import TuneAppError, printable
+from tune_app.words import counted
+
+if TYPE_CHECKING:
+    from tune_app.plan.types import Plan
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -66,21 +71,35 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         write_text(spec_file, text + "\n")
     if elsewhere:
         print(f"tune_app: {elsewhere}", file=sys.stderr)
-    print(f"tune_app: the top {args.top} configurations on {args.seeds} fresh seeds: {spec_file}")
-    verbosity = 0 if args.quiet else 1
-    storage = args.storage_path or root
-    return evaluated(
-        lambda: run(
+    most = max(b.rank for b in found)  # of each experiment, where it has that many
+    asked = f"the top {counted(most, 'configuration')}"
+    if most < args.top:
+        asked += f" ({args.top} asked: the run has no more)"
+    print(f"tune_app: {asked} on {args.seeds} fresh seeds: {spec_file}")
+    shown = print_plan_warnings if args.quiet else print_plan_start
+    planned = []
+
+    def on_plan(plan: Plan) -> None:
+        planned.append(plan)
+        shown(plan)
+
+    try:
+        return evaluated(
+            lambda: run(
+                spec_file,
+                storage_path=args.storage_path or root,
+                address=args.address,
+                verbosity=0 if args.quiet else 1,
+                command=args.argv,
+                on_plan=on_plan,
+            ),
+            found,
             spec_file,
-            storage_path=storage,
-            address=args.address,
-            verbosity=verbosity,
-            command=args.argv,
-            on_plan=print_plan_warnings if args.quiet else print_plan_start,
-        ),
-        found,
-        spec_file,
-    )
+        )
+    except TuneAppError:
+        if not planned:  # refused before its plan passed (a bad --storage-path): nothing ran
+            spec_file.unlink(missing_ok=True)
+        raise
 
 
 def cmd_tensorboard(args: argparse.Namespace) -> int:
