@@ -677,6 +677,23 @@ def test_a_cluster_that_asks_for_a_token_this_shell_lacks_is_said_at_once(
     assert not (tmp_path / "out").exists()
 
 
+def test_address_auto_knocks_where_ray_would_wait(cli, write_spec, tmp_path, monkeypatch):
+    """`--address auto` where Ray finds a head that is gone (a stale `ray start` record, or
+    RAY_ADDRESS) waited over 2 minutes in ray.init, printing only Ray's GCS lines: the probe
+    now knocks at the address Ray's own lookup gives."""
+    from tests.conftest import free_port
+
+    port = free_port()
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")  # what Ray's lookup of "auto" reads
+    spec_file = write_spec("e:\n  run: es_cartpole\n  stop: {training_iteration: 2}\n")
+    began = time.monotonic()
+    result = cli("validate", spec_file, "--address", "auto")
+    assert time.monotonic() - began < 10
+    # (Ray's lookup gives the node's address for 127.0.0.1)
+    words = f":{port}: RAY_ADDRESS, or the last `ray start` on this machine): Connection refused"
+    refused(result, "cannot join the cluster at auto (", words, file=spec_file, path="--address")
+
+
 def test_an_address_that_never_answers_is_given_up_after_the_probe(monkeypatch):
     import socket
 

@@ -6,6 +6,7 @@ user's modules shipped to its nodes as Ray `py_modules`; and whether the plan fi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import re
@@ -29,6 +30,7 @@ from tune_app.ray_internals.startup import (
     daemons_in_own_session,
     lean_local_node,
     node_on_loopback,
+    recorded_cluster,
     signals_left_to_the_driver,
     wants_a_token,
 )
@@ -180,9 +182,14 @@ def _reachable(address: ClusterAddress) -> None:
     ray.init would wait minutes for a GCS (Ray 2.60 retried for over 2 minutes here), and 31 s
     for a Ray client server, then print Ray's raw UserWarning before the app's line; or when
     the GCS there asks for a token this process would not send (`wants_a_token`)."""
-    plain = _ADDRESS.fullmatch(address.text)
+    text = address.text
+    if text == "auto" and (recorded := recorded_cluster()):  # what ray.init would wait for
+        text = recorded
+        said = f"auto ({recorded}: RAY_ADDRESS, or the last `ray start` on this machine)"
+        address = dataclasses.replace(address, text=said)
+    plain = _ADDRESS.fullmatch(text)
     if plain is None:
-        return  # "auto", "local": Ray's own rules
+        return  # "local", or "auto" with none recorded: Ray's own rules and error
     client, host, port = plain.groups()
     what = "the Ray client server" if client else "the cluster"
     try:

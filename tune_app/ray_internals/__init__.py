@@ -46,7 +46,8 @@ rewritten results and read its tables, never replace its methods.
   `ray._private.node.Node.start_api_server` (replaced while a local Ray starts: no autoscaler
   monitor, no API server without the dashboard, no log monitor without `-v`); the GCS's gRPC
   method `ray.rpc.NodeInfoGcsService/CheckAlive`, called without a token before joining a
-  cluster (whether it asks for one: UNAUTHENTICATED).
+  cluster (whether it asks for one: UNAUTHENTICATED); `ray._private.services.
+  canonicalize_bootstrap_address` (called: the HOST:PORT `--address auto` joins, probed first).
 - `actors`: `Trial.temporary_state.ray_actor` (the trial's actor handle, an attribute of the
   private `ray.tune.experiment.trial._TemporaryTrialState`), killed for `result_timeout_s`.
 - `memory`: `ray.air.execution._internal.actor_manager.RayActorManager._actor_task_failed`

@@ -77,6 +77,18 @@ def daemons_in_own_session() -> Iterator[None]:
         yield
 
 
+def recorded_cluster() -> str | None:
+    """The HOST:PORT `ray.init(address="auto")` joins: RAY_ADDRESS, else the cluster `ray start`
+    last recorded in Ray's temp folder; None where none is. Ray's own lookup
+    (`services.canonicalize_bootstrap_address`), so the app knocks where Ray would wait, for
+    minutes, on a head that is gone."""
+    services: Any = getattr(ray._private, "services", None)
+    try:
+        return services.canonicalize_bootstrap_address("auto")
+    except Exception:  # none recorded (ConnectionError), or a lookup this Ray lacks
+        return None
+
+
 @contextlib.contextmanager
 def node_on_loopback() -> Iterator[None]:
     """Start a local Ray whose node address is 127.0.0.1, so its GCS, raylet, object manager and

@@ -101,6 +101,7 @@ SYMBOLS: tuple[Symbol, ...] = (
         "reuse",
     ),
     Symbol("ray._private.services:ConsolePopen", ("args",), "startup"),
+    Symbol("ray._private.services:canonicalize_bootstrap_address", ("addr",), "startup"),
     Symbol("ray._private.ray_constants:ENABLE_RAY_CLUSTER", None, "startup"),
     Symbol("ray._private.utils:set_sigterm_handler", ("sigterm_handler",), "startup"),
     Symbol(
