@@ -23,7 +23,8 @@ def _run(folder: Path, experiment: str | None = None, *, finished: bool = True) 
     (folder / "run.json").write_text(json.dumps({"experiment": experiment or folder.name}))
     (folder / "spec.yaml").write_text(GOOD)
     (folder / "results.jsonl").write_text('{"trial_id": "a", "training_iteration": 1}\n')
-    (folder / "tuner.pkl").write_bytes(b"")
+    (folder / "tuner.pkl").write_bytes(b"\x80\x04N.")  # None, pickled
+    (folder / "experiment_state-x.json").write_text('{"trial_data": []}')
     (folder / "summary.json").write_text(json.dumps({"interrupted": not finished}))
     return folder
 

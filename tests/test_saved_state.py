@@ -306,6 +306,30 @@ def _saved_run(write_spec, tmp_path):
     return ep
 
 
+@pytest.mark.parametrize(
+    "state, words",
+    [
+        pytest.param(None, "experiment_state-*.json is missing", id="state-missing"),
+        pytest.param("{garbage", "experiment_state-x.json cannot be read", id="state-torn"),
+    ],
+)
+def test_a_state_tune_cannot_read_back_whole_is_not_resumed(
+    cli, write_spec, tmp_path, state, words
+):
+    """Tune starts a search afresh where it cannot read its newest experiment state: a resume
+    exited 0 having run every finished trial again."""
+    ep = _saved_run(write_spec, tmp_path)
+    (ep.folder.local / TUNER_STATE).write_bytes(pickle.dumps(None))
+    if state is not None:
+        (ep.folder.local / "experiment_state-x.json").write_text(state)
+    ep.folder.results.write_text('{"trial_id": "a", "training_iteration": 1}\n')
+    ep.folder.finished.write_text('{"trial_id": "a", "status": "TERMINATED"}\n')
+    before = sorted(p.name for p in ep.folder.local.iterdir())
+    where = ep.folder.where
+    refused(cli("resume", where), f"{where}: ", words, "(1 finished)", f"warm_start: [{where}]")
+    assert sorted(p.name for p in ep.folder.local.iterdir()) == before
+
+
 class _Calls:
     """Pickled, a call of `function` with `args` when unpickled."""
 

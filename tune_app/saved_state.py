@@ -26,6 +26,7 @@ from tune_app.errors import SpecError
 from tune_app.interrupts import deferred
 from tune_app.rllib.tables import ALGORITHMS
 from tune_app.rundir.files import write_json
+from tune_app.rundir.layout import journaled_ends, newest_state, read_newest_state
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
 from tune_app.rundir.saved import tune_pickles
@@ -273,7 +274,9 @@ def check_readable(folder: RunLocation, record: RunRecord) -> None:
     """Refuse, in one line, to resume a run whose saved state names a class or function of the
     app or of Ray that this release does not have, naming the release that saved it: Tune would
     fail unpickling it with a traceback ("Can't get attribute ..."); or one that names what no
-    run of the app puts there, which unpickling would call."""
+    run of the app puts there, which unpickling would call; or one Tune cannot read back whole
+    (`_check_whole`)."""
+    _check_whole(folder)
     names = saved_names(folder.local)
     name = missing_name(names)
     if name is not None:
@@ -286,6 +289,21 @@ def check_readable(folder: RunLocation, record: RunRecord) -> None:
             suggestion="its results read as they are (analyze, report, best); resume only a run "
             "folder you trust",
         )
+
+
+def _check_whole(folder: RunLocation) -> None:
+    """Refuse a run whose trials ran but whose newest experiment state is missing or torn: Tune
+    starts the search afresh where it cannot read that state, and runs every trial again."""
+    if not folder.holds_results() or read_newest_state(folder.local) is not None:
+        return
+    state = newest_state(folder.local)
+    damaged = f"{state.name} cannot be read" if state else "experiment_state-*.json is missing"
+    raise SpecError(
+        f"{folder.where}: Tune's saved state {damaged}: resuming would start the search afresh "
+        f"and run every trial it ran again ({len(journaled_ends(folder.local))} finished)",
+        suggestion="its results read as they are (analyze, report, best); to go on from its "
+        f"finished trials, start a new run with `warm_start: [{folder.where}]` in the experiment",
+    )
 
 
 def unreadable(folder: RunLocation, record: RunRecord, cause: str) -> SpecError:
