@@ -306,27 +306,36 @@ def _saved_run(write_spec, tmp_path):
     return ep
 
 
+AGAIN = "resuming would start the search afresh and run every trial it ran again (1 finished)"
+CUT = "Tune's saved tuner.pkl is cut short or no pickle: resuming cannot read back the search"
+
+
 @pytest.mark.parametrize(
-    "state, words",
+    "tuner, state, words",
     [
-        pytest.param(None, "experiment_state-*.json is missing", id="state-missing"),
-        pytest.param("{garbage", "experiment_state-x.json cannot be read", id="state-torn"),
+        pytest.param(None, None, ("experiment_state-*.json is missing", AGAIN), id="state-missing"),
+        pytest.param(
+            None, "{garbage", ("experiment_state-x.json cannot be read", AGAIN), id="state-torn"
+        ),
+        # Tune's restore raised "UnpicklingError: pickle data was truncated", exit 1.
+        pytest.param(100, "{}", (CUT,), id="tuner-cut"),
+        pytest.param(0, "{}", (CUT,), id="tuner-empty"),
     ],
 )
 def test_a_state_tune_cannot_read_back_whole_is_not_resumed(
-    cli, write_spec, tmp_path, state, words
+    cli, write_spec, tmp_path, tuner, state, words
 ):
     """Tune starts a search afresh where it cannot read its newest experiment state: a resume
     exited 0 having run every finished trial again."""
     ep = _saved_run(write_spec, tmp_path)
-    (ep.folder.local / TUNER_STATE).write_bytes(pickle.dumps(None))
+    (ep.folder.local / TUNER_STATE).write_bytes(pickle.dumps({"stop": "x" * 200})[:tuner])
     if state is not None:
         (ep.folder.local / "experiment_state-x.json").write_text(state)
     ep.folder.results.write_text('{"trial_id": "a", "training_iteration": 1}\n')
     ep.folder.finished.write_text('{"trial_id": "a", "status": "TERMINATED"}\n')
     before = sorted(p.name for p in ep.folder.local.iterdir())
     where = ep.folder.where
-    refused(cli("resume", where), f"{where}: ", words, "(1 finished)", f"warm_start: [{where}]")
+    refused(cli("resume", where), f"{where}: ", *words, f"warm_start: [{where}]")
     assert sorted(p.name for p in ep.folder.local.iterdir()) == before
 
 

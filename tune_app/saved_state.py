@@ -292,8 +292,23 @@ def check_readable(folder: RunLocation, record: RunRecord) -> None:
 
 
 def _check_whole(folder: RunLocation) -> None:
-    """Refuse a run whose trials ran but whose newest experiment state is missing or torn: Tune
-    starts the search afresh where it cannot read that state, and runs every trial again."""
+    """Refuse a run Tune cannot read back whole: a pickle it unpickles whole (tuner.pkl, its
+    searcher's and callbacks' states) cut short or no pickle, where Tune fails with an
+    unpickling traceback or starts the search afresh; or a run whose trials ran but whose newest
+    experiment state is missing or torn, where Tune starts afresh and runs every trial again."""
+    instead = (
+        "its results read as they are (analyze, report, best); to go on from its finished "
+        f"trials, start a new run with `warm_start: [{folder.where}]` in the experiment"
+    )
+    for where, data in tune_pickles(folder.local):
+        if not where.endswith(".pkl"):
+            break  # the experiment state's own pickles: whole where that state reads
+        if not _whole(data):
+            raise SpecError(
+                f"{folder.where}: Tune's saved {where} is cut short or no pickle: resuming "
+                "cannot read back the search it saved",
+                suggestion=instead,
+            )
     if not folder.holds_results() or read_newest_state(folder.local) is not None:
         return
     state = newest_state(folder.local)
@@ -301,9 +316,18 @@ def _check_whole(folder: RunLocation) -> None:
     raise SpecError(
         f"{folder.where}: Tune's saved state {damaged}: resuming would start the search afresh "
         f"and run every trial it ran again ({len(journaled_ends(folder.local))} finished)",
-        suggestion="its results read as they are (analyze, report, best); to go on from its "
-        f"finished trials, start a new run with `warm_start: [{folder.where}]` in the experiment",
+        suggestion=instead,
     )
+
+
+def _whole(data: bytes) -> bool:
+    """Whether `data` is a pickle to its end (its STOP), as unpickling reads it."""
+    try:
+        for _ in pickletools.genops(data):
+            pass
+    except (ValueError, EOFError, KeyError):
+        return False
+    return True
 
 
 def unreadable(folder: RunLocation, record: RunRecord, cause: str) -> SpecError:
