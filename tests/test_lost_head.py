@@ -188,6 +188,13 @@ def test_the_grace_is_half_of_rays_reconnect_window(monkeypatch, window, grace):
             "Tune's own loop failed (RuntimeError: dictionary changed size)",
             id="loop",
         ),
+        pytest.param(
+            TuneFailure.loop_raised(
+                RuntimeError("Traceback (most recent call last):\n  File x\nTypeError: '>' no")
+            ),
+            "Tune's own loop failed (RuntimeError: TypeError: '>' no)",
+            id="loop-traceback",
+        ),
     ],
 )
 def test_a_tune_failure_is_one_line_with_the_resume_command(failure, starts):

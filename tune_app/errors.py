@@ -270,8 +270,11 @@ MAX_ALLOWED_CHARS = 1_000
 
 
 def first_line(text: object) -> str:
-    """The first line of `text` (an error, a YAML problem), stripped; "" where it is blank."""
+    """The first line of `text` (an error, a YAML problem), stripped; "" where it is blank. Of a
+    traceback (a TuneError's text is one), the last: the error, not "Traceback (...):"."""
     lines = str(text).strip().splitlines()
+    if lines and lines[0].startswith("Traceback (most recent call last)"):
+        lines = lines[-1:]
     return lines[0].rstrip() if lines else ""
 
 
