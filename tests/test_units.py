@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
+from ray.tune.experiment import Trial
 
 from tune_app import spec
-from tune_app.callbacks import JsonlResults
+from tune_app.callbacks import JsonlResults, PlainNumbers
 from tune_app.plan.make import make_plan
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.outcome import summarize
@@ -161,6 +165,26 @@ def test_results_log_writes_non_finite_numbers_as_valid_json(tmp_path):
     log.on_trial_result(0, [a], a, {"training_iteration": 1, "loss": float("nan")})
     (row,) = results_of(tmp_path)  # strict JSON
     assert row["loss"] is None
+
+
+@pytest.mark.parametrize(
+    ("reported", "kept"),
+    [
+        pytest.param(Decimal("0.5"), 0.5, id="decimal"),
+        pytest.param(Fraction(1, 4), 0.25, id="fraction"),
+        pytest.param(np.float32(0.5), 0.5, id="numpy-float"),
+        pytest.param(np.int64(3), 3, id="numpy-int"),
+        pytest.param((-1) ** 0.5, str((-1) ** 0.5), id="complex"),
+    ],
+)
+def test_a_result_reaches_tunes_loop_with_ints_and_floats_or_text(reported, kept):
+    tunes = Trial("f", stub=True)
+    for step in (1, 2):  # Tune averages a number over results: the second failed
+        result = {"training_iteration": step, "acc": reported, "val": {"acc": reported}}
+        PlainNumbers().on_trial_result(0, [tunes], tunes, result)
+        tunes.update_last_result(result)
+        assert (result["acc"], result["val"]["acc"]) == (kept, kept)
+        assert type(result["acc"]) in (int, float, str, np.int64)
 
 
 # ---- read_experiment ----------------------------------------------------------------------------

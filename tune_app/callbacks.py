@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import numbers
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -33,6 +34,7 @@ from tune_app.rundir.files import (
 from tune_app.rundir.layout import TUNE_TRIAL_LOGS, cut_trial_logs
 from tune_app.rundir.location import RunLocation
 from tune_app.rundir.stream import read_jsonl
+from tune_app.scoring import number
 
 MIRROR_PERIOD_S = 5.0  # how often the app's files are copied to cloud storage during a run
 # Trials that fail alike before any trial reports end the search (`SameFailures`).
@@ -78,6 +80,29 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):
         return False
+
+
+class PlainNumbers(Callback):
+    """Makes a result's numbers ints and floats, in place, before the other callbacks see it (Tune
+    lets a callback change it): a Decimal, a Fraction or a numpy float as a float, a complex
+    number as its text (not a number: skipped, with a note, as text is). After its callbacks Tune
+    takes the max and mean of every number in a result, and failed on a complex or a Decimal,
+    ending the run (a resume failed again)."""
+
+    def on_trial_result(
+        self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
+    ) -> None:
+        plain_numbers(result)
+
+
+def plain_numbers(result: dict[str, Any]) -> None:
+    """`PlainNumbers`'s rewrite of `result` and the dicts in it."""
+    for key, value in result.items():
+        if isinstance(value, dict):
+            plain_numbers(value)
+        elif isinstance(value, numbers.Number) and not isinstance(value, numbers.Integral | float):
+            found = number(value)
+            result[key] = str(value) if found is None else found
 
 
 class JsonlResults(Callback):

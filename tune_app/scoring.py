@@ -17,6 +17,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 DEFAULT_SCOPE = "last"
@@ -31,9 +32,10 @@ def is_scope(text: str) -> bool:
 
 
 def number(value: Any) -> float | None:
-    """`value` as a float when it is a real number (numpy's too; NaN and infinities included, a
-    bool not), else None: a metric reported as text or a list holds no value of it."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    """`value` as a float when it is a real number (numpy's, a Decimal too; NaN and infinities
+    included, a bool not), else None: a metric reported as text, a list or a complex number holds
+    no value of it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
         return None
     return float(value)
 

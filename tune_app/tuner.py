@@ -14,7 +14,7 @@ from ray.tune.search import Searcher
 from ray.tune.stopper import CombinedStopper
 
 from tune_app import progress
-from tune_app.callbacks import JsonlResults, SameFailures, TrialLogsFollowResults
+from tune_app.callbacks import JsonlResults, PlainNumbers, SameFailures, TrialLogsFollowResults
 from tune_app.divergence import diverged
 from tune_app.kinds.saving import saves_checkpoints
 from tune_app.methods import Context, scheduler_of, searcher_of
@@ -155,9 +155,9 @@ def _callbacks(
 ) -> list[tune.Callback]:
     # The CSV and JSON loggers are given here, whatever the environment says: Tune's results,
     # and the app, read their files back. Tune adds none while `given_loggers_only` holds.
-    callbacks: list[tune.Callback] = []
+    callbacks: list[tune.Callback] = [PlainNumbers()]  # first: the others read its numbers
     if ep.experiment.result_timeout_s is not None:
-        # First: it records why the trials it fails failed, which the others read. Buffered
+        # Next: it records why the trials it fails failed, which the others read. Buffered
         # results reach the driver up to a gathering window late.
         late = WINDOW_S if ep.experiment.buffered else 0
         callbacks.append(ResultTimeout(ep.experiment.result_timeout_s + late))
