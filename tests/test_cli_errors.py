@@ -310,15 +310,23 @@ def test_bad_spec_gives_one_clear_message(
     assert not out_dir.exists() and "results in" not in result.out
 
 
-@pytest.mark.parametrize("value", ["abc", "-1", "nan"])
-def test_a_state_period_tune_cannot_read_is_refused(cli, write_spec, tmp_path, monkeypatch, value):
-    monkeypatch.setenv("TUNE_GLOBAL_CHECKPOINT_S", value)
+@pytest.mark.parametrize(
+    ("name", "value", "allowed"),
+    [
+        *(("TUNE_GLOBAL_CHECKPOINT_S", v, "auto, or seconds") for v in ("abc", "-1", "nan")),
+        ("TUNE_RESULT_BUFFER_LENGTH", "abc", "a whole number of results"),
+        ("TUNE_RESULT_BUFFER_LENGTH", "2.5", "a whole number of results"),
+        ("TUNE_RESULT_BUFFER_MAX_TIME_S", "", "seconds, a number"),
+    ],
+)
+def test_a_tune_variable_tune_cannot_read_is_refused(
+    cli, write_spec, tmp_path, monkeypatch, name, value, allowed
+):
+    monkeypatch.setenv(name, value)
     spec_file, out_dir = write_spec(GOOD), tmp_path / "out"
     for command in ("validate", "run"):
         result = cli(command, spec_file, "--storage-path", out_dir)
-        refused(
-            result, f"TUNE_GLOBAL_CHECKPOINT_S is '{value}'", "auto, or seconds", file=spec_file
-        )
+        refused(result, f"{name} is '{value}'", allowed, file=spec_file)
     assert not out_dir.exists()
 
 

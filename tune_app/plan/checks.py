@@ -20,6 +20,7 @@ from tune_app.methods import (
 )
 from tune_app.methods.searchers import OPTUNA_CONSTRAINED, reads_constraints
 from tune_app.objectives import describe
+from tune_app.ray_internals import buffering
 from tune_app.seeds import SEED_KEY
 from tune_app.space import iter_domains
 from tune_app.spec.resolved import Experiment
@@ -208,20 +209,37 @@ def check_dotted_keys(exp: Experiment) -> None:
     walk(exp.config, "")
 
 
-def check_state_period() -> None:
-    """A user's own TUNE_GLOBAL_CHECKPOINT_S is handed to Tune, which reads it as "auto" or as
-    float() seconds: anything else would fail every experiment once Ray has started."""
-    given = os.environ.get("TUNE_GLOBAL_CHECKPOINT_S") or "auto"
-    try:
-        fine = given == "auto" or (math.isfinite(float(given)) and float(given) >= 0)
-    except ValueError:
-        fine = False
-    if not fine:
-        raise SpecError(
-            f"the environment variable TUNE_GLOBAL_CHECKPOINT_S is {given!r}, not a period",
-            allowed="auto, or seconds between saves of the experiment's state (0 or more)",
-            suggestion="unset it to let the app choose",
-        )
+def _period(text: str) -> bool:
+    return text in ("", "auto") or (math.isfinite(float(text)) and float(text) >= 0)
+
+
+# Tune's variables a user may set, with how Tune reads each (a ValueError or False refuses it) and
+# what it allows: the app hands them to Tune, where a value it cannot read fails every experiment
+# once Ray has started. Blank, the state period is the app's choice.
+_TUNE_VARIABLES = (
+    ("TUNE_GLOBAL_CHECKPOINT_S", _period, "auto, or seconds between state saves (0 or more)"),
+    (buffering.LENGTH, int, "a whole number of results a call (1: one), or result_buffer: N"),
+    (buffering.MIN_TIME, float, "seconds, a number, or result_buffer: N"),
+    (buffering.MAX_TIME, float, "seconds, a number, or result_buffer: N"),
+)
+
+
+def check_tune_variables() -> None:
+    """Each of `_TUNE_VARIABLES` the environment sets is one Tune can read."""
+    for name, reads, allowed in _TUNE_VARIABLES:
+        given = os.environ.get(name)
+        if given is None:
+            continue
+        try:
+            fine = reads(given) is not False
+        except ValueError:
+            fine = False
+        if not fine:
+            raise SpecError(
+                f"the environment variable {name} is {given!r}, which Tune cannot read",
+                allowed=allowed,
+                suggestion="unset it to let the app choose",
+            )
 
 
 def check_concurrency(exp: Experiment, trials: int) -> None:

@@ -75,7 +75,7 @@ def make_plan(
     with errors.check():
         _nothing_shadowed(plans)
     with errors.check():
-        checks.check_state_period()
+        checks.check_tune_variables()
     try:
         errors.raise_any()
     except SpecError as err:
