@@ -197,3 +197,27 @@ def test_run_json_keeps_the_plan_the_progress_line_counts_with(
 
 def _flat(ends: eta.Lengths | None) -> list[float] | None:
     return None if ends is None else [v for pair in ends for v in pair]
+
+
+@pytest.mark.parametrize(
+    ("bound", "each"),
+    [
+        pytest.param(3, 3, id="whole"),
+        pytest.param(2.5, 3, id="fraction"),  # a trial stops at its first result >= 2.5: the 3rd
+        pytest.param(0, 1, id="zero"),  # at its first result, whatever a bound below 1
+        pytest.param(-1, 1, id="negative"),
+    ],
+)
+def test_a_stop_on_training_iteration_bounds_each_trial_at_the_result_it_stops_at(
+    write_spec, tmp_path, bound, each
+):
+    from tune_app import spec
+    from tune_app.plan.make import make_plan
+
+    text = (
+        "e: {run: my_func, num_samples: 2, config: {alpha: 0.5, beta: 1}, "
+        f"stop: {{training_iteration: {bound}}}}}\n"
+    )
+    plan = make_plan(spec.load(write_spec(text)), cpus=2, storage_path=str(tmp_path / "o"))
+    (ep,) = plan.experiments
+    assert (ep.stop_iterations, ep.iterations) == (each, 2 * each)

@@ -328,9 +328,10 @@ def _metric_and_mode(exp: Experiment, kind: TrainableKind) -> tuple[str | None, 
 
 
 def _stop_bound(exp: Experiment) -> int | None:
-    """The spec's stop on a trial's training_iteration, if it has one."""
+    """The most iterations a trial runs under the spec's stop on training_iteration, if it has
+    one: it stops at its first result at or past the bound (2.5: the 3rd; 0 or less: the 1st)."""
     bound = exp.stop.get("training_iteration")
-    return int(bound) if bound else None
+    return None if bound is None else max(1, math.ceil(bound))
 
 
 def _iteration_bound(exp: Experiment, trials: int, stop: int | None) -> int | None:
