@@ -138,21 +138,42 @@ def test_a_symlink_resolves_before_the_system_folders_are_asked(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("output", "expected"),
+    ("config", "path", "expected"),
     [
-        pytest.param("episodes", "a relative folder", id="relative"),
-        pytest.param("/sys/episodes", "a folder of the system", id="system"),
+        pytest.param("output: episodes", "output", "a relative folder", id="relative"),
+        pytest.param("output: /sys/episodes", "output", "a folder of the system", id="system"),
+        pytest.param(
+            "evaluation_config: {output: /etc/x}",
+            "evaluation_config.output",
+            "a folder of the system",
+            id="in-evaluation-config",
+        ),
+        pytest.param(
+            "evaluation_config: {output: relative/x}",
+            "evaluation_config.output",
+            "a relative folder",
+            id="relative-in-evaluation-config",
+        ),
+        pytest.param(
+            "output: {grid_search: [/tmp/a, /etc/x]}",
+            "output.grid_search[1]",
+            "a folder of the system",
+            id="a-grid-value",
+        ),
+        pytest.param(
+            "output: {choice: [/etc/x]}", "output.choice[0]", "a folder of", id="a-choice"
+        ),
     ],
 )
 def test_rllib_output_outside_a_folder_of_the_users_is_refused(
-    cli, write_spec, tmp_path, output, expected
+    cli, write_spec, tmp_path, config, path, expected
 ):
     spec_file = write_spec(
         f"ppo:\n  run: PPO\n  env: CartPole-v1\n  stop: {{training_iteration: 1}}\n"
-        f"  config: {{output: '{output}'}}\n"
+        f"  config: {{{config}}}\n"
     )
     result = cli("validate", spec_file, "--storage-path", tmp_path / "o")
-    refused(result, "ppo.config.output", expected)
+    refused(result, f"ppo.config.{path}", expected)
 
 
 def _indent(text: str) -> str:

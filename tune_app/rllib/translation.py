@@ -14,6 +14,7 @@ from typing import Any
 
 from tune_app.errors import Collector, SpecError, did_you_mean
 from tune_app.ray_internals import TESTED_RAY
+from tune_app.rllib.code import SUB_CONFIG_KEYS
 from tune_app.rllib.handlers import (
     HANDLERS,
     Translation,
@@ -38,7 +39,7 @@ from tune_app.rllib.tables import (
 )
 from tune_app.rllib.value_types import check_value
 from tune_app.rundir.allowed import local_store, store_problem
-from tune_app.space import Domain, whole_number
+from tune_app.space import LIST_KINDS, Domain, whole_number
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,7 @@ def renamed_to(name: str, key: str) -> str | None:
 
 def _translate_key(t: Translation, key: str, value: Any, path: str) -> None:  # noqa: C901
     keys = t.keys
+    _check_stores(key, value, path)
     if key in HANDLERS:
         HANDLERS[key](t, value, path)
     elif (new := renamed_to(t.name, key)) is not None:
@@ -190,9 +192,6 @@ def _translate_key(t: Translation, key: str, value: Any, path: str) -> None:  # 
         )
     elif key == "model_config":
         t.put("model_config", check_model_keys(value, keys, path), path)
-    elif key in WRITTEN_STORES and isinstance(value, str):
-        _check_store(value, path)
-        t.put(key, value, path)
     elif key in keys.defaults or key in EXTRA_KEYS:
         t.put(key, value, path)
     else:
@@ -201,6 +200,20 @@ def _translate_key(t: Translation, key: str, value: Any, path: str) -> None:  # 
 
 # Keys naming where RLlib writes (its recorded episodes), checked as every store a spec names.
 WRITTEN_STORES = ("output",)
+
+
+def _check_stores(key: str, value: Any, path: str) -> None:
+    """Every store RLlib may write at `key`: each value a search there can give, and the same
+    keys inside the configs RLlib merges over the top one for its env runners (a learner's
+    per-module overrides write no episodes)."""
+    if isinstance(value, Domain) and value.kind in LIST_KINDS:
+        for i, each in enumerate(value.args):
+            _check_stores(key, each, f"{path}.{value.kind}[{i}]")
+    elif key in WRITTEN_STORES and isinstance(value, str):
+        _check_store(value, path)
+    elif key in SUB_CONFIG_KEYS and isinstance(value, dict):
+        for k, v in value.items():
+            _check_stores(k, v, f"{path}.{k}")
 
 
 def _check_store(value: str, path: str) -> None:
