@@ -15,6 +15,7 @@ from tune_app.errors import SpecError, SpecErrors
 from tune_app.plan.make import make_plan
 from tune_app.rllib.handlers import HANDLERS
 from tune_app.rllib.layout import fragment_misfit
+from tune_app.space import Domain
 
 from .conftest import ROOT
 
@@ -284,6 +285,19 @@ def test_observations_the_new_stack_cannot_take_are_flattened_as_the_old_stack_d
             {"n_step": [2, 5], "rollout_fragment_length": 8},
             "config.rollout_fragment_length",
             "write rollout_fragment_length: auto (n_step's high end, 5)",
+        ),
+        (  # a search over the whole mapping, shown as the spec wrote it
+            "PPO",
+            {"model": Domain("grid_search", ({"fcnet_hiddens": [64]}, {"fcnet_hiddens": [16]}))},
+            "config.model",
+            "mapping ({grid_search: [{'fcnet_hiddens': [64]}, {'fcnet_hiddens': [16]}]}) is not "
+            "translated; search the new key whole: model_config: {grid_search: [...]}",
+        ),
+        (
+            "PPO",
+            {"exploration_config": Domain("choice", ({"type": "StochasticSampling"},))},
+            "config.exploration_config",
+            "search its keys one by one: exploration_config: {<key>: {choice: [...]}}",
         ),
     ],
 )

@@ -53,6 +53,10 @@ class Domain:
             return self.kind[1:], (lo, hi)
         return self.kind, (-(-lo // q) * q, hi // q * q, q)
 
+    def __repr__(self) -> str:
+        """As a spec writes it, for the messages that show a value: {grid_search: [1, 2]}."""
+        return f"{{{self.kind}: {list(self.args)!r}}}"
+
     def describe(self) -> str:
         return f"{self.kind}{list(self.args)}"
 

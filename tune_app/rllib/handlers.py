@@ -79,7 +79,17 @@ def no_key(t: Translation, key: str, path: str) -> SpecError:
     )
 
 
-def _mapping(value: Any, path: str) -> dict[str, Any]:
+def _mapping(value: Any, path: str, new: str | None = None) -> dict[str, Any]:
+    """A legacy key's mapping; a search over it whole is written under its `new` key, if any."""
+    if isinstance(value, Domain):
+        key = path.rpartition(".")[2]
+        raise SpecError(
+            f"a search over the whole legacy '{key}' mapping ({value!r}) is not translated",
+            path=path,
+            suggestion=f"search the new key whole: {new}: {{{value.kind}: [...]}}"
+            if new
+            else f"search its keys one by one: {key}: {{<key>: {{{value.kind}: [...]}}}}",
+        )
     if not isinstance(value, dict):
         raise SpecError(f"must be a mapping, got {value!r}", path=path)
     return value
@@ -408,7 +418,7 @@ def _horizon(t: Translation, value: Any, path: str) -> None:
 
 def _model(t: Translation, value: Any, path: str) -> None:
     """An old `model:` dict as a new-stack `model_config`, refusing sub-keys it would ignore."""
-    value = _mapping(value, path)
+    value = _mapping(value, path, "model_config")
     t.warnings.append(f"{path}: legacy RLlib key, read as model_config")
     out, written = {}, {}
     for sub, v in value.items():
