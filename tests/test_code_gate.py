@@ -11,9 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import refused, results_of, user_module
+from tests.conftest import ROOT, refused, results_of, user_module
 from tune_app.errors import SpecError
 from tune_app.user_code import ENV, TRAINABLE, CodeRef, check, declared_refs, user_path
+from tune_app.user_code.locating import shadowing
 
 INSTALLED_FUNCTION = "a function of an installed package that does not declare it"
 
@@ -141,6 +142,40 @@ def test_a_file_beside_the_spec_named_as_pythons_own_module_is_refused(
         cli("validate", write_spec("e:\n  run: quadratic:train\n")), "e.run", f"Python's '{module}'"
     )
     refused(cli("validate", write_spec(f"e:\n  run: {module}:train\n")), "part of Python")
+
+
+@pytest.mark.parametrize(
+    ("named", "shadowed"),
+    [("ray.py", "the 'ray' module of the installed ray"), ("yaml/__init__.py", "installed PyYAML")],
+)
+def test_a_file_beside_the_spec_named_as_an_installed_module_is_refused(
+    cli, write_spec, tmp_path, named, shadowed
+):
+    """`ray.py` beside the spec passed validate, then ran inside Ray's own processes (the spec's
+    folder is first on their path): the run failed after 30 s with a misleading startup error."""
+    user_module("quadratic.py", tmp_path)
+    (tmp_path / named).parent.mkdir(exist_ok=True)
+    (tmp_path / named).write_text("open('pwned', 'w').close()\n")
+    result = cli("validate", write_spec("e:\n  run: quadratic:train\n"))
+    refused(result, "e.run", f"{tmp_path / named.partition('/')[0]} has the name of", shadowed)
+
+
+def test_a_package_installed_editable_from_its_folder_is_not_shadowing(tmp_path, monkeypatch):
+    """Its distribution's code is that folder, as the app's own packages are the checkout's it
+    runs from: the same module either way. The same name elsewhere shadows it."""
+    for folder in ("proj", "other"):
+        (tmp_path / folder / "mypkg").mkdir(parents=True)
+        (tmp_path / folder / "mypkg" / "__init__.py").write_text("")
+    info = tmp_path / "site" / "mypkg-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mypkg\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text("mypkg\n")
+    url = (tmp_path / "proj").as_uri()
+    (info / "direct_url.json").write_text(f'{{"url": "{url}", "dir_info": {{"editable": true}}}}')
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert list(shadowing((str(tmp_path / "proj"), str(ROOT)))) == []
+    (found,) = shadowing((str(tmp_path / "other"),))
+    assert found == (tmp_path / "other" / "mypkg", "the 'mypkg' module of the installed mypkg")
 
 
 def test_an_env_of_an_installed_package_must_be_an_env_class(installed):

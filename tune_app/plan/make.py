@@ -90,15 +90,16 @@ def make_plan(
 
 
 def _nothing_shadowed(plans: list[ExperimentPlan]) -> None:
-    """Refuse a module file beside a user's module named as one of Python's own: the run puts
-    that folder on the path of every process it starts, Ray's own included, and `json.py` there
-    stopped a local Ray from starting (a time-out after 35 s)."""
+    """Refuse a module file beside a user's module named as one of Python's own or an installed
+    package's: the run puts that folder on the path of every process it starts, Ray's own
+    included; `json.py` there stopped a local Ray from starting (a time-out after 35 s), and
+    `ray.py` ran inside Ray's processes."""
     for ep in plans:
-        for file, name in shadowing(ep.search_path):
+        for file, shadowed in shadowing(ep.search_path):
             raise SpecError(
-                f"{file} has the name of Python's '{name}' module: a run puts its folder on the "
-                "path of every process it starts, Ray's own included, which would import it in "
-                "the library's place",
+                f"{file} has the name of {shadowed}: a run puts its folder on the path of every "
+                "process it starts, Ray's own included, which would import it in that module's "
+                "place",
                 path=f"{ep.experiment.key_path}.run",
                 suggestion=f"rename {file.name} (and its imports)",
             )

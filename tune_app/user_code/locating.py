@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import json
 import os
 import sys
 import sysconfig
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from importlib import metadata
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 _STDLIB_DIRS = tuple(
     str(Path(sysconfig.get_paths()[key]).resolve()) for key in ("stdlib", "platstdlib")
@@ -88,9 +92,11 @@ def forget_stale(module_name: str, search_path: tuple[str, ...]) -> None:
 
 
 def shadowing(folders: tuple[str, ...]) -> Iterator[tuple[Path, str]]:
-    """Each module file or package in `folders` named as a standard-library module that Python
-    finds on its path (not a builtin or frozen one), with that name: every process started with
-    the folder on its path imports it in the library's place, the local Ray's own included."""
+    """Each module file or package in `folders` named as a module Python finds elsewhere, with
+    what it shadows: a standard-library module (not a builtin or frozen one) or an installed
+    distribution's top-level one. Every process started with the folder on its path imports it
+    in that module's place, the local Ray's own included."""
+    installed = metadata.packages_distributions()
     for folder in map(Path, folders):
         try:
             entries = sorted(folder.iterdir())
@@ -98,9 +104,30 @@ def shadowing(folders: tuple[str, ...]) -> Iterator[tuple[Path, str]]:
             continue
         for entry in entries:
             name = entry.stem if entry.suffix == ".py" else entry.name
-            if entry.suffix == ".py" or (entry / "__init__.py").is_file():
-                if name in sys.stdlib_module_names and not _unshadowable(name):
-                    yield entry, name
+            if entry.suffix != ".py" and not (entry / "__init__.py").is_file():
+                continue
+            if name in sys.stdlib_module_names and not _unshadowable(name):
+                yield entry, f"Python's '{name}' module"
+            elif name in installed and not _installed_from(entry, installed[name], installed):
+                yield entry, f"the '{name}' module of the installed {', '.join(installed[name])}"
+
+
+def _installed_from(entry: Path, dists: list[str], installed: Mapping[str, list[str]]) -> bool:
+    """Whether `entry` is the code of one of `dists`, the distributions installing its name: in
+    the project folder of an editable install, or beside a module of that distribution this
+    process runs (the app's own packages, in the checkout the app runs from)."""
+    entry = entry.resolve()
+    for dist in dists:
+        url = json.loads(metadata.distribution(dist).read_text("direct_url.json") or "{}")
+        if url.get("dir_info", {}).get("editable") and url["url"].startswith("file://"):
+            if entry.is_relative_to(Path(url2pathname(urlparse(url["url"]).path)).resolve()):
+                return True
+        for top in (t for t, dists in installed.items() if dist in dists):
+            file = getattr(sys.modules.get(top), "__file__", None)
+            up = 1 if file and Path(file).name == "__init__.py" else 0  # a package's folder
+            if file and entry.parent == Path(file).resolve().parents[up]:
+                return True
+    return False
 
 
 def _unshadowable(name: str) -> bool:
