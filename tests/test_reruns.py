@@ -311,7 +311,7 @@ def test_every_reader_reads_the_run_that_ran_trials_and_names_the_later_one(
 
     asked = {}
 
-    def run(spec_file, *, storage_path, address, verbosity, command):  # evaluate's, before Ray
+    def run(spec_file, *, storage_path, address, verbosity, command, on_plan):  # before Ray
         asked.update(spec=Path(spec_file).read_text(), storage=storage_path, address=address)
         raise tune_app.SpecError("stopped here")
 
