@@ -26,7 +26,7 @@ from tune_app.errors import SpecError
 from tune_app.interrupts import deferred
 from tune_app.rllib.tables import ALGORITHMS
 from tune_app.rundir.files import write_json
-from tune_app.rundir.layout import journaled_ends, newest_state, read_newest_state
+from tune_app.rundir.layout import TUNE_STATES, journaled_ends, newest_state, read_newest_state
 from tune_app.rundir.outcome import summarize
 from tune_app.rundir.read import read_summary
 from tune_app.rundir.saved import tune_pickles
@@ -49,6 +49,7 @@ PICKLED_NAMES = frozenset(
     {
         # Callbacks and stopper (the run config)
         "tune_app.callbacks:JsonlResults",
+        "tune_app.callbacks:PlainNumbers",
         "tune_app.callbacks:TrialLogsFollowResults",
         "tune_app.callbacks:SameFailures",
         "tune_app.progress:ProgressCallback",
@@ -312,7 +313,7 @@ def _check_whole(folder: RunLocation) -> None:
     if not folder.holds_results() or read_newest_state(folder.local) is not None:
         return
     state = newest_state(folder.local)
-    damaged = f"{state.name} cannot be read" if state else "experiment_state-*.json is missing"
+    damaged = f"{state.name} cannot be read" if state else f"{TUNE_STATES} is missing"
     raise SpecError(
         f"{folder.where}: Tune's saved state {damaged}: resuming would start the search afresh "
         f"and run every trial it ran again ({len(journaled_ends(folder.local))} finished)",

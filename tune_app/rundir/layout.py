@@ -25,6 +25,7 @@ CLONES_FILE = "clones.jsonl"  # PBT and PB2: who copied whom, when, what changed
 OPTUNA_JOURNAL = "optuna_journal.log"  # optuna's study (`optuna-dashboard DIR/optuna_journal.log`)
 OPTUNA_DB = "optuna.db"  # the study of a run begun before the journal
 TUNER_STATE = "tuner.pkl"  # Tune's saved Tuner: the run can be resumed
+TUNE_STATES = "experiment_state-*.json"  # Tune's experiment state, a file per (re)start
 # In each trial's folder: Tune's record of its failures, and its output (Tune's log_to_file=True)
 ERROR_FILE = "error.txt"
 STDOUT_FILE = "stdout"
@@ -121,7 +122,7 @@ def newest_state(folder: Path) -> Path | None:
     """Tune's newest experiment state file in a run folder, if any."""
     # One file per (re)start of the run, named by its start time; Tune touches them all at the end,
     # so the name, not the modification time, says which is newest.
-    states = sorted(Path(folder).glob("experiment_state-*.json"))
+    states = sorted(Path(folder).glob(TUNE_STATES))
     return states[-1] if states else None
 
 
