@@ -37,9 +37,9 @@ def trials_on_prestarted_workers() -> Iterator[None]:
     an actor asking for them still started a fresh worker (its pid none of the node's
     prestarted ones; Ray prestarts them with no runtime env), as one asking for them without
     it did, while one asking for none landed on a prestarted worker. Its worth
-    (`python -m benchmarks.prestarted`, 4 runs each way alternated, 2 cores at load 11-21):
-    first result, medians 29.7 s with it and 34.4 s without (paired -9.8, -2.1, -12.2,
-    +1.6 s); grid.yaml --smoke, 22.9 s and 31.1 s (paired -16.9, -1.1, -8.1, -15.3 s)."""
+    (`python -m benchmarks.prestarted --runs 7`, 2026-11-30, 2 cores at load 1.1-2.0): first
+    result, medians 3.89 s with it and 4.37 s without; grid.yaml --smoke, 4.15 s and 5.51 s
+    (6 of 7 pairs faster with it, by 1.3 s in the median pair)."""
     from ray.tune.execution import class_cache
 
     if not class_cache.DEFAULT_ENV_VARS.items() <= os.environ.items():
